@@ -1,0 +1,104 @@
+"""Inputs to numbers and numpy arrays: the one place that knows array types.
+
+numpy, Python numbers and lists, MXNet NDArray, torch tensors, and anything with `__array__` or
+`__dlpack__`. MXNet and torch are never imported here: a value can only be one of their arrays if
+its module is already loaded, so `sys.modules` is asked instead.
+"""
+import numbers
+import sys
+
+import numpy as np
+
+__all__ = ["to_numpy", "to_float", "to_int", "check_tag"]
+
+
+def _mxnet_ndarray(value):
+    mx = sys.modules.get("mxnet")
+    return mx is not None and isinstance(value, mx.nd.NDArray)
+
+
+def _torch_tensor(value):
+    torch = sys.modules.get("torch")
+    return torch is not None and isinstance(value, torch.Tensor)
+
+
+def to_numpy(value, name="value"):
+    """`value` as a numpy array (a view where the input already is one, else a new array)."""
+    if isinstance(value, np.ndarray):
+        return value
+    if _mxnet_ndarray(value):
+        return value.asnumpy()
+    if _torch_tensor(value):
+        return value.detach().cpu().numpy()
+    if isinstance(value, (numbers.Number, np.generic, list, tuple)) or hasattr(value, "__array__"):
+        try:
+            return np.asarray(value)
+        except (TypeError, ValueError) as exc:
+            raise TypeError("%s: could not make an array of %s: %s" % (name, _describe(value), exc)) from None
+    if hasattr(value, "__dlpack__"):
+        return np.from_dlpack(value)
+    raise TypeError("%s must be a number or an array (numpy, MXNet NDArray, list, or anything "
+                    "with __array__ or __dlpack__); got %s" % (name, _describe(value)))
+
+
+def to_float(value, name="value"):
+    """A scalar as a Python float: a number, a numpy scalar, or any array of exactly one element."""
+    if isinstance(value, (float, int)) and not isinstance(value, bool):
+        return _float(value, name)
+    if isinstance(value, (bool, np.bool_)):
+        return float(value)
+    if isinstance(value, (str, bytes)) or value is None:
+        raise TypeError("%s must be a number or a one-element array; got %s" % (name, _describe(value)))
+    array = to_numpy(value, name)
+    if array.size != 1:
+        raise ValueError("%s must be a single number; got an array of shape %s" % (name, array.shape))
+    if not (np.issubdtype(array.dtype, np.number) or array.dtype == np.bool_) or np.iscomplexobj(array):
+        raise TypeError("%s must be a real number; got dtype %s" % (name, array.dtype))
+    return _float(array.reshape(()).item(), name)
+
+
+def _float(value, name):
+    try:
+        return float(value)
+    except OverflowError:
+        raise ValueError("%s is too large for a float: %r" % (name, value)) from None
+
+
+def to_int(value, name="global_step"):
+    """A step: an int, a numpy integer or a one-element integer array (int64 range)."""
+    if type(value) is not int:
+        if isinstance(value, bool) or not isinstance(value, (numbers.Integral, np.integer)):
+            array = None
+            if not isinstance(value, (str, bytes, float)) and value is not None:
+                try:
+                    array = to_numpy(value, name)
+                except TypeError:
+                    pass
+            if array is None or array.size != 1 or not np.issubdtype(array.dtype, np.integer):
+                raise TypeError("%s must be an int; got %s" % (name, _describe(value)))
+            value = array.reshape(()).item()
+        value = int(value)
+    if not -(1 << 63) <= value < (1 << 63):
+        raise ValueError("%s must fit in int64; got %d" % (name, value))
+    return value
+
+
+def check_tag(tag, name="tag"):
+    """A tag is a non-empty str; returned as given (its text is kept in the event)."""
+    if not isinstance(tag, str):
+        raise TypeError("%s must be a str; got %s" % (name, _describe(tag)))
+    if not tag:
+        raise ValueError("%s must not be empty" % name)
+    try:
+        tag.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise ValueError("%s must be valid Unicode text (protobuf strings are UTF-8); %r has %s"
+                         % (name, tag, exc.reason)) from None
+    return tag
+
+
+def _describe(value):
+    text = repr(value)
+    if len(text) > 60:
+        text = text[:57] + "..."
+    return "%s %s" % (type(value).__name__, text)

@@ -1,0 +1,147 @@
+"""Queued items to the bytes of event files. Pure: items in, bytes out, no I/O.
+
+An item is a 4-tuple `(target, payload, step, wall_time)`:
+- `(ScalarSeries, value, step, wall_time)`: a scalar, `value` a float;
+- `(file, (build, args), step, wall_time)`: any other event; `build(*args)` returns a Summary or
+  an Event.
+
+Scalars are by far the most frequent event. They are encoded by hand and vectorized with numpy
+over a whole batch (the tests check that protobuf parses them to the expected messages), because
+building three messages per scalar would cost more than everything else a scalar goes through.
+"""
+import numpy as np
+
+from ._crc32c import masked_crc32c, masked_crc32c_rows
+from .events import _HEADER, _U64, frame
+from .proto import Event
+
+__all__ = ["ScalarSeries", "encode_batch", "encode_event", "encode_scalars", "scalar_prefix"]
+
+
+class ScalarSeries:
+    """The scalars of one tag in one file: where they go and the bytes their records share."""
+
+    __slots__ = ("file", "prefix")
+
+    def __init__(self, file, tag):
+        self.file = file
+        self.prefix = scalar_prefix(tag)
+
+
+def varint(number):
+    """Protobuf base-128 varint of a non-negative int (negative int64s: pass `n & 2**64-1`)."""
+    out = bytearray()
+    while number > 0x7F:
+        out.append((number & 0x7F) | 0x80)
+        number >>= 7
+    out.append(number)
+    return bytes(out)
+
+
+def scalar_prefix(tag):
+    """The bytes of a scalar event between its step and its 4-byte float value:
+    `Event.summary` (field 5) holding one `Summary.value` (field 1) with `tag` (field 1) and the
+    key of `simple_value` (field 2, fixed32). Depends on the tag only, so it is built once a tag."""
+    tag = tag.encode("utf-8")
+    value = b"\x0a" + varint(len(tag)) + tag + b"\x15"
+    value_len = len(value) + 4
+    summary_len = 1 + len(varint(value_len)) + value_len
+    return b"\x2a" + varint(summary_len) + b"\x0a" + varint(value_len) + value
+
+
+_VARINT_LIMITS = np.array([1 << shift for shift in range(7, 64, 7)], dtype=np.uint64)
+
+
+def encode_scalars(prefix, values, steps, walls):
+    """Framed records of many scalar events of one tag, vectorized over the events.
+
+    `values`, `steps`, `walls`: equal-length sequences. Returns a list of 2-D uint8 arrays, one
+    record a row, whose rows in order are the events in order (records differ in size with the
+    step's varint, so there is a block for every run of equal sizes). Each record parses as
+    `Event(wall_time, step, summary{value{tag, simple_value}})`; the step is always written, also
+    when 0 (valid protobuf, the same message).
+    """
+    steps = np.asarray(steps, dtype=np.int64).view(np.uint64)  # int64 varints: two's complement
+    step_len = 1 + np.searchsorted(_VARINT_LIMITS, steps, side="right")
+    with np.errstate(over="ignore"):  # beyond float32: infinity, as protobuf does it
+        value_bytes = np.asarray(values, dtype=np.float64).astype("<f4").view(np.uint8).reshape(-1, 4)
+    wall_bytes = np.asarray(walls, dtype="<f8").view(np.uint8).reshape(-1, 8)
+    prefix = np.frombuffer(prefix, dtype=np.uint8)
+    by_length = {}
+    lengths = np.unique(step_len).tolist()
+    for length in lengths:
+        rows = slice(None) if len(lengths) == 1 else step_len == length
+        by_length[length] = _scalar_records(prefix, length, value_bytes[rows], steps[rows], wall_bytes[rows])
+    if len(by_length) == 1:
+        return list(by_length.values())
+    starts = np.concatenate(([0], np.flatnonzero(np.diff(step_len)) + 1, [len(step_len)]))
+    taken = dict.fromkeys(by_length, 0)
+    blocks = []
+    for start, end in zip(starts[:-1].tolist(), starts[1:].tolist()):
+        length = int(step_len[start])
+        blocks.append(by_length[length][taken[length]:taken[length] + end - start])
+        taken[length] += end - start
+    return blocks
+
+
+def _scalar_records(prefix, step_len, value_bytes, steps, wall_bytes):
+    """Records of scalar events whose steps all have a varint of `step_len` bytes."""
+    size = 9 + 1 + step_len + len(prefix) + 4  # wall_time, step, summary, value
+    records = np.empty((len(steps), 12 + size + 4), dtype=np.uint8)
+    records[:, :12] = np.frombuffer(_HEADER.pack(size, masked_crc32c(_U64.pack(size))), np.uint8)
+    payload = records[:, 12:12 + size]
+    payload[:, 0] = 0x09  # field 1, fixed64: wall_time
+    payload[:, 1:9] = wall_bytes
+    payload[:, 9] = 0x10  # field 2, varint: step
+    for j in range(step_len):
+        payload[:, 10 + j] = ((steps >> np.uint64(7 * j)) & np.uint64(0x7F)) | (0x80 if j < step_len - 1 else 0)
+    payload[:, 10 + step_len:size - 4] = prefix
+    payload[:, size - 4:] = value_bytes
+    varying = list(range(1, 9)) + list(range(10, 10 + step_len)) + list(range(size - 4, size))
+    records[:, 12 + size:] = masked_crc32c_rows(payload, varying).astype("<u4").view(np.uint8).reshape(-1, 4)
+    return records
+
+
+def encode_event(event):
+    """A whole Event message to one framed record."""
+    return frame(event.SerializeToString())
+
+
+def _event_record(build, args, step, wall_time):
+    message = build(*args)
+    if type(message) is not Event:
+        message = Event(summary=message)
+    message.wall_time = wall_time
+    message.step = step
+    return frame(message.SerializeToString())
+
+
+def encode_batch(items, targets):
+    """Encode queued items (`targets`: their first elements). Returns `({file: bytes},
+    [exceptions])`. In each file, the records of one series (a tag) keep their queue order; series
+    follow each other in order of first appearance (TensorBoard orders by step within a tag, not
+    across tags). An item whose `build` raised is left out and its exception listed."""
+    if len(set(targets)) == 1:  # the common case: one tag
+        groups = {targets[0]: items}
+    else:
+        groups = {}
+        for target, item in zip(targets, items):
+            group = groups.get(target)
+            if group is None:
+                group = groups[target] = []
+            group.append(item)
+    out = {}
+    errors = []
+    for target, group in groups.items():
+        if type(target) is ScalarSeries:
+            blocks = encode_scalars(target.prefix, [item[1] for item in group],
+                                    [item[2] for item in group], [item[3] for item in group])
+            out.setdefault(target.file, []).extend(block.tobytes() for block in blocks)
+            continue
+        pieces = out.setdefault(target, [])
+        for _, (build, args), step, wall_time in group:
+            try:
+                pieces.append(_event_record(build, args, step, wall_time))
+            except Exception as exc:  # a bad item: report it, write the others
+                errors.append(exc)
+    return {event_file: b"".join(pieces) for event_file, pieces in out.items()}, errors

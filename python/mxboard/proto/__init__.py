@@ -1,0 +1,99 @@
+"""The protobuf messages mxboard writes, loaded into a descriptor pool of mxboard's own.
+
+The .proto files beside this module are the source; `_descriptors.py` holds them compiled
+(tools/gen_protos.py). Building the classes at import time from that serialized set, in a private
+pool, is what lets them load on every protobuf from 3.20 to the newest (no generated `_pb2` code
+tied to one release: no "Descriptors cannot be created directly") and live in one process with
+TensorBoard, tensorboardX, torch or TensorFlow (no "duplicate symbol": their pools never meet ours).
+Field numbers are TensorBoard's, so the bytes are what TensorBoard reads.
+"""
+from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
+
+from ._descriptors import SERIALIZED
+
+__all__ = [
+    "POOL", "AttrValue", "AudioPluginData", "Category", "Chart", "DataClass", "DataType", "Event",
+    "GraphDef", "HistogramPluginData", "HistogramProto", "ImagePluginData", "Layout",
+    "MarginChartContent", "MeshPluginData", "MultilineChartContent", "NameAttrList", "NodeDef",
+    "PrCurvePluginData", "ScalarPluginData", "SessionLog", "Summary", "SummaryMetadata",
+    "TensorProto", "TensorShapeProto", "TextPluginData", "VersionDef", "hparams", "projector",
+]
+
+POOL = descriptor_pool.DescriptorPool()
+for _file in descriptor_pb2.FileDescriptorSet.FromString(SERIALIZED).file:
+    POOL.AddSerializedFile(_file.SerializeToString())
+
+
+def _message(full_name):
+    return _class(POOL.FindMessageTypeByName(full_name))
+
+
+def _class(descriptor):
+    if hasattr(message_factory, "GetMessageClass"):  # protobuf >= 4.22
+        cls = message_factory.GetMessageClass(descriptor)
+    else:  # protobuf 3.20 - 4.21
+        cls = message_factory.MessageFactory(POOL).GetPrototype(descriptor)
+    for nested in descriptor.nested_types:  # older runtimes leave nested classes off
+        if not nested.GetOptions().map_entry and not hasattr(cls, nested.name):
+            setattr(cls, nested.name, _class(nested))
+    return cls
+
+
+def _enum(full_name):
+    """name -> number and number -> name, like a generated enum wrapper."""
+    descriptor = POOL.FindEnumTypeByName(full_name)
+    return type(full_name.rsplit(".", 1)[-1], (), dict(
+        {value.name: value.number for value in descriptor.values},
+        Name=staticmethod(lambda number: descriptor.values_by_number[number].name),
+        Value=staticmethod(lambda name: descriptor.values_by_name[name].number),
+    ))
+
+
+Event = _message("mxboard.Event")
+SessionLog = _message("mxboard.SessionLog")
+Summary = _message("mxboard.Summary")
+SummaryMetadata = _message("mxboard.SummaryMetadata")
+HistogramProto = _message("mxboard.HistogramProto")
+TensorProto = _message("mxboard.TensorProto")
+TensorShapeProto = _message("mxboard.TensorShapeProto")
+DataType = _enum("mxboard.DataType")
+DataClass = _enum("mxboard.DataClass")
+GraphDef = _message("mxboard.GraphDef")
+NodeDef = _message("mxboard.NodeDef")
+AttrValue = _message("mxboard.AttrValue")
+NameAttrList = _message("mxboard.NameAttrList")
+VersionDef = _message("mxboard.VersionDef")
+ScalarPluginData = _message("mxboard.ScalarPluginData")
+HistogramPluginData = _message("mxboard.HistogramPluginData")
+ImagePluginData = _message("mxboard.ImagePluginData")
+AudioPluginData = _message("mxboard.AudioPluginData")
+TextPluginData = _message("mxboard.TextPluginData")
+PrCurvePluginData = _message("mxboard.PrCurvePluginData")
+MeshPluginData = _message("mxboard.MeshPluginData")
+Layout = _message("mxboard.Layout")
+Category = _message("mxboard.Category")
+Chart = _message("mxboard.Chart")
+MultilineChartContent = _message("mxboard.MultilineChartContent")
+MarginChartContent = _message("mxboard.MarginChartContent")
+
+
+class hparams:  # noqa: N801 - a namespace, like a generated module
+    Experiment = _message("mxboard.hparams.Experiment")
+    HParamInfo = _message("mxboard.hparams.HParamInfo")
+    Interval = _message("mxboard.hparams.Interval")
+    MetricName = _message("mxboard.hparams.MetricName")
+    MetricInfo = _message("mxboard.hparams.MetricInfo")
+    HParamsPluginData = _message("mxboard.hparams.HParamsPluginData")
+    SessionStartInfo = _message("mxboard.hparams.SessionStartInfo")
+    SessionEndInfo = _message("mxboard.hparams.SessionEndInfo")
+    DataType = _enum("mxboard.hparams.DataType")
+    DatasetType = _enum("mxboard.hparams.DatasetType")
+    Status = _enum("mxboard.hparams.Status")
+    ListValue = _message("google.protobuf.ListValue")
+    Value = _message("google.protobuf.Value")
+
+
+class projector:  # noqa: N801
+    ProjectorConfig = _message("mxboard.projector.ProjectorConfig")
+    EmbeddingInfo = _message("mxboard.projector.EmbeddingInfo")
+    SpriteMetadata = _message("mxboard.projector.SpriteMetadata")

@@ -1,0 +1,75 @@
+"""Read event files back: records checked against their CRCs, parsed into Events.
+
+    for event in mxboard.reader.read_events("logs/"):   # a file, or every event file below a dir
+        print(event.step, event.summary)
+
+A torn last record (a writer killed mid-write, or a file still being written) ends the file
+with a `TornRecordWarning`; a record whose CRC does not match raises `DataLossError`.
+"""
+import os
+import struct
+import warnings
+
+from ._crc32c import masked_crc32c
+from .proto import Event
+
+__all__ = ["DataLossError", "TornRecordWarning", "read_events", "read_records", "event_files"]
+
+_HEADER = struct.Struct("<QI")
+_U32 = struct.Struct("<I")
+
+
+class DataLossError(ValueError):
+    """A record's length or payload does not match its CRC."""
+
+
+class TornRecordWarning(UserWarning):
+    """The file ends inside a record: the writer stopped mid-write, or is still writing."""
+
+
+def read_records(path):
+    """The payloads of the TFRecords in one file, each checked against its CRCs."""
+    with open(path, "rb") as f:
+        data = f.read()
+    offset = 0
+    while offset < len(data):
+        if len(data) - offset < _HEADER.size:
+            _torn(path, offset, len(data))
+            return
+        length, length_crc = _HEADER.unpack_from(data, offset)
+        if masked_crc32c(data[offset:offset + 8]) != length_crc:
+            raise DataLossError("%s: corrupt record length at byte %d" % (path, offset))
+        end = offset + _HEADER.size + length + 4
+        if end > len(data):
+            _torn(path, offset, len(data))
+            return
+        payload = data[offset + _HEADER.size:end - 4]
+        if masked_crc32c(payload) != _U32.unpack_from(data, end - 4)[0]:
+            raise DataLossError("%s: corrupt record payload at byte %d" % (path, offset))
+        yield payload
+        offset = end
+
+
+def _torn(path, offset, size):
+    warnings.warn(TornRecordWarning("%s: the last record is incomplete (%d of its bytes from "
+                                    "offset %d); it is skipped" % (path, size - offset, offset)),
+                  stacklevel=3)
+
+
+def event_files(logdir):
+    """Every event file below `logdir` (or `logdir` itself if it is a file), in name order
+    within each directory, directories in sorted order."""
+    if os.path.isfile(logdir):
+        return [logdir]
+    found = []
+    for directory, subdirs, names in os.walk(logdir):
+        subdirs.sort()
+        found.extend(os.path.join(directory, name) for name in sorted(names) if "tfevents" in name)
+    return found
+
+
+def read_events(path):
+    """The Events of an event file, or of every event file below a directory."""
+    for event_file in event_files(path):
+        for payload in read_records(event_file):
+            yield Event.FromString(payload)

@@ -1,0 +1,117 @@
+"""Event files: framing, CRC, names, and the reader."""
+import os
+import struct
+import warnings
+
+import pytest
+
+from conftest import event_files, tb_events, tb_scalars
+from mxboard import SummaryWriter
+from mxboard._crc32c import _crc32c_python, crc32c, masked_crc32c, masked_crc32c_rows
+from mxboard.events import EventFile, frame
+from mxboard.reader import DataLossError, TornRecordWarning, read_events, read_records
+
+
+def test_crc32c_known_answers():
+    # RFC 3720 B.4 and the classic check value
+    assert crc32c(b"123456789") == _crc32c_python(b"123456789") == 0xE3069283
+    assert crc32c(bytes(32)) == _crc32c_python(bytes(32)) == 0x8A9136AA
+    assert crc32c(b"\xff" * 32) == _crc32c_python(b"\xff" * 32) == 0x62A8AB43
+
+
+def test_row_crc_matches_bytewise_crc():
+    import numpy as np
+
+    rows = np.random.default_rng(0).integers(0, 256, (300, 37), dtype=np.uint8)
+    rows[:, 5:20] = rows[0, 5:20]  # constant columns, as in scalar records
+    varying = [c for c in range(37) if not 5 <= c < 20]
+    assert masked_crc32c_rows(rows, varying).tolist() == [masked_crc32c(r.tobytes()) for r in rows]
+
+
+def test_record_framing_is_tfrecord():
+    record = frame(b"hello")
+    length, length_crc = struct.unpack("<QI", record[:12])
+    assert length == 5 and length_crc == masked_crc32c(record[:8])
+    assert record[12:17] == b"hello"
+    assert struct.unpack("<I", record[17:])[0] == masked_crc32c(b"hello")
+
+
+def test_first_record_is_file_version_and_names_carry_host_pid_counter(logdir):
+    with SummaryWriter(logdir, filename_suffix=".mx"):
+        pass
+    (path,) = event_files(logdir)
+    name = os.path.basename(path)
+    assert name.startswith("events.out.tfevents.") and name.endswith(".mx")
+    secs, host, pid, counter = name[len("events.out.tfevents."):-len(".mx")].rsplit(".", 3)
+    assert secs.isdigit() and pid == str(os.getpid()) and counter.isdigit() and host
+    first = tb_events(path)[0]
+    assert first.file_version == "brain.Event:2" and first.wall_time > 0
+
+
+def test_two_writers_in_one_second_get_two_files_and_keep_all_data(logdir):
+    a, b = SummaryWriter(logdir), SummaryWriter(logdir)
+    a.add_scalar("a", 1.0, 1)
+    b.add_scalar("b", 2.0, 1)
+    a.close()
+    b.close()
+    files = event_files(logdir)
+    assert len(files) == 2
+    secs = {os.path.basename(f).split(".")[3] for f in files}
+    tags = sorted(v.tag for f in files for e in tb_events(f) for v in e.summary.value)
+    assert tags == ["a", "b"], secs
+
+
+def test_event_file_is_never_overwritten(tmp_path, monkeypatch):
+    import mxboard.events as events
+
+    monkeypatch.setattr(events, "event_file_name", lambda suffix="": "events.out.tfevents.same")
+    EventFile(str(tmp_path)).write(b"first")
+    with pytest.raises(FileExistsError):
+        EventFile(str(tmp_path))
+    assert (tmp_path / "events.out.tfevents.same").read_bytes() == b"first"
+
+
+def _written(logdir):
+    with SummaryWriter(logdir) as w:
+        for step in range(5):
+            w.add_scalar("x", step, step)
+    (path,) = event_files(logdir)
+    return path
+
+
+def test_reader_reads_what_tensorboard_reads(logdir):
+    path = _written(logdir)
+    ours = [(v.tag, e.step, v.simple_value) for e in read_events(logdir) for v in e.summary.value]
+    assert ours == tb_scalars(path) == [("x", s, float(s)) for s in range(5)]
+
+
+@pytest.mark.parametrize("cut", [1, 11, 13, 20])
+def test_reader_tolerates_and_reports_a_torn_last_record(logdir, cut):
+    path = _written(logdir)
+    data = open(path, "rb").read()
+    with open(path, "wb") as f:
+        f.write(data[:-cut])
+    with pytest.warns(TornRecordWarning, match="incomplete"):
+        events = list(read_events(path))
+    assert [e.step for e in events[1:]] == [0, 1, 2, 3]
+    assert len(tb_events(path)) == 5  # TensorBoard agrees: the torn one is dropped
+
+
+@pytest.mark.parametrize("where", ["length", "payload"])
+def test_reader_raises_on_a_bad_crc(logdir, where):
+    path = _written(logdir)
+    data = bytearray(open(path, "rb").read())
+    first_len = struct.unpack("<Q", data[:8])[0] + 16
+    offset = first_len + (2 if where == "length" else 20)
+    data[offset] ^= 0x01
+    open(path, "wb").write(bytes(data))
+    with pytest.raises(DataLossError, match=where):
+        list(read_records(path))
+
+
+def test_reader_of_an_empty_file_yields_nothing(tmp_path):
+    path = tmp_path / "events.out.tfevents.empty"
+    path.write_bytes(b"")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert list(read_events(str(path))) == []

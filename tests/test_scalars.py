@@ -1,0 +1,156 @@
+"""add_scalar / add_scalars, read back by TensorBoard's EventAccumulator."""
+import math
+import os
+
+import numpy as np
+import pytest
+
+from conftest import accumulator, event_files, tb_events, tb_scalars
+from mxboard import SummaryWriter, proto
+from mxboard.encoding import ScalarSeries, encode_scalars
+
+
+def _scalars(path, tag):
+    return [(e.step, e.value) for e in accumulator(path).Scalars(tag)]
+
+
+@pytest.mark.parametrize("value", [
+    3, 3.0, np.float32(3), np.float64(3), np.int64(3), np.array(3.0), np.array([3.0]),
+    np.array([[3]], dtype=np.uint8), [("name", 3)][0][1], True + 2,
+])
+def test_value_kinds(logdir, value):
+    with SummaryWriter(logdir) as w:
+        w.add_scalar("v", value, 1)
+    assert _scalars(logdir, "v") == [(1, 3.0)]
+
+
+@pytest.mark.parametrize("step", [0, 1, 127, 128, 16383, 16384, 2**31, 2**63 - 1, -1, -(2**63)])
+def test_steps_at_varint_boundaries_and_negative(logdir, step):
+    with SummaryWriter(logdir) as w:
+        w.add_scalar("s", 1.5, step)
+        w.add_scalar("s", 2.5, np.int64(step))
+    assert [(s, v) for _, s, v in tb_scalars(event_files(logdir)[0])] == [(step, 1.5), (step, 2.5)]
+
+
+def test_mixed_step_sizes_keep_their_order_within_a_tag(logdir):
+    steps = [5, 300, 2, 70000, 1, 129, 0, 2**40, 3]
+    with SummaryWriter(logdir) as w:
+        for i, step in enumerate(steps):
+            w.add_scalar("a", float(i), step)
+            w.add_scalar("b", float(-i), step)
+    got = tb_scalars(event_files(logdir)[0])
+    assert [(s, v) for t, s, v in got if t == "a"] == [(s, float(i)) for i, s in enumerate(steps)]
+    assert [(s, v) for t, s, v in got if t == "b"] == [(s, float(-i)) for i, s in enumerate(steps)]
+
+
+def test_hand_encoded_records_parse_to_the_protobuf_message():
+    steps, values, walls = [0, 1, 300, -5], [0.5, -2.0, 1e39, float("nan")], [1.0, 2.5, 3.0, 4.0]
+    tag = "päth/ünïcode"
+    blocks = encode_scalars(ScalarSeries(None, tag).prefix, values, steps, walls)
+    records = [bytes(row) for block in blocks for row in block]
+    for record, step, value, wall in zip(records, steps, values, walls):
+        event = proto.Event.FromString(record[12:-4])
+        expected = proto.Event(wall_time=wall, step=step, summary=proto.Summary(
+            value=[proto.Summary.Value(tag=tag, simple_value=value)]))
+        got = event.summary.value[0].simple_value
+        with np.errstate(over="ignore"):
+            assert (event.wall_time, event.step, event.summary.value[0].tag) == (wall, step, tag)
+            assert got == np.float32(value) if not math.isnan(value) else math.isnan(got)
+        if not math.isnan(value):
+            assert event == expected
+
+
+def test_values_beyond_float32_become_infinity_like_protobuf(logdir):
+    with SummaryWriter(logdir) as w:
+        w.add_scalar("big", 1e300, 0)
+        w.add_scalar("big", -1e300, 1)
+        w.add_scalar("big", float("nan"), 2)
+    values = [v for _, v in _scalars(logdir, "big")]
+    assert values[:2] == [math.inf, -math.inf] and math.isnan(values[2])
+
+
+def test_walltime_is_kept_and_defaults_to_now(logdir):
+    import time
+
+    before = time.time()
+    with SummaryWriter(logdir) as w:
+        w.add_scalar("t", 1, 0, walltime=1234567.5)
+        w.add_scalar("t", 1, 1)
+    walls = [e.wall_time for e in accumulator(logdir).Scalars("t")]
+    assert walls[0] == 1234567.5 and before <= walls[1] <= time.time()
+
+
+@pytest.mark.parametrize("form", ["tuple", "list", "dict", "add_scalars"])
+def test_named_values_become_lines_in_sub_runs(logdir, form):
+    with SummaryWriter(logdir) as w:
+        for step in range(3):
+            if form == "tuple":
+                w.add_scalar("acc", ("train", step / 10), step)
+                w.add_scalar("acc", ("val", step / 20), step)
+            elif form == "list":
+                w.add_scalar("acc", ["train", step / 10], step)
+                w.add_scalar("acc", ["val", step / 20], step)
+            elif form == "dict":
+                w.add_scalar("acc", {"train": step / 10, "val": step / 20}, step)
+            else:
+                w.add_scalars("acc", {"train": step / 10, "val": step / 20}, step)
+    for name, scale in (("train", 10), ("val", 20)):
+        run = os.path.join(logdir, "acc", name)
+        assert accumulator(run).Tags()["scalars"] == ["acc"]
+        assert _scalars(run, "acc") == [(s, pytest.approx(s / scale)) for s in range(3)]
+
+
+def test_hundred_thousand_scalars_arrive_in_order(logdir):
+    with SummaryWriter(logdir, max_queue=1) as w:
+        for step in range(100_000):
+            w.add_scalar("loss", step * 0.5, step)
+            if step % 1000 == 0:
+                w.add_scalar("lr", 0.1, step)
+    acc = accumulator(logdir)
+    loss = acc.Scalars("loss")
+    assert [e.step for e in loss] == list(range(100_000))
+    assert loss[-1].value == 49999.5 and len(acc.Scalars("lr")) == 100
+
+
+@pytest.mark.parametrize("call, error, message", [
+    (lambda w: w.add_scalar(3, 1.0), TypeError, "tag must be a str; got int"),
+    (lambda w: w.add_scalar("", 1.0), ValueError, "tag must not be empty"),
+    (lambda w: w.add_scalar(["x"], 1.0), TypeError, "tag must be a str; got list"),
+    (lambda w: w.add_scalar("t\udcff", 1.0), ValueError, "valid Unicode"),
+    (lambda w: w.add_scalar("x", "1.0"), TypeError, "value must be a number"),
+    (lambda w: w.add_scalar("x", None), TypeError, "value must be a number"),
+    (lambda w: w.add_scalar("x", np.zeros(3)), ValueError, r"single number; got an array of shape \(3,\)"),
+    (lambda w: w.add_scalar("x", 1j), TypeError, "real number"),
+    (lambda w: w.add_scalar("x", 10**400), ValueError, "too large"),
+    (lambda w: w.add_scalar("x", object()), TypeError, "must be a number or an array"),
+    (lambda w: w.add_scalar("x", 1.0, 1.5), TypeError, "global_step must be an int; got float"),
+    (lambda w: w.add_scalar("x", 1.0, "3"), TypeError, "global_step must be an int"),
+    (lambda w: w.add_scalar("x", 1.0, 2**63), ValueError, "int64"),
+    (lambda w: w.add_scalar("x", 1.0, 0, walltime=-1), ValueError, "walltime"),
+    (lambda w: w.add_scalar("x", ("a", 1, 2)), ValueError, r"\(name, value\) pair; got 3"),
+    (lambda w: w.add_scalar("x", (1, 2)), TypeError, "scalar name must be a str; got int"),
+    (lambda w: w.add_scalar("x", {}), ValueError, "empty"),
+    (lambda w: w.add_scalar("x", {"a": "b"}), TypeError, r"value\['a'\] must be a number"),
+    (lambda w: w.add_scalars("x", [("a", 1)]), TypeError, "must be a dict"),
+])
+def test_bad_input_is_refused_at_the_call_and_the_writer_stays_usable(logdir, call, error, message):
+    with SummaryWriter(logdir) as w:
+        with pytest.raises(error, match=message):
+            call(w)
+        w.add_scalar("ok", 1.0, 1)
+    assert _scalars(logdir, "ok") == [(1, 1.0)]
+    assert all(t == "ok" for f in event_files(logdir) for t, _, _ in tb_scalars(f))
+
+
+@pytest.mark.parametrize("kwargs, error", [
+    ({"max_queue": 0}, ValueError), ({"flush_secs": 0}, ValueError), ({"flush_secs": "1"}, ValueError),
+    ({"filename_suffix": 3}, TypeError), ({"filename_suffix": "/x"}, ValueError),
+])
+def test_bad_writer_arguments(logdir, kwargs, error):
+    with pytest.raises(error):
+        SummaryWriter(logdir, **kwargs)
+
+
+def test_logdir_must_be_a_path():
+    with pytest.raises(TypeError, match="logdir"):
+        SummaryWriter(None)

@@ -1,0 +1,188 @@
+"""The writer thread: flush barrier, bounded queue, errors handed back, exit, GC and fork."""
+import gc
+import os
+import threading
+import warnings
+import weakref
+
+import pytest
+
+from conftest import accumulator, event_files, run_python, tb_scalars
+from mxboard import SummaryWriter, proto
+from mxboard.reader import TornRecordWarning, read_events
+
+
+def _summary(tag, value):
+    return proto.Summary(value=[proto.Summary.Value(tag=tag, simple_value=value)])
+
+
+def test_flush_returns_with_everything_on_disk(logdir):
+    w = SummaryWriter(logdir, flush_secs=3600)
+    for step in range(10_000):
+        w.add_scalar("x", step, step)
+    w._put(_summary, ("array-kind", 2.0), 5, None)
+    w.flush()
+    (path,) = event_files(logdir)
+    got = tb_scalars(path)  # read while the writer is still open
+    assert [s for t, s, _ in got if t == "x"] == list(range(10_000))
+    assert ("array-kind", 5, 2.0) in got
+    w.close()
+
+
+def test_data_reach_the_file_within_flush_secs_without_flush(logdir):
+    w = SummaryWriter(logdir, flush_secs=0.2)
+    w.add_scalar("x", 1.0, 1)
+    (path,) = event_files(logdir)
+    done = threading.Event()
+    for _ in range(50):  # up to 5 s; returns as soon as the point is there
+        if tb_scalars(path):
+            break
+        done.wait(0.1)
+    assert tb_scalars(path) == [("x", 1, 1.0)]
+    w.close()
+
+
+def test_a_full_queue_blocks_the_caller_until_the_thread_catches_up(logdir):
+    gate = threading.Event()
+
+    def slow(tag):
+        gate.wait(10)
+        return _summary(tag, 1.0)
+
+    w = SummaryWriter(logdir, max_queue=2)
+    calls = []
+
+    def producer():
+        for i in range(5):
+            w._put(slow, ("t%d" % i,), i, None)
+            calls.append(i)
+
+    thread = threading.Thread(target=producer)
+    thread.start()
+    thread.join(0.5)
+    # one item is on the writer thread (blocked in `slow`), two more fill the queue
+    assert thread.is_alive() and len(calls) <= 3
+    gate.set()
+    thread.join(10)
+    assert calls == [0, 1, 2, 3, 4]
+    w.close()
+    assert sorted(t for t, _, _ in tb_scalars(event_files(logdir)[0])) == ["t0", "t1", "t2", "t3", "t4"]
+
+
+def test_an_error_on_the_writer_thread_reaches_the_next_call_and_writing_goes_on(logdir):
+    w = SummaryWriter(logdir)
+    w._put(lambda: 1 / 0, (), 0, None)
+    with pytest.raises(ZeroDivisionError):
+        w.flush()
+    w.add_scalar("after", 1.0, 1)  # the writer is still usable
+    w.close()
+    assert accumulator(logdir).Scalars("after")[0].value == 1.0
+
+
+def test_an_unreported_error_is_raised_by_close(logdir):
+    w = SummaryWriter(logdir)
+    w._put(lambda: 1 / 0, (), 0, None)
+    with pytest.raises(ZeroDivisionError):
+        w.close()
+    w.close()  # and a second close is quiet
+
+
+IO_ERROR = r"""
+import resource, signal, sys, time
+import mxboard
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # so that a write past the limit fails with EFBIG
+w = mxboard.SummaryWriter(LOGDIR)
+resource.setrlimit(resource.RLIMIT_FSIZE, (64 * 1024, 64 * 1024))
+start = time.time()
+try:
+    for step in range(1_000_000):
+        w.add_scalar("x", step, step)
+        if step % 10_000 == 0:
+            w.flush()
+    print("no error")
+except OSError as exc:
+    print("raised", type(exc).__name__, exc.errno, "after %.1f s" % (time.time() - start))
+try:
+    w.add_scalar("x", 0.0, 0)
+except mxboard.WriterError as exc:
+    print("then", type(exc).__name__, type(exc.__cause__).__name__)
+w.close()
+print("closed")
+"""
+
+
+def test_a_write_error_surfaces_to_the_caller_and_close_returns(tmp_path):
+    out = run_python("LOGDIR = %r\n" % str(tmp_path) + IO_ERROR, timeout=60).stdout.splitlines()
+    assert out[0].startswith("raised OSError 27 after")  # EFBIG
+    assert out[1:] == ["then WriterError OSError", "closed"]
+    with warnings.catch_warnings():  # the write that failed may have left a torn last record
+        warnings.simplefilter("ignore", TornRecordWarning)
+        events = list(read_events(str(tmp_path)))  # what was written before is intact
+    assert events[0].file_version and len(events) > 1000
+
+
+def test_writing_after_close_raises(logdir):
+    w = SummaryWriter(logdir)
+    w.close()
+    w.close()
+    for call in (lambda: w.add_scalar("x", 1.0), lambda: w.add_scalars("x", {"a": 1}), w.flush):
+        with pytest.raises(RuntimeError, match="closed"):
+            call()
+
+
+def test_context_manager_and_get_logdir(logdir):
+    with SummaryWriter(logdir) as w:
+        assert w.get_logdir() == logdir
+        w.add_scalar("x", 1.0)
+    with pytest.raises(RuntimeError, match="closed"):
+        w.add_scalar("x", 1.0)
+
+
+def test_an_unreferenced_writer_is_collected_and_its_file_completed(logdir):
+    w = SummaryWriter(logdir, flush_secs=3600)
+    w.add_scalar("x", 1.0, 1)
+    ref = weakref.ref(w)
+    del w
+    gc.collect()
+    assert ref() is None  # neither the thread nor the exit hook keeps it alive
+    assert tb_scalars(event_files(logdir)[0]) == [("x", 1, 1.0)]
+
+
+def test_writers_open_at_exit_are_flushed_and_closed(tmp_path):
+    run_python("LOGDIR = %r\n" % str(tmp_path) + r"""
+import mxboard
+w = mxboard.SummaryWriter(LOGDIR, flush_secs=3600)
+for step in range(5000):
+    w.add_scalar("x", step, step)
+w.add_scalar("y", {"a": 1.0}, 1)
+""")
+    assert [e.step for e in accumulator(tmp_path).Scalars("x")] == list(range(5000))
+    assert accumulator(tmp_path / "y" / "a").Scalars("y")[0].value == 1.0
+
+
+def test_a_forked_child_never_writes_into_the_parents_file(tmp_path):
+    out = run_python("LOGDIR = %r\n" % str(tmp_path) + r"""
+import os
+import mxboard
+w = mxboard.SummaryWriter(LOGDIR, flush_secs=3600)
+for step in range(3000):
+    w.add_scalar("parent", step, step)   # still queued when we fork
+pid = os.fork()
+if pid == 0:
+    w.add_scalar("child", 1.0, 1)
+    w.close()
+    os._exit(0)
+os.waitpid(pid, 0)
+w.add_scalar("parent", -1.0, 3000)
+w.close()
+print(pid)
+""").stdout.split()
+    child_pid = out[0]
+    files = event_files(str(tmp_path))
+    assert len(files) == 2
+    by_pid = {os.path.basename(f).split(".")[5]: f for f in files}
+    child_file = by_pid.pop(child_pid)
+    (parent_file,) = by_pid.values()
+    assert [(t, s) for t, s, _ in tb_scalars(parent_file)] == [("parent", s) for s in range(3001)]
+    assert [(t, s) for t, s, _ in tb_scalars(child_file)] == [("child", 1)]
+    assert all(e for e in read_events(str(tmp_path)))  # every record CRC-clean
