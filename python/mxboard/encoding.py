@@ -1,13 +1,13 @@
-"""Queued items to the bytes of event files. Pure: items in, bytes out, no I/O.
+"""Queued data to the bytes of event files. Pure: data in, bytes out, no I/O.
 
-An item is a 4-tuple `(target, payload, step, wall_time)`:
-- `(ScalarSeries, value, step, wall_time)`: a scalar, `value` a float;
-- `(file, (build, args), step, wall_time)`: any other event; `build(*args)` returns a Summary or
-  an Event.
-
-Scalars are by far the most frequent event. They are encoded by hand and vectorized with numpy
-over a whole batch (the tests check that protobuf parses them to the expected messages), because
-building three messages per scalar would cost more than everything else a scalar goes through.
+Two kinds of input (see `encode_batch`):
+- scalars, as numpy columns (series id, value, step, wall time), a series being one tag in one
+  file (`ScalarSeries`). They are by far the most frequent event, so they are encoded by hand
+  and vectorized over the whole batch (the tests check that protobuf parses them to the
+  expected messages): building three messages per scalar would cost more than everything else
+  a scalar goes through;
+- events, `(file, (build, args), step, wall_time)` with `build(*args)` returning a Summary or an
+  Event.
 """
 import numpy as np
 
@@ -116,32 +116,32 @@ def _event_record(build, args, step, wall_time):
     return frame(message.SerializeToString())
 
 
-def encode_batch(items, targets):
-    """Encode queued items (`targets`: their first elements). Returns `({file: bytes},
-    [exceptions])`. In each file, the records of one series (a tag) keep their queue order; series
-    follow each other in order of first appearance (TensorBoard orders by step within a tag, not
-    across tags). An item whose `build` raised is left out and its exception listed."""
-    if len(set(targets)) == 1:  # the common case: one tag
-        groups = {targets[0]: items}
-    else:
-        groups = {}
-        for target, item in zip(targets, items):
-            group = groups.get(target)
-            if group is None:
-                group = groups[target] = []
-            group.append(item)
+def encode_batch(series, scalars, events):
+    """Encode one batch. `series`: the ScalarSeries, indexed by id; `scalars`: `(ids, values,
+    steps, walls)` numpy columns, or None; `events`: event tuples. Returns `({file: bytes},
+    [exceptions])`. In each file the records of one series keep their order; series follow each
+    other (TensorBoard orders by step within a tag, not across tags). An event whose `build`
+    raised is left out and its exception listed."""
     out = {}
-    errors = []
-    for target, group in groups.items():
-        if type(target) is ScalarSeries:
-            blocks = encode_scalars(target.prefix, [item[1] for item in group],
-                                    [item[2] for item in group], [item[3] for item in group])
+    if scalars is not None:
+        ids, values, steps, walls = scalars
+        if (ids == ids[0]).all():  # the common case: one tag
+            groups = [(int(ids[0]), slice(None))]
+        else:
+            order = np.argsort(ids, kind="stable")
+            present, starts = np.unique(ids[order], return_index=True)
+            ends = list(starts[1:]) + [len(ids)]
+            groups = [(int(i), order[start:end]) for i, start, end in zip(present, starts, ends)]
+        for sid, rows in groups:
+            target = series[sid]
+            blocks = encode_scalars(target.prefix, values[rows], steps[rows], walls[rows])
             out.setdefault(target.file, []).extend(block.tobytes() for block in blocks)
+    errors = []
+    for event_file, (build, args), step, wall_time in events:
+        try:
+            record = _event_record(build, args, step, wall_time)
+        except Exception as exc:  # a bad item: report it, write the others
+            errors.append(exc)
             continue
-        pieces = out.setdefault(target, [])
-        for _, (build, args), step, wall_time in group:
-            try:
-                pieces.append(_event_record(build, args, step, wall_time))
-            except Exception as exc:  # a bad item: report it, write the others
-                errors.append(exc)
+        out.setdefault(event_file, []).append(record)
     return {event_file: b"".join(pieces) for event_file, pieces in out.items()}, errors

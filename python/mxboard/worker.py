@@ -1,25 +1,29 @@
-"""The writer thread: a queue, one thread that encodes and writes it, and the lifecycle around
+"""The writer thread: queues, one thread that encodes and writes them, and the lifecycle around
 them (flush barrier, periodic write, error hand-back, exit and fork).
 
-The training thread only appends tuples to a deque (atomic, no lock); the thread wakes when
-there is a batch or an array to write, when asked to flush, and at least every `flush_secs`,
-encodes what is queued and writes it with one `os.write` per file. Whatever the thread raises is
-kept and handed to the caller's next call; it never leaves producers blocked.
+The training thread only appends: scalars to columns of its own (`ScalarColumns`: no Python
+object per scalar crosses threads, no lock), everything else as a tuple to a deque (atomic).
+The thread wakes when a batch of scalars or an array waits, when asked to flush, and at least
+every `flush_secs`; it encodes what is queued (encoding.py) and writes it with one `os.write`
+per file. Whatever it raises is kept and handed to the caller's next call; it never leaves
+producers blocked.
 """
 import collections
 import logging
 import os
 import threading
 import weakref
+from array import array
 
-from .encoding import ScalarSeries, encode_batch
+import numpy as np
 
-__all__ = ["Worker", "WriterError"]
+from .encoding import encode_batch
+
+__all__ = ["ScalarColumns", "Worker", "WriterError", "WAKE_EVERY"]
 
 log = logging.getLogger("mxboard")
 
-# Queue items are encoding.py's 4-tuples, and flush barriers: (None, threading.Event, 0, 0.0).
-WAKE_EVERY = 8192  # scalars queued before the thread is woken (else it wakes every flush_secs)
+WAKE_EVERY = 8192  # scalars a thread queues before it wakes the writer thread
 
 
 class WriterError(RuntimeError):
@@ -30,15 +34,44 @@ class _Forked(Exception):
     pass
 
 
+class ScalarColumns:
+    """The scalars one thread queued, as parallel columns. Only that thread appends, always in
+    the order values, steps, walls, series, so that `series` is the last to grow: the writer
+    thread takes as many rows as `series` has, and every other column has at least as many.
+    Slicing and deleting a prefix are single C calls, atomic under the GIL, and an append that
+    comes between them lands after the prefix: no lock is needed."""
+
+    __slots__ = ("values", "steps", "walls", "series", "append")
+
+    def __init__(self):
+        self.values, self.steps, self.walls, self.series = array("d"), array("q"), array("d"), array("q")
+        # bound appends, for the caller's hot path
+        self.append = (self.values.append, self.steps.append, self.walls.append, self.series.append)
+
+    def take(self):
+        """Remove and return the complete rows as numpy columns (ids, values, steps, walls)."""
+        count = len(self.series)
+        if not count:
+            return None
+        columns = []
+        for column, dtype in ((self.series, np.int64), (self.values, np.float64),
+                              (self.steps, np.int64), (self.walls, np.float64)):
+            columns.append(np.frombuffer(column[:count], dtype=dtype))
+            del column[:count]
+        return columns
+
+
 class Worker:
-    """One writer thread and its queue. Knows files and bytes, not the writer that feeds it (so
-    that the exit hook, which holds the worker, never keeps a SummaryWriter alive)."""
+    """One writer thread and its queues. Knows series, files and bytes, not the writer that
+    feeds it (so that the exit hook, which holds the worker, never keeps a SummaryWriter alive)."""
 
     def __init__(self, flush_secs, max_queue):
-        self.queue = collections.deque()
+        self.events = collections.deque()  # (file, (build, args), step, wall); (None, Event): flush
+        self.series = []  # ScalarSeries by id
+        self.columns = []  # ScalarColumns, one per producing thread
+        self.files = []  # every EventFile this worker writes, closed with it
         self.fault = None  # an exception for the caller's next call; checked on every add_*
         self.max_scalars = max(max_queue, 1) * WAKE_EVERY
-        self.files = []  # every EventFile this worker writes, closed with it
         self._flush_secs = flush_secs
         self._slots = threading.BoundedSemaphore(max(max_queue, 1))  # arrays waiting, at most
         self._wake = threading.Event()
@@ -51,34 +84,37 @@ class Worker:
         _LIVE.add(self)
 
     # -- the caller's side ------------------------------------------------------------------
+    def new_columns(self):
+        columns = ScalarColumns()
+        self.columns.append(columns)
+        return columns
+
     def put_event(self, item):
         """Queue an array-carrying item; blocks while `max_queue` of them wait."""
         while not self._slots.acquire(timeout=0.5):
-            if not self._thread.is_alive():
-                raise WriterError("the mxboard writer thread is not running")
-        self.queue.append(item)
+            self._check_alive()
+        self.events.append(item)
         self._wake.set()
 
-    def nudge(self):
+    def nudge(self, columns):
         """Called once a batch of scalars waits: wake the thread; if too many wait, block until
-        it caught up (so memory stays bounded)."""
+        it took them (so memory stays bounded)."""
         self._wake.set()
-        if len(self.queue) < self.max_scalars:
+        if len(columns.series) < self.max_scalars:
             return
         with self._drained:
-            while len(self.queue) >= self.max_scalars and self.fault is None:
+            while len(columns.series) >= self.max_scalars and self.fault is None:
                 self._wake.set()
-                if not self._drained.wait(0.5) and not self._thread.is_alive():
-                    raise WriterError("the mxboard writer thread is not running")
+                if not self._drained.wait(0.5):
+                    self._check_alive()
 
     def flush(self):
         """Return when everything queued before the call is written to the OS."""
         done = threading.Event()
-        self.queue.append((None, done, 0, 0.0))
+        self.events.append((None, done))
         self._wake.set()
         while not done.wait(0.5):
-            if not self._thread.is_alive():
-                raise WriterError("the mxboard writer thread is not running")
+            self._check_alive()
 
     def close(self):
         """Write what is queued, stop the thread, close the files. Safe to call twice."""
@@ -87,7 +123,6 @@ class Worker:
         if self._thread.is_alive():
             self._stopping = True
             self.flush()
-            self._wake.set()
             self._thread.join()
         _LIVE.discard(self)
         for event_file in self.files:
@@ -97,8 +132,9 @@ class Worker:
                 self._keep(exc)
 
     def abandon(self):
-        """In a forked child: drop the parent's queue and file descriptors, write nothing."""
-        self.queue.clear()
+        """In a forked child: drop the parent's queues and file descriptors, write nothing."""
+        self.events.clear()
+        self.columns = []
         self._pid = None
         for event_file in self.files:
             event_file.abandon()
@@ -113,44 +149,44 @@ class Worker:
             self.fault.__cause__ = self._broken
         return fault
 
+    def _check_alive(self):
+        if not self._thread.is_alive():
+            raise WriterError("the mxboard writer thread is not running")
+
     # -- the thread's side ------------------------------------------------------------------
     def _run(self):
-        wake, queue = self._wake, self.queue
         while True:
-            wake.wait(self._flush_secs)
-            wake.clear()
-            self._drain(queue)
+            self._wake.wait(self._flush_secs)
+            self._wake.clear()
+            self._drain()
             with self._drained:
                 self._drained.notify_all()
-            if self._stopping and not queue:
+            if self._stopping and not self.events:
                 return
 
-    def _drain(self, queue):
-        """Encode and write everything queued now: one write per file, and per flush barrier."""
-        popleft = queue.popleft
-        items = [popleft() for _ in range(len(queue))]
-        while items:
-            targets = [item[0] for item in items]
-            cut = targets.index(None) if None in targets else len(items)
-            if cut:
-                self._write_batch(items[:cut], targets[:cut])
-            if cut < len(items):
-                items[cut][1].set()
-            items = items[cut + 1:]
-
-    def _write_batch(self, batch, targets):
+    def _drain(self):
+        """Encode and write everything queued now, one write per file; then release the flush
+        barriers that were queued (everything queued before them is in this batch)."""
+        popleft = self.events.popleft
+        items = [popleft() for _ in range(len(self.events))]
+        events = [item for item in items if item[0] is not None]
+        chunks = [c for c in (columns.take() for columns in list(self.columns)) if c is not None]
         try:
-            if self._broken is None:
-                out, errors = encode_batch(batch, targets)
+            if self._broken is None and (events or chunks):
+                scalars = chunks[0] if len(chunks) == 1 else (
+                    [np.concatenate(column) for column in zip(*chunks)] if chunks else None)
+                out, errors = encode_batch(self.series, scalars, events)
                 for exc in errors:
                     self._keep(exc)
                 self._write(out)
         except Exception as exc:  # never let the thread die: the caller hears of it instead
             self._keep(exc)
         finally:
-            if any(type(target) is not ScalarSeries for target in set(targets)):
-                for _ in range(sum(type(target) is not ScalarSeries for target in targets)):
-                    self._slots.release()
+            for _ in events:
+                self._slots.release()
+            for item in items:
+                if item[0] is None:
+                    item[1].set()
 
     def _write(self, out):
         for event_file, data in out.items():

@@ -3,8 +3,8 @@ everything costly happens on the writer thread (worker.py)."""
 import logging
 import os
 import threading
-import time
 import weakref
+from time import time as _now
 
 from . import convert
 from ._paths import subdir
@@ -47,56 +47,65 @@ class SummaryWriter:
         self._suffix = filename_suffix or ""
         self._verbose = verbose
         self._closed = False
-        self._lock = threading.Lock()  # guards opening files for new sub-runs
+        self._lock = threading.RLock()  # guards new series and sub-run files
         self._open()
 
     def _open(self):
         """Start a worker and the main event file (again in a forked child)."""
         self._worker = Worker(self._flush_secs, self._max_queue)
         self._finalizer = weakref.finalize(self, self._worker.close)
+        self._local = threading.local()  # .columns: this thread's ScalarColumns
         self._file = self._new_file(self._logdir)
-        self._series = {}  # tag -> ScalarSeries in the main file
-        self._runs = {}  # (tag, name) -> ScalarSeries of the sub-run logdir/<tag>/<name>/
+        self._series = {}  # tag -> series id of the tag's scalars in the main file
+        self._runs = {}  # (tag, name) -> series id of the sub-run logdir/<tag>/<name>/
 
     def _new_file(self, directory):
         os.makedirs(directory, exist_ok=True)
         event_file = EventFile(directory, self._suffix)
-        event_file.write(encode_event(Event(wall_time=time.time(), file_version=FILE_VERSION)))
+        event_file.write(encode_event(Event(wall_time=_now(), file_version=FILE_VERSION)))
         self._worker.files.append(event_file)
         if self._verbose:
             log.info("mxboard: writing events to %s", event_file.path)
         return event_file
+
+    def _new_series(self, event_file, tag):
+        with self._lock:
+            self._worker.series.append(ScalarSeries(event_file, tag))
+            return len(self._worker.series) - 1  # appended before any scalar names it
 
     # -- scalars: the hot path --------------------------------------------------------------
     def add_scalar(self, tag, value, global_step=None, walltime=None):
         """Log a number under `tag`. `value` is a number, numpy scalar, one-element array or
         NDArray; or a `(name, value)` pair, a `[name, value]` list, or a dict of them: each name
         one line in the same chart, written to the sub-run `logdir/<tag>/<name>/`."""
-        worker = self._worker
-        if worker.fault is not None:
-            worker = self._recover()
+        if self._worker.fault is not None:
+            self._recover()
         kind = type(value)
         if kind is not float:
-            if kind is int:
-                value = convert.to_float(value)
-            elif kind is dict or kind is tuple or kind is list:
+            if kind is dict or kind is tuple or kind is list:
                 return self._add_scalar_group(tag, value, global_step, walltime)
-            else:
-                value = convert.to_float(value)
+            value = convert.to_float(value)
         try:
-            series = self._series.get(tag)
-        except TypeError:
-            series = None
-        if series is None:
-            series = self._series[tag] = ScalarSeries(self._file, convert.check_tag(tag))
+            series = self._series[tag]
+        except (KeyError, TypeError):
+            series = self._series[tag] = self._new_series(self._file, convert.check_tag(tag))
         if global_step is None:
             global_step = 0
         elif type(global_step) is not int or not 0 <= global_step < 0x7FFFFFFFFFFFFFFF:
             global_step = convert.to_int(global_step)
-        queue = worker.queue
-        queue.append((series, value, global_step, time.time() if walltime is None else _walltime(walltime)))
-        if len(queue) >= WAKE_EVERY:
-            worker.nudge()
+        wall = _now() if walltime is None else _walltime(walltime)
+        try:
+            columns = self._local.columns
+        except AttributeError:
+            columns = self._local.columns = self._worker.new_columns()
+        # Everything is checked: the four appends below cannot fail, so the columns stay aligned.
+        add_value, add_step, add_wall, add_series = columns.append
+        add_value(value)
+        add_step(global_step)
+        add_wall(wall)
+        add_series(series)
+        if len(columns.series) >= WAKE_EVERY:
+            self._worker.nudge(columns)
 
     def add_scalars(self, main_tag, tag_scalar_dict, global_step=None, walltime=None):
         """tensorboardX's name for a dict of lines in one chart: `add_scalar(main_tag, dict)`."""
@@ -116,31 +125,42 @@ class SummaryWriter:
         if not group:
             raise ValueError("value: the dict of named scalars for %r is empty" % tag)
         step = 0 if global_step is None else convert.to_int(global_step)
-        wall = time.time() if walltime is None else _walltime(walltime)
-        items = [(convert.check_tag(name, "scalar name"), convert.to_float(v, "value[%r]" % (name,)))
-                 for name, v in group.items()]
-        worker = self._worker
-        for name, value in items:
-            worker.queue.append((self._run(tag, name), value, step, wall))
-        if len(worker.queue) >= WAKE_EVERY:
-            worker.nudge()
+        wall = _now() if walltime is None else _walltime(walltime)
+        values = [(convert.check_tag(name, "scalar name"), convert.to_float(v, "value[%r]" % (name,)))
+                  for name, v in group.items()]
+        for name, value in values:
+            self._add_to_run(tag, name, value, step, wall)
 
-    def _run(self, tag, name):
-        run = self._runs.get((tag, name))
-        if run is None:
+    def _add_to_run(self, tag, name, value, step, wall):
+        series = self._runs.get((tag, name))
+        if series is None:
             with self._lock:
-                run = self._runs.get((tag, name))
-                if run is None:
-                    run = self._runs[(tag, name)] = ScalarSeries(
-                        self._new_file(subdir(self._logdir, tag, name)), tag)
-        return run
+                if (tag, name) not in self._runs:
+                    run_file = self._new_file(subdir(self._logdir, tag, name))
+                    self._runs[(tag, name)] = self._new_series(run_file, tag)
+            series = self._runs[(tag, name)]
+        self._append(series, value, step, wall)
+
+    def _append(self, series, value, step, wall):
+        """add_scalar's last lines, for the other ways in."""
+        try:
+            columns = self._local.columns
+        except AttributeError:
+            columns = self._local.columns = self._worker.new_columns()
+        add_value, add_step, add_wall, add_series = columns.append
+        add_value(value)
+        add_step(step)
+        add_wall(wall)
+        add_series(series)
+        if len(columns.series) >= WAKE_EVERY:
+            self._worker.nudge(columns)
 
     # -- every other kind goes through here -------------------------------------------------
     def _put(self, build, args, global_step, walltime, event_file=None):
         """Queue `build(*args)` (a Summary or an Event) for the writer thread."""
         self._check()
         step = 0 if global_step is None else convert.to_int(global_step)
-        wall = time.time() if walltime is None else _walltime(walltime)
+        wall = _now() if walltime is None else _walltime(walltime)
         self._worker.put_event((event_file or self._file, (build, args), step, wall))
 
     # -- lifecycle --------------------------------------------------------------------------
