@@ -94,18 +94,7 @@ class SummaryWriter:
         elif type(global_step) is not int or not 0 <= global_step < 0x7FFFFFFFFFFFFFFF:
             global_step = convert.to_int(global_step)
         wall = _now() if walltime is None else _walltime(walltime)
-        try:
-            columns = self._local.columns
-        except AttributeError:
-            columns = self._local.columns = self._worker.new_columns()
-        # Everything is checked: the four appends below cannot fail, so the columns stay aligned.
-        add_value, add_step, add_wall, add_series = columns.append
-        add_value(value)
-        add_step(global_step)
-        add_wall(wall)
-        add_series(series)
-        if len(columns.series) >= WAKE_EVERY:
-            self._worker.nudge(columns)
+        self._append(series, value, global_step, wall)
 
     def add_scalars(self, main_tag, tag_scalar_dict, global_step=None, walltime=None):
         """tensorboardX's name for a dict of lines in one chart: `add_scalar(main_tag, dict)`."""
@@ -142,7 +131,7 @@ class SummaryWriter:
         self._append(series, value, step, wall)
 
     def _append(self, series, value, step, wall):
-        """add_scalar's last lines, for the other ways in."""
+        """Queue one checked scalar. Nothing here can fail, so the four columns stay aligned."""
         try:
             columns = self._local.columns
         except AttributeError:
