@@ -30,7 +30,8 @@ def tb_scalars(path):
     from tensorboard.util import tensor_util
 
     return [(v.tag, e.step, tensor_util.make_ndarray(v.tensor).item())
-            for e in tb_events(path) for v in e.summary.value]
+            for e in tb_events(path) for v in e.summary.value
+            if v.metadata.plugin_data.plugin_name == "scalars"]
 
 
 def event_files(directory):
@@ -63,3 +64,105 @@ def pip_target(spec):
 @pytest.fixture
 def logdir(tmp_path):
     return str(tmp_path / "logs")
+
+
+def plugin_accumulator(path):
+    """TensorBoard's plugin-aware loader (what the dashboards read), fully loaded."""
+    from tensorboard.backend.event_processing import plugin_event_accumulator as pea
+
+    acc = pea.EventAccumulator(str(path), size_guidance={"tensors": 0, "scalars": 0})
+    acc.Reload()
+    return acc
+
+
+def tensor_values(acc, tag):
+    """(step, numpy value) of every event of a tensor tag."""
+    from tensorboard.util import tensor_util
+
+    return [(e.step, tensor_util.make_ndarray(e.tensor_proto)) for e in acc.Tensors(tag)]
+
+
+SERVER_COMMAND = [sys.executable, "-m", "tensorboard.main"]
+
+
+class Server:
+    """A real TensorBoard serving `logdir` on 127.0.0.1, on a port of its choosing."""
+
+    def __init__(self, logdir, *extra):
+        import re
+        import threading
+
+        self.proc = subprocess.Popen(
+            SERVER_COMMAND + ["--logdir", str(logdir), "--host", "127.0.0.1", "--port", "0",
+                              "--reload_interval", "1"] + list(extra),
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        self.output = []
+        found = threading.Event()
+
+        def pump():
+            for line in self.proc.stdout:
+                self.output.append(line)
+                match = re.search(r"(http://[^ ]+?)/? ", line)
+                if match and not found.is_set():
+                    self.url = match.group(1)
+                    found.set()
+
+        threading.Thread(target=pump, daemon=True).start()
+        if not found.wait(60):
+            self.close()
+            raise AssertionError("TensorBoard did not start:\n" + "".join(self.output))
+
+    def get(self, path, params=None):
+        import urllib.parse
+        import urllib.request
+
+        url = self.url + path + ("?" + urllib.parse.urlencode(params) if params else "")
+        with urllib.request.urlopen(url, timeout=30) as response:
+            return response.headers.get("Content-Type"), response.read()
+
+    def json(self, path, params=None, until=None, timeout=30):
+        """GET and decode JSON; with `until`, poll (bounded) until it holds for the answer."""
+        import json
+        import time
+
+        deadline = time.monotonic() + timeout
+        while True:
+            data = json.loads(self.get(path, params)[1])
+            if until is None or until(data) or time.monotonic() > deadline:
+                return data
+            threading_event().wait(0.25)
+
+    def post_json(self, path, body):
+        import json
+        import urllib.request
+
+        request = urllib.request.Request(self.url + path, data=json.dumps(body).encode(),
+                                         headers={"Content-Type": "application/json"})
+        with urllib.request.urlopen(request, timeout=30) as response:
+            return json.loads(response.read())
+
+    def close(self):
+        self.proc.terminate()
+        try:
+            self.proc.wait(10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+
+
+def threading_event():
+    import threading
+
+    return threading.Event()
+
+
+@pytest.fixture
+def serve():
+    servers = []
+
+    def start(logdir, *extra):
+        servers.append(Server(logdir, *extra))
+        return servers[-1]
+
+    yield start
+    for server in servers:
+        server.close()

@@ -9,7 +9,7 @@ import sys
 
 import numpy as np
 
-__all__ = ["to_numpy", "to_float", "to_int", "check_tag"]
+__all__ = ["capture", "to_numpy", "to_float", "to_int", "check_tag"]
 
 
 def _mxnet_ndarray(value):
@@ -39,6 +39,21 @@ def to_numpy(value, name="value"):
         return np.from_dlpack(value)
     raise TypeError("%s must be a number or an array (numpy, MXNet NDArray, list, or anything "
                     "with __array__ or __dlpack__); got %s" % (name, _describe(value)))
+
+
+def capture(value, name="value", numeric=True):
+    """`value` as a numpy array the caller can no longer change: a copy wherever the conversion
+    shared memory with the input. With `numeric`, the dtype must be a real number or bool, and
+    the array non-empty."""
+    array = to_numpy(value, name)
+    if array is value or array.base is not None or not array.flags.owndata:
+        array = np.array(array, copy=True)
+    if numeric:
+        if not (array.dtype.kind in "biuf"):
+            raise TypeError("%s must hold real numbers; got dtype %s" % (name, array.dtype))
+        if array.size == 0:
+            raise ValueError("%s is empty (shape %s)" % (name, array.shape))
+    return array
 
 
 def to_float(value, name="value"):

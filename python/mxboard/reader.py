@@ -27,25 +27,27 @@ class TornRecordWarning(UserWarning):
     """The file ends inside a record: the writer stopped mid-write, or is still writing."""
 
 
-def read_records(path):
-    """The payloads of the TFRecords in one file, each checked against its CRCs."""
+def read_records(path, offset=0):
+    """The payloads of the TFRecords in one file (from byte `offset`, a record boundary), each
+    checked against its CRCs."""
     with open(path, "rb") as f:
+        f.seek(offset)
         data = f.read()
-    offset = 0
+    start, offset = offset, 0
     while offset < len(data):
         if len(data) - offset < _HEADER.size:
-            _torn(path, offset, len(data))
+            _torn(path, start + offset, start + len(data))
             return
         length, length_crc = _HEADER.unpack_from(data, offset)
         if masked_crc32c(data[offset:offset + 8]) != length_crc:
-            raise DataLossError("%s: corrupt record length at byte %d" % (path, offset))
+            raise DataLossError("%s: corrupt record length at byte %d" % (path, start + offset))
         end = offset + _HEADER.size + length + 4
         if end > len(data):
-            _torn(path, offset, len(data))
+            _torn(path, start + offset, start + len(data))
             return
         payload = data[offset + _HEADER.size:end - 4]
         if masked_crc32c(payload) != _U32.unpack_from(data, end - 4)[0]:
-            raise DataLossError("%s: corrupt record payload at byte %d" % (path, offset))
+            raise DataLossError("%s: corrupt record payload at byte %d" % (path, start + offset))
         yield payload
         offset = end
 

@@ -34,6 +34,9 @@ class _Forked(Exception):
     pass
 
 
+TASK = object()  # the "file" of a queued task: not an event, something to do
+
+
 class ScalarColumns:
     """The scalars one thread queued, as parallel columns. Only that thread appends, always in
     the order values, steps, walls, series, so that `series` is the last to grow: the writer
@@ -95,6 +98,11 @@ class Worker:
             self._check_alive()
         self.events.append(item)
         self._wake.set()
+
+    def put_task(self, fn, args):
+        """Queue `fn(*args)` to run on the writer thread (file work that is no event, such as
+        embedding assets); errors reach the caller like any other. Counts as an array item."""
+        self.put_event((TASK, (fn, args), 0, 0.0))
 
     def nudge(self, columns):
         """Called once a batch of scalars waits: wake the thread; if too many wait, block until
@@ -169,8 +177,15 @@ class Worker:
         barriers that were queued (everything queued before them is in this batch)."""
         popleft = self.events.popleft
         items = [popleft() for _ in range(len(self.events))]
-        events = [item for item in items if item[0] is not None]
+        events = [item for item in items if item[0] is not None and item[0] is not TASK]
+        tasks = [item for item in items if item[0] is TASK]
         chunks = [c for c in (columns.take() for columns in list(self.columns)) if c is not None]
+        for _, (fn, args), _, _ in tasks:
+            try:
+                if self._broken is None:
+                    fn(*args)
+            except Exception as exc:
+                self._keep(exc)
         try:
             if self._broken is None and (events or chunks):
                 scalars = chunks[0] if len(chunks) == 1 else (
@@ -182,7 +197,7 @@ class Worker:
         except Exception as exc:  # never let the thread die: the caller hears of it instead
             self._keep(exc)
         finally:
-            for _ in events:
+            for _ in range(len(events) + len(tasks)):
                 self._slots.release()
             for item in items:
                 if item[0] is None:

@@ -1,0 +1,51 @@
+"""What every summary builder shares: plugin metadata, tensors, and one-value summaries."""
+import numpy as np
+
+from ..proto import DataType, Summary, SummaryMetadata, TensorProto, TensorShapeProto
+
+__all__ = ["metadata", "tensor", "summary"]
+
+_DTYPES = {
+    np.dtype(np.float16): DataType.DT_HALF, np.dtype(np.float32): DataType.DT_FLOAT,
+    np.dtype(np.float64): DataType.DT_DOUBLE, np.dtype(np.int8): DataType.DT_INT8,
+    np.dtype(np.int16): DataType.DT_INT16, np.dtype(np.int32): DataType.DT_INT32,
+    np.dtype(np.int64): DataType.DT_INT64, np.dtype(np.uint8): DataType.DT_UINT8,
+    np.dtype(np.uint16): DataType.DT_UINT16, np.dtype(np.uint32): DataType.DT_UINT32,
+    np.dtype(np.uint64): DataType.DT_UINT64, np.dtype(np.bool_): DataType.DT_BOOL,
+}
+
+
+def metadata(plugin_name, content=b"", display_name=None, description=None, data_class=None):
+    """SummaryMetadata naming the plugin that renders a value; `content` its serialized data."""
+    meta = SummaryMetadata(plugin_data=SummaryMetadata.PluginData(
+        plugin_name=plugin_name, content=content))
+    if display_name:
+        meta.display_name = display_name
+    if description:
+        meta.summary_description = description
+    if data_class is not None:
+        meta.data_class = data_class
+    return meta
+
+
+def tensor(array):
+    """A TensorProto of a numpy array: numbers as little-endian `tensor_content`; strings (str or
+    bytes, any shape) as `string_val` in row-major order."""
+    array = np.asarray(array)
+    shape = TensorShapeProto(dim=[TensorShapeProto.Dim(size=n) for n in array.shape])
+    if array.dtype.kind in "USO":
+        flat = [s if isinstance(s, bytes) else str(s).encode("utf-8") for s in array.reshape(-1).tolist()]
+        return TensorProto(dtype=DataType.DT_STRING, tensor_shape=shape, string_val=flat)
+    dtype = _DTYPES.get(array.dtype)
+    if dtype is None:
+        raise TypeError("no TensorBoard dtype for %s" % array.dtype)
+    content = np.ascontiguousarray(array, dtype=array.dtype.newbyteorder("<")).tobytes()
+    return TensorProto(dtype=dtype, tensor_shape=shape, tensor_content=content)
+
+
+def summary(tag, meta=None, **value):
+    """A Summary of one Value: `tag`, optional metadata, and one of its value fields."""
+    entry = Summary.Value(tag=tag, **value)
+    if meta is not None:
+        entry.metadata.CopyFrom(meta)
+    return Summary(value=[entry])

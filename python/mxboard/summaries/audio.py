@@ -1,0 +1,46 @@
+"""Audio: 16-bit PCM WAV as a `Summary.Audio` value, which TensorBoard serves as audio/wav."""
+import io
+import wave
+
+import numpy as np
+
+from ..proto import Summary
+from ._common import summary
+
+__all__ = ["as_frames", "audio_summary", "encode_wav"]
+
+
+def as_frames(array, name="audio"):
+    """Audio as (frames, channels): (L,) is mono; (L, C) or (C, L) with 1 or 2 channels, the
+    channels being the short axis."""
+    if array.ndim == 1:
+        return array[:, None]
+    if array.ndim == 2:
+        if array.shape[1] in (1, 2) and array.shape[0] >= array.shape[1]:
+            return array
+        if array.shape[0] in (1, 2):
+            return array.T
+    raise ValueError("%s must be (frames,) or (frames, channels) with 1 or 2 channels; got shape %s"
+                     % (name, array.shape))
+
+
+def encode_wav(frames, sample_rate):
+    """(frames, channels) samples (float in [-1, 1], clipped; or int16) as a 16-bit WAV file,
+    converted in one vectorized step."""
+    if frames.dtype.kind == "f":
+        pcm = (np.clip(np.nan_to_num(frames), -1.0, 1.0) * 32767.0).round().astype("<i2")
+    else:
+        pcm = frames.astype("<i2")
+    out = io.BytesIO()
+    with wave.open(out, "wb") as wav:
+        wav.setnchannels(pcm.shape[1])
+        wav.setsampwidth(2)
+        wav.setframerate(int(sample_rate))
+        wav.writeframes(np.ascontiguousarray(pcm).tobytes())
+    return out.getvalue()
+
+
+def audio_summary(tag, frames, sample_rate):
+    return summary(tag, audio=Summary.Audio(
+        sample_rate=float(sample_rate), num_channels=frames.shape[1], length_frames=frames.shape[0],
+        encoded_audio_string=encode_wav(frames, sample_rate), content_type="audio/wav"))

@@ -1,0 +1,76 @@
+"""Hyper-parameters for the HParams dashboard: an experiment (which hparams and metrics exist), a
+session start (this run's values) and a session end, as TensorBoard's hparams plugin reads them."""
+import numbers
+
+import numpy as np
+
+from ..proto import hparams as hp
+from ._common import metadata, summary, tensor
+
+__all__ = ["hparam_value", "hparams_summaries"]
+
+PLUGIN = "hparams"
+EXPERIMENT_TAG = "_hparams_/experiment"
+SESSION_START_INFO_TAG = "_hparams_/session_start_info"
+SESSION_END_INFO_TAG = "_hparams_/session_end_info"
+_NULL_TENSOR = np.zeros((0,), dtype=np.float32)
+
+
+def hparam_value(value, name):
+    """An hparam's value as a Python bool, float or str (numpy scalars and 0-d arrays unwrapped)."""
+    if isinstance(value, (np.generic, np.ndarray)) and np.ndim(value) == 0:
+        value = value.item()
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, numbers.Real):
+        return float(value)
+    if isinstance(value, str):
+        return value
+    raise TypeError("hparam %r must be a bool, number or str; got %s" % (name, type(value).__name__))
+
+
+def _protobuf_value(value):
+    out = hp.Value()
+    if isinstance(value, bool):
+        out.bool_value = value
+    elif isinstance(value, float):
+        out.number_value = value
+    else:
+        out.string_value = value
+    return out
+
+
+def _data_type(value):
+    if isinstance(value, bool):
+        return hp.DataType.DATA_TYPE_BOOL
+    if isinstance(value, float):
+        return hp.DataType.DATA_TYPE_FLOAT64
+    return hp.DataType.DATA_TYPE_STRING
+
+
+def _summary(tag, plugin_data):
+    content = hp.HParamsPluginData(version=0, **plugin_data).SerializeToString()
+    return summary(tag, metadata(PLUGIN, content), tensor=tensor(_NULL_TENSOR))
+
+
+def hparams_summaries(hparams, metric_tags, start_time, end_time, domains=None):
+    """The three summaries of one session. `hparams`: name -> value (from `hparam_value`);
+    `metric_tags`: the scalar tags to show as metrics; `domains`: optional name -> list of the
+    values the hparam takes across runs."""
+    infos = []
+    for name, value in hparams.items():
+        info = hp.HParamInfo(name=name, type=_data_type(value))
+        if domains and name in domains:
+            info.domain_discrete.CopyFrom(hp.ListValue(values=[_protobuf_value(v) for v in domains[name]]))
+        infos.append(info)
+    experiment = hp.Experiment(
+        hparam_infos=infos, metric_infos=[hp.MetricInfo(name=hp.MetricName(tag=t)) for t in metric_tags])
+    start = hp.SessionStartInfo(start_time_secs=start_time)
+    for name, value in hparams.items():
+        start.hparams[name].CopyFrom(_protobuf_value(value))
+    end = hp.SessionEndInfo(status=hp.Status.STATUS_SUCCESS, end_time_secs=end_time)
+    return [
+        _summary(EXPERIMENT_TAG, {"experiment": experiment}),
+        _summary(SESSION_START_INFO_TAG, {"session_start_info": start}),
+        _summary(SESSION_END_INFO_TAG, {"session_end_info": end}),
+    ]

@@ -1,0 +1,119 @@
+"""Images (PNG), image grids, and videos (animated GIF) as `Summary.Image` values, which
+TensorBoard's images dashboard shows."""
+import io
+
+import numpy as np
+
+from ..proto import Summary
+from ._common import summary
+
+__all__ = ["DATAFORMATS", "check_dataformats", "to_hwc", "make_image_grid", "to_uint8", "image_summary", "video_summary"]
+
+DATAFORMATS = ("HW", "CHW", "HWC", "NCHW", "NHWC")
+_CHANNELS = (1, 3, 4)
+
+
+def check_dataformats(shape, dataformats, name="image"):
+    """Check an array's shape against `dataformats`; raise naming both when they disagree."""
+    if not isinstance(dataformats, str) or dataformats.upper() not in DATAFORMATS:
+        raise ValueError("dataformats must be one of %s; got %r" % (", ".join(DATAFORMATS), dataformats))
+    dataformats = dataformats.upper()
+    if len(shape) != len(dataformats):
+        raise ValueError("%s with dataformats=%r must have %d dimensions; got shape %s"
+                         % (name, dataformats, len(dataformats), tuple(shape)))
+    if "C" in dataformats and shape[dataformats.index("C")] not in _CHANNELS:
+        raise ValueError("%s must have 1, 3 or 4 channels (dataformats=%r); got %d in shape %s"
+                         % (name, dataformats, shape[dataformats.index("C")], tuple(shape)))
+    if 0 in shape:
+        raise ValueError("%s is empty: shape %s" % (name, tuple(shape)))
+    return dataformats
+
+
+def to_uint8(array):
+    """Pixels as uint8: floats are taken as [0, 1] and clipped (never wrapped around); bool as
+    0/255; integers must already lie in [0, 255]."""
+    if array.dtype == np.uint8:
+        return array
+    if array.dtype == np.bool_:
+        return array.astype(np.uint8) * 255
+    if array.dtype.kind == "f":
+        with np.errstate(invalid="ignore"):
+            return (np.clip(np.nan_to_num(array, nan=0.0), 0.0, 1.0) * 255.0 + 0.5).astype(np.uint8)
+    if array.dtype.kind in "iu":
+        if array.size and (array.min() < 0 or array.max() > 255):
+            raise ValueError("integer pixels must lie in [0, 255]; got [%d, %d]" % (array.min(), array.max()))
+        return array.astype(np.uint8)
+    raise TypeError("pixels must be float, uint8, bool or integer; got dtype %s" % array.dtype)
+
+
+def make_image_grid(images, nrow=8, padding=2, pad_value=0):
+    """NCHW images as one CHW grid, `nrow` images a row (mxboard's and torchvision's layout)."""
+    images = np.asarray(images)
+    count, channels, height, width = images.shape
+    ncol = min(nrow, count)
+    nrows = -(-count // ncol)
+    grid = np.full((channels, nrows * (height + padding) + padding,
+                    ncol * (width + padding) + padding), pad_value, dtype=images.dtype)
+    for i in range(count):
+        top = (i // ncol) * (height + padding) + padding
+        left = (i % ncol) * (width + padding) + padding
+        grid[:, top:top + height, left:left + width] = images[i]
+    return grid
+
+
+def to_hwc(array, dataformats):
+    """An image array in `dataformats` (checked by `check_dataformats`) as HWC; N* formats as a
+    grid."""
+    if dataformats == "HW":
+        return array[:, :, None]
+    if dataformats == "HWC":
+        return array
+    if dataformats == "CHW":
+        return array.transpose(1, 2, 0)
+    if dataformats == "NHWC":
+        array = array.transpose(0, 3, 1, 2)
+    return make_image_grid(array).transpose(1, 2, 0)
+
+
+def encode_png(hwc):
+    from PIL import Image
+
+    channels = hwc.shape[2]
+    mode = {1: "L", 3: "RGB", 4: "RGBA"}[channels]
+    picture = Image.fromarray(hwc[:, :, 0] if channels == 1 else hwc, mode if channels != 1 else None)
+    out = io.BytesIO()
+    picture.save(out, format="PNG", compress_level=1)
+    return out.getvalue()
+
+
+def image_summary(tag, array, dataformats="CHW"):
+    """Summary of one image (or a grid of N images) as PNG."""
+    hwc = np.ascontiguousarray(to_uint8(to_hwc(array, dataformats)))
+    height, width, channels = hwc.shape
+    return summary(tag, image=Summary.Image(height=height, width=width, colorspace=channels,
+                                            encoded_image_string=encode_png(hwc)))
+
+
+def video_summary(tag, frames, fps=4):
+    """Summary of a video, NTCHW (a grid of N videos) or TCHW, as an animated GIF."""
+    from PIL import Image
+
+    frames = np.asarray(frames)
+    if frames.ndim == 4:
+        frames = frames[None]
+    frames = to_uint8(frames)
+    pictures = []
+    for t in range(frames.shape[1]):
+        hwc = np.ascontiguousarray(make_image_grid(frames[:, t]).transpose(1, 2, 0))
+        channels = hwc.shape[2]
+        if channels == 1:
+            picture = Image.fromarray(hwc[:, :, 0])
+        else:
+            picture = Image.fromarray(hwc[:, :, :3])
+        pictures.append(picture.convert("P", palette=Image.ADAPTIVE) if channels != 1 else picture)
+    out = io.BytesIO()
+    pictures[0].save(out, format="GIF", save_all=True, append_images=pictures[1:],
+                     duration=max(int(round(1000.0 / fps)), 10), loop=0)
+    height, width = pictures[0].size[1], pictures[0].size[0]
+    return summary(tag, image=Summary.Image(height=height, width=width, colorspace=3,
+                                            encoded_image_string=out.getvalue()))

@@ -1,0 +1,33 @@
+"""3-D meshes and point clouds for the Mesh dashboard: up to three tensors (vertices, faces,
+colors), each a value tagged `<tag>_VERTEX`, `<tag>_FACE`, `<tag>_COLOR`."""
+import json
+
+import numpy as np
+
+from ..proto import MeshPluginData, Summary
+from ._common import metadata, tensor
+
+__all__ = ["mesh_summary"]
+
+PLUGIN = "mesh"
+
+
+def mesh_summary(tag, vertices, colors=None, faces=None, config_dict=None):
+    """`vertices` (B, N, 3) float; `faces` (B, F, 3) vertex indices; `colors` (B, N, 3) uint8."""
+    parts = [(MeshPluginData.VERTEX, "VERTEX", vertices.astype(np.float32))]
+    if faces is not None:
+        parts.append((MeshPluginData.FACE, "FACE", faces.astype(np.int32)))
+    if colors is not None:
+        parts.append((MeshPluginData.COLOR, "COLOR", colors.astype(np.uint8)))
+    components = 0
+    for content_type, _, _ in parts:
+        components |= 1 << content_type
+    json_config = json.dumps(config_dict, sort_keys=True) if config_dict else ""
+    values = []
+    for content_type, suffix, data in parts:
+        content = MeshPluginData(version=0, name=tag, content_type=content_type, components=components,
+                                 shape=list(data.shape), json_config=json_config).SerializeToString()
+        value = Summary.Value(tag="%s_%s" % (tag, suffix), tensor=tensor(data))
+        value.metadata.CopyFrom(metadata(PLUGIN, content, display_name=tag))
+        values.append(value)
+    return Summary(value=values)

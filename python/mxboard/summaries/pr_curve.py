@@ -1,0 +1,35 @@
+"""Precision-recall curves: the `pr_curves` plugin's (6, num_thresholds) tensor of TP, FP, TN, FN,
+precision and recall, computed as TensorBoard's own pr_curve summary does."""
+import numpy as np
+
+from ..proto import PrCurvePluginData
+from ._common import metadata, summary, tensor
+
+__all__ = ["pr_curve_summary", "pr_curve_raw_summary"]
+
+PLUGIN = "pr_curves"
+_MINIMUM_COUNT = 1e-7
+
+
+def pr_curve_summary(tag, labels, predictions, num_thresholds=127, weights=None):
+    """`labels`: booleans; `predictions`: probabilities in [0, 1] (clipped); one threshold a
+    bucket of width 1 / (num_thresholds - 1)."""
+    labels = np.asarray(labels).reshape(-1).astype(np.float64)
+    predictions = np.clip(np.asarray(predictions, dtype=np.float64).reshape(-1), 0.0, 1.0)
+    weights = np.ones_like(labels) if weights is None else np.asarray(weights, np.float64).reshape(-1)
+    buckets = np.floor(predictions * (num_thresholds - 1)).astype(np.int64)
+    tp_buckets = np.bincount(buckets, weights=labels * weights, minlength=num_thresholds)
+    fp_buckets = np.bincount(buckets, weights=(1.0 - labels) * weights, minlength=num_thresholds)
+    tp = np.cumsum(tp_buckets[::-1])[::-1]
+    fp = np.cumsum(fp_buckets[::-1])[::-1]
+    tn = fp[0] - fp
+    fn = tp[0] - tp
+    precision = tp / np.maximum(_MINIMUM_COUNT, tp + fp)
+    recall = tp / np.maximum(_MINIMUM_COUNT, tp + fn)
+    return pr_curve_raw_summary(tag, tp, fp, tn, fn, precision, recall, num_thresholds)
+
+
+def pr_curve_raw_summary(tag, tp, fp, tn, fn, precision, recall, num_thresholds):
+    data = np.stack([np.asarray(a, dtype=np.float32).reshape(-1) for a in (tp, fp, tn, fn, precision, recall)])
+    content = PrCurvePluginData(version=0, num_thresholds=num_thresholds).SerializeToString()
+    return summary(tag, metadata(PLUGIN, content), tensor=tensor(data))

@@ -1,0 +1,193 @@
+"""Inputs of every kind, converted in one place; bad input refused at the call, the writer usable
+after; mxboard 0.1.0 scripts unchanged."""
+import sys
+
+import numpy as np
+import pytest
+
+from conftest import event_files, plugin_accumulator, run_python, tb_scalars, tensor_values
+from mxboard import SummaryWriter
+
+
+class ArrayLike:
+    """Anything with __array__."""
+
+    def __init__(self, data):
+        self.data = np.asarray(data)
+
+    def __array__(self, dtype=None, copy=None):
+        return self.data
+
+
+class DLPackOnly:
+    """Anything with only __dlpack__ (as jax arrays and others offer)."""
+
+    def __init__(self, data):
+        self.data = np.asarray(data)
+
+    def __dlpack__(self, **kwargs):
+        return self.data.__dlpack__(**kwargs)
+
+    def __dlpack_device__(self):
+        return self.data.__dlpack_device__()
+
+
+@pytest.mark.parametrize("make", [
+    np.array, list, ArrayLike, DLPackOnly, lambda d: [list(r) if hasattr(r, "__len__") else r for r in d],
+], ids=["numpy", "list", "__array__", "__dlpack__", "nested-list"])
+def test_every_input_kind_converts(logdir, make):
+    values = np.arange(12, dtype=np.float32).reshape(3, 4) / 12
+    with SummaryWriter(logdir) as w:
+        w.add_histogram("h", make(values))
+        w.add_image("i", make(values), dataformats="HW")
+        one = make(np.array([0.5]))
+        w.add_scalar("s", 0.5 if isinstance(one, list) else one)  # a list would be (name, value)
+    acc = plugin_accumulator(logdir)
+    assert tensor_values(acc, "h")[0][1][:, 2].sum() == 12
+    assert "i" in acc.PluginTagToContent("images")
+    assert [v for _, _, v in tb_scalars(event_files(logdir)[0])] == [0.5]
+
+
+def test_torch_tensors_even_with_grad(logdir):
+    torch = pytest.importorskip("torch")
+    weights = torch.ones(3, 4, requires_grad=True) * 0.5
+    with SummaryWriter(logdir) as w:
+        w.add_histogram("w", weights)
+        w.add_scalar("loss", weights.sum())
+    acc = plugin_accumulator(logdir)
+    assert tensor_values(acc, "w")[0][1][:, 2].sum() == 12
+    assert [v for _, _, v in tb_scalars(event_files(logdir)[0])] == [6.0]
+
+
+def test_arrays_are_captured_at_the_call(logdir):
+    values = np.ones(10)
+    with SummaryWriter(logdir, flush_secs=3600) as w:
+        w.add_histogram("h", values)
+        values[:] = 100.0  # after the call: must not change what is logged
+    (_, buckets), = tensor_values(plugin_accumulator(logdir), "h")
+    assert buckets[:, 2].sum() == 10 and buckets[-1, 1] < 2.0
+
+
+def test_mxnet_is_never_imported(tmp_path):
+    out = run_python("LOGDIR = %r\n" % str(tmp_path) + r"""
+import sys
+import numpy as np
+import mxboard
+with mxboard.SummaryWriter(LOGDIR) as w:
+    w.add_scalar("s", 1.0)
+    w.add_histogram("h", np.ones(3))
+    w.add_image("i", np.ones((3, 2, 2)))
+    w.add_audio("a", np.zeros(10), 100)
+    w.add_text("t", "x")
+    w.add_pr_curve("p", [1, 0], [0.5, 0.5], 3)
+    w.add_embedding("e", np.ones((2, 2)))
+print("mxnet" in sys.modules, "torch" in sys.modules)
+""").stdout.split()
+    assert out == ["False", "False"]
+
+
+BAD = [
+    ("add_histogram", ("h", "abc"), TypeError, "values must be a number or an array"),
+    ("add_histogram", ("h", np.array(["a"])), TypeError, "values must hold real numbers; got dtype <U1"),
+    ("add_histogram", ("h", []), ValueError, "values is empty"),
+    ("add_histogram", ("h", np.ones(3)), {"bins": "nope"}, ValueError, "bins must be 'default'"),
+    ("add_histogram", ("h", np.ones(3)), {"bins": 0}, ValueError, "bins must be >= 1"),
+    ("add_histogram", ("h", np.ones(3)), {"bins": [3, 2, 1]}, ValueError, "increasing"),
+    ("add_histogram", (3, np.ones(3)), TypeError, "tag must be a str"),
+    ("add_histogram", ("h", object()), TypeError, "values must be a number or an array"),
+    ("add_image", ("i", np.ones((2, 4, 4))), ValueError, "1, 3 or 4 channels .* got 2"),
+    ("add_image", ("i", np.ones((4, 4, 3, 1, 1))), ValueError, "must have 3 dimensions"),
+    ("add_image", ("i", np.ones((3, 4, 4))), {"dataformats": "XYZ"}, ValueError, "dataformats must be one of"),
+    ("add_image", ("i", np.ones((3, 0, 4))), ValueError, "empty"),
+    ("add_image", ("i", np.array([[[300]]], dtype=np.int32)), None, None, None),  # writer thread
+    ("add_images", ("i", np.ones((3, 4, 4))), ValueError, "must have 4 dimensions"),
+    ("add_audio", ("a", np.ones((3, 100))), ValueError, "1 or 2 channels"),
+    ("add_audio", ("a", np.ones(100)), {"sample_rate": -1}, ValueError, "sample_rate"),
+    ("add_audio", ("a", np.ones(100)), {"sample_rate": 44.1}, ValueError, "whole number"),
+    ("add_text", ("t", 3), TypeError, "text must be a str"),
+    ("add_text", ("t", b"x"), TypeError, "decode bytes"),
+    ("add_text", ("t", [["a"], ["b", "c"]]), ValueError, "equal lengths"),
+    ("add_text", ("t", []), TypeError, "non-empty"),
+    ("add_pr_curve", ("p", [1, 0, 1], [0.5, 0.5]), ValueError, "one shape"),
+    ("add_pr_curve", ("p", [1, 0], [0.5, 0.5], 1), ValueError, "num_thresholds must be >= 2"),
+    ("add_pr_curve", ("p", [1, 0], [0.5, 0.5]), {"weights": [1, 2, 3]}, ValueError, "do not broadcast"),
+    ("add_pr_curve_raw", ("p", [1], [1], [1], [1], [1], [1]), {"num_thresholds": 3}, ValueError,
+     "true_positive_counts must have num_thresholds"),
+    ("add_histogram_raw", ("r", 0, 1, 1, 1, 1, [1, 2], [1]), ValueError, "same length"),
+    ("add_mesh", ("m", np.ones((4, 2))), ValueError, r"vertices must be \(B, N, 3\)"),
+    ("add_mesh", ("m", np.ones((4, 3))), {"faces": [[0, 1, 9]]}, ValueError, "faces must index"),
+    ("add_video", ("v", np.ones((3, 8, 8))), ValueError, "vid_tensor must be"),
+    ("add_hparams", ({}, {}), TypeError, "hparam_dict"),
+    ("add_hparams", ({"lr": [1, 2]}, {}), TypeError, "hparam 'lr' must be a bool, number or str"),
+    ("add_hparams", ({"lr": 1}, {"m": "x"}), TypeError, r"metric_dict\['m'\] must be a number"),
+    ("add_custom_scalars", ({"c": {"t": ["Pie", ["a"]]}},), ValueError, "Multiline"),
+    ("add_custom_scalars", ({},), TypeError, "non-empty dict"),
+    ("add_figure", ("f", np.ones(3)), TypeError, "matplotlib Figure"),
+]
+
+
+def _case(entry):
+    if len(entry) == 4:
+        method, args, error, message = entry
+        kwargs = {}
+    else:
+        method, args, kwargs, error, message = entry
+    return method, args, kwargs or {}, error, message
+
+
+@pytest.mark.parametrize("entry", BAD, ids=["%s-%d" % (b[0], i) for i, b in enumerate(BAD)])
+def test_bad_input_raises_at_the_call_naming_it_and_the_writer_stays_usable(logdir, entry):
+    method, args, kwargs, error, message = _case(entry)
+    with SummaryWriter(logdir) as w:
+        if error is None:  # detected on the writer thread: reported by the next call
+            getattr(w, method)(*args, **kwargs)
+            with pytest.raises(ValueError, match=r"\[0, 255\]"):
+                w.flush()
+        else:
+            with pytest.raises(error, match=message):
+                getattr(w, method)(*args, **kwargs)
+        w.add_scalar("still-ok", 1.0, 1)
+    assert [(t, s) for t, s, _ in tb_scalars(event_files(logdir)[0])] == [("still-ok", 1)]
+
+
+MXBOARD_0_1_0_SCRIPT = r"""
+import numpy as np
+from mxboard import SummaryWriter
+sw = SummaryWriter(logdir=LOGDIR, max_queue=10, flush_secs=120, filename_suffix='', verbose=False)
+for step in range(3):
+    sw.add_scalar(tag='loss', value=1.0 / (step + 1), global_step=step)
+    sw.add_scalar('acc', ('train', 0.5 + step / 10), global_step=step)
+    sw.add_scalar('acc', {'val': 0.4 + step / 10, 'test': 0.3}, step)
+    sw.add_histogram(tag='weights', values=np.random.normal(size=1000), global_step=step, bins=100)
+    sw.add_histogram('grads', np.random.normal(size=1000), step)   # bins='default'
+sw.add_image('batch', np.random.uniform(size=(4, 3, 8, 8)))        # NCHW grid
+sw.add_image('one', np.random.uniform(size=(8, 8)))                 # HW
+sw.add_audio('sound', np.sin(np.arange(4410) / 10.0), sample_rate=44100, global_step=0)
+sw.add_text('config', 'lr: 0.1')
+sw.add_embedding('features', np.random.normal(size=(10, 4)), labels=list(range(10)),
+                 images=np.random.uniform(size=(10, 1, 4, 4)), global_step=7)
+sw.add_pr_curve('pr', np.random.randint(0, 2, 50), np.random.uniform(size=50), 100, 1, None)
+sw.flush()
+sw.export_scalars(LOGDIR + '/scalars.json')
+sw.close()
+sw.reopen()
+sw.add_scalar('loss', 0.1, 3)
+sw.close()
+"""
+
+
+def test_an_mxboard_0_1_0_script_runs_unchanged(tmp_path):
+    import json
+
+    run_python("LOGDIR = %r\n" % str(tmp_path) + MXBOARD_0_1_0_SCRIPT)
+    acc = plugin_accumulator(tmp_path)
+    assert [e.step for e in acc.Tensors("loss")] == [0, 1, 2, 3]
+    assert {"weights", "grads"} <= set(acc.PluginTagToContent("histograms"))
+    assert {"batch", "one"} <= set(acc.PluginTagToContent("images"))
+    assert "sound" in acc.PluginTagToContent("audio") and "config" in acc.PluginTagToContent("text")
+    assert tensor_values(acc, "pr")[0][0] == 1 and tensor_values(acc, "pr")[0][1].shape == (6, 100)
+    assert len(plugin_accumulator(tmp_path / "acc" / "val").Tensors("acc")) == 3
+    exported = json.load(open(tmp_path / "scalars.json"))
+    assert sorted(exported) == sorted("%s/%s" % (tmp_path, k) for k in ("loss", "acc/train", "acc/val", "acc/test"))
+    assert [row[1:] for row in exported["%s/loss" % tmp_path]] == [[0, 1.0], [1, 0.5], [2, pytest.approx(1 / 3)]]
+    assert (tmp_path / "features_000007" / "sprite.png").exists()

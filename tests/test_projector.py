@@ -1,0 +1,117 @@
+"""Embeddings for the projector: assets, and a config that stays complete and whole when many
+writers, threads and processes share a logdir."""
+import io
+import multiprocessing
+import os
+import threading
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from conftest import ROOT, run_python
+
+
+def _config(logdir):
+    from google.protobuf import text_format
+    from tensorboard.plugins.projector import projector_config_pb2
+
+    with open(os.path.join(logdir, "projector_config.pbtxt")) as f:
+        return text_format.Parse(f.read(), projector_config_pb2.ProjectorConfig())
+
+
+def test_assets_and_config(logdir):
+    from mxboard import SummaryWriter
+
+    points = np.arange(12, dtype=np.float32).reshape(4, 3) / 7
+    images = np.stack([np.full((3, 6, 5), i / 4.0) for i in range(4)])  # NCHW
+    with SummaryWriter(logdir) as w:
+        w.add_embedding("emb", points, labels=["a", "b\tc", "d", "e"], images=images, global_step=12)
+        w.add_embedding("multi", points, labels=[("x", 1), ("y", 2), ("z", 3), ("w", 4)],
+                        metadata_header=["name", "n"])
+    config = _config(logdir)
+    entries = {e.tensor_name: e for e in config.embeddings}
+    assert set(entries) == {"emb:12", "multi"}
+    emb = entries["emb:12"]
+    assert emb.tensor_path == os.path.join("emb_000012", "tensors.tsv")  # mxboard's folder names
+    assert list(emb.tensor_shape) == [4, 3] and list(emb.sprite.single_image_dim) == [5, 6]
+    tensors = np.loadtxt(os.path.join(logdir, emb.tensor_path), delimiter="\t")
+    assert np.allclose(tensors, points)
+    with open(os.path.join(logdir, emb.metadata_path)) as f:
+        assert f.read() == "a\nb c\nd\ne\n"  # one column: no header; tabs cleaned
+    with open(os.path.join(logdir, entries["multi"].metadata_path)) as f:
+        assert f.read().splitlines() == ["name\tn", "x\t1", "y\t2", "z\t3", "w\t4"]
+    sprite = Image.open(os.path.join(logdir, emb.sprite.image_path))
+    assert sprite.size == (2 * 5, 2 * 6)  # a square grid of 2 x 2
+    pixels = np.asarray(sprite)
+    assert [pixels[0, 0, 0], pixels[0, 5, 0], pixels[6, 0, 0], pixels[6, 5, 0]] == [0, 64, 128, 191]
+
+
+def test_a_large_sprite_is_shrunk_to_8192_px_keeping_order():
+    from mxboard.projector import sprite
+
+    images = np.zeros((9_901, 100, 100, 1), dtype=np.uint8)
+    images[123] = 255
+    images[-1] = 128
+    png, (width, height) = sprite(images)
+    pixels = np.asarray(Image.open(io.BytesIO(png)))
+    assert width == height == 81 and pixels.shape == (100 * 81, 100 * 81)  # <= 8192 px, square
+    assert pixels[1 * 81 + 40, 23 * 81 + 40] == 255  # image 123: row 1, column 23
+    assert pixels[99 * 81 + 40, 0 * 81 + 40] == 128  # image 9900: row 99, column 0
+    assert pixels[99 * 81 + 40, 1 * 81 + 40] == 0  # nothing after it
+    assert (pixels == 255).sum() == 81 * 81
+
+
+def _add_embeddings(args):
+    logdir, prefix, count = args
+    import mxboard
+
+    with mxboard.SummaryWriter(logdir) as w:
+        for i in range(count):
+            w.add_embedding("%s-%d" % (prefix, i), np.random.rand(5, 2), labels=list("abcde"))
+
+
+def test_many_writers_threads_and_processes_keep_every_entry_and_never_show_a_torn_config(logdir):
+    os.makedirs(logdir)
+    stop = threading.Event()
+    seen = []
+
+    def reader():  # what TensorBoard's projector would read, as often as it can
+        path = os.path.join(logdir, "projector_config.pbtxt")
+        while not stop.is_set():
+            if os.path.exists(path):
+                seen.append(len(_config(logdir).embeddings))  # raises on a torn file
+
+    watcher = threading.Thread(target=reader)
+    watcher.start()
+    threads = [threading.Thread(target=_add_embeddings, args=((logdir, "t%d" % i, 5),)) for i in range(3)]
+    for t in threads:
+        t.start()
+    with multiprocessing.get_context("spawn").Pool(3) as pool:
+        pool.map(_add_embeddings, [(logdir, "p%d" % i, 5) for i in range(3)])
+    for t in threads:
+        t.join()
+    stop.set()
+    watcher.join()
+    names = sorted(e.tensor_name for e in _config(logdir).embeddings)
+    assert names == sorted("%s%d-%d" % (kind, i, j) for kind in "tp" for i in range(3) for j in range(5))
+    assert seen and max(seen) == 30
+
+
+@pytest.mark.parametrize("call, error, message", [
+    (lambda w: w.add_embedding("e", np.zeros(5)), ValueError, "2-D"),
+    (lambda w: w.add_embedding("e", np.zeros((5, 2)), labels=[1, 2]), ValueError, "one per point: 5; got 2"),
+    (lambda w: w.add_embedding("e", np.zeros((5, 2)), images=np.zeros((4, 3, 2, 2))), ValueError, "one per point"),
+    (lambda w: w.add_embedding("e", np.zeros((5, 2)), images=np.zeros((5, 2, 2, 2))), ValueError, "channels"),
+    (lambda w: w.add_embedding("e", np.zeros((2, 2)), labels=[(1,), (2, 3)], metadata_header=["a", "b"]),
+     ValueError, "len\\(metadata_header\\)"),
+    (lambda w: w.add_embedding("e", np.zeros((0, 2))), ValueError, "empty"),
+])
+def test_bad_embeddings(logdir, call, error, message):
+    from mxboard import SummaryWriter
+
+    with SummaryWriter(logdir) as w:
+        with pytest.raises(error, match=message):
+            call(w)
+        w.add_embedding("ok", np.zeros((2, 2)))
+    assert [e.tensor_name for e in _config(logdir).embeddings] == ["ok"]

@@ -1,0 +1,257 @@
+"""Every summary kind, read back through TensorBoard's plugin-aware loader (what the dashboards
+read) or its HTTP API, content checked."""
+import io
+import json
+import math
+import os
+import wave
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from conftest import plugin_accumulator, tensor_values
+from mxboard import SummaryWriter
+
+
+def _png(value):
+    """(width, height, PIL image) from an images-plugin tensor [width, height, png]."""
+    width, height, data = value[0], value[1], value[2]
+    return int(width), int(height), Image.open(io.BytesIO(data))
+
+
+# -- histograms -------------------------------------------------------------------------------
+
+def test_histogram_default_buckets_trimmed_to_the_data(logdir):
+    values = np.random.default_rng(0).normal(0.5, 0.1, size=10_000).astype(np.float32)
+    with SummaryWriter(logdir) as w:
+        w.add_histogram("w", values, global_step=3)
+    (step, buckets), = tensor_values(plugin_accumulator(logdir), "w")
+    assert step == 3 and buckets.shape[1] == 3
+    assert buckets[:, 2].sum() == 10_000
+    assert buckets[0, 0] == pytest.approx(values.min()) and buckets[-1, 1] == pytest.approx(values.max())
+    assert np.all(buckets[1:, 0] == buckets[:-1, 1])  # contiguous
+    ratio = buckets[1:-1, 1] / buckets[1:-1, 0]
+    assert np.allclose(ratio, 1.1)  # TensorBoard's exponential buckets
+    assert len(buckets) < 40  # trimmed to the occupied range, not ~1500 buckets
+
+
+@pytest.mark.parametrize("bins, count", [(10, 10), ("sturges", None), ([0, 1, 2, 5], 3)])
+def test_histogram_bins_int_rule_and_edges(logdir, bins, count):
+    values = np.array([0.5, 1.5, 1.5, 4.0, 4.5, 2.5])
+    with SummaryWriter(logdir) as w:
+        w.add_histogram("h", values, bins=bins)
+    (_, buckets), = tensor_values(plugin_accumulator(logdir), "h")
+    expected_counts, expected_edges = np.histogram(values, bins=bins)
+    assert buckets[:, 2].tolist() == expected_counts.tolist()
+    assert buckets[:, 0].tolist() == expected_edges[:-1].tolist()
+    if count:
+        assert len(buckets) == count
+
+
+def test_histogram_of_constant_and_of_lists_and_ints(logdir):
+    with SummaryWriter(logdir) as w:
+        w.add_histogram("zeros", np.zeros(7))
+        w.add_histogram("list", [1, 2, 3, 3])
+    acc = plugin_accumulator(logdir)
+    assert tensor_values(acc, "zeros")[0][1][:, 2].sum() == 7
+    assert tensor_values(acc, "list")[0][1][:, 2].sum() == 4
+
+
+def test_histogram_drops_nan_and_inf_with_one_warning(logdir):
+    values = np.array([1.0, np.nan, 2.0, np.inf, -np.inf, 3.0])
+    with pytest.warns(RuntimeWarning, match="'h'.*NaN or infinite"):
+        with SummaryWriter(logdir) as w:
+            w.add_histogram("h", values, 0)
+            w.add_histogram("h", values, 1)
+            w.flush()
+    counts = [b[:, 2].sum() for _, b in tensor_values(plugin_accumulator(logdir), "h")]
+    assert counts == [3, 3]
+
+
+def test_histogram_raw(logdir):
+    with SummaryWriter(logdir) as w:
+        w.add_histogram_raw("raw", min=0.0, max=3.0, num=6, sum=9.0, sum_squares=17.0,
+                            bucket_limits=[1.0, 2.0, 3.0], bucket_counts=[1, 2, 3], global_step=2)
+    (step, buckets), = tensor_values(plugin_accumulator(logdir), "raw")
+    assert step == 2 and buckets.tolist() == [[0, 1, 1], [1, 2, 2], [2, 3, 3]]
+
+
+# -- images and videos ------------------------------------------------------------------------
+
+@pytest.mark.parametrize("shape, dataformats, size, mode", [
+    ((3, 20, 30), "CHW", (30, 20), "RGB"),
+    ((20, 30, 3), "HWC", (30, 20), "RGB"),
+    ((20, 30), "HW", (30, 20), "L"),
+    ((20, 30), "CHW", (30, 20), "L"),  # mxboard took HW too
+    ((1, 20, 30), "CHW", (30, 20), "L"),
+    ((4, 20, 30), "CHW", (30, 20), "RGBA"),
+    ((20, 30, 4), "HWC", (30, 20), "RGBA"),
+])
+def test_image_formats_and_channels(logdir, shape, dataformats, size, mode):
+    with SummaryWriter(logdir) as w:
+        w.add_image("img", np.full(shape, 0.5, dtype=np.float32), 1, dataformats=dataformats)
+    (step, value), = tensor_values(plugin_accumulator(logdir), "img")
+    width, height, picture = _png(value)
+    assert step == 1 and (width, height) == picture.size == size and picture.mode == mode
+    assert np.all(np.asarray(picture) == 128)
+
+
+def test_image_floats_are_clipped_never_wrapped_and_uint8_kept(logdir):
+    pixels = np.array([[[-1.0, 0.0, 0.25, 1.0, 1.5, 300.0]]], dtype=np.float32)  # CHW 1x1x6
+    with SummaryWriter(logdir) as w:
+        w.add_image("f", pixels)
+        w.add_image("u", np.array([[[0, 7, 128, 255]]], dtype=np.uint8))
+    acc = plugin_accumulator(logdir)
+    assert np.asarray(_png(tensor_values(acc, "f")[0][1])[2]).ravel().tolist() == [0, 0, 64, 255, 255, 255]
+    assert np.asarray(_png(tensor_values(acc, "u")[0][1])[2]).ravel().tolist() == [0, 7, 128, 255]
+
+
+def test_batches_become_grids_in_order(logdir):
+    batch = np.stack([np.full((1, 4, 4), i * 20, dtype=np.uint8) for i in range(10)])  # NCHW
+    with SummaryWriter(logdir) as w:
+        w.add_image("nchw", batch)  # mxboard: 4-D add_image is a grid
+        w.add_images("nhwc", batch.transpose(0, 2, 3, 1), dataformats="NHWC")
+    acc = plugin_accumulator(logdir)
+    for tag in ("nchw", "nhwc"):
+        width, height, picture = _png(tensor_values(acc, tag)[0][1])
+        assert (width, height) == (8 * 6 + 2, 2 * 6 + 2)  # 8 a row, 2 px padding
+        pixels = np.asarray(picture)
+        assert [pixels[2, 2 + 6 * i] for i in range(8)] == [i * 20 for i in range(8)]
+        assert [pixels[8, 2 + 6 * i] for i in range(2)] == [160, 180]
+
+
+def test_video_is_an_animated_gif(logdir):
+    frames = np.zeros((2, 5, 3, 8, 10), dtype=np.float32)
+    for t in range(5):
+        frames[:, t] = t / 4.0
+    with SummaryWriter(logdir) as w:
+        w.add_video("vid", frames, 1, fps=10)
+    (_, value), = tensor_values(plugin_accumulator(logdir), "vid")
+    gif = Image.open(io.BytesIO(value[2]))
+    assert gif.format == "GIF" and gif.n_frames == 5 and gif.size == (2 * 12 + 2, 12)
+    assert gif.info["duration"] == 100
+
+
+def test_figure(logdir):
+    matplotlib = pytest.importorskip("matplotlib")
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    figure = plt.figure(figsize=(2, 1), dpi=50)
+    plt.plot([0, 1], [1, 0])
+    with SummaryWriter(logdir) as w:
+        w.add_figure("fig", figure)
+    (_, value), = tensor_values(plugin_accumulator(logdir), "fig")
+    assert _png(value)[:2] == (100, 50)
+    assert not plt.get_fignums()  # closed
+
+
+# -- audio ------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("shape", [(800,), (800, 1), (800, 2), (2, 800)])
+def test_audio_is_16_bit_wav(logdir, shape):
+    t = np.arange(800) / 8000.0
+    mono = np.sin(2 * np.pi * 440 * t) * 0.5
+    audio = mono if len(shape) == 1 else np.stack([mono] * max(shape[0] if shape[0] < 3 else shape[1], 1), axis=1)
+    if shape == (2, 800):
+        audio = audio.T
+    with SummaryWriter(logdir) as w:
+        w.add_audio("snd", audio, sample_rate=8000, global_step=2)
+    (step, value), = tensor_values(plugin_accumulator(logdir), "snd")
+    with wave.open(io.BytesIO(value.reshape(-1)[0])) as wav:
+        assert wav.getframerate() == 8000 and wav.getsampwidth() == 2
+        assert wav.getnchannels() == (1 if len(shape) == 1 or 1 in shape else 2)
+        assert wav.getnframes() == 800
+        pcm = np.frombuffer(wav.readframes(800), "<i2").reshape(800, -1)
+    assert np.abs(pcm[:, 0] / 32767.0 - mono).max() < 1e-4
+
+
+def test_audio_clips_out_of_range_samples(logdir):
+    with SummaryWriter(logdir) as w:
+        w.add_audio("loud", np.array([-3.0, -1.0, 0.0, 1.0, 3.0]), sample_rate=100)
+    (_, value), = tensor_values(plugin_accumulator(logdir), "loud")
+    with wave.open(io.BytesIO(value.reshape(-1)[0])) as wav:
+        assert np.frombuffer(wav.readframes(5), "<i2").tolist() == [-32767, -32767, 0, 32767, 32767]
+
+
+# -- text -------------------------------------------------------------------------------------
+
+def test_text_markdown_and_tables_keep_the_tag(logdir):
+    with SummaryWriter(logdir) as w:
+        w.add_text("notes/run", "**bold** text", 1)
+        w.add_text("table", [["a", "b"], ["c", "d"]], 1)
+        w.add_text("list", ["x", "y", "z"], 1)
+    acc = plugin_accumulator(logdir)
+    assert set(acc.PluginTagToContent("text")) == {"notes/run", "table", "list"}
+    assert tensor_values(acc, "notes/run")[0][1] == b"**bold** text"
+    assert tensor_values(acc, "table")[0][1].tolist() == [[b"a", b"b"], [b"c", b"d"]]
+    assert tensor_values(acc, "list")[0][1].tolist() == [b"x", b"y", b"z"]
+
+
+# -- PR curves --------------------------------------------------------------------------------
+
+def test_pr_curve_counts_by_hand(logdir):
+    labels = [1, 0, 1, 1]
+    predictions = [0.9, 0.8, 0.3, 0.1]
+    with SummaryWriter(logdir) as w:
+        w.add_pr_curve("pr", labels, predictions, 3, 5)  # mxboard's positional order
+    (step, data), = tensor_values(plugin_accumulator(logdir), "pr")
+    # thresholds 0, 0.5, 1: predictions >= t are positive
+    tp, fp, tn, fn, precision, recall = data
+    assert step == 5 and data.shape == (6, 3)
+    assert tp.tolist() == [3, 1, 0] and fp.tolist() == [1, 1, 0]
+    assert tn.tolist() == [0, 0, 1] and fn.tolist() == [0, 2, 3]
+    assert precision.tolist() == pytest.approx([0.75, 0.5, 0.0]) and recall.tolist() == pytest.approx([1, 1 / 3, 0])
+
+
+def test_pr_curve_with_many_thresholds_and_weights(logdir):
+    rng = np.random.default_rng(1)
+    labels = rng.random(1000) > 0.5
+    predictions = rng.random(1000)
+    with SummaryWriter(logdir) as w:
+        w.add_pr_curve("pr", labels, predictions, num_thresholds=500, weights=np.full(1000, 2.0))
+        w.add_pr_curve_raw("raw", [3, 1, 0], [1, 1, 0], [0, 0, 1], [0, 2, 3], [0.75, 0.5, 0], [1, 0.3, 0],
+                           num_thresholds=3)
+    acc = plugin_accumulator(logdir)
+    data = tensor_values(acc, "pr")[0][1]
+    assert data.shape == (6, 500) and data[0, 0] == 2 * labels.sum()
+    assert tensor_values(acc, "raw")[0][1][0].tolist() == [3, 1, 0]
+    from tensorboard.plugins.pr_curve import plugin_data_pb2
+
+    content = acc.PluginTagToContent("pr_curves")["pr"]
+    assert plugin_data_pb2.PrCurvePluginData.FromString(content).num_thresholds == 500
+
+
+# -- mesh, custom scalars ---------------------------------------------------------------------
+
+def test_mesh(logdir):
+    vertices = np.random.default_rng(2).random((5, 3))
+    with SummaryWriter(logdir) as w:
+        w.add_mesh("pc", vertices, colors=np.full((5, 3), 200), faces=[[0, 1, 2], [2, 3, 4]],
+                   config_dict={"camera": {"cls": "PerspectiveCamera"}})
+    acc = plugin_accumulator(logdir)
+    from tensorboard.plugins.mesh import plugin_data_pb2
+
+    contents = acc.PluginTagToContent("mesh")
+    assert set(contents) == {"pc_VERTEX", "pc_FACE", "pc_COLOR"}
+    meta = plugin_data_pb2.MeshPluginData.FromString(contents["pc_VERTEX"])
+    assert meta.name == "pc" and list(meta.shape) == [1, 5, 3] and meta.components == 0b1110
+    assert json.loads(meta.json_config)["camera"]["cls"] == "PerspectiveCamera"
+    assert np.allclose(tensor_values(acc, "pc_VERTEX")[0][1][0], vertices.astype(np.float32))
+    assert tensor_values(acc, "pc_FACE")[0][1].tolist() == [[[0, 1, 2], [2, 3, 4]]]
+
+
+def test_custom_scalars_layout(logdir):
+    with SummaryWriter(logdir) as w:
+        w.add_custom_scalars({"Training": {"loss": ["Multiline", ["loss/train", "loss/val"]],
+                                           "acc": ["Margin", ["acc", "acc_lo", "acc_hi"]]}})
+    acc = plugin_accumulator(logdir)
+    from tensorboard.plugins.custom_scalar import layout_pb2
+
+    (_, data), = tensor_values(acc, "custom_scalars__config__")
+    layout = layout_pb2.Layout.FromString(data.item())
+    charts = {c.title: c for c in layout.category[0].chart}
+    assert layout.category[0].title == "Training"
+    assert list(charts["loss"].multiline.tag) == ["loss/train", "loss/val"]
+    assert charts["acc"].margin.series[0].upper == "acc_hi"
