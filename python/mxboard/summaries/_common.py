@@ -15,7 +15,7 @@ _DTYPES = {
 }
 
 
-def metadata(plugin_name, content=b"", display_name=None, description=None, data_class=None):
+def metadata(plugin_name, content=b"", display_name=None, description=None):
     """SummaryMetadata naming the plugin that renders a value; `content` its serialized data."""
     meta = SummaryMetadata(plugin_data=SummaryMetadata.PluginData(
         plugin_name=plugin_name, content=content))
@@ -23,8 +23,6 @@ def metadata(plugin_name, content=b"", display_name=None, description=None, data
         meta.display_name = display_name
     if description:
         meta.summary_description = description
-    if data_class is not None:
-        meta.data_class = data_class
     return meta
 
 

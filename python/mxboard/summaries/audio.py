@@ -1,13 +1,17 @@
-"""Audio: 16-bit PCM WAV as a `Summary.Audio` value, which TensorBoard serves as audio/wav."""
+"""Audio: 16-bit PCM WAV in the `audio` plugin's tensor form, `[[wav, label]]`, with the WAV
+encoding in its metadata. (The legacy `Summary.Audio` value loses its encoding in TensorBoard's
+fast data server, which then serves it as application/octet-stream instead of audio/wav.)"""
 import io
 import wave
 
 import numpy as np
 
-from ..proto import Summary
-from ._common import summary
+from ..proto import AudioPluginData
+from ._common import metadata, summary, tensor
 
 __all__ = ["as_frames", "audio_summary", "encode_wav"]
+
+PLUGIN = "audio"
 
 
 def as_frames(array, name="audio"):
@@ -41,6 +45,7 @@ def encode_wav(frames, sample_rate):
 
 
 def audio_summary(tag, frames, sample_rate):
-    return summary(tag, audio=Summary.Audio(
-        sample_rate=float(sample_rate), num_channels=frames.shape[1], length_frames=frames.shape[0],
-        encoded_audio_string=encode_wav(frames, sample_rate), content_type="audio/wav"))
+    content = AudioPluginData(version=0, encoding=AudioPluginData.WAV).SerializeToString()
+    meta = metadata(PLUGIN, content)  # no data_class: TensorBoard then projects out the labels
+    data = np.array([[encode_wav(frames, sample_rate), b""]], dtype=object)
+    return summary(tag, meta, tensor=tensor(data))

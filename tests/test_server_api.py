@@ -1,0 +1,122 @@
+"""What a running TensorBoard serves of what mxboard wrote: every dashboard's HTTP API."""
+import io
+import urllib.parse
+import wave
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from mxboard import SummaryWriter
+
+
+@pytest.fixture(scope="module", params=["fast", "python"])
+def server(request, tmp_path_factory):
+    """A TensorBoard over one logdir of every kind, with each of its loaders: the fast data
+    server (Rust) and the Python one."""
+    from conftest import Server
+
+    logdir = tmp_path_factory.mktemp("served")
+    with SummaryWriter(str(logdir)) as w:
+        for step in range(5):
+            w.add_scalar("loss", 1.0 / (step + 1), step)
+            w.add_histogram("weights", np.random.default_rng(step).normal(size=1000), step)
+        w.add_scalar("acc", {"train": 0.9, "val": 0.8}, 4)
+        w.add_image("digits", np.random.default_rng(0).random((4, 1, 8, 8)), 4)
+        w.add_audio("tone", np.sin(np.arange(16000) / 5.0) * 0.5, sample_rate=16000, global_step=4)
+        w.add_text("config", "lr: **0.1**", 4)
+        w.add_pr_curve("pr/class0", np.arange(100) % 2, np.linspace(0, 1, 100), 200, 4)
+        w.add_mesh("cloud", np.random.default_rng(1).random((10, 3)), global_step=4)
+        w.add_custom_scalars({"Train vs val": {"accuracy": ["Multiline", ["acc"]]}})
+        w.add_embedding("features", np.random.default_rng(2).random((6, 3)), labels=list("abcdef"))
+        w.add_hparams({"lr": 0.1, "optimizer": "sgd", "batch_norm": True}, {"hparam/accuracy": 0.93},
+                      run_name="hp-run")
+    instance = Server(logdir, "--load_fast", "true" if request.param == "fast" else "false")
+    yield instance
+    instance.close()
+
+
+def _wait_for_run(server, run):
+    return server.json("/data/runs", until=lambda runs: run in runs)
+
+
+def test_scalars_and_sub_runs(server):
+    assert {".", "acc/train", "acc/val", "hp-run"} <= set(_wait_for_run(server, "hp-run"))
+    rows = server.json("/data/plugin/scalars/scalars", {"run": ".", "tag": "loss"})
+    assert [(step, value) for _, step, value in rows] == [(s, pytest.approx(1.0 / (s + 1))) for s in range(5)]
+    val = server.json("/data/plugin/scalars/scalars", {"run": "acc/val", "tag": "acc"})
+    assert [(s, v) for _, s, v in val] == [(4, pytest.approx(0.8))]
+
+
+def test_histograms(server):
+    _wait_for_run(server, ".")
+    data = server.json("/data/plugin/histograms/histograms", {"run": ".", "tag": "weights"})
+    assert [entry[1] for entry in data] == list(range(5))
+    assert all(sum(bucket[2] for bucket in entry[2]) == 1000 for entry in data)
+
+
+def test_images_served_as_png_with_their_size(server):
+    _wait_for_run(server, ".")
+    entries = server.json("/data/plugin/images/images", {"run": ".", "tag": "digits"})
+    assert entries[0]["step"] == 4
+    content_type, data = server.get("/data/plugin/images/individualImage?" + entries[0]["query"])
+    assert content_type == "image/png" and Image.open(io.BytesIO(data)).size == (42, 12)
+
+
+def test_audio_served_as_wav(server):
+    _wait_for_run(server, ".")
+    entries = server.json("/data/plugin/audio/audio", {"run": ".", "tag": "tone"})
+    content_type, data = server.get("/data/plugin/audio/individualAudio?" + entries[0]["query"])
+    assert content_type == "audio/wav"
+    with wave.open(io.BytesIO(data)) as wav:
+        assert (wav.getframerate(), wav.getnframes(), wav.getnchannels()) == (16000, 16000, 1)
+
+
+def test_text_rendered(server):
+    _wait_for_run(server, ".")
+    data = server.json("/data/plugin/text/text", {"run": ".", "tag": "config"})
+    assert data[0]["step"] == 4 and "<strong>0.1</strong>" in data[0]["text"]
+
+
+def test_pr_curves(server):
+    _wait_for_run(server, ".")
+    data = server.json("/data/plugin/pr_curves/pr_curves", {"run": ".", "tag": "pr/class0"})
+    entry = data["."][0]
+    assert entry["step"] == 4 and len(entry["precision"]) == 200 and entry["true_positives"][0] == 50
+
+
+def test_mesh_and_custom_scalars(server):
+    _wait_for_run(server, ".")
+    tags = server.json("/data/plugin/mesh/tags")
+    assert "cloud" in str(tags)
+    layout = server.json("/data/plugin/custom_scalars/layout")
+    assert layout["category"][0]["chart"][0]["multiline"]["tag"] == ["acc"]
+
+
+def test_projector(server):
+    runs = server.json("/data/plugin/projector/runs", until=lambda runs: "." in runs)
+    assert "." in runs
+    info = server.json("/data/plugin/projector/info", {"run": "."})
+    (embedding,) = info["embeddings"]
+    assert embedding["tensorName"] == "features" and embedding["tensorShape"] == [6, 3]
+    _, tensor = server.get("/data/plugin/projector/tensor?" + urllib.parse.urlencode(
+        {"run": ".", "name": "features"}))
+    assert np.frombuffer(tensor, "<f4").shape == (18,)
+    _, metadata = server.get("/data/plugin/projector/metadata?" + urllib.parse.urlencode(
+        {"run": ".", "name": "features"}))
+    assert metadata.decode().split() == list("abcdef")
+
+
+def test_hparams_dashboard_shows_the_session_with_its_metric(server):
+    _wait_for_run(server, "hp-run")
+    experiment = server.post_json("/data/plugin/hparams/experiment", {"experimentName": ""})
+    names = {h["name"]: h["type"] for h in experiment["hparamInfos"]}
+    assert names == {"lr": "DATA_TYPE_FLOAT64", "optimizer": "DATA_TYPE_STRING", "batch_norm": "DATA_TYPE_BOOL"}
+    assert [m["name"]["tag"] for m in experiment["metricInfos"]] == ["hparam/accuracy"]
+    groups = server.post_json("/data/plugin/hparams/session_groups", {
+        "experimentName": "", "allowedStatuses": ["STATUS_SUCCESS", "STATUS_UNKNOWN"],
+        "colParams": [{"hparam": "lr"}, {"metric": {"tag": "hparam/accuracy"}}],
+        "startIndex": 0, "sliceSize": 10})
+    (group,) = groups["sessionGroups"]
+    assert group["hparams"] == {"lr": 0.1, "optimizer": "sgd", "batch_norm": True}
+    assert group["metricValues"][0]["value"] == pytest.approx(0.93)
