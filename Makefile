@@ -1,18 +1,29 @@
-# make test   set up .venv (idempotent) and run the test suite
-# make bench  the hot-path benchmark, side by side with tensorboardX
+# make test        set up .venv (idempotent) and run the test suite
+# make bench       the hot-path benchmark, side by side with tensorboardX
+# make wheel       dist/mxboard-<version>-py3-none-any.whl (logger + bundled TensorBoard launcher)
+# make wheelhouse  dist/wheelhouse/: that wheel and every dependency, for offline installs
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
+TORCH ?= 2.13.0
 
-.PHONY: setup test bench protos clean
+.PHONY: setup test bench protos wheel wheelhouse clean
 
 setup: $(STAMP)
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml setup.py
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -e '.[test]'
+	# torch, for the tests that prove coexistence with torch.utils.tensorboard and DLPack input:
+	# the CPU build where the machine offers one (never the multi-GB CUDA build from the index)
+	if $(PY) -m pip download -q --no-deps --no-index -d $(VENV)/torch-wheel torch==$(TORCH) 2>/dev/null; then \
+	    $(PY) -m pip install -q $(VENV)/torch-wheel/torch-*.whl && rm -rf $(VENV)/torch-wheel; \
+	else echo "note: no local CPU build of torch $(TORCH): the tests skip their torch parts"; fi
+	# headless Chromium, for the screenshot tests of the bundled TensorBoard
+	command -v chromium >/dev/null || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
+	    apt-get install -y -qq --no-install-recommends chromium fonts-dejavu-core >/dev/null)
 	touch $@
 
 test: setup
@@ -20,6 +31,14 @@ test: setup
 
 bench: setup
 	$(PY) tools/bench.py
+
+wheel: setup
+	PYTHON=$(PY) tools/pip_package/build_pip_package.sh dist
+
+wheelhouse: wheel
+	rm -rf dist/wheelhouse && mkdir -p dist/wheelhouse
+	cp $$(ls -t dist/mxboard-*-py3-none-any.whl | head -n 1) dist/wheelhouse/
+	$(PY) -m pip download -q --dest dist/wheelhouse dist/wheelhouse/mxboard-*.whl
 
 protos: setup
 	$(PY) tools/gen_protos.py

@@ -82,22 +82,27 @@ def tensor_values(acc, tag):
     return [(e.step, tensor_util.make_ndarray(e.tensor_proto)) for e in acc.Tensors(tag)]
 
 
-SERVER_COMMAND = [sys.executable, "-m", "tensorboard.main"]
+BUNDLE = [sys.executable, "-m", "tensorboard_bundle"]  # the bundled server (what we ship)
+UPSTREAM = [sys.executable, "-m", "tensorboard.main"]  # upstream's launcher, to show its faults
 
 
 class Server:
-    """A real TensorBoard serving `logdir` on 127.0.0.1, on a port of its choosing."""
+    """A real TensorBoard serving `logdir`, on a port of its choosing; the bundle's unless
+    `command` says otherwise (it binds 127.0.0.1 by itself; upstream is told to)."""
 
-    def __init__(self, logdir, *extra):
+    def __init__(self, logdir, *extra, command=BUNDLE, env=None, cwd=None):
         import re
         import threading
 
-        self.proc = subprocess.Popen(
-            SERVER_COMMAND + ["--logdir", str(logdir), "--host", "127.0.0.1", "--port", "0",
-                              "--reload_interval", "1"] + list(extra),
-            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        args = command + ["--logdir", str(logdir), "--port", "0", "--reload_interval", "1"] + list(extra)
+        if command is UPSTREAM:
+            args += ["--host", "127.0.0.1"]
+        self.proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                                     env=env, cwd=cwd)
         self.output = []
         found = threading.Event()
+
+        self.url = None
 
         def pump():
             for line in self.proc.stdout:
@@ -106,11 +111,17 @@ class Server:
                 if match and not found.is_set():
                     self.url = match.group(1)
                     found.set()
+            found.set()  # the process ended
 
         threading.Thread(target=pump, daemon=True).start()
-        if not found.wait(60):
+        found.wait(60)
+        if self.url is None:
             self.close()
-            raise AssertionError("TensorBoard did not start:\n" + "".join(self.output))
+            raise ServerDidNotStart("".join(self.output))
+
+    @property
+    def banner(self):
+        return next(line for line in self.output if "http://" in line)
 
     def get(self, path, params=None):
         import urllib.parse
@@ -119,6 +130,14 @@ class Server:
         url = self.url + path + ("?" + urllib.parse.urlencode(params) if params else "")
         with urllib.request.urlopen(url, timeout=30) as response:
             return response.headers.get("Content-Type"), response.read()
+
+    def status(self, path):
+        import urllib.error
+
+        try:
+            return self.get(path) and 200
+        except urllib.error.HTTPError as exc:
+            return exc.code
 
     def json(self, path, params=None, until=None, timeout=30):
         """GET and decode JSON; with `until`, poll (bounded) until it holds for the answer."""
@@ -149,6 +168,10 @@ class Server:
             self.proc.kill()
 
 
+class ServerDidNotStart(AssertionError):
+    pass
+
+
 def threading_event():
     import threading
 
@@ -159,8 +182,8 @@ def threading_event():
 def serve():
     servers = []
 
-    def start(logdir, *extra):
-        servers.append(Server(logdir, *extra))
+    def start(logdir, *extra, **kwargs):
+        servers.append(Server(logdir, *extra, **kwargs))
         return servers[-1]
 
     yield start

@@ -1,0 +1,3 @@
+from tensorboard_bundle.launcher import main
+
+main()

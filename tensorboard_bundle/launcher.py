@@ -1,0 +1,58 @@
+"""`tensorboard` (and `python -m tensorboard_bundle`): upstream TensorBoard with the bundle's
+fixes. Binds 127.0.0.1 unless --host or --bind_all says otherwise; needs no TensorFlow and no
+network; prints one line with the URL, the data loader in use and the logdir."""
+import logging
+import os
+import sys
+
+__all__ = ["main", "plugins"]
+
+
+def plugins():
+    """TensorBoard's plugins (patched default.py: a broken third-party one is skipped), with the
+    projector replaced by its patched copy (its files read as package data)."""
+    from tensorboard.plugins.projector import projector_plugin as upstream_projector
+
+    from tensorboard_bundle._patched import default, projector_plugin
+
+    return [projector_plugin.ProjectorPlugin if p is upstream_projector.ProjectorPlugin else p
+            for p in default.get_plugins()]
+
+
+def _bind_localhost(argv):
+    """Add `--host 127.0.0.1` unless the command line chooses where to listen."""
+    chosen = any(a in ("--bind_all", "--host") or a.startswith("--host=") or a.startswith("--bind_all=")
+                 for a in argv)
+    return argv if chosen else argv + ["--host", "127.0.0.1"]
+
+
+def main(argv=None):
+    argv = list(sys.argv if argv is None else argv)
+    import absl.logging
+    from absl import app
+
+    from tensorboard.plugins import base_plugin
+
+    from tensorboard_bundle import locate
+    from tensorboard_bundle._patched import program
+
+    # What tensorboard.main_lib.global_init does, less its TensorFlow notice: this bundle
+    # needs no TensorFlow, and says which data loader it uses instead.
+    os.environ["GCS_READ_CACHE_DISABLED"] = "1"
+    absl.logging.set_verbosity(absl.logging.WARNING)
+    logging.getLogger("tensorboard_bundle").setLevel(logging.WARNING)
+
+    if "TENSORBOARD_DATA_SERVER_BINARY" not in os.environ:
+        binary, why_not = locate.data_server_binary()
+        if binary:
+            os.environ["TENSORBOARD_DATA_SERVER_BINARY"] = binary
+    tensorboard = program.TensorBoard(plugins=plugins(), assets_zip_provider=locate.assets_zip_provider())
+    try:
+        app.run(tensorboard.main, argv=_bind_localhost(argv), flags_parser=tensorboard.configure)
+    except base_plugin.FlagsError as e:
+        print("Error: %s" % e, file=sys.stderr)
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()

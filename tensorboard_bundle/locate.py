@@ -1,0 +1,57 @@
+"""Finding what TensorBoard needs wherever its packages were installed, by package data rather
+than by paths next to `__file__` (which do not exist inside a zip)."""
+import hashlib
+import io
+import logging
+import os
+import pkgutil
+import stat
+import tempfile
+
+log = logging.getLogger("tensorboard_bundle")
+
+__all__ = ["assets_zip_provider", "data_server_binary"]
+
+
+def assets_zip_provider():
+    """A callable returning TensorBoard's web assets (webfiles.zip) as an open binary file, read
+    as package data (works from a zip); None if the package has none."""
+    try:
+        data = pkgutil.get_data("tensorboard", "webfiles.zip")
+    except OSError:
+        return None
+    return lambda: io.BytesIO(data)
+
+
+def data_server_binary(cache_dir=None):
+    """The path of an executable TensorBoard data server (the fast Rust loader), or None with
+    the reason. The binary ships in the `tensorboard_data_server` package; where that package
+    cannot give a runnable file (inside a zip, or installed without its exec bit), the binary is
+    copied once to a cache directory, executable."""
+    try:
+        import tensorboard_data_server
+    except ImportError:
+        return None, "the tensorboard-data-server package is not installed"
+    path = tensorboard_data_server.server_binary()
+    if path and os.access(path, os.X_OK):
+        return path, None
+    try:
+        data = pkgutil.get_data("tensorboard_data_server", "bin/server")
+    except OSError:
+        data = None
+    if not data:
+        return None, "tensorboard-data-server has no binary for this platform"
+    digest = hashlib.sha256(data).hexdigest()[:16]
+    cache_dir = cache_dir or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"),
+        "mxboard", "data-server")
+    target = os.path.join(cache_dir, "server-%s-%s" % (tensorboard_data_server.__version__, digest))
+    if not os.access(target, os.X_OK):
+        os.makedirs(cache_dir, exist_ok=True)
+        fd, temporary = tempfile.mkstemp(dir=cache_dir)
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.chmod(temporary, stat.S_IRWXU | stat.S_IRGRP | stat.S_IXGRP | stat.S_IROTH | stat.S_IXOTH)
+        os.replace(temporary, target)
+        log.info("data server binary copied to %s (executable)", target)
+    return target, None

@@ -1,0 +1,177 @@
+"""The bundled TensorBoard: every patch's fault shown on upstream's launcher and fixed in ours."""
+import os
+import shutil
+import stat
+import subprocess
+import sys
+import zipfile
+
+import pytest
+
+from conftest import BUNDLE, ROOT, UPSTREAM, Server, ServerDidNotStart, run_python
+from mxboard import SummaryWriter
+
+
+def _env(**extra):
+    env = dict(os.environ)
+    env.pop("TENSORBOARD_DATA_SERVER_BINARY", None)
+    env.update(extra)
+    return env
+
+
+def _points(server, run=".", tag="x"):
+    try:
+        return [step for _, step, _ in server.json("/data/plugin/scalars/scalars", {"run": run, "tag": tag})]
+    except Exception:
+        return []
+
+
+def test_no_tensorflow_and_one_honest_start_up_line(logdir, serve):
+    assert subprocess.run([sys.executable, "-c", "import tensorflow"], capture_output=True).returncode != 0
+    with SummaryWriter(logdir) as w:
+        w.add_scalar("x", 1.0, 1)
+    server = serve(logdir)
+    assert server.banner.startswith("TensorBoard 2.21.0 at http://127.0.0.1:")
+    assert "data loader: fast (Rust data server)" in server.banner and logdir in server.banner
+    assert not any("TensorFlow installation not found" in line or "experimental fast data" in line
+                   for line in server.output)
+    assert server.json("/data/plugin/scalars/scalars", {"run": ".", "tag": "x"}, until=bool)[0][1] == 1
+
+
+def test_the_console_script_is_the_bundles():
+    script = shutil.which("tensorboard", path=os.path.dirname(sys.executable))
+    assert script and "tensorboard_bundle" in open(script).read()
+
+
+def test_binds_127_0_0_1_unless_told(logdir, serve):
+    psutil = pytest.importorskip("psutil")
+    os.makedirs(logdir)
+    server = serve(logdir)
+    addresses = {c.laddr.ip for c in psutil.Process(server.proc.pid).net_connections() if c.status == "LISTEN"}
+    assert addresses == {"127.0.0.1"}
+
+
+def _target_copy(tmp_path, package):
+    """A copy of an installed package in a directory of its own, as `pip --target` leaves it."""
+    import importlib
+
+    source = os.path.dirname(importlib.import_module(package).__file__)
+    target = tmp_path / "site"
+    shutil.copytree(source, target / package)
+    return target
+
+
+def test_data_server_without_exec_bit(tmp_path, logdir, serve):
+    os.makedirs(logdir)
+    site = _target_copy(tmp_path, "tensorboard_data_server")
+    binary = site / "tensorboard_data_server" / "bin" / "server"
+    binary.chmod(binary.stat().st_mode & ~(stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH))
+    env = _env(PYTHONPATH=os.pathsep.join([str(site), os.path.join(ROOT, "python")]),
+               XDG_CACHE_HOME=str(tmp_path / "cache"))
+    with pytest.raises(ServerDidNotStart, match="PermissionError"):  # upstream: crashes
+        Server(logdir, command=UPSTREAM, env=env)
+    server = serve(logdir, env=env)  # the bundle: runs a cached executable copy
+    assert "data loader: fast (Rust data server)" in server.banner
+    # and a data server that still cannot run is a fallback, said so, not a crash
+    server = serve(logdir, env=dict(env, TENSORBOARD_DATA_SERVER_BINARY=str(binary)))
+    assert "data loader: Python (the data server could not start: " in server.banner
+
+
+def test_python_loader_reads_every_file(logdir, serve):
+    older = SummaryWriter(logdir)
+    for step in range(5):
+        older.add_scalar("x", step, step)
+    older.flush()
+    newer = SummaryWriter(logdir)  # a second writer: a newer event file in the same run
+    newer.add_scalar("y", 0.0, 0)
+    newer.flush()
+    upstream = serve(logdir, "--load_fast", "false", command=UPSTREAM)
+    ours = serve(logdir, "--load_fast", "false")
+    assert "data loader: Python (--load_fast=false)" in ours.banner
+    for server in (upstream, ours):
+        assert server.json("/data/plugin/scalars/scalars", {"run": ".", "tag": "x"},
+                           until=lambda rows: len(rows) == 5)
+    for step in range(5, 10):  # the older file keeps receiving points
+        older.add_scalar("x", step, step)
+    older.close()
+    newer.close()
+    assert ours.json("/data/plugin/scalars/scalars", {"run": ".", "tag": "x"},
+                     until=lambda rows: len(rows) == 10)
+    assert _points(ours) == list(range(10))
+    assert _points(upstream) == list(range(5))  # it never goes back to the older file
+
+
+def test_a_broken_plugin_entry_point_is_skipped(tmp_path, logdir, serve):
+    os.makedirs(logdir)
+    site = tmp_path / "site"
+    info = site / "broken_tb_plugin-1.0.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: broken-tb-plugin\nVersion: 1.0\n")
+    (info / "entry_points.txt").write_text("[tensorboard_plugins]\nbroken = no_such_module:Plugin\n")
+    env = _env(PYTHONPATH=os.pathsep.join([str(site), os.path.join(ROOT, "python")]))
+    with pytest.raises(ServerDidNotStart, match="no_such_module"):
+        Server(logdir, command=UPSTREAM, env=env)
+    server = serve(logdir, env=env)
+    assert any("Skipping the TensorBoard plugin 'broken'" in line for line in server.output)
+    assert server.status("/data/plugins_listing") == 200
+
+
+def _zip_of(tmp_path, packages):
+    """The given packages, as installed or in this tree, in one zip (pure-Python parts only)."""
+    import importlib
+
+    path = tmp_path / "bundle.zip"
+    with zipfile.ZipFile(path, "w") as archive:
+        for package in packages:
+            source = os.path.dirname(importlib.import_module(package).__file__)
+            for directory, _, names in os.walk(source):
+                for name in names:
+                    if "__pycache__" not in directory:
+                        full = os.path.join(directory, name)
+                        archive.write(full, os.path.join(package, os.path.relpath(full, source)))
+    return path
+
+
+def test_from_a_zip(tmp_path, logdir, serve):
+    import numpy as np
+
+    with SummaryWriter(logdir) as w:
+        w.add_scalar("x", 1.0, 1)
+        w.add_embedding("points", np.random.default_rng(0).random((4, 2)))
+    archive = _zip_of(tmp_path, ["tensorboard", "tensorboard_data_server", "tensorboard_bundle"])
+    env = _env(PYTHONPATH=str(archive), XDG_CACHE_HOME=str(tmp_path / "cache"))
+    check = "import tensorboard, tensorboard_bundle._patched.program as p; print(tensorboard.__file__, p.__file__)"
+    imported = subprocess.run([sys.executable, "-c", check], env=env, capture_output=True, text=True,
+                              cwd=str(tmp_path)).stdout  # not this checkout's directory: it holds the bundle
+    assert imported.split() == [str(archive / "tensorboard" / "__init__.py"),
+                                str(archive / "tensorboard_bundle" / "_patched" / "program.py")]
+    upstream = serve(logdir, command=UPSTREAM, env=env, cwd=str(tmp_path))
+    ours = serve(logdir, env=env, cwd=str(tmp_path))
+    assert "data loader: fast (Rust data server)" in ours.banner  # unzipped to the cache, executable
+    _, page = ours.get("/")
+    assert len(page) > 100_000 and b"<!doctype html>" in page[:50]  # the real UI
+    _, placeholder = upstream.get("/")
+    assert len(placeholder) < 10_000  # upstream's placeholder page
+    assert ours.status("/data/plugin/projector/projector_binary.html") == 200
+    assert upstream.status("/data/plugin/projector/projector_binary.html") == 500
+    assert ours.json("/data/plugin/projector/info", {"run": "."}, until=lambda i: i.get("embeddings"))
+
+
+def test_every_patch_is_vendored_and_the_build_fails_on_a_stale_patch(tmp_path, monkeypatch):
+    sys.path.insert(0, os.path.join(ROOT, "tools", "pip_package"))
+    import vendor
+
+    out = tmp_path / "patched"
+    vendor.vendor(str(out))
+    assert sorted(os.listdir(out)) == ["default.py", "program.py", "projector_plugin.py"]
+    stale = tmp_path / "patches"
+    stale.mkdir()
+    good = sorted(os.listdir(vendor.PATCHES))[0]
+    lines = open(os.path.join(vendor.PATCHES, good)).read().split("\n")
+    hunk = next(i for i, line in enumerate(lines) if line.startswith("@@"))
+    context = next(i for i in range(hunk + 1, len(lines)) if lines[i].startswith(" ") and lines[i].strip())
+    lines[context] += "  # as if upstream had changed this line"
+    (stale / good).write_text("\n".join(lines))
+    monkeypatch.setattr(vendor, "PATCHES", str(stale))
+    with pytest.raises(SystemExit, match="no longer applies to tensorboard 2.21.0"):
+        vendor.vendor(str(tmp_path / "again"))

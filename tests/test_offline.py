@@ -1,0 +1,91 @@
+"""One wheel, offline: the wheelhouse installs into a fresh venv with no index; in a network
+namespace with no network at all, the venv's `tensorboard` (the bundle's) serves what mxboard
+wrote, and headless Chromium draws the curve. The same from a zipped install."""
+import json
+import os
+import shutil
+import subprocess
+import sys
+import zipfile
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from conftest import ROOT
+
+pytestmark = pytest.mark.skipif(subprocess.run(["unshare", "-n", "true"], capture_output=True).returncode != 0,
+                                reason="needs unshare -n (root, or user namespaces)")
+
+
+@pytest.fixture(scope="module")
+def fresh_venv(tmp_path_factory):
+    """A new venv with mxboard installed from a wheelhouse built from this checkout, no index."""
+    work = tmp_path_factory.mktemp("offline")
+    dist, wheelhouse = work / "dist", work / "wheelhouse"
+    env = dict(os.environ, PYTHON=sys.executable)
+    wheel = subprocess.run([os.path.join(ROOT, "tools", "pip_package", "build_pip_package.sh"), str(dist)],
+                           env=env, check=True, capture_output=True, text=True).stdout.split()[-1]
+    wheelhouse.mkdir()
+    shutil.copy(wheel, wheelhouse)
+    subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--dest", str(wheelhouse),
+                    str(wheelhouse / os.path.basename(wheel))], check=True)
+    venv = work / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    python = str(venv / "bin" / "python")
+    subprocess.run([os.path.join(ROOT, "installer.sh"), "--offline", str(wheelhouse)],
+                   env=dict(os.environ, PYTHON=python, PIP_CONFIG_FILE=os.devnull), check=True,
+                   capture_output=True)
+    return venv
+
+
+def _serve_offline(tensorboard, work, env=None):
+    work.mkdir()
+    python = env.pop("PYTHON") if env else None
+    proc = subprocess.run(["unshare", "-n", python or sys.executable, os.path.join(ROOT, "tests", "offline_check.py"),
+                           tensorboard, str(work)], capture_output=True, text=True, cwd=str(work),
+                          env=dict(os.environ, **(env or {})), timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def _assert_served_and_drawn(report):
+    assert report["network"].startswith("unreachable")
+    assert "data loader: fast (Rust data server)" in report["banner"]
+    assert (report["scalars"], report["histograms"], report["images"]) == (50, 50, 1)
+    assert report["text"] == "<p>offline run</p>" and report["projector"] == ["points"]
+    pixels = np.asarray(Image.open(report["screenshot"]).convert("RGB")).astype(int)
+    content = pixels[180:, 300:]  # right of the side panel, below the header
+    red, green, blue = content[..., 0], content[..., 1], content[..., 2]
+    ys, xs = np.nonzero((red > 200) & (green > 60) & (green < 160) & (blue < 120))  # the run's colour
+    assert len(xs) > 200, "no curve drawn"
+    assert xs.max() - xs.min() > 150
+    left, right = ys[xs < xs.min() + 30].mean(), ys[xs > xs.max() - 30].mean()
+    assert right - left > 50  # the loss falls: the curve runs down from left to right
+
+
+def test_the_fresh_venvs_tensorboard_is_the_bundle(fresh_venv):
+    script = (fresh_venv / "bin" / "tensorboard").read_text()
+    assert "tensorboard_bundle" in script
+
+
+def test_serves_offline_in_a_network_namespace(fresh_venv, tmp_path):
+    report = _serve_offline(str(fresh_venv / "bin" / "tensorboard"), tmp_path / "work",
+                            {"PYTHON": str(fresh_venv / "bin" / "python")})
+    assert report["mxboard"].startswith(str(fresh_venv))
+    _assert_served_and_drawn(report)
+
+
+def test_serves_offline_from_a_zipped_install(fresh_venv, tmp_path):
+    site = next((fresh_venv / "lib").glob("python*/site-packages"))
+    archive = tmp_path / "site.zip"
+    with zipfile.ZipFile(archive, "w") as z:
+        for package in ("mxboard", "tensorboard", "tensorboard_bundle", "tensorboard_data_server"):
+            for path in (site / package).rglob("*"):
+                if path.is_file() and "__pycache__" not in path.parts:
+                    z.write(path, path.relative_to(site))
+    python = str(fresh_venv / "bin" / "python")
+    report = _serve_offline(python + " -m tensorboard_bundle", tmp_path / "work",
+                            {"PYTHON": python, "PYTHONPATH": str(archive)})
+    assert report["mxboard"].startswith(str(archive))
+    _assert_served_and_drawn(report)

@@ -1,0 +1,65 @@
+"""Vendor the upstream TensorBoard files that patches/ changes, patched, into
+tensorboard_bundle/_patched/. Run at every build (setup.py's build_py), against the pinned
+TensorBoard installed in the build environment; fails loudly if that is another version or if a
+patch no longer applies exactly (no fuzz).
+
+    python tools/pip_package/vendor.py [--check]
+"""
+import glob
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+PATCHES = os.path.join(ROOT, "patches")
+OUTPUT = os.path.join(ROOT, "tensorboard_bundle", "_patched")
+PINNED = "2.21.0"  # the TensorBoard the patches are made against; pyproject.toml pins it too
+
+
+class VendorError(SystemExit):
+    pass
+
+
+def patches():
+    """(patch file, the upstream path it changes), in order."""
+    found = []
+    for path in sorted(glob.glob(os.path.join(PATCHES, "*.diff"))):
+        with open(path) as f:
+            targets = re.findall(r"^\+\+\+ b/(\S+)", f.read(), flags=re.M)
+        if len(targets) != 1:
+            raise VendorError("%s must change exactly one upstream file; it names %s" % (path, targets))
+        found.append((path, targets[0]))
+    return found
+
+
+def vendor(output=OUTPUT):
+    import tensorboard
+    from tensorboard import version
+
+    if version.VERSION != PINNED:
+        raise VendorError("patches/ are made against tensorboard %s, but the build has %s (%s)"
+                          % (PINNED, version.VERSION, tensorboard.__file__))
+    site = os.path.dirname(os.path.dirname(os.path.abspath(tensorboard.__file__)))
+    with tempfile.TemporaryDirectory() as work:
+        for patch, target in patches():
+            os.makedirs(os.path.dirname(os.path.join(work, target)), exist_ok=True)
+            shutil.copyfile(os.path.join(site, target), os.path.join(work, target))
+            with open(patch, "rb") as f:
+                result = subprocess.run(["patch", "-p1", "--forward", "--batch", "--fuzz=0",
+                                         "--no-backup-if-mismatch", "-d", work],
+                                        stdin=f, capture_output=True, text=True)
+            if result.returncode != 0:
+                raise VendorError("%s no longer applies to tensorboard %s:\n%s%s"
+                                  % (os.path.relpath(patch, ROOT), PINNED, result.stdout, result.stderr))
+        os.makedirs(output, exist_ok=True)
+        for _, target in patches():
+            shutil.copyfile(os.path.join(work, target), os.path.join(output, os.path.basename(target)))
+
+
+if __name__ == "__main__":
+    vendor()
+    print("vendored %d patched files into %s" % (len(patches()), os.path.relpath(OUTPUT, ROOT)))
+    sys.exit(0)
