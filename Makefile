@@ -15,7 +15,7 @@ setup: $(STAMP)
 $(STAMP): pyproject.toml setup.py
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[test]'
+	$(PY) -m pip install -q -e '.[test,mxnet]'
 	# torch, for the tests that prove coexistence with torch.utils.tensorboard and DLPack input:
 	# the CPU build where the machine offers one (never the multi-GB CUDA build from the index)
 	if $(PY) -m pip download -q --no-deps --no-index -d $(VENV)/torch-wheel torch==$(TORCH) 2>/dev/null; then \

@@ -100,8 +100,8 @@ print(google.protobuf.__version__, numpy.__version__, len(list(read_events(LOGDI
 
 @pytest.mark.parametrize("protobuf, numpy", [
     ("protobuf==3.20.3", "numpy==1.23.5"),  # the oldest protobuf we support; MXNet's numpy
-    ("protobuf==4.21.12", None),  # the last release without message_factory.GetMessageClass
-    (None, None),  # this environment's: the newest
+    ("protobuf==4.21.12", "numpy==2.4.6"),  # the last protobuf without GetMessageClass; numpy 2
+    (None, None),  # this environment's: the newest protobuf
 ])
 def test_loads_and_writes_on_protobuf_range(tmp_path, protobuf, numpy):
     paths = [pip_target(spec) for spec in (protobuf, numpy) if spec]

@@ -9,7 +9,8 @@ import sys
 
 import numpy as np
 
-__all__ = ["capture", "to_numpy", "to_float", "to_int", "check_tag"]
+__all__ = ["Snapshot", "DeviceHistogram", "capture", "resolve", "to_numpy", "to_float", "to_int",
+           "check_tag"]
 
 
 def _mxnet_ndarray(value):
@@ -41,13 +42,79 @@ def to_numpy(value, name="value"):
                     "with __array__ or __dlpack__); got %s" % (name, _describe(value)))
 
 
-def capture(value, name="value", numeric=True):
-    """`value` as a numpy array the caller can no longer change: a copy wherever the conversion
-    shared memory with the input. With `numeric`, the dtype must be a real number or bool, and
-    the array non-empty."""
-    array = to_numpy(value, name)
-    if array is value or array.base is not None or not array.flags.owndata:
-        array = np.array(array, copy=True)
+class Snapshot:
+    """An MXNet NDArray as it was at the call, without waiting for MXNet's engine: an
+    engine-side copy, ordered after the writes pending on the array and before any later one
+    (in-place updates included), taken outside autograd recording. `result()` (on the writer
+    thread) waits for it and returns numpy. Has the array's shape, dtype, ndim and size."""
+
+    __slots__ = ("_copy", "shape", "dtype", "ndim", "size")
+
+    def __init__(self, array):
+        mx = sys.modules["mxnet"]
+        with mx.autograd.pause():
+            self._copy = array.copyto(mx.cpu())  # asynchronous: queued on the engine
+        self.shape = tuple(array.shape)
+        self.dtype = np.dtype(array.dtype)
+        self.ndim = len(self.shape)
+        self.size = int(np.prod(self.shape))
+
+    def result(self):
+        return self._copy.asnumpy()
+
+
+class DeviceHistogram:
+    """A histogram of an MXNet NDArray computed by MXNet's operators where the array lives,
+    queued at the call (after the array's pending writes, outside autograd): only the counts,
+    the finite min and max and the number of NaN/Inf values cross to the host, when the writer
+    thread calls `result()`. `edges`: increasing bin edges (numpy), or an int for that many
+    equal-width bins between min and max."""
+
+    def __init__(self, array, edges):
+        mx = sys.modules["mxnet"]
+        nd = mx.nd
+        with mx.autograd.pause():
+            data = array.reshape(-1)
+            if data.dtype not in (np.float32, np.float64):  # float16 would overflow the edges
+                data = data.astype(np.float32)
+            finite = nd.contrib.isfinite(data)
+            inf = nd.full(data.shape, np.inf, ctx=data.context, dtype=data.dtype)
+            low = nd.min(nd.where(finite, data, inf))
+            high = nd.max(nd.where(finite, data, -inf))
+            clean = nd.where(finite, data, inf)  # beyond every edge: not counted
+            if isinstance(edges, int):
+                span = nd.maximum(high - low, nd.full((1,), 1e-12, ctx=data.context, dtype=data.dtype))
+                steps = nd.arange(edges + 1, ctx=data.context, dtype=data.dtype) / edges
+                bins = nd.broadcast_add(low, nd.broadcast_mul(span, steps))
+            else:
+                bins = nd.array(edges, ctx=data.context, dtype=data.dtype)
+            counts, _ = nd.histogram(clean, bins=bins)
+            self._parts = (counts, bins, low, high, nd.sum(finite))
+        self._size = int(np.prod(array.shape))
+
+    def result(self):
+        """(edges, counts, low, high, dropped), as numpy."""
+        counts, bins, low, high, finite = (part.asnumpy() for part in self._parts)
+        return bins.astype(np.float64), counts, float(low[0]), float(high[0]), self._size - int(finite[0])
+
+
+def resolve(value):
+    """What the writer thread builds from: a Snapshot's or DeviceHistogram's result, or the
+    value itself."""
+    return value.result() if isinstance(value, (Snapshot, DeviceHistogram)) else value
+
+
+def capture(value, name="value", numeric=True, defer=True):
+    """`value` as data the caller can no longer change: an MXNet NDArray as a `Snapshot` (with
+    `defer`: no waiting for the engine), anything else as a numpy array, copied wherever the
+    conversion shared memory with the input. With `numeric`, the dtype must be a real number or
+    bool, and the array non-empty."""
+    if defer and _mxnet_ndarray(value):
+        array = Snapshot(value)
+    else:
+        array = to_numpy(value, name)
+        if array is value or array.base is not None or not array.flags.owndata:
+            array = np.array(array, copy=True)
     if numeric:
         if not (array.dtype.kind in "biuf"):
             raise TypeError("%s must hold real numbers; got dtype %s" % (name, array.dtype))
@@ -64,7 +131,7 @@ def to_float(value, name="value"):
         return float(value)
     if isinstance(value, (str, bytes)) or value is None:
         raise TypeError("%s must be a number or a one-element array; got %s" % (name, _describe(value)))
-    array = to_numpy(value, name)
+    array = to_numpy(value, name)  # an NDArray waits for the engine here: see writer.add_scalar
     if array.size != 1:
         raise ValueError("%s must be a single number; got an array of shape %s" % (name, array.shape))
     if not (np.issubdtype(array.dtype, np.number) or array.dtype == np.bool_) or np.iscomplexobj(array):

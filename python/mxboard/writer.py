@@ -13,6 +13,7 @@ from . import convert, projector
 from ._paths import subdir
 from .encoding import ScalarSeries, encode_event
 from .events import FILE_VERSION, EventFile
+from . import proto
 from .proto import Event
 from .summaries import audio as audio_mod
 from .summaries import custom_scalars, hparams, histogram, mesh, pr_curve
@@ -92,6 +93,8 @@ class SummaryWriter:
         if kind is not float:
             if kind is dict or kind is tuple or kind is list:
                 return self._add_scalar_group(tag, value, global_step, walltime)
+            if convert._mxnet_ndarray(value):
+                return self._add_ndarray_scalar(self._file, tag, value, global_step, walltime)
             value = convert.to_float(value)
         try:
             series = self._series[tag]
@@ -103,6 +106,14 @@ class SummaryWriter:
             global_step = convert.to_int(global_step)
         wall = _now() if walltime is None else _walltime(walltime)
         self._append(series, value, global_step, wall)
+
+    def _add_ndarray_scalar(self, event_file, tag, value, global_step, walltime, name="value"):
+        """An NDArray scalar (say `loss.mean()`): snapshotted, converted on the writer thread, so
+        the training loop does not wait for the engine."""
+        if value.size != 1:
+            raise ValueError("%s must be a single number; got an NDArray of shape %s" % (name, value.shape))
+        snapshot = convert.capture(value, name)
+        self._put(_scalar, (convert.check_tag(tag), snapshot), global_step, walltime, event_file=event_file)
 
     def add_scalars(self, main_tag, tag_scalar_dict, global_step=None, walltime=None):
         """tensorboardX's name for a dict of lines in one chart: `add_scalar(main_tag, dict)`."""
@@ -123,7 +134,8 @@ class SummaryWriter:
             raise ValueError("value: the dict of named scalars for %r is empty" % tag)
         step = 0 if global_step is None else convert.to_int(global_step)
         wall = _now() if walltime is None else _walltime(walltime)
-        values = [(convert.check_tag(name, "scalar name"), convert.to_float(v, "value[%r]" % (name,)))
+        values = [(convert.check_tag(name, "scalar name"),
+                   v if convert._mxnet_ndarray(v) else convert.to_float(v, "value[%r]" % (name,)))
                   for name, v in group.items()]
         for name, value in values:
             self._add_to_run(tag, name, value, step, wall)
@@ -136,7 +148,11 @@ class SummaryWriter:
                     run_file = self._new_file(subdir(self._logdir, tag, name))
                     self._runs[(tag, name)] = self._new_series(run_file, tag)
             series = self._runs[(tag, name)]
-        self._append(series, value, step, wall)
+        if isinstance(value, float):
+            self._append(series, value, step, wall)
+        else:  # an NDArray
+            self._add_ndarray_scalar(self._worker.series[series].file, tag, value, step, wall,
+                                     "value[%r]" % (name,))
 
     def _append(self, series, value, step, wall):
         """Queue one checked scalar. Nothing here can fail, so the four columns stay aligned."""
@@ -154,10 +170,14 @@ class SummaryWriter:
 
     # -- every other kind goes through here -------------------------------------------------
     def _put(self, build, args, global_step, walltime, event_file=None):
-        """Queue `build(*args)` (a Summary or an Event) for the writer thread."""
+        """Queue `build(*args)` (a Summary or an Event) for the writer thread; MXNet snapshots
+        among `args` are converted there, when the engine has computed them."""
         self._check()
         step = 0 if global_step is None else convert.to_int(global_step)
         wall = _now() if walltime is None else _walltime(walltime)
+        if any(isinstance(a, (convert.Snapshot, convert.DeviceHistogram)) for a in args):
+            args = (build,) + tuple(args)
+            build = _resolved
         self._worker.put_event((event_file or self._file, (build, args), step, wall))
 
     # -- arrays -------------------------------------------------------------------------------
@@ -168,7 +188,14 @@ class SummaryWriter:
         ±Inf cannot be binned: they are dropped, with one warning a tag."""
         tag = convert.check_tag(tag)
         bins = _check_bins(bins)
-        values = convert.capture(values, "values")
+        if convert._mxnet_ndarray(values) and not (isinstance(bins, str) and bins != "default"):
+            # on the array's device: only the counts cross to the host
+            if not values.size:
+                raise ValueError("values is empty (shape %s)" % (values.shape,))
+            values = convert.DeviceHistogram(
+                values, histogram.default_edges(np.float32) if isinstance(bins, str) else bins)
+        else:
+            values = convert.capture(values, "values")
         self._put(_histogram, (tag, values, bins), global_step, walltime)
 
     def add_histogram_raw(self, tag, min, max, num, sum, sum_squares, bucket_limits, bucket_counts,
@@ -176,8 +203,8 @@ class SummaryWriter:
         """A histogram counted already (tensorboardX's signature): bucket `i` holds
         `bucket_counts[i]` values up to `bucket_limits[i]`, the first from `min`."""
         tag = convert.check_tag(tag)
-        limits = convert.capture(bucket_limits, "bucket_limits").astype(np.float64).reshape(-1)
-        counts = convert.capture(bucket_counts, "bucket_counts").astype(np.float64).reshape(-1)
+        limits = convert.capture(bucket_limits, "bucket_limits", defer=False).astype(np.float64).reshape(-1)
+        counts = convert.capture(bucket_counts, "bucket_counts", defer=False).astype(np.float64).reshape(-1)
         if len(limits) != len(counts):
             raise ValueError("bucket_limits and bucket_counts must have the same length; got %d and %d"
                              % (len(limits), len(counts)))
@@ -236,13 +263,11 @@ class SummaryWriter:
         (channels, frames) with 1 or 2 channels. Written as 16-bit WAV."""
         tag = convert.check_tag(tag)
         samples = convert.capture(audio, "audio")
-        if samples.ndim > 1 and 1 in samples.shape and samples.ndim > 2:
-            samples = samples.squeeze()  # mxboard: "squeezable to 1-D"
-        frames = audio_mod.as_frames(samples)
+        audio_mod.frames_layout(samples.shape)
         rate = convert.to_float(sample_rate, "sample_rate")
         if not (rate > 0 and rate == int(rate)):
             raise ValueError("sample_rate must be a positive whole number of Hz; got %r" % (sample_rate,))
-        self._put(audio_mod.audio_summary, (tag, frames, int(rate)), global_step, walltime)
+        self._put(audio_mod.audio_summary, (tag, samples, int(rate)), global_step, walltime)
 
     def add_text(self, tag, text, global_step=None, walltime=None):
         """Markdown text; a list or 1-D array of strings, or a 2-D one, is shown as a table."""
@@ -278,7 +303,6 @@ class SummaryWriter:
             except ValueError:
                 raise ValueError("weights of shape %s do not broadcast to labels' %s"
                                  % (weights.shape, labels.shape)) from None
-            weights = np.broadcast_to(weights, labels.shape)
         num_thresholds = _check_thresholds(num_thresholds)
         self._put(pr_curve.pr_curve_summary, (tag, labels, predictions, num_thresholds, weights),
                   global_step, walltime)
@@ -292,7 +316,7 @@ class SummaryWriter:
         num_thresholds = _check_thresholds(num_thresholds)
         names = ("true_positive_counts", "false_positive_counts", "true_negative_counts",
                  "false_negative_counts", "precision", "recall")
-        columns = [convert.capture(a, n).reshape(-1) for a, n in zip(
+        columns = [convert.capture(a, n, defer=False).reshape(-1) for a, n in zip(
             (true_positive_counts, false_positive_counts, true_negative_counts,
              false_negative_counts, precision, recall), names)]
         for column, name in zip(columns, names):
@@ -310,16 +334,17 @@ class SummaryWriter:
         for name, value in (("colors", colors), ("faces", faces)):
             if value is not None:
                 parts[name] = convert.capture(value, name)
+        shapes = {}
         for name, array in parts.items():
-            if array.ndim == 2:
-                parts[name] = array = array[None]
-            if array.ndim != 3 or array.shape[-1] != 3:
-                raise ValueError("%s must be (B, N, 3) or (N, 3); got shape %s" % (name, array.shape))
-        if "colors" in parts and parts["colors"].shape[:2] != parts["vertices"].shape[:2]:
+            shapes[name] = (1,) + tuple(array.shape) if array.ndim == 2 else tuple(array.shape)
+            if len(shapes[name]) != 3 or shapes[name][-1] != 3:
+                raise ValueError("%s must be (B, N, 3) or (N, 3); got shape %s" % (name, tuple(array.shape)))
+        if "colors" in parts and shapes["colors"][:2] != shapes["vertices"][:2]:
             raise ValueError("colors must have one (B, N) with vertices; got %s and %s"
-                             % (parts["colors"].shape, parts["vertices"].shape))
-        if "faces" in parts and (parts["faces"].min() < 0 or parts["faces"].max() >= parts["vertices"].shape[1]):
-            raise ValueError("faces must index vertices (0 to %d)" % (parts["vertices"].shape[1] - 1))
+                             % (shapes["colors"], shapes["vertices"]))
+        faces = parts.get("faces")
+        if isinstance(faces, np.ndarray) and (faces.min() < 0 or faces.max() >= shapes["vertices"][1]):
+            raise ValueError("faces must index vertices (0 to %d)" % (shapes["vertices"][1] - 1))
         self._put(mesh.mesh_summary, (tag, parts["vertices"], parts.get("colors"), parts.get("faces"),
                                       config_dict), global_step, walltime)
 
@@ -497,6 +522,10 @@ def _check_thresholds(num_thresholds):
 
 
 def _labels(labels, count, header):
+    if convert._mxnet_ndarray(labels) and header is None:  # converted on the writer thread
+        if labels.shape[0] != count:
+            raise ValueError("labels must have one per point: %d; got %d" % (count, labels.shape[0]))
+        return convert.capture(labels, "labels", numeric=False)
     if header is not None:
         header = [str(h) for h in header]
         rows = [list(row) for row in labels]
@@ -512,16 +541,32 @@ def _labels(labels, count, header):
 
 
 def _histogram(tag, values, bins):
-    """On the writer thread: drop what cannot be binned (NaN, ±Inf), once-a-tag warning."""
-    finite = np.isfinite(values)
-    if not finite.all():
+    """On the writer thread: buckets of the finite values (NaN and ±Inf cannot be binned: they
+    are dropped with a warning, once a tag), from numpy or from a DeviceHistogram's counts."""
+    if isinstance(values, tuple):  # DeviceHistogram.result()
+        edges, counts, low, high, dropped = values
+        if not counts.sum():  # nothing finite
+            buckets = np.zeros((0, 3))
+        elif isinstance(bins, str):
+            buckets = histogram.trimmed_buckets(edges, counts, low, high)
+        elif isinstance(bins, int) and low == high:  # as numpy does it: (v - 0.5, v + 0.5)
+            buckets = histogram.histogram_buckets(np.full(int(counts.sum()), low), bins)
+        else:
+            buckets = np.stack([edges[:-1], edges[1:], counts.astype(np.float64)], axis=1)
+    else:
+        finite = np.isfinite(values)
+        dropped = values.size - int(np.count_nonzero(finite))
+        buckets = histogram.histogram_buckets(values[finite] if dropped else values, bins)
+    if dropped:
         warnings.warn("add_histogram(%r): NaN or infinite values were dropped (they cannot be binned)"
                       % tag, RuntimeWarning, stacklevel=2)
-        values = values[finite]
-    return histogram.histogram_summary(tag, values, bins)
+    return histogram.histogram_summary(tag, buckets)
 
 
 def _embedding(logdir, tag, step, matrix, labels, header, images):
+    matrix, labels, images = (convert.resolve(a) for a in (matrix, labels, images))
+    if isinstance(labels, np.ndarray):
+        labels = labels.reshape(-1).tolist()
     if images is not None:
         images = image_mod.to_uint8(images.transpose(0, 2, 3, 1))
     projector.write_embedding(logdir, tag, step, matrix, labels, header, images)
@@ -542,3 +587,13 @@ def _render(figure, close):
 
 def _identity(message):
     return message
+
+
+def _resolved(build, *args):
+    """On the writer thread: wait for the MXNet snapshots among `args`, then build."""
+    return build(*[convert.resolve(a) for a in args])
+
+
+def _scalar(tag, value):
+    """On the writer thread: a scalar Summary of a one-element array (an NDArray's snapshot)."""
+    return proto.Summary(value=[proto.Summary.Value(tag=tag, simple_value=float(np.asarray(value).reshape(())))])

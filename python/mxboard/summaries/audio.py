@@ -9,23 +9,34 @@ import numpy as np
 from ..proto import AudioPluginData
 from ._common import metadata, summary, tensor
 
-__all__ = ["as_frames", "audio_summary", "encode_wav"]
+__all__ = ["as_frames", "audio_summary", "encode_wav", "frames_layout"]
 
 PLUGIN = "audio"
 
 
-def as_frames(array, name="audio"):
-    """Audio as (frames, channels): (L,) is mono; (L, C) or (C, L) with 1 or 2 channels, the
-    channels being the short axis."""
-    if array.ndim == 1:
-        return array[:, None]
-    if array.ndim == 2:
-        if array.shape[1] in (1, 2) and array.shape[0] >= array.shape[1]:
-            return array
-        if array.shape[0] in (1, 2):
-            return array.T
+def frames_layout(shape, name="audio"):
+    """How an audio array of `shape` is laid out: 'mono', 'frames-channels' or
+    'channels-frames'. (L,) is mono; (L, C) or (C, L) have 1 or 2 channels, the short axis; any
+    other axes must be of length 1 (mxboard took arrays "squeezable to 1-D")."""
+    squeezed = tuple(n for n in shape if n != 1) if len(shape) > 2 else tuple(shape)
+    if len(squeezed) == 1 or (len(squeezed) == 0 and shape):
+        return "mono"
+    if len(squeezed) == 2 and 0 not in squeezed:
+        if squeezed[1] in (1, 2) and squeezed[0] >= squeezed[1]:
+            return "frames-channels"
+        if squeezed[0] in (1, 2):
+            return "channels-frames"
     raise ValueError("%s must be (frames,) or (frames, channels) with 1 or 2 channels; got shape %s"
-                     % (name, array.shape))
+                     % (name, tuple(shape)))
+
+
+def as_frames(array):
+    """Audio as a (frames, channels) array."""
+    layout = frames_layout(array.shape)
+    if layout == "mono":
+        return array.reshape(-1, 1)
+    array = array.reshape([n for n in array.shape if n != 1] if array.ndim > 2 else array.shape)
+    return array if layout == "frames-channels" else array.T
 
 
 def encode_wav(frames, sample_rate):
@@ -44,7 +55,9 @@ def encode_wav(frames, sample_rate):
     return out.getvalue()
 
 
-def audio_summary(tag, frames, sample_rate):
+def audio_summary(tag, audio, sample_rate):
+    """`audio`: samples as `frames_layout` accepts them, float in [-1, 1] (clipped) or int16."""
+    frames = as_frames(np.asarray(audio))
     content = AudioPluginData(version=0, encoding=AudioPluginData.WAV).SerializeToString()
     meta = metadata(PLUGIN, content)  # no data_class: TensorBoard then projects out the labels
     data = np.array([[encode_wav(frames, sample_rate), b""]], dtype=object)

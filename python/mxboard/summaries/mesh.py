@@ -12,13 +12,24 @@ __all__ = ["mesh_summary"]
 PLUGIN = "mesh"
 
 
+def batched(array):
+    """(N, 3) as (1, N, 3)."""
+    array = np.asarray(array)
+    return array[None] if array.ndim == 2 else array
+
+
 def mesh_summary(tag, vertices, colors=None, faces=None, config_dict=None):
-    """`vertices` (B, N, 3) float; `faces` (B, F, 3) vertex indices; `colors` (B, N, 3) uint8."""
+    """`vertices` (B, N, 3) or (N, 3) floats; `faces` (B, F, 3) vertex indices; `colors`
+    (B, N, 3) uint8."""
+    vertices = batched(vertices)
     parts = [(MeshPluginData.VERTEX, "VERTEX", vertices.astype(np.float32))]
     if faces is not None:
+        faces = batched(faces)
+        if faces.size and (faces.min() < 0 or faces.max() >= vertices.shape[1]):
+            raise ValueError("faces must index vertices (0 to %d)" % (vertices.shape[1] - 1))
         parts.append((MeshPluginData.FACE, "FACE", faces.astype(np.int32)))
     if colors is not None:
-        parts.append((MeshPluginData.COLOR, "COLOR", colors.astype(np.uint8)))
+        parts.append((MeshPluginData.COLOR, "COLOR", batched(colors).astype(np.uint8)))
     components = 0
     for content_type, _, _ in parts:
         components |= 1 << content_type

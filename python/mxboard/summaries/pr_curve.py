@@ -15,8 +15,10 @@ def pr_curve_summary(tag, labels, predictions, num_thresholds=127, weights=None)
     """`labels`: booleans; `predictions`: probabilities in [0, 1] (clipped); one threshold a
     bucket of width 1 / (num_thresholds - 1)."""
     labels = np.asarray(labels).reshape(-1).astype(np.float64)
-    predictions = np.clip(np.asarray(predictions, dtype=np.float64).reshape(-1), 0.0, 1.0)
-    weights = np.ones_like(labels) if weights is None else np.asarray(weights, np.float64).reshape(-1)
+    predictions = np.asarray(predictions, dtype=np.float64)
+    weights = np.ones_like(labels) if weights is None else \
+        np.broadcast_to(np.asarray(weights, np.float64), predictions.shape).reshape(-1)
+    predictions = np.clip(predictions.reshape(-1), 0.0, 1.0)
     buckets = np.floor(predictions * (num_thresholds - 1)).astype(np.int64)
     tp_buckets = np.bincount(buckets, weights=labels * weights, minlength=num_thresholds)
     fp_buckets = np.bincount(buckets, weights=(1.0 - labels) * weights, minlength=num_thresholds)
