@@ -84,8 +84,9 @@ class DeviceHistogram:
             clean = nd.where(finite, data, inf)  # beyond every edge: not counted
             if isinstance(edges, int):
                 span = nd.maximum(high - low, nd.full((1,), 1e-12, ctx=data.context, dtype=data.dtype))
-                steps = nd.arange(edges + 1, ctx=data.context, dtype=data.dtype) / edges
-                bins = nd.broadcast_add(low, nd.broadcast_mul(span, steps))
+                steps = nd.arange(edges, ctx=data.context, dtype=data.dtype) / edges
+                # the last edge is the max itself: low + span * 1 may round below it
+                bins = nd.concat(nd.broadcast_add(low, nd.broadcast_mul(span, steps)), high, dim=0)
             else:
                 bins = nd.array(edges, ctx=data.context, dtype=data.dtype)
             counts, _ = nd.histogram(clean, bins=bins)

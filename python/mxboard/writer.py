@@ -397,6 +397,16 @@ class SummaryWriter:
         for metric, value in metrics.items():
             self._append(self._new_series(run_file, metric), value, step, now)
 
+    def add_graph(self, net, input_shape=None):
+        """The network's graph for the Graphs dashboard: an `mx.sym.Symbol` or a Gluon
+        `HybridBlock` (the graph it cached once hybridized and run forward; else traced with a
+        symbolic input `data`). With `input_shape` (a tuple for the input, or a dict of input
+        name -> shape), the edges carry tensor shapes."""
+        from .graph import graph_def
+
+        serialized = graph_def(net, input_shape).SerializeToString()
+        self._put(_graph_event, (serialized,), None, None)
+
     def add_custom_scalars(self, layout):
         """The Custom Scalars dashboard's charts: `{category: {title: ["Multiline", [tags]] or
         ["Margin", [value, lower, upper]]}}` (tensorboardX's layout)."""
@@ -587,6 +597,10 @@ def _render(figure, close):
 
 def _identity(message):
     return message
+
+
+def _graph_event(serialized):
+    return Event(graph_def=serialized)
 
 
 def _resolved(build, *args):

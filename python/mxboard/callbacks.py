@@ -1,0 +1,111 @@
+"""Training hooks for MXNet: log metrics, the learning rate, and weight and gradient histograms
+from `mxnet.gluon.contrib.estimator` (`SummaryHandler`) or from the Module API (`ModuleLogger`).
+
+    est.fit(train, val, epochs=5, event_handlers=[SummaryHandler(sw, histogram_every=100)])
+    mod.fit(train, batch_end_callback=logger.batch_end, epoch_end_callback=logger.epoch_end)
+
+Tags are `<metric>/train`, `<metric>/validation`, `learning_rate`, `weights/<parameter>` and
+`gradients/<parameter>`. Everything is logged without waiting for MXNet's engine. Importing this
+module imports mxnet (the rest of mxboard never does).
+"""
+from mxnet.gluon.contrib.estimator.event_handler import BatchEnd, EpochEnd, TrainBegin
+
+__all__ = ["ModuleLogger", "SummaryHandler", "log_parameters"]
+
+
+def log_parameters(writer, params, global_step, gradients=True):
+    """Histograms of every initialized parameter of a Gluon ParameterDict (on its own device),
+    and of its gradient where it has one."""
+    for name, param in params.items():
+        if param._data is None:  # not initialized yet (deferred initialization)
+            continue
+        writer.add_histogram("weights/" + name, param.data(), global_step)
+        if gradients and param.grad_req != "null":
+            writer.add_histogram("gradients/" + name, param.grad(), global_step)
+
+
+def _metric_tags(metric):
+    """(tag, value) of an EvalMetric: the estimator's 'training accuracy' / 'validation
+    accuracy' become accuracy/train and accuracy/validation (one chart, two lines)."""
+    names, values = metric.get()
+    if not isinstance(names, list):
+        names, values = [names], [values]
+    for name, value in zip(names, values):
+        for prefix, phase in (("training ", "train"), ("validation ", "validation")):
+            if name.startswith(prefix):
+                yield "%s/%s" % (name[len(prefix):], phase), value
+                break
+        else:
+            yield name, value
+
+
+class SummaryHandler(TrainBegin, BatchEnd, EpochEnd):
+    """An event handler for `gluon.contrib.estimator.Estimator`: every `log_every` batches the
+    batch loss and the training metrics; every epoch the training and validation metrics and
+    the learning rate; every `histogram_every` batches (if set) the weights and gradients."""
+
+    def __init__(self, writer, log_every=1, histogram_every=None, priority=float("inf")):
+        self.writer = writer
+        self.log_every = log_every
+        self.histogram_every = histogram_every
+        self.priority = priority  # after the estimator's metric and validation handlers
+        self.batch = self.epoch = 0
+
+    def train_begin(self, estimator, *args, **kwargs):
+        self.batch = self.epoch = 0
+
+    def batch_end(self, estimator, *args, **kwargs):
+        self.batch += 1
+        if self.log_every and self.batch % self.log_every == 0:
+            loss = kwargs.get("loss")
+            if loss is not None:
+                losses = loss if isinstance(loss, (list, tuple)) else [loss]
+                self.writer.add_scalar("loss/batch", sum(l.mean() for l in losses) / len(losses), self.batch)
+            for metric in estimator.train_metrics:
+                for tag, value in _metric_tags(metric):
+                    self.writer.add_scalar(tag + "_batch", value, self.batch)
+        if self.histogram_every and self.batch % self.histogram_every == 0:
+            log_parameters(self.writer, estimator.net.collect_params(), self.batch)
+        return False
+
+    def epoch_end(self, estimator, *args, **kwargs):
+        self.epoch += 1
+        for metric in list(estimator.train_metrics) + list(estimator.val_metrics):
+            for tag, value in _metric_tags(metric):
+                self.writer.add_scalar(tag, value, self.epoch)
+        self.writer.add_scalar("learning_rate", estimator.trainer.learning_rate, self.epoch)
+        return False
+
+
+class ModuleLogger:
+    """Module-API callbacks: `batch_end` (a `batch_end_callback`) logs the evaluation metric
+    every `log_every` batches, the learning rate, and every `histogram_every` batches the
+    weights and gradients; `epoch_end` (an `epoch_end_callback`) logs weight histograms."""
+
+    def __init__(self, writer, log_every=1, histogram_every=None, phase="train"):
+        self.writer = writer
+        self.log_every = log_every
+        self.histogram_every = histogram_every
+        self.phase = phase
+        self.batch = 0
+
+    def batch_end(self, param):
+        self.batch += 1
+        module = (param.locals or {}).get("self")
+        if self.log_every and self.batch % self.log_every == 0:
+            if param.eval_metric is not None:
+                for name, value in param.eval_metric.get_name_value():
+                    self.writer.add_scalar("%s/%s" % (name, self.phase), value, self.batch)
+            optimizer = getattr(module, "_optimizer", None)
+            if optimizer is not None:
+                self.writer.add_scalar("learning_rate", optimizer.learning_rate, self.batch)
+        group = getattr(module, "_exec_group", None)
+        if self.histogram_every and self.batch % self.histogram_every == 0 and group is not None:
+            for name, weights, grads in zip(group.param_names, group.param_arrays, group.grad_arrays):
+                self.writer.add_histogram("weights/" + name, weights[0], self.batch)
+                if grads and grads[0] is not None:
+                    self.writer.add_histogram("gradients/" + name, grads[0], self.batch)
+
+    def epoch_end(self, epoch, symbol, arg_params, aux_params):
+        for name, value in sorted(arg_params.items()):
+            self.writer.add_histogram("weights/" + name, value, epoch + 1)

@@ -1,0 +1,101 @@
+"""MXNet networks as TensorBoard graphs: an `mx.sym.Symbol` or a Gluon `HybridBlock` to a
+`GraphDef` that the Graphs dashboard draws, with name scopes from MXNet's names
+(`hybridsequential0_conv0_weight` -> `hybridsequential0/conv0/weight`), op types, attributes,
+and, given input shapes, tensor shapes on the edges."""
+import json
+import re
+
+from .proto import AttrValue, GraphDef, NodeDef, TensorShapeProto, VersionDef
+
+__all__ = ["graph_def", "symbol_of"]
+
+_BLOCK = re.compile(r"^[A-Za-z]+\d+$")  # an MXNet block or op instance name: conv0, dense1, fc1
+
+
+def symbol_of(net):
+    """(symbol, input names) of a Symbol or HybridBlock. A HybridBlock gives the graph it cached
+    when it was hybridized and run forward; else it is traced with a symbolic input."""
+    kind = type(net).__name__
+    if hasattr(net, "tojson") and hasattr(net, "list_arguments"):  # mx.sym.Symbol
+        arguments = net.list_arguments()
+        data = [n for n in arguments if n == "data" or n.endswith("_data") or re.match(r"data\d+$", n)]
+        labels = [n for n in arguments if n == "label" or n.endswith("_label")]
+        return net, (data or arguments[:1]) + labels
+    if hasattr(net, "hybrid_forward") or hasattr(net, "_cached_graph"):  # gluon.HybridBlock
+        cached = getattr(net, "_cached_graph", None)
+        if cached:
+            inputs, symbol = cached
+            return symbol, [i.name for i in inputs]
+        import mxnet as mx
+
+        try:
+            return net(mx.sym.var("data")), ["data"]
+        except Exception as exc:
+            raise ValueError("add_graph: could not trace %s with one input 'data' (%s). Call "
+                             "net.hybridize() and run one forward pass first, then log it."
+                             % (kind, exc)) from exc
+    if hasattr(net, "collect_params"):
+        raise TypeError("add_graph needs a HybridBlock (a plain gluon.Block has no graph: it runs "
+                        "Python code); got %s" % kind)
+    raise TypeError("add_graph takes an mx.sym.Symbol or a gluon.HybridBlock; got %s" % kind)
+
+
+def _scoped(name):
+    """`a0_b1_leaf` -> `a0/b1/leaf`: leading block names become name scopes."""
+    tokens = name.split("_")
+    depth = 0
+    while depth < len(tokens) - 1 and _BLOCK.match(tokens[depth]):
+        depth += 1
+    return "/".join(tokens[:depth] + ["_".join(tokens[depth:])])
+
+
+def _shapes(symbol, input_shape, input_names):
+    """Output shapes of every node by name, inferred from the input shapes (or {})."""
+    if input_shape is None:
+        return {}
+    if not isinstance(input_shape, dict):
+        input_shape = {input_names[0]: tuple(input_shape)}
+    internals = symbol.get_internals()
+    try:
+        arg_shapes, out_shapes, aux_shapes = internals.infer_shape_partial(**input_shape)
+    except Exception as exc:
+        raise ValueError("add_graph: input shapes %s do not fit the network: %s" % (input_shape, exc)) from exc
+    shapes = {}
+    for names, found in ((internals.list_arguments(), arg_shapes), (internals.list_outputs(), out_shapes),
+                         (internals.list_auxiliary_states(), aux_shapes)):
+        for name, shape in zip(names, found or []):
+            if shape:
+                shapes[re.sub(r"_output\d*$", "", name)] = shape
+    return shapes
+
+
+def _shape_attr(shape):
+    dims = [TensorShapeProto.Dim(size=int(n) if n else -1) for n in shape]
+    return AttrValue(list=AttrValue.ListValue(shape=[TensorShapeProto(dim=dims)]))
+
+
+def graph_def(net, input_shape=None):
+    """The GraphDef of `net`; `input_shape`: a tuple for the (first) input, or a dict of input
+    name -> shape, to put tensor shapes on the edges."""
+    symbol, input_names = symbol_of(net)
+    graph = json.loads(symbol.tojson())
+    nodes = graph["nodes"]
+    shapes = _shapes(symbol, input_shape, input_names)
+    names = [_scoped(node["name"]) for node in nodes]
+    scopes = {name.rsplit("/", 1)[0] for name in names if "/" in name}
+    # a node whose name is also a scope (op `fc1` beside `fc1/weight`) moves into it
+    names = [name + "/" + name.rsplit("/", 1)[-1] if name in scopes else name for name in names]
+    out = GraphDef(versions=VersionDef(producer=22))
+    for node, name in zip(nodes, names):
+        op = node["op"]
+        if op == "null":
+            op = "Placeholder" if node["name"] in input_names else "Variable"
+        proto = NodeDef(name=name, op=op)
+        for source, index, _ in node["inputs"]:
+            proto.input.append(names[source] + (":%d" % index if index else ""))
+        for key, value in sorted((node.get("attrs") or node.get("attr") or {}).items()):
+            proto.attr[key].CopyFrom(AttrValue(s=str(value).encode("utf-8")))
+        if node["name"] in shapes:
+            proto.attr["_output_shapes"].CopyFrom(_shape_attr(shapes[node["name"]]))
+        out.node.append(proto)
+    return out

@@ -1,0 +1,249 @@
+"""MXNet first-class, on real MXNet 1.9.1 (CPU): NDArrays logged without waiting for the engine,
+histograms counted on the array's device, graphs, and training hooks."""
+import os
+import threading
+
+import numpy as np
+import pytest
+
+from conftest import event_files, plugin_accumulator, tb_scalars, tensor_values
+from mxboard import SummaryWriter
+
+mx = pytest.importorskip("mxnet")
+nd = mx.nd
+
+GATES = {}
+
+
+class _Gate(mx.operator.CustomOp):
+    """Identity that waits for a gate to open: its output stays pending on MXNet's engine."""
+
+    def __init__(self, gate):
+        self.gate = gate
+
+    def forward(self, is_train, req, in_data, out_data, aux):
+        GATES[self.gate].wait(30)
+        self.assign(out_data[0], req[0], in_data[0])
+
+    def backward(self, req, out_grad, in_data, out_data, in_grad, aux):
+        self.assign(in_grad[0], req[0], out_grad[0])
+
+
+@mx.operator.register("mxboard_test_gate")
+class _GateProp(mx.operator.CustomOpProp):
+    def __init__(self, gate):
+        super().__init__(need_top_grad=True)
+        self.gate = gate
+
+    def infer_shape(self, in_shape):
+        return in_shape, [in_shape[0]], []
+
+    def create_operator(self, ctx, shapes, dtypes):
+        return _Gate(self.gate)
+
+
+def _pending(array, name):
+    """`array` behind a closed gate; returns (pending copy, the gate to open)."""
+    GATES[name] = threading.Event()
+    return nd.Custom(array, gate=name, op_type="mxboard_test_gate"), GATES[name]
+
+
+def _call_returns_while_pending(call, gate):
+    """Run `call` in a thread; True if it returned while the gate was still closed."""
+    done = threading.Event()
+    thread = threading.Thread(target=lambda: (call(), done.set()))
+    thread.start()
+    returned = done.wait(10)
+    gate.set()
+    thread.join(30)
+    return returned
+
+
+@pytest.mark.parametrize("kind", ["scalar", "histogram", "image", "audio", "pr_curve", "embedding",
+                                  "scalar-dict"])
+def test_add_returns_without_waiting_for_the_engine(logdir, kind):
+    with SummaryWriter(logdir) as w:
+        base = nd.array(np.linspace(0.1, 0.9, 48).reshape(3, 4, 4))
+        value, gate = _pending(base, "g-" + kind)
+        calls = {
+            "scalar": lambda: w.add_scalar("s", value.mean(), 1),
+            "scalar-dict": lambda: w.add_scalar("d", {"a": value.mean()}, 1),
+            "histogram": lambda: w.add_histogram("h", value, 1),
+            "image": lambda: w.add_image("i", value, 1),
+            "audio": lambda: w.add_audio("a", value.reshape(-1), 100, 1),
+            "pr_curve": lambda: w.add_pr_curve("p", value > 0.5, value, 10, 1),
+            "embedding": lambda: w.add_embedding("e", value.reshape(3, 16), labels=nd.array([1, 2, 3])),
+        }
+        assert _call_returns_while_pending(calls[kind], gate), "the call waited for the engine"
+    acc = plugin_accumulator(logdir)
+    if kind == "scalar":
+        assert tb_scalars(event_files(logdir)[0]) == [("s", 1, pytest.approx(0.5))]
+    elif kind == "scalar-dict":
+        assert tb_scalars(event_files(os.path.join(logdir, "d", "a"))[0]) == [("d", 1, pytest.approx(0.5))]
+    elif kind == "histogram":
+        assert tensor_values(acc, "h")[0][1][:, 2].sum() == 48
+    elif kind == "embedding":
+        with open(os.path.join(logdir, "e", "metadata.tsv")) as f:
+            assert f.read().split() == ["1.0", "2.0", "3.0"]
+    else:
+        assert len(acc.Tensors({"image": "i", "audio": "a", "pr_curve": "p"}[kind])) == 1
+
+
+def test_a_value_overwritten_after_the_call_is_logged_as_it_was(logdir):
+    with SummaryWriter(logdir) as w:
+        x = nd.ones((4,))
+        slow, gate = _pending(x, "overwrite")
+        w.add_histogram("h", slow, 0)
+        w.add_scalar("s", slow.sum(), 0)
+        slow[:] = 100.0  # in place, right after the calls, while the value is still pending
+        x += 7
+        gate.set()
+    acc = plugin_accumulator(logdir)
+    (_, buckets), = tensor_values(acc, "h")
+    assert buckets[:, 2].sum() == 4 and buckets[-1, 1] == pytest.approx(1.5)  # the ones, not 100
+    assert tb_scalars(event_files(logdir)[0]) == [("s", 0, 4.0)]
+
+
+def test_logging_inside_autograd_recording_leaves_gradients_alone(logdir):
+    x = nd.array([1.0, 2.0, 3.0])
+    x.attach_grad()
+    with SummaryWriter(logdir) as w:
+        with mx.autograd.record():
+            y = (x * x).sum()
+            w.add_scalar("y", y, 0)
+            w.add_histogram("x", x, 0)
+        y.backward()
+    assert x.grad.asnumpy().tolist() == [2.0, 4.0, 6.0]
+    assert tb_scalars(event_files(logdir)[0]) == [("y", 0, 14.0)]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "float16", "int32"])
+@pytest.mark.parametrize("bins", ["default", 7, [-3.0, -1.0, 0.0, 0.5, 2.0, 3.0]])
+def test_device_histograms_match_the_host_ones(logdir, dtype, bins):
+    values = np.random.default_rng(3).normal(size=2000) * (1 if dtype != "int32" else 3)
+    values = values.astype(dtype)
+    with SummaryWriter(logdir) as w:
+        w.add_histogram("device", nd.array(values, dtype=dtype), 0, bins=bins)
+        w.add_histogram("host", values, 0, bins=bins)
+    acc = plugin_accumulator(logdir)
+    device, host = tensor_values(acc, "device")[0][1], tensor_values(acc, "host")[0][1]
+    assert device[:, 2].sum() == host[:, 2].sum()
+    assert device.shape == host.shape
+    assert np.allclose(device, host, rtol=1e-3, atol=1e-3)
+
+
+def test_device_histogram_drops_nan_and_inf_with_a_warning(logdir):
+    values = nd.array([1.0, float("nan"), 2.0, float("inf"), 3.0])
+    with pytest.warns(RuntimeWarning, match="NaN or infinite"):
+        with SummaryWriter(logdir) as w:
+            w.add_histogram("h", values, 0)
+            w.flush()
+    (_, buckets), = tensor_values(plugin_accumulator(logdir), "h")
+    assert buckets[:, 2].sum() == 3 and buckets[0, 0] == 1.0 and buckets[-1, 1] == 3.0
+
+
+def _small_net():
+    net = mx.gluon.nn.HybridSequential()
+    with net.name_scope():
+        net.add(mx.gluon.nn.Conv2D(4, 3, activation="relu"), mx.gluon.nn.MaxPool2D(),
+                mx.gluon.nn.Flatten(), mx.gluon.nn.Dense(10))
+    net.initialize()
+    return net
+
+
+def _graph(logdir):
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    acc = EventAccumulator(logdir)
+    acc.Reload()
+    return {node.name: node for node in acc.Graph().node}
+
+
+@pytest.mark.parametrize("how", ["hybridized-and-run", "traced"])
+def test_graph_of_a_hybrid_block_with_scopes_ops_and_shapes(logdir, how):
+    net = _small_net()
+    if how == "hybridized-and-run":
+        net.hybridize()
+        net(nd.ones((2, 1, 8, 8)))
+    with SummaryWriter(logdir) as w:
+        w.add_graph(net, input_shape=(2, 1, 8, 8))
+    nodes = _graph(logdir)
+    scope = net.prefix.rstrip("_")  # hybridsequential<N>: Gluon counts instances per process
+    conv = nodes[scope + "/conv0/fwd"]
+    assert conv.op == "Convolution" and conv.attr["kernel"].s == b"(3, 3)"
+    assert list(conv.input) == ["data", scope + "/conv0/weight", scope + "/conv0/bias"]
+    assert nodes["data"].op == "Placeholder" and nodes[scope + "/dense0/weight"].op == "Variable"
+    shape = nodes[scope + "/pool0/fwd"].attr["_output_shapes"].list.shape[0]
+    assert [d.size for d in shape.dim] == [2, 4, 3, 3]
+    assert [d.size for d in nodes[scope + "/dense0/weight"].attr["_output_shapes"].list.shape[0].dim] == [10, 36]
+
+
+def test_graph_of_a_symbol(logdir):
+    data = mx.sym.var("data")
+    fc = mx.sym.FullyConnected(data, num_hidden=5, name="fc1")
+    out = mx.sym.SoftmaxOutput(mx.sym.Activation(fc, act_type="relu", name="relu1"), name="softmax")
+    with SummaryWriter(logdir) as w:
+        w.add_graph(out)
+    nodes = _graph(logdir)
+    assert nodes["fc1/fc1"].op == "FullyConnected" and list(nodes["fc1/fc1"].input) == ["data", "fc1/weight", "fc1/bias"]
+    assert nodes["softmax"].op == "SoftmaxOutput" and nodes["softmax_label"].op == "Placeholder"
+
+
+def test_graph_of_a_plain_block_is_refused_clearly(logdir):
+    class Plain(mx.gluon.nn.Block):
+        def forward(self, x):
+            return x
+
+    with SummaryWriter(logdir) as w:
+        with pytest.raises(TypeError, match="needs a HybridBlock"):
+            w.add_graph(Plain())
+        with pytest.raises(TypeError, match="Symbol or a gluon.HybridBlock"):
+            w.add_graph(object())
+
+
+def _batches(count=8, size=16):
+    rng = np.random.default_rng(0)
+    data = rng.random((count * size, 1, 8, 8)).astype(np.float32)
+    labels = (data.reshape(len(data), -1).mean(axis=1) > 0.5).astype(np.float32)
+    return mx.gluon.data.DataLoader(mx.gluon.data.ArrayDataset(data, labels), batch_size=size)
+
+
+def test_estimator_handler_logs_metrics_learning_rate_and_histograms(logdir):
+    from mxnet.gluon.contrib.estimator import Estimator
+
+    from mxboard.callbacks import SummaryHandler
+
+    net = _small_net()
+    trainer = mx.gluon.Trainer(net.collect_params(), "sgd", {"learning_rate": 0.1})
+    est = Estimator(net, mx.gluon.loss.SoftmaxCrossEntropyLoss(), train_metrics=mx.metric.Accuracy(),
+                    trainer=trainer)
+    with SummaryWriter(logdir) as w:
+        est.fit(_batches(), val_data=_batches(2), epochs=2,
+                event_handlers=[SummaryHandler(w, log_every=1, histogram_every=4)])
+    acc = plugin_accumulator(logdir)
+    steps = {tag: [e.step for e in acc.Tensors(tag)] for tag in acc.Tags()["tensors"]}
+    assert steps["loss/batch"] == list(range(1, 17))
+    assert steps["accuracy/train"] == steps["accuracy/validation"] == steps["learning_rate"] == [1, 2]
+    assert tensor_values(acc, "learning_rate")[0][1] == pytest.approx(0.1)
+    assert steps["weights/%sconv0_weight" % net.prefix] == [4, 8, 12, 16]
+    assert steps["gradients/%sdense0_bias" % net.prefix] == [4, 8, 12, 16]
+
+
+def test_module_callbacks(logdir):
+    from mxboard.callbacks import ModuleLogger
+
+    data = mx.sym.var("data")
+    out = mx.sym.SoftmaxOutput(mx.sym.FullyConnected(data, num_hidden=2, name="fc1"), name="softmax")
+    x = np.random.default_rng(0).random((64, 4)).astype(np.float32)
+    y = (x.sum(axis=1) > 2).astype(np.float32)
+    train = mx.io.NDArrayIter(x, y, batch_size=16, label_name="softmax_label")
+    module = mx.mod.Module(out, data_names=["data"], label_names=["softmax_label"])
+    with SummaryWriter(logdir) as w:
+        logger = ModuleLogger(w, log_every=1, histogram_every=2)
+        module.fit(train, num_epoch=2, optimizer="sgd", optimizer_params={"learning_rate": 0.05},
+                   eval_metric="acc", batch_end_callback=logger.batch_end, epoch_end_callback=logger.epoch_end)
+    acc = plugin_accumulator(logdir)
+    assert [e.step for e in acc.Tensors("accuracy/train")] == list(range(1, 9))
+    assert tensor_values(acc, "learning_rate")[0][1] == pytest.approx(0.05)
+    assert [e.step for e in acc.Tensors("gradients/fc1_weight")] == [2, 4, 6, 8]
+    assert sorted(e.step for e in acc.Tensors("weights/fc1_weight")) == [1, 2, 2, 4, 6, 8]  # + epochs 1, 2
