@@ -1,3 +1,5 @@
+# make demo        train a Gluon CNN on bundled digits, log every summary kind, serve it
+#                  (make demo SERVE=0 LOGDIR=DIR: into DIR, without serving)
 # make test        set up .venv (idempotent) and run the test suite
 # make bench       the hot-path benchmark, side by side with tensorboardX
 # make wheel       dist/mxboard-<version>-py3-none-any.whl (logger + bundled TensorBoard launcher)
@@ -7,15 +9,17 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 TORCH ?= 2.13.0
+LOGDIR ?= runs/demo
+SERVE ?= 1
 
-.PHONY: setup test bench protos wheel wheelhouse clean
+.PHONY: setup demo test bench screenshots protos wheel wheelhouse clean
 
 setup: $(STAMP)
 
 $(STAMP): pyproject.toml setup.py
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[test,mxnet]'
+	$(PY) -m pip install -q -e '.[test,demo]'
 	# torch, for the tests that prove coexistence with torch.utils.tensorboard and DLPack input:
 	# the CPU build where the machine offers one (never the multi-GB CUDA build from the index)
 	if $(PY) -m pip download -q --no-deps --no-index -d $(VENV)/torch-wheel torch==$(TORCH) 2>/dev/null; then \
@@ -26,8 +30,15 @@ $(STAMP): pyproject.toml setup.py
 	    apt-get install -y -qq --no-install-recommends chromium fonts-dejavu-core >/dev/null)
 	touch $@
 
+demo: setup
+	$(PY) -m mxboard.demo --logdir $(LOGDIR) $(if $(filter 0,$(SERVE)),--no-serve,)
+
 test: setup
 	$(PY) -m pytest -q tests
+
+screenshots: setup
+	rm -rf runs/screenshots && $(PY) -m mxboard.demo --logdir runs/screenshots --no-serve
+	$(PY) tools/screenshots.py --logdir runs/screenshots --out docs
 
 bench: setup
 	$(PY) tools/bench.py

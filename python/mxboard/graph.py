@@ -40,8 +40,32 @@ def symbol_of(net):
     raise TypeError("add_graph takes an mx.sym.Symbol or a gluon.HybridBlock; got %s" % kind)
 
 
-def _scoped(name):
-    """`a0_b1_leaf` -> `a0/b1/leaf`: leading block names become name scopes."""
+def _block_prefixes(net):
+    """The name prefixes of a Gluon block and of all its children (`digits_`, `digits_conv0_`)."""
+    prefixes, stack = set(), [net]
+    while stack:
+        block = stack.pop()
+        if getattr(block, "prefix", None):
+            prefixes.add(block.prefix)
+        stack.extend(getattr(block, "_children", {}).values())
+    return prefixes
+
+
+def _scoped(name, prefixes=()):
+    """A node's name with its scopes: a Gluon name's block prefixes (`digits_conv0_relu_fwd` ->
+    `digits/conv0/relu_fwd`), or for bare Symbols the leading instance names (`fc1_weight` ->
+    `fc1/weight`)."""
+    scopes, consumed = [], ""
+    while True:
+        inner = [p for p in prefixes if len(p) > len(consumed) and p.startswith(consumed)
+                 and name.startswith(p) and len(name) > len(p)]
+        if not inner:
+            break
+        step = min(inner, key=len)
+        scopes.append(step[len(consumed):].rstrip("_"))
+        consumed = step
+    if scopes:
+        return "/".join(scopes + [name[len(consumed):]])
     tokens = name.split("_")
     depth = 0
     while depth < len(tokens) - 1 and _BLOCK.match(tokens[depth]):
@@ -81,7 +105,8 @@ def graph_def(net, input_shape=None):
     graph = json.loads(symbol.tojson())
     nodes = graph["nodes"]
     shapes = _shapes(symbol, input_shape, input_names)
-    names = [_scoped(node["name"]) for node in nodes]
+    prefixes = _block_prefixes(net) if hasattr(net, "collect_params") else ()
+    names = [_scoped(node["name"], prefixes) for node in nodes]
     scopes = {name.rsplit("/", 1)[0] for name in names if "/" in name}
     # a node whose name is also a scope (op `fc1` beside `fc1/weight`) moves into it
     names = [name + "/" + name.rsplit("/", 1)[-1] if name in scopes else name for name in names]

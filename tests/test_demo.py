@@ -1,0 +1,87 @@
+"""The demo: a real (short) training run fills every dashboard, checked through TensorBoard's
+own loaders; `make demo SERVE=0 LOGDIR=...` and the serving path."""
+import os
+import re
+import subprocess
+import sys
+import threading
+
+import pytest
+
+from conftest import ROOT, plugin_accumulator, tensor_values
+
+pytest.importorskip("mxnet")
+pytest.importorskip("sklearn")
+
+
+@pytest.fixture(scope="module")
+def demo_run(tmp_path_factory):
+    logdir = str(tmp_path_factory.mktemp("demo") / "run")
+    subprocess.run([sys.executable, "-m", "mxboard.demo", "--logdir", logdir, "--epochs", "2",
+                    "--batches", "3", "--histogram-every", "2", "--no-serve"], check=True, timeout=300)
+    return logdir
+
+
+def test_every_dashboard_has_data(demo_run):
+    acc = plugin_accumulator(demo_run)
+    tags = lambda plugin: set(acc.PluginTagToContent(plugin))  # noqa: E731
+    steps = lambda tag: [e.step for e in acc.Tensors(tag)]  # noqa: E731
+    assert steps("loss/batch") == [1, 2, 3, 4, 5, 6]
+    for tag in ("accuracy/train", "accuracy/validation", "loss/train", "loss/validation", "learning_rate"):
+        assert steps(tag) == [1, 2], tag
+    assert "weights/digits_conv0_weight" in tags("histograms")
+    assert steps("gradients/digits_dense1_weight") == [1, 2, 4, 6]
+    assert {"inputs/first_batch", "filters/conv0", "filters/conv0_over_training"} <= tags("images")
+    assert steps("filters/conv0") == [1, 2]
+    assert tags("audio") == {"loss_as_sound"} and tags("text") == {"config"}
+    assert tags("pr_curves") == {"pr/digit_%d" % d for d in range(10)}
+    assert tensor_values(acc, "pr/digit_3")[0][1].shape == (6, 200)
+    assert {"validation_features_pca_VERTEX", "validation_features_pca_COLOR"} <= tags("mesh")
+    assert tags("custom_scalars") == {"custom_scalars__config__"}
+    graph = {node.name: node for node in acc.Graph().node}
+    assert graph["digits/conv0/fwd"].op == "Convolution"
+    assert [d.size for d in graph["digits/pool0/fwd"].attr["_output_shapes"].list.shape[0].dim] == [64, 16, 4, 4]
+    hparams = plugin_accumulator(os.path.join(demo_run, "hparams"))
+    assert set(hparams.PluginTagToContent("hparams")) == {
+        "_hparams_/experiment", "_hparams_/session_start_info", "_hparams_/session_end_info"}
+    assert set(hparams.Tags()["tensors"]) >= {"hparam/accuracy", "hparam/loss"}
+    with open(os.path.join(demo_run, "projector_config.pbtxt")) as f:
+        config = f.read()
+    assert 'tensor_name: "validation_features:2"' in config and "sprite.png" in config
+    with open(os.path.join(demo_run, "validation_features_000002", "metadata.tsv")) as f:
+        assert len(f.read().split()) == 360  # one label a validation digit
+
+
+def test_make_demo_without_serving(tmp_path):
+    logdir = str(tmp_path / "made")
+    proc = subprocess.run(["make", "-s", "-C", ROOT, "demo", "SERVE=0", "LOGDIR=" + logdir, "PY=" + sys.executable],
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert re.search(r"trained in \d+ s: validation accuracy 0\.(9\d|8\d)", proc.stdout)
+    assert [e.step for e in plugin_accumulator(logdir).Tensors("accuracy/validation")] == list(range(1, 11))
+
+
+def test_the_demo_serves_its_run_and_prints_the_url(tmp_path):
+    proc = subprocess.Popen([sys.executable, "-m", "mxboard.demo", "--logdir", str(tmp_path / "run"),
+                             "--epochs", "1", "--batches", "2", "--port", "0"],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    lines, found = [], threading.Event()
+
+    def read():
+        for line in proc.stdout:
+            lines.append(line)
+            if "http://127.0.0.1:" in line:
+                found.set()
+
+    threading.Thread(target=read, daemon=True).start()
+    try:
+        assert found.wait(120), "".join(lines)
+        import json
+        import urllib.request
+
+        url = re.search(r"(http://127\.0\.0\.1:\d+)", "".join(lines)).group(1)
+        with urllib.request.urlopen(url + "/data/runs", timeout=30) as response:
+            assert "." in json.loads(response.read())
+    finally:
+        proc.terminate()
+        proc.wait(30)
