@@ -7,6 +7,7 @@ __all__ = ["subdir"]
 
 _UNSAFE = re.compile(r'[\x00-\x1f\x7f<>:"|?*]')
 _MAX_COMPONENT = 120  # bytes; filesystems allow 255, the hash suffix and margins need the rest
+_MAX_DEPTH = 8  # directory levels a name may become; deeper ones are folded into the last
 
 
 def _component(text):
@@ -25,6 +26,8 @@ def subdir(logdir, *names):
     for name in names:
         pieces = [_component(p) for p in re.split(r"[/\\]", name)]
         pieces = [p for p in pieces if p] or ["_"]
+        if len(pieces) > _MAX_DEPTH:
+            pieces = pieces[:_MAX_DEPTH - 1] + [_component("_".join(pieces[_MAX_DEPTH - 1:]))]
         if "/".join(pieces) != name:
             digest = hashlib.sha1(name.encode("utf-8", "surrogatepass")).hexdigest()[:8]
             pieces[-1] = "%s~%s" % (pieces[-1], digest)

@@ -3,6 +3,7 @@
 A record is `length (u64 LE) | masked CRC32C of length (u32 LE) | payload | masked CRC32C of
 payload (u32 LE)`; the first record of every file is an Event with `file_version`.
 """
+import errno
 import itertools
 import os
 import socket
@@ -48,6 +49,8 @@ class EventFile:
         self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o644)
 
     def write(self, data):
+        if os.fstat(self._fd).st_nlink == 0:  # deleted (the logdir removed): writes would vanish
+            raise FileNotFoundError(errno.ENOENT, "the event file was deleted while being written", self.path)
         view = memoryview(data)
         while view:
             view = view[os.write(self._fd, view):]

@@ -2,6 +2,7 @@
 everything costly happens on the writer thread (worker.py)."""
 import logging
 import os
+import sys
 import threading
 import warnings
 import weakref
@@ -490,9 +491,15 @@ class SummaryWriter:
             raise RuntimeError("this SummaryWriter (logdir %r) is closed" % self._logdir)
         fault = self._worker.take_fault()
         if isinstance(fault, _Forked):
-            # A forked child logs to files of its own, named with its own pid.
+            # A forked child logs to files of its own, named with its own pid. Children of
+            # multiprocessing leave through os._exit (no atexit): close at its exit too.
             self._finalizer.detach()
+            self._lock = threading.RLock()  # the parent's may have been held by another thread
             self._open()
+            if "multiprocessing" in sys.modules:
+                import multiprocessing.util
+
+                multiprocessing.util.Finalize(self, self._worker.close, exitpriority=10)
         elif fault is not None:
             raise fault
         return self._worker
