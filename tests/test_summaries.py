@@ -36,6 +36,19 @@ def test_histogram_default_buckets_trimmed_to_the_data(logdir):
     assert len(buckets) < 40  # trimmed to the occupied range, not ~1500 buckets
 
 
+def test_default_bucket_index_is_exactly_a_binary_search():
+    from mxboard.summaries.histogram import default_bucket_index, default_edges
+
+    edges = default_edges()
+    rng = np.random.default_rng(0)
+    cases = [rng.normal(size=100_000), rng.normal(size=1000) * 1e-13, rng.normal(size=1000) * 1e300,
+             edges[1:-1], np.nextafter(edges[1:-1], np.inf), np.nextafter(edges[1:-1], -np.inf),
+             np.array([0.0, -0.0, 5e-324, -5e-324, edges[-1], edges[0]])]
+    for values in cases:
+        expected = np.minimum(np.searchsorted(edges, values, side="right") - 1, len(edges) - 2)
+        assert (default_bucket_index(values) == expected).all()
+
+
 @pytest.mark.parametrize("bins, count", [(10, 10), ("sturges", None), ([0, 1, 2, 5], 3)])
 def test_histogram_bins_int_rule_and_edges(logdir, bins, count):
     values = np.array([0.5, 1.5, 1.5, 4.0, 4.5, 2.5])

@@ -88,7 +88,11 @@ class DeviceHistogram:
                 # the last edge is the max itself: low + span * 1 may round below it
                 bins = nd.concat(nd.broadcast_add(low, nd.broadcast_mul(span, steps)), high, dim=0)
             else:
-                bins = nd.array(edges, ctx=data.context, dtype=data.dtype)
+                # zero-copy: nd.array() would wait for the engine to finish the pending work
+                self._edges = np.ascontiguousarray(edges, dtype=data.dtype)
+                bins = nd.from_numpy(self._edges, zero_copy=True)
+                if bins.context != data.context:
+                    bins = bins.copyto(data.context)
             counts, _ = nd.histogram(clean, bins=bins)
             self._parts = (counts, bins, low, high, nd.sum(finite))
         self._size = int(np.prod(array.shape))
