@@ -113,7 +113,7 @@ def _event_record(build, args, step, wall_time):
         message = Event(summary=message)
     message.wall_time = wall_time
     message.step = step
-    return frame(message.SerializeToString())
+    return encode_event(message)
 
 
 def encode_batch(series, scalars, events):

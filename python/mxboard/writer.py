@@ -4,7 +4,6 @@ import logging
 import os
 import sys
 import threading
-import warnings
 import weakref
 from time import time as _now
 
@@ -14,11 +13,11 @@ from . import convert, projector
 from ._paths import subdir
 from .encoding import ScalarSeries, encode_event
 from .events import FILE_VERSION, EventFile
-from . import proto
 from .proto import Event
 from .summaries import audio as audio_mod
 from .summaries import custom_scalars, hparams, histogram, mesh, pr_curve
 from .summaries import image as image_mod
+from .summaries._common import scalar_summary
 from .summaries import text as text_mod
 from .worker import WAKE_EVERY, Worker, WriterError, _Forked
 
@@ -33,7 +32,7 @@ class SummaryWriter:
 
     Arguments are mxboard 0.1.0's: `max_queue` is how many array summaries (histograms,
     images...) may wait for the writer thread before `add_*` blocks (scalars are batched,
-    1024 to such a slot); `flush_secs` is the longest time anything waits before it reaches the
+    8192 to such a slot); `flush_secs` is the longest time anything waits before it reaches the
     file, 2 s by default so a running TensorBoard shows new points within seconds;
     `filename_suffix` ends the event file's name; `verbose` logs where the file is (at INFO on
     the `mxboard` logger).
@@ -114,7 +113,7 @@ class SummaryWriter:
         if value.size != 1:
             raise ValueError("%s must be a single number; got an NDArray of shape %s" % (name, value.shape))
         snapshot = convert.capture(value, name)
-        self._put(_scalar, (convert.check_tag(tag), snapshot), global_step, walltime, event_file=event_file)
+        self._put(scalar_summary, (convert.check_tag(tag), snapshot), global_step, walltime, event_file=event_file)
 
     def add_scalars(self, main_tag, tag_scalar_dict, global_step=None, walltime=None):
         """tensorboardX's name for a dict of lines in one chart: `add_scalar(main_tag, dict)`."""
@@ -197,7 +196,7 @@ class SummaryWriter:
                 values, histogram.default_edges(np.float32) if isinstance(bins, str) else bins)
         else:
             values = convert.capture(values, "values")
-        self._put(_histogram, (tag, values, bins), global_step, walltime)
+        self._put(histogram.histogram_of, (tag, values, bins), global_step, walltime)
 
     def add_histogram_raw(self, tag, min, max, num, sum, sum_squares, bucket_limits, bucket_counts,
                           global_step=None, walltime=None):
@@ -249,7 +248,7 @@ class SummaryWriter:
         caller's thread (matplotlib is not thread-safe) and logged as an image."""
         tag = convert.check_tag(tag)
         figures = figure if isinstance(figure, (list, tuple)) else [figure]
-        images = [_render(f, close) for f in figures]
+        images = [image_mod.figure_pixels(f, close) for f in figures]
         if len(images) == 1:
             self._put(image_mod.image_summary, (tag, images[0], "HWC"), global_step, walltime)
         else:
@@ -549,35 +548,13 @@ def _labels(labels, count, header):
         if any(len(row) != len(header) for row in rows):
             raise ValueError("labels: every row must have len(metadata_header) = %d values" % len(header))
         labels = rows
+    elif isinstance(labels, list):
+        labels = list(labels)
     else:
-        labels = list(convert.to_numpy(labels, "labels").reshape(-1).tolist()) if not isinstance(labels, list) \
-            else list(labels)
+        labels = convert.to_numpy(labels, "labels").reshape(-1).tolist()
     if len(labels) != count:
         raise ValueError("labels must have one per point: %d; got %d" % (count, len(labels)))
     return labels
-
-
-def _histogram(tag, values, bins):
-    """On the writer thread: buckets of the finite values (NaN and ±Inf cannot be binned: they
-    are dropped with a warning, once a tag), from numpy or from a DeviceHistogram's counts."""
-    if isinstance(values, tuple):  # DeviceHistogram.result()
-        edges, counts, low, high, dropped = values
-        if not counts.sum():  # nothing finite
-            buckets = np.zeros((0, 3))
-        elif isinstance(bins, str):
-            buckets = histogram.trimmed_buckets(edges, counts, low, high)
-        elif isinstance(bins, int) and low == high:  # as numpy does it: (v - 0.5, v + 0.5)
-            buckets = histogram.histogram_buckets(np.full(int(counts.sum()), low), bins)
-        else:
-            buckets = np.stack([edges[:-1], edges[1:], counts.astype(np.float64)], axis=1)
-    else:
-        finite = np.isfinite(values)
-        dropped = values.size - int(np.count_nonzero(finite))
-        buckets = histogram.histogram_buckets(values[finite] if dropped else values, bins)
-    if dropped:
-        warnings.warn("add_histogram(%r): NaN or infinite values were dropped (they cannot be binned)"
-                      % tag, RuntimeWarning, stacklevel=2)
-    return histogram.histogram_summary(tag, buckets)
 
 
 def _embedding(logdir, tag, step, matrix, labels, header, images):
@@ -587,19 +564,6 @@ def _embedding(logdir, tag, step, matrix, labels, header, images):
     if images is not None:
         images = image_mod.to_uint8(images.transpose(0, 2, 3, 1))
     projector.write_embedding(logdir, tag, step, matrix, labels, header, images)
-
-
-def _render(figure, close):
-    """A matplotlib figure as an HWC uint8 RGBA array."""
-    if not hasattr(figure, "canvas"):
-        raise TypeError("figure must be a matplotlib Figure; got %s" % type(figure).__name__)
-    figure.canvas.draw()
-    pixels = np.array(figure.canvas.buffer_rgba(), dtype=np.uint8)
-    if close:
-        import matplotlib.pyplot as plt
-
-        plt.close(figure)
-    return pixels
 
 
 def _identity(message):
@@ -613,8 +577,3 @@ def _graph_event(serialized):
 def _resolved(build, *args):
     """On the writer thread: wait for the MXNet snapshots among `args`, then build."""
     return build(*[convert.resolve(a) for a in args])
-
-
-def _scalar(tag, value):
-    """On the writer thread: a scalar Summary of a one-element array (an NDArray's snapshot)."""
-    return proto.Summary(value=[proto.Summary.Value(tag=tag, simple_value=float(np.asarray(value).reshape(())))])

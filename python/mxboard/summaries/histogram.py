@@ -1,5 +1,6 @@
 """Histograms: the `histograms` plugin's (k, 3) tensor of [left edge, right edge, count]."""
 import functools
+import warnings
 
 import numpy as np
 
@@ -7,7 +8,7 @@ from ..proto import HistogramPluginData
 from ._common import metadata, summary, tensor
 
 __all__ = ["default_bucket_index", "default_bucket_limits", "default_edges", "histogram_buckets", "histogram_summary",
-           "histogram_raw_summary", "trimmed_buckets"]
+           "histogram_of", "histogram_raw_summary", "trimmed_buckets"]
 
 PLUGIN = "histograms"
 
@@ -93,6 +94,30 @@ def histogram_summary(tag, buckets):
     """Summary of a histogram as (k, 3) buckets [left edge, right edge, count]."""
     meta = metadata(PLUGIN, HistogramPluginData(version=0).SerializeToString())
     return summary(tag, meta, tensor=tensor(np.asarray(buckets, dtype=np.float64).reshape(-1, 3)))
+
+
+def histogram_of(tag, values, bins="default"):
+    """Summary of a histogram of `values` (numpy, any shape), or of a device histogram's result
+    `(edges, counts, low, high, dropped)`. NaN and ±Inf cannot be binned: they are dropped with
+    a warning (shown once a tag)."""
+    if isinstance(values, tuple):
+        edges, counts, low, high, dropped = values
+        if not counts.sum():  # nothing finite
+            buckets = np.zeros((0, 3))
+        elif isinstance(bins, str):
+            buckets = trimmed_buckets(edges, counts, low, high)
+        elif isinstance(bins, int) and low == high:  # as numpy does it: (v - 0.5, v + 0.5)
+            buckets = histogram_buckets(np.full(int(counts.sum()), low), bins)
+        else:
+            buckets = np.stack([edges[:-1], edges[1:], counts.astype(np.float64)], axis=1)
+    else:
+        finite = np.isfinite(values)
+        dropped = values.size - int(np.count_nonzero(finite))
+        buckets = histogram_buckets(values[finite] if dropped else values, bins)
+    if dropped:
+        warnings.warn("add_histogram(%r): NaN or infinite values were dropped (they cannot be binned)"
+                      % tag, RuntimeWarning, stacklevel=2)
+    return histogram_summary(tag, buckets)
 
 
 def histogram_raw_summary(tag, bucket_limits, bucket_counts, min_value):

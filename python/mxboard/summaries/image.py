@@ -7,7 +7,7 @@ import numpy as np
 from ..proto import Summary
 from ._common import summary
 
-__all__ = ["DATAFORMATS", "check_dataformats", "to_hwc", "make_image_grid", "to_uint8", "image_summary", "video_summary"]
+__all__ = ["DATAFORMATS", "check_dataformats", "figure_pixels", "to_hwc", "make_image_grid", "to_uint8", "image_summary", "video_summary"]
 
 DATAFORMATS = ("HW", "CHW", "HWC", "NCHW", "NHWC")
 _CHANNELS = (1, 3, 4)
@@ -73,6 +73,20 @@ def to_hwc(array, dataformats):
     if dataformats == "NHWC":
         array = array.transpose(0, 3, 1, 2)
     return make_image_grid(array).transpose(1, 2, 0)
+
+
+def figure_pixels(figure, close=True):
+    """A matplotlib figure rendered as an HWC uint8 RGBA array (on the caller's thread:
+    matplotlib is not thread-safe)."""
+    if not hasattr(figure, "canvas"):
+        raise TypeError("figure must be a matplotlib Figure; got %s" % type(figure).__name__)
+    figure.canvas.draw()
+    pixels = np.array(figure.canvas.buffer_rgba(), dtype=np.uint8)
+    if close:
+        import matplotlib.pyplot as plt
+
+        plt.close(figure)
+    return pixels
 
 
 def encode_png(hwc):
