@@ -175,3 +175,15 @@ def test_every_patch_is_vendored_and_the_build_fails_on_a_stale_patch(tmp_path, 
     monkeypatch.setattr(vendor, "PATCHES", str(stale))
     with pytest.raises(SystemExit, match="no longer applies to tensorboard 2.21.0"):
         vendor.vendor(str(tmp_path / "again"))
+
+
+def test_python_m_build_makes_an_sdist_whose_wheel_has_the_patched_files(tmp_path):
+    source = tmp_path / "source"
+    subprocess.run(["git", "clone", "-q", ROOT, str(source)], check=True)  # what is committed
+    out = tmp_path / "out"
+    subprocess.run([sys.executable, "-m", "build", "--outdir", str(out), str(source)], check=True,
+                   capture_output=True, timeout=600)  # the wheel is built from the sdist
+    (wheel,) = out.glob("mxboard-*-py3-none-any.whl")
+    names = zipfile.ZipFile(wheel).namelist()
+    assert {"tensorboard_bundle/_patched/" + n for n in ("program.py", "default.py", "projector_plugin.py")} <= set(names)
+    assert "mxboard/proto/_descriptors.py" in names and "mxboard/demo.py" in names
