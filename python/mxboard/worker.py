@@ -84,6 +84,7 @@ class Worker:
         self._pid = os.getpid()
         self._thread = threading.Thread(target=self._run, name="mxboard-writer", daemon=True)
         self._thread.start()
+        _watch_forks()
         _LIVE.add(self)
 
     # -- the caller's side ------------------------------------------------------------------
@@ -220,6 +221,7 @@ class Worker:
 
 
 _LIVE = weakref.WeakSet()  # workers of this process, for the fork hook
+_FORK_HOOK = []  # registered once, with the first worker (nothing happens at import)
 
 
 def _after_fork_in_child():
@@ -228,5 +230,7 @@ def _after_fork_in_child():
     _LIVE.clear()
 
 
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_after_fork_in_child)
+def _watch_forks():
+    if not _FORK_HOOK and hasattr(os, "register_at_fork"):
+        os.register_at_fork(after_in_child=_after_fork_in_child)
+        _FORK_HOOK.append(True)
