@@ -136,7 +136,6 @@ def liveness():
     try:
         server.stderr.readline()
         url = "http://127.0.0.1:%d/data/plugin/scalars/scalars?run=.&tag=live" % port
-        sys.path.insert(0, os.path.join(ROOT, "python"))
         from mxboard import SummaryWriter
 
         writer = SummaryWriter(logdir)
@@ -166,7 +165,10 @@ def main():
     parser.add_argument("--json", default=os.path.join(ROOT, "dist", "bench.json"))
     args = parser.parse_args()
     libraries = [lib for lib in LIBRARIES if available(lib)]
-    report = {"python": sys.version.split()[0], "libraries": libraries, "results": {}}
+    sys.path.insert(0, os.path.join(ROOT, "python"))
+    from mxboard._crc32c import IMPLEMENTATION
+
+    report = {"python": sys.version.split()[0], "libraries": libraries, "crc32c": IMPLEMENTATION, "results": {}}
     results = report["results"]
     print("%-34s %-24s %12s %12s %12s %8s %8s" % ("case", "library", "call", "call cpu", "on disk (s)",
                                                    "x call", "x disk"))
