@@ -67,10 +67,16 @@ class DeviceHistogram:
     """A histogram of an MXNet NDArray computed by MXNet's operators where the array lives,
     queued at the call (after the array's pending writes, outside autograd): only the counts,
     the finite min and max and the number of NaN/Inf values cross to the host, when the writer
-    thread calls `result()`. `edges`: increasing bin edges (numpy), or an int for that many
-    equal-width bins between min and max."""
+    thread calls `result()`. `bins`: 'default' (TensorBoard's buckets), an int (equal-width
+    between min and max), or increasing edges (numpy).
 
-    def __init__(self, array, edges):
+    Default and int bins are counted as a uniform histogram of each value's bucket index (from a
+    logarithm, or linearly, settled exactly against the edges): MXNet's histogram with explicit
+    edges binary-searches them one value at a time, 50x slower on the engine."""
+
+    def __init__(self, array, bins):
+        from .summaries.histogram import default_bucket_limits, default_edges
+
         mx = sys.modules["mxnet"]
         nd = mx.nd
         with mx.autograd.pause():
@@ -79,28 +85,58 @@ class DeviceHistogram:
                 data = data.astype(np.float32)
             finite = nd.contrib.isfinite(data)
             inf = nd.full(data.shape, np.inf, ctx=data.context, dtype=data.dtype)
-            low = nd.min(nd.where(finite, data, inf))
+            clean = nd.where(finite, data, inf)  # beyond every edge
+            low = nd.min(clean)
             high = nd.max(nd.where(finite, data, -inf))
-            clean = nd.where(finite, data, inf)  # beyond every edge: not counted
-            if isinstance(edges, int):
-                span = nd.maximum(high - low, nd.full((1,), 1e-12, ctx=data.context, dtype=data.dtype))
-                steps = nd.arange(edges, ctx=data.context, dtype=data.dtype) / edges
-                # the last edge is the max itself: low + span * 1 may round below it
-                bins = nd.concat(nd.broadcast_add(low, nd.broadcast_mul(span, steps)), high, dim=0)
-            else:
-                # zero-copy: nd.array() would wait for the engine to finish the pending work
-                self._edges = np.ascontiguousarray(edges, dtype=data.dtype)
-                bins = nd.from_numpy(self._edges, zero_copy=True)
-                if bins.context != data.context:
-                    bins = bins.copyto(data.context)
-            counts, _ = nd.histogram(clean, bins=bins)
-            self._parts = (counts, bins, low, high, nd.sum(finite))
+            if isinstance(bins, str):  # TensorBoard's default buckets
+                self._edges = default_edges(data.dtype)
+                positive = default_bucket_limits()[len(default_bucket_limits()) // 2 + 1:]
+                middle = len(positive) + 1
+                steps = nd.floor((nd.log(nd.abs(clean)) - float(np.log(positive[0]))) * float(1 / np.log(1.1)))
+                steps = nd.clip(steps, -1, len(positive) - 1)
+                index = (middle + 1 + steps) - (clean < 0) * (3 + 2 * steps)
+                edges = self._device(nd, self._edges, data)
+                index = self._settle(nd, nd.clip(index, 0, len(self._edges) - 2), clean, edges)
+            elif isinstance(bins, int):  # equal-width between min and max, as numpy
+                self._edges = bins
+                span = nd.maximum(high - low, nd.full((1,), 1e-30, ctx=data.context, dtype=data.dtype))
+                index = nd.floor(nd.broadcast_div(nd.broadcast_sub(clean, low), span) * bins)
+                index = nd.clip(index, 0, bins - 1)  # the max goes in the last bin, as numpy
+            else:  # explicit edges: few, searched
+                self._edges = np.asarray(bins, dtype=np.float64)
+                edges = self._device(nd, self._edges, data)
+                counts, _ = nd.histogram(clean, bins=edges)
+                self._parts = (counts, low, high, nd.sum(finite))
+                index = None
+            if index is not None:
+                index = nd.where(finite, index, nd.full(data.shape, -1, ctx=data.context, dtype=data.dtype))
+                size = len(self._edges) - 1 if not isinstance(bins, int) else bins
+                counts, _ = nd.histogram(index, bins=size, range=(0, size))
+                self._parts = (counts, low, high, nd.sum(finite))
         self._size = int(np.prod(array.shape))
+
+    def _device(self, nd, edges, data):
+        """`edges` as an NDArray beside `data`, without waiting for the engine (zero-copy: a
+        plain nd.array() would wait for the pending work to finish)."""
+        self._kept = np.ascontiguousarray(edges, dtype=data.dtype)
+        device = nd.from_numpy(self._kept, zero_copy=True)
+        return device if device.context == data.context else device.copyto(data.context)
+
+    @staticmethod
+    def _settle(nd, index, values, edges):
+        """Bucket indices within one of the right one made exact: edges[i] <= v < edges[i+1]."""
+        index = index - (values < nd.take(edges, index))
+        index = index + (values >= nd.take(edges, index + 1))
+        return nd.clip(index, 0, edges.shape[0] - 2)
 
     def result(self):
         """(edges, counts, low, high, dropped), as numpy."""
-        counts, bins, low, high, finite = (part.asnumpy() for part in self._parts)
-        return bins.astype(np.float64), counts, float(low[0]), float(high[0]), self._size - int(finite[0])
+        counts, low, high, finite = (part.asnumpy() for part in self._parts)
+        low, high = float(low.reshape(-1)[0]), float(high.reshape(-1)[0])
+        edges = self._edges
+        if isinstance(edges, int):
+            edges = np.linspace(low, high, edges + 1)
+        return np.asarray(edges, np.float64), counts, low, high, self._size - int(finite.reshape(-1)[0])
 
 
 def resolve(value):

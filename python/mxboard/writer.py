@@ -192,8 +192,7 @@ class SummaryWriter:
             # on the array's device: only the counts cross to the host
             if not values.size:
                 raise ValueError("values is empty (shape %s)" % (values.shape,))
-            values = convert.DeviceHistogram(
-                values, histogram.default_edges(np.float32) if isinstance(bins, str) else bins)
+            values = convert.DeviceHistogram(values, bins)
         else:
             values = convert.capture(values, "values")
         self._put(histogram.histogram_of, (tag, values, bins), global_step, walltime)
