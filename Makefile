@@ -17,6 +17,13 @@ SERVE ?= 1
 setup: $(STAMP)
 
 $(STAMP): pyproject.toml setup.py
+	# system tools: patch (the build applies patches/), iproute2 (network-namespace tests),
+	# headless Chromium (screenshot tests); installed only where missing
+	missing=""; command -v patch >/dev/null || missing="$$missing patch"; \
+	command -v ip >/dev/null || missing="$$missing iproute2"; \
+	command -v chromium >/dev/null || missing="$$missing chromium fonts-dejavu-core"; \
+	if [ -n "$$missing" ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
+	    apt-get install -y -qq --no-install-recommends $$missing >/dev/null; fi
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -e '.[test,demo]'
@@ -25,9 +32,6 @@ $(STAMP): pyproject.toml setup.py
 	if $(PY) -m pip download -q --no-deps --no-index -d $(VENV)/torch-wheel torch==$(TORCH) 2>/dev/null; then \
 	    $(PY) -m pip install -q $(VENV)/torch-wheel/torch-*.whl && rm -rf $(VENV)/torch-wheel; \
 	else echo "note: no local CPU build of torch $(TORCH): the tests skip their torch parts"; fi
-	# headless Chromium, for the screenshot tests of the bundled TensorBoard
-	command -v chromium >/dev/null || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
-	    apt-get install -y -qq --no-install-recommends chromium fonts-dejavu-core >/dev/null)
 	touch $@
 
 demo: setup
