@@ -9,11 +9,12 @@ import sys
 
 import numpy as np
 
-__all__ = ["Snapshot", "DeviceHistogram", "capture", "resolve", "to_numpy", "to_float", "to_int",
+__all__ = ["Snapshot", "DeviceHistogram", "capture", "is_ndarray", "resolve", "to_numpy", "to_float", "to_int",
            "check_tag"]
 
 
-def _mxnet_ndarray(value):
+def is_ndarray(value):
+    """Whether `value` is an MXNet NDArray (never importing mxnet to find out)."""
     mx = sys.modules.get("mxnet")
     return mx is not None and isinstance(value, mx.nd.NDArray)
 
@@ -27,7 +28,7 @@ def to_numpy(value, name="value"):
     """`value` as a numpy array (a view where the input already is one, else a new array)."""
     if isinstance(value, np.ndarray):
         return value
-    if _mxnet_ndarray(value):
+    if is_ndarray(value):
         return value.asnumpy()
     if _torch_tensor(value):
         return value.detach().cpu().numpy()
@@ -75,7 +76,7 @@ class DeviceHistogram:
     edges binary-searches them one value at a time, 50x slower on the engine."""
 
     def __init__(self, array, bins):
-        from .summaries.histogram import default_bucket_limits, default_edges
+        from .summaries.histogram import default_edges, default_layout
 
         mx = sys.modules["mxnet"]
         nd = mx.nd
@@ -90,10 +91,9 @@ class DeviceHistogram:
             high = nd.max(nd.where(finite, data, -inf))
             if isinstance(bins, str):  # TensorBoard's default buckets
                 self._edges = default_edges(data.dtype)
-                positive = default_bucket_limits()[len(default_bucket_limits()) // 2 + 1:]
-                middle = len(positive) + 1
-                steps = nd.floor((nd.log(nd.abs(clean)) - float(np.log(positive[0]))) * float(1 / np.log(1.1)))
-                steps = nd.clip(steps, -1, len(positive) - 1)
+                # as histogram.default_bucket_index does it on the host (see default_layout)
+                log_first, per_step, positive, middle = default_layout()
+                steps = nd.clip(nd.floor((nd.log(nd.abs(clean)) - log_first) * per_step), -1, positive - 1)
                 index = (middle + 1 + steps) - (clean < 0) * (3 + 2 * steps)
                 edges = self._device(nd, self._edges, data)
                 index = self._settle(nd, nd.clip(index, 0, len(self._edges) - 2), clean, edges)
@@ -150,7 +150,7 @@ def capture(value, name="value", numeric=True, defer=True):
     `defer`: no waiting for the engine), anything else as a numpy array, copied wherever the
     conversion shared memory with the input. With `numeric`, the dtype must be a real number or
     bool, and the array non-empty."""
-    if defer and _mxnet_ndarray(value):
+    if defer and is_ndarray(value):
         array = Snapshot(value)
     else:
         array = to_numpy(value, name)

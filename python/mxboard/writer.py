@@ -93,7 +93,7 @@ class SummaryWriter:
         if kind is not float:
             if kind is dict or kind is tuple or kind is list:
                 return self._add_scalar_group(tag, value, global_step, walltime)
-            if convert._mxnet_ndarray(value):
+            if convert.is_ndarray(value):
                 return self._add_ndarray_scalar(self._file, tag, value, global_step, walltime)
             value = convert.to_float(value)
         try:
@@ -135,7 +135,7 @@ class SummaryWriter:
         step = 0 if global_step is None else convert.to_int(global_step)
         wall = _now() if walltime is None else _walltime(walltime)
         values = [(convert.check_tag(name, "scalar name"),
-                   v if convert._mxnet_ndarray(v) else convert.to_float(v, "value[%r]" % (name,)))
+                   v if convert.is_ndarray(v) else convert.to_float(v, "value[%r]" % (name,)))
                   for name, v in group.items()]
         for name, value in values:
             self._add_to_run(tag, name, value, step, wall)
@@ -188,7 +188,7 @@ class SummaryWriter:
         ±Inf cannot be binned: they are dropped, with one warning a tag."""
         tag = convert.check_tag(tag)
         bins = _check_bins(bins)
-        if convert._mxnet_ndarray(values) and not (isinstance(bins, str) and bins != "default"):
+        if convert.is_ndarray(values) and not (isinstance(bins, str) and bins != "default"):
             # on the array's device: only the counts cross to the host
             if not values.size:
                 raise ValueError("values is empty (shape %s)" % (values.shape,))
@@ -537,7 +537,7 @@ def _check_thresholds(num_thresholds):
 
 
 def _labels(labels, count, header):
-    if convert._mxnet_ndarray(labels) and header is None:  # converted on the writer thread
+    if convert.is_ndarray(labels) and header is None:  # converted on the writer thread
         if labels.shape[0] != count:
             raise ValueError("labels must have one per point: %d; got %d" % (count, labels.shape[0]))
         return convert.capture(labels, "labels", numeric=False)

@@ -7,7 +7,7 @@ import numpy as np
 from ..proto import HistogramPluginData
 from ._common import metadata, summary, tensor
 
-__all__ = ["default_bucket_index", "default_bucket_limits", "default_edges", "histogram_buckets", "histogram_summary",
+__all__ = ["default_bucket_index", "default_bucket_limits", "default_edges", "default_layout", "histogram_buckets", "histogram_summary",
            "histogram_of", "histogram_raw_summary", "trimmed_buckets"]
 
 PLUGIN = "histograms"
@@ -33,6 +33,18 @@ def default_edges(dtype=np.float64):
     return np.concatenate([[-largest], default_bucket_limits(), [largest]]).astype(dtype)
 
 
+def default_layout():
+    """The default edges' layout, for finding a value's bucket without a search: (log of the
+    smallest positive limit, 1 / log of the growth factor, number of positive limits, index of
+    the edge 0.0 in `default_edges()`). A bucket index is then
+    `middle + 1 + steps` for v >= 0 and `middle - 2 - steps` for v < 0, with
+    `steps = floor((log|v| - log_first) * per_step)` clipped to [-1, positive - 1], exact to one
+    bucket; two comparisons with the edges settle it."""
+    limits = default_bucket_limits()
+    positive = len(limits) // 2
+    return float(np.log(limits[positive + 1])), float(1.0 / np.log(1.1)), positive, positive + 1
+
+
 def default_bucket_index(values):
     """The default bucket of each finite float64 value: `i` with edges[i] <= v < edges[i+1],
     exactly as `np.searchsorted(default_edges(), v, 'right') - 1` finds it, in O(n) rather than
@@ -40,18 +52,15 @@ def default_bucket_index(values):
     geometrically, so a logarithm gives the bucket to within one, and two comparisons with the
     edges settle it."""
     edges = default_edges()
-    limits = default_bucket_limits()
-    positive = limits[len(limits) // 2 + 1:]  # 1e-12, 1.1e-12, ...
-    middle = len(positive) + 1  # edges[middle] == 0.0
-    # log in float32 is 2x faster and good to a step; the comparisons below make it exact
+    log_first, per_step, positive, middle = default_layout()
+    # in place, and the log in float32 (2x faster, good to a step): the comparisons make it exact
     with np.errstate(divide="ignore", over="ignore"):
         steps = np.log(np.abs(values).astype(np.float32))
-    steps -= np.float32(np.log(positive[0]))
-    steps *= np.float32(1.0 / np.log(1.1))
+    steps -= np.float32(log_first)
+    steps *= np.float32(per_step)
     np.floor(steps, out=steps)
-    np.clip(steps, -1, len(positive) - 1, out=steps)
+    np.clip(steps, -1, positive - 1, out=steps)
     steps = steps.astype(np.intp)
-    # v >= 0: bucket middle + 1 + steps; v < 0 mirrors it: middle - 2 - steps
     index = middle + 1 + steps
     index -= np.signbit(values) * (3 + 2 * steps)
     np.clip(index, 0, len(edges) - 2, out=index)
