@@ -4,7 +4,9 @@ Uses a C implementation where one is installed (google-crc32c, or crc32c; the `f
 installs the first), else a table-driven pure-Python one.
 """
 
-__all__ = ["IMPLEMENTATION", "crc32c", "masked_crc32c"]
+import numpy as np
+
+__all__ = ["IMPLEMENTATION", "crc32c", "masked_crc32c", "masked_crc32c_rows"]
 
 
 def _table():
@@ -52,8 +54,6 @@ def masked_crc32c_rows(rows, columns):
     rows (the others are equal in all rows). Vectorized over the rows: CRC32C is affine, so a
     row's CRC is that of row 0 with those columns zeroed, XOR the contribution of each varying
     byte, looked up by its value and by how many bytes follow it (`_shifted`)."""
-    import numpy as np
-
     width = rows.shape[1]
     template = rows[0].copy()
     template[columns] = 0
@@ -69,8 +69,6 @@ _SHIFTED = []
 
 def _shifted(width):
     """`_shifted(w)[k][b]`: the linear CRC32C part of byte b followed by k zero bytes, k < w."""
-    import numpy as np
-
     tables = _SHIFTED[0] if _SHIFTED else np.array([_table()], dtype=np.uint32)
     if len(tables) < width:
         byte_table = tables[0]

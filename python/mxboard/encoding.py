@@ -11,8 +11,8 @@ Two kinds of input (see `encode_batch`):
 """
 import numpy as np
 
-from ._crc32c import masked_crc32c, masked_crc32c_rows
-from .events import _HEADER, _U64, frame
+from ._crc32c import masked_crc32c_rows
+from .events import frame, header
 from .proto import Event
 
 __all__ = ["ScalarSeries", "encode_batch", "encode_event", "encode_scalars", "scalar_prefix"]
@@ -88,7 +88,7 @@ def _scalar_records(prefix, step_len, value_bytes, steps, wall_bytes):
     """Records of scalar events whose steps all have a varint of `step_len` bytes."""
     size = 9 + 1 + step_len + len(prefix) + 4  # wall_time, step, summary, value
     records = np.empty((len(steps), 12 + size + 4), dtype=np.uint8)
-    records[:, :12] = np.frombuffer(_HEADER.pack(size, masked_crc32c(_U64.pack(size))), np.uint8)
+    records[:, :12] = np.frombuffer(header(size), np.uint8)
     payload = records[:, 12:12 + size]
     payload[:, 0] = 0x09  # field 1, fixed64: wall_time
     payload[:, 1:9] = wall_bytes

@@ -12,23 +12,23 @@ import time
 
 from ._crc32c import masked_crc32c
 
-__all__ = ["EventFile", "event_file_name", "frame", "FILE_VERSION"]
+__all__ = ["EventFile", "event_file_name", "frame", "header", "FILE_VERSION", "HEADER", "U32"]
 
 FILE_VERSION = "brain.Event:2"
 _U64 = struct.Struct("<Q")
-_U32 = struct.Struct("<I")
-_HEADER = struct.Struct("<QI")
+U32 = struct.Struct("<I")  # a record's trailer: masked CRC32C of the payload
+HEADER = struct.Struct("<QI")  # a record's header: length, masked CRC32C of the length
 _counter = itertools.count()  # makes names unique within one process, even in one second
+
+
+def header(size):
+    """The 12-byte header of a record whose payload is `size` bytes."""
+    return HEADER.pack(size, masked_crc32c(_U64.pack(size)))
 
 
 def frame(payload):
     """One TFRecord: header, payload and trailer, as bytes."""
-    length = _U64.pack(len(payload))
-    return b"".join((
-        _HEADER.pack(len(payload), masked_crc32c(length)),
-        payload,
-        _U32.pack(masked_crc32c(payload)),
-    ))
+    return b"".join((header(len(payload)), payload, U32.pack(masked_crc32c(payload))))
 
 
 def event_file_name(suffix=""):

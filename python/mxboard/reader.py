@@ -7,16 +7,13 @@ A torn last record (a writer killed mid-write, or a file still being written) en
 with a `TornRecordWarning`; a record whose CRC does not match raises `DataLossError`.
 """
 import os
-import struct
 import warnings
 
 from ._crc32c import masked_crc32c
+from .events import HEADER, U32
 from .proto import Event
 
 __all__ = ["DataLossError", "TornRecordWarning", "read_events", "read_records", "event_files"]
-
-_HEADER = struct.Struct("<QI")
-_U32 = struct.Struct("<I")
 
 
 class DataLossError(ValueError):
@@ -35,18 +32,18 @@ def read_records(path, offset=0):
         data = f.read()
     start, offset = offset, 0
     while offset < len(data):
-        if len(data) - offset < _HEADER.size:
+        if len(data) - offset < HEADER.size:
             _torn(path, start + offset, start + len(data))
             return
-        length, length_crc = _HEADER.unpack_from(data, offset)
+        length, length_crc = HEADER.unpack_from(data, offset)
         if masked_crc32c(data[offset:offset + 8]) != length_crc:
             raise DataLossError("%s: corrupt record length at byte %d" % (path, start + offset))
-        end = offset + _HEADER.size + length + 4
+        end = offset + HEADER.size + length + 4
         if end > len(data):
             _torn(path, start + offset, start + len(data))
             return
-        payload = data[offset + _HEADER.size:end - 4]
-        if masked_crc32c(payload) != _U32.unpack_from(data, end - 4)[0]:
+        payload = data[offset + HEADER.size:end - 4]
+        if masked_crc32c(payload) != U32.unpack_from(data, end - 4)[0]:
             raise DataLossError("%s: corrupt record payload at byte %d" % (path, start + offset))
         yield payload
         offset = end
