@@ -390,8 +390,8 @@ class SummaryWriter:
         run = convert.check_tag(run_name, "run_name") if run_name is not None else "%.6f" % now
         with self._lock:
             run_file = self._new_file(subdir(self._logdir, run))
-        for piece in hparams.hparams_summaries(values, list(metrics), now, now, domains):
-            self._put(_identity, (piece,), global_step, now, event_file=run_file)
+        self._put(hparams.hparams_summary, (values, list(metrics), now, now, domains), global_step, now,
+                  event_file=run_file)
         step = 0 if global_step is None else convert.to_int(global_step)
         for metric, value in metrics.items():
             self._append(self._new_series(run_file, metric), value, step, now)
@@ -563,10 +563,6 @@ def _embedding(logdir, tag, step, matrix, labels, header, images):
     if images is not None:
         images = image_mod.to_uint8(images.transpose(0, 2, 3, 1))
     projector.write_embedding(logdir, tag, step, matrix, labels, header, images)
-
-
-def _identity(message):
-    return message
 
 
 def _graph_event(serialized):

@@ -4,10 +4,11 @@ import numbers
 
 import numpy as np
 
+from ..proto import Summary
 from ..proto import hparams as hp
 from ._common import metadata, summary, tensor
 
-__all__ = ["hparam_value", "hparams_summaries"]
+__all__ = ["hparam_value", "hparams_summary"]
 
 PLUGIN = "hparams"
 EXPERIMENT_TAG = "_hparams_/experiment"
@@ -48,14 +49,15 @@ def _data_type(value):
     return hp.DataType.DATA_TYPE_STRING
 
 
-def _summary(tag, plugin_data):
+def _value(tag, plugin_data):
     content = hp.HParamsPluginData(version=0, **plugin_data).SerializeToString()
-    return summary(tag, metadata(PLUGIN, content), tensor=tensor(_NULL_TENSOR))
+    return summary(tag, metadata(PLUGIN, content), tensor=tensor(_NULL_TENSOR)).value[0]
 
 
-def hparams_summaries(hparams, metric_tags, start_time, end_time, domains=None):
-    """The three summaries of one session. `hparams`: name -> value (from `hparam_value`);
-    `metric_tags`: the scalar tags to show as metrics; `domains`: optional name -> list of the
+def hparams_summary(hparams, metric_tags, start_time, end_time, domains=None):
+    """One session as a Summary of three values: the experiment (which hparams and metrics
+    exist), the session's start (its values) and its end. `hparams`: name -> value (from
+    `hparam_value`); `metric_tags`: the scalar tags to show as metrics; `domains`: optional name -> list of the
     values the hparam takes across runs."""
     infos = []
     for name, value in hparams.items():
@@ -69,8 +71,8 @@ def hparams_summaries(hparams, metric_tags, start_time, end_time, domains=None):
     for name, value in hparams.items():
         start.hparams[name].CopyFrom(_protobuf_value(value))
     end = hp.SessionEndInfo(status=hp.Status.STATUS_SUCCESS, end_time_secs=end_time)
-    return [
-        _summary(EXPERIMENT_TAG, {"experiment": experiment}),
-        _summary(SESSION_START_INFO_TAG, {"session_start_info": start}),
-        _summary(SESSION_END_INFO_TAG, {"session_end_info": end}),
-    ]
+    return Summary(value=[
+        _value(EXPERIMENT_TAG, {"experiment": experiment}),
+        _value(SESSION_START_INFO_TAG, {"session_start_info": start}),
+        _value(SESSION_END_INFO_TAG, {"session_end_info": end}),
+    ])
