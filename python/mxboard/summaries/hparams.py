@@ -57,8 +57,8 @@ def _value(tag, plugin_data):
 def hparams_summary(hparams, metric_tags, start_time, end_time, domains=None):
     """One session as a Summary of three values: the experiment (which hparams and metrics
     exist), the session's start (its values) and its end. `hparams`: name -> value (from
-    `hparam_value`); `metric_tags`: the scalar tags to show as metrics; `domains`: optional name -> list of the
-    values the hparam takes across runs."""
+    `hparam_value`); `metric_tags`: the scalar tags to show as metrics; `domains`: optional
+    name -> list of the values the hparam takes across runs."""
     infos = []
     for name, value in hparams.items():
         info = hp.HParamInfo(name=name, type=_data_type(value))
