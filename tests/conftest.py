@@ -34,6 +34,15 @@ def tb_scalars(path):
             if v.metadata.plugin_data.plugin_name == "scalars"]
 
 
+def projector_config(logdir):
+    """The logdir's projector_config.pbtxt, parsed by TensorBoard's own proto."""
+    from google.protobuf import text_format
+    from tensorboard.plugins.projector import projector_config_pb2
+
+    with open(os.path.join(str(logdir), "projector_config.pbtxt")) as f:
+        return text_format.Parse(f.read(), projector_config_pb2.ProjectorConfig())
+
+
 def event_files(directory):
     return sorted(os.path.join(directory, n) for n in os.listdir(directory) if "tfevents" in n)
 
@@ -149,7 +158,7 @@ class Server:
             data = json.loads(self.get(path, params)[1])
             if until is None or until(data) or time.monotonic() > deadline:
                 return data
-            threading_event().wait(0.25)
+            time.sleep(0.25)  # bounded: the server reloads its logdir on its own clock
 
     def post_json(self, path, body):
         import json
@@ -170,12 +179,6 @@ class Server:
 
 class ServerDidNotStart(AssertionError):
     pass
-
-
-def threading_event():
-    import threading
-
-    return threading.Event()
 
 
 @pytest.fixture

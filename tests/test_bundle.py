@@ -8,7 +8,7 @@ import zipfile
 
 import pytest
 
-from conftest import BUNDLE, ROOT, UPSTREAM, Server, ServerDidNotStart, run_python
+from conftest import ROOT, UPSTREAM, Server, ServerDidNotStart
 from mxboard import SummaryWriter
 
 

@@ -8,7 +8,7 @@ import threading
 
 import pytest
 
-from conftest import ROOT, plugin_accumulator, tensor_values
+from conftest import ROOT, plugin_accumulator, projector_config, tensor_values
 
 pytest.importorskip("mxnet")
 pytest.importorskip("sklearn")
@@ -45,9 +45,9 @@ def test_every_dashboard_has_data(demo_run):
     assert set(hparams.PluginTagToContent("hparams")) == {
         "_hparams_/experiment", "_hparams_/session_start_info", "_hparams_/session_end_info"}
     assert set(hparams.Tags()["tensors"]) >= {"hparam/accuracy", "hparam/loss"}
-    with open(os.path.join(demo_run, "projector_config.pbtxt")) as f:
-        config = f.read()
-    assert 'tensor_name: "validation_features:2"' in config and "sprite.png" in config
+    (embedding,) = projector_config(demo_run).embeddings
+    assert embedding.tensor_name == "validation_features:2" and list(embedding.tensor_shape) == [360, 64]
+    assert list(embedding.sprite.single_image_dim) == [8, 8]
     with open(os.path.join(demo_run, "validation_features_000002", "metadata.tsv")) as f:
         assert len(f.read().split()) == 360  # one label a validation digit
 

@@ -1,6 +1,5 @@
 """Inputs of every kind, converted in one place; bad input refused at the call, the writer usable
 after; mxboard 0.1.0 scripts unchanged."""
-import sys
 
 import numpy as np
 import pytest
@@ -190,4 +189,7 @@ def test_an_mxboard_0_1_0_script_runs_unchanged(tmp_path):
     exported = json.load(open(tmp_path / "scalars.json"))
     assert sorted(exported) == sorted("%s/%s" % (tmp_path, k) for k in ("loss", "acc/train", "acc/val", "acc/test"))
     assert [row[1:] for row in exported["%s/loss" % tmp_path]] == [[0, 1.0], [1, 0.5], [2, pytest.approx(1 / 3)]]
-    assert (tmp_path / "features_000007" / "sprite.png").exists()
+    from PIL import Image
+
+    sprite = Image.open(tmp_path / "features_000007" / "sprite.png")  # mxboard's folder name
+    assert sprite.size == (4 * 4, 4 * 4)  # ten 4x4 thumbnails in a 4 x 4 grid

@@ -9,15 +9,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from conftest import ROOT, run_python
-
-
-def _config(logdir):
-    from google.protobuf import text_format
-    from tensorboard.plugins.projector import projector_config_pb2
-
-    with open(os.path.join(logdir, "projector_config.pbtxt")) as f:
-        return text_format.Parse(f.read(), projector_config_pb2.ProjectorConfig())
+from conftest import projector_config as _config
 
 
 def test_assets_and_config(logdir):

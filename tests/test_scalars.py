@@ -5,7 +5,7 @@ import os
 import numpy as np
 import pytest
 
-from conftest import accumulator, event_files, tb_events, tb_scalars
+from conftest import accumulator, event_files, tb_scalars
 from mxboard import SummaryWriter, proto
 from mxboard.encoding import ScalarSeries, encode_scalars
 

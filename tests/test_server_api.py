@@ -87,8 +87,8 @@ def test_pr_curves(server):
 
 def test_mesh_and_custom_scalars(server):
     _wait_for_run(server, ".")
-    tags = server.json("/data/plugin/mesh/tags")
-    assert "cloud" in str(tags)
+    tags = server.json("/data/plugin/mesh/tags", until=bool)
+    assert tags["."]["cloud"] == {"samples": 1}
     layout = server.json("/data/plugin/custom_scalars/layout")
     assert layout["category"][0]["chart"][0]["multiline"]["tag"] == ["acc"]
 

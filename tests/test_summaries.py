@@ -2,8 +2,6 @@
 read) or its HTTP API, content checked."""
 import io
 import json
-import math
-import os
 import wave
 
 import numpy as np
