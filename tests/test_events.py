@@ -61,14 +61,20 @@ def test_two_writers_in_one_second_get_two_files_and_keep_all_data(logdir):
     assert tags == ["a", "b"], secs
 
 
-def test_event_file_is_never_overwritten(tmp_path, monkeypatch):
+def test_a_name_clash_picks_another_name_and_never_overwrites(tmp_path, monkeypatch):
+    # a restarted container: same host, same pid, same second, counter back at 0
     import mxboard.events as events
 
-    monkeypatch.setattr(events, "event_file_name", lambda suffix="": "events.out.tfevents.same")
-    EventFile(str(tmp_path)).write(b"first")
-    with pytest.raises(FileExistsError):
+    taken, free = events.event_file_name(), events.event_file_name()
+    (tmp_path / taken).write_bytes(b"first")
+    names = iter([taken, free])
+    monkeypatch.setattr(events, "event_file_name", lambda suffix="": next(names))
+    second = EventFile(str(tmp_path))
+    assert os.path.basename(second.path) == free
+    assert (tmp_path / taken).read_bytes() == b"first"
+    monkeypatch.setattr(events, "event_file_name", lambda suffix="": taken)
+    with pytest.raises(FileExistsError, match="no free event file name"):  # bounded, never a hang
         EventFile(str(tmp_path))
-    assert (tmp_path / "events.out.tfevents.same").read_bytes() == b"first"
 
 
 def _written(logdir):

@@ -41,8 +41,8 @@ TENSORBOARD_TWINS = {
     "hparams.HParamsPluginData": "tensorboard.plugins.hparams.plugin_data_pb2.HParamsPluginData",
     "hparams.SessionStartInfo": "tensorboard.plugins.hparams.plugin_data_pb2.SessionStartInfo",
     "hparams.SessionEndInfo": "tensorboard.plugins.hparams.plugin_data_pb2.SessionEndInfo",
-    "projector.ProjectorConfig": "tensorboard.plugins.projector.projector_config_pb2.ProjectorConfig",
-    "projector.EmbeddingInfo": "tensorboard.plugins.projector.projector_config_pb2.EmbeddingInfo",
+    "projector_config.ProjectorConfig": "tensorboard.plugins.projector.projector_config_pb2.ProjectorConfig",
+    "projector_config.EmbeddingInfo": "tensorboard.plugins.projector.projector_config_pb2.EmbeddingInfo",
 }
 
 

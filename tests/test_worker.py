@@ -2,14 +2,16 @@
 import gc
 import os
 import threading
+import time
 import warnings
 import weakref
 
 import pytest
 
-from conftest import accumulator, event_files, run_python, tb_scalars
+from conftest import accumulator, event_files, run_python, tb_events, tb_scalars
 from mxboard import SummaryWriter, proto
 from mxboard.reader import TornRecordWarning, read_events
+from mxboard.worker import Record, Worker
 
 
 def _summary(tag, value):
@@ -20,12 +22,13 @@ def test_flush_returns_with_everything_on_disk(logdir):
     w = SummaryWriter(logdir, flush_secs=3600)
     for step in range(10_000):
         w.add_scalar("x", step, step)
-    w._put(_summary, ("array-kind", 2.0), 5, None)
+    w.add_text("array-kind", "two", 5)
     w.flush()
     (path,) = event_files(logdir)
-    got = tb_scalars(path)  # read while the writer is still open
-    assert [s for t, s, _ in got if t == "x"] == list(range(10_000))
-    assert ("array-kind", 5, 2.0) in got
+    scalars = tb_scalars(path)  # read while the writer is still open
+    assert [s for t, s, _ in scalars if t == "x"] == list(range(10_000))
+    texts = [(v.tag, e.step) for e in tb_events(path) for v in e.summary.value if v.tag == "array-kind"]
+    assert texts == [("array-kind", 5)]
     w.close()
 
 
@@ -33,11 +36,10 @@ def test_data_reach_the_file_within_flush_secs_without_flush(logdir):
     w = SummaryWriter(logdir, flush_secs=0.2)
     w.add_scalar("x", 1.0, 1)
     (path,) = event_files(logdir)
-    done = threading.Event()
     for _ in range(50):  # up to 5 s; returns as soon as the point is there
         if tb_scalars(path):
             break
-        done.wait(0.1)
+        time.sleep(0.1)
     assert tb_scalars(path) == [("x", 1, 1.0)]
     w.close()
 
@@ -49,12 +51,13 @@ def test_a_full_queue_blocks_the_caller_until_the_thread_catches_up(logdir):
         gate.wait(10)
         return _summary(tag, 1.0)
 
-    w = SummaryWriter(logdir, max_queue=2)
+    worker = Worker(flush_secs=3600, max_queue=2)
+    event_file = worker.open_file(logdir)
     calls = []
 
     def producer():
         for i in range(5):
-            w._put(slow, ("t%d" % i,), i, None)
+            worker.put(Record(event_file, slow, ("t%d" % i,), i, 1.0))
             calls.append(i)
 
     thread = threading.Thread(target=producer)
@@ -65,26 +68,29 @@ def test_a_full_queue_blocks_the_caller_until_the_thread_catches_up(logdir):
     gate.set()
     thread.join(10)
     assert calls == [0, 1, 2, 3, 4]
-    w.close()
+    assert worker.close() is None
     assert sorted(t for t, _, _ in tb_scalars(event_files(logdir)[0])) == ["t0", "t1", "t2", "t3", "t4"]
 
 
-def test_an_error_on_the_writer_thread_reaches_the_next_call_and_writing_goes_on(logdir):
-    w = SummaryWriter(logdir)
-    w._put(lambda: 1 / 0, (), 0, None)
+def test_an_error_on_the_writer_thread_is_reported_once_and_writing_goes_on(logdir):
+    worker = Worker(flush_secs=3600, max_queue=10)
+    event_file = worker.open_file(logdir)
+    worker.put(Record(event_file, lambda: 1 / 0, (), 0, 1.0))
+    worker.put(Record(event_file, _summary, ("after", 1.0), 1, 1.0))
+    worker.flush()
     with pytest.raises(ZeroDivisionError):
-        w.flush()
-    w.add_scalar("after", 1.0, 1)  # the writer is still usable
-    w.close()
+        worker.report()
+    worker.report()  # once: nothing more to say
+    assert worker.pending is None
+    assert worker.close() is None
     assert accumulator(logdir).Scalars("after")[0].value == 1.0
 
 
-def test_an_unreported_error_is_raised_by_close(logdir):
-    w = SummaryWriter(logdir)
-    w._put(lambda: 1 / 0, (), 0, None)
-    with pytest.raises(ZeroDivisionError):
-        w.close()
-    w.close()  # and a second close is quiet
+def test_an_unreported_error_is_returned_by_close(logdir):
+    worker = Worker(flush_secs=3600, max_queue=10)
+    worker.put(Record(worker.open_file(logdir), lambda: 1 / 0, (), 0, 1.0))
+    assert isinstance(worker.close(), ZeroDivisionError)
+    assert worker.close() is None  # and a second close is quiet
 
 
 IO_ERROR = r"""
@@ -185,4 +191,5 @@ print(pid)
     (parent_file,) = by_pid.values()
     assert [(t, s) for t, s, _ in tb_scalars(parent_file)] == [("parent", s) for s in range(3001)]
     assert [(t, s) for t, s, _ in tb_scalars(child_file)] == [("child", 1)]
-    assert all(e for e in read_events(str(tmp_path)))  # every record CRC-clean
+    assert [e.file_version for e in read_events(child_file)][0] == "brain.Event:2"  # CRC-clean
+    assert sum(1 for _ in read_events(parent_file)) == 3002

@@ -49,19 +49,22 @@ class Snapshot:
     (in-place updates included), taken outside autograd recording. `result()` (on the writer
     thread) waits for it and returns numpy. Has the array's shape, dtype, ndim and size."""
 
-    __slots__ = ("_copy", "shape", "dtype", "ndim", "size")
+    __slots__ = ("_copy", "_check", "shape", "dtype", "ndim", "size", "nbytes")
 
-    def __init__(self, array):
+    def __init__(self, array, check=None):
         mx = sys.modules["mxnet"]
         with mx.autograd.pause():
             self._copy = array.copyto(mx.cpu())  # asynchronous: queued on the engine
+        self._check = check
         self.shape = tuple(array.shape)
         self.dtype = np.dtype(array.dtype)
         self.ndim = len(self.shape)
         self.size = int(np.prod(self.shape))
+        self.nbytes = self.size * self.dtype.itemsize
 
     def result(self):
-        return self._copy.asnumpy()
+        array = self._copy.asnumpy()
+        return array if self._check is None else self._check(array)
 
 
 class DeviceHistogram:
@@ -145,13 +148,15 @@ def resolve(value):
     return value.result() if isinstance(value, (Snapshot, DeviceHistogram)) else value
 
 
-def capture(value, name="value", numeric=True, defer=True):
+def capture(value, name="value", numeric=True, defer=True, check=None):
     """`value` as data the caller can no longer change: an MXNet NDArray as a `Snapshot` (with
     `defer`: no waiting for the engine), anything else as a numpy array, copied wherever the
     conversion shared memory with the input. With `numeric`, the dtype must be a real number or
-    bool, and the array non-empty."""
+    bool, and the array non-empty. `check(array)` checks the values: now, or for a Snapshot when
+    the writer thread resolves it."""
     if defer and is_ndarray(value):
-        array = Snapshot(value)
+        array = Snapshot(value, check)
+        check = None
     else:
         array = to_numpy(value, name)
         if array is value or array.base is not None or not array.flags.owndata:
@@ -161,7 +166,7 @@ def capture(value, name="value", numeric=True, defer=True):
             raise TypeError("%s must hold real numbers; got dtype %s" % (name, array.dtype))
         if array.size == 0:
             raise ValueError("%s is empty (shape %s)" % (name, array.shape))
-    return array
+    return array if check is None else check(array)
 
 
 def to_float(value, name="value"):

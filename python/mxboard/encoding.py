@@ -1,21 +1,20 @@
 """Queued data to the bytes of event files. Pure: data in, bytes out, no I/O.
 
-Two kinds of input (see `encode_batch`):
-- scalars, as numpy columns (series id, value, step, wall time), a series being one tag in one
-  file (`ScalarSeries`). They are by far the most frequent event, so they are encoded by hand
-  and vectorized over the whole batch (the tests check that protobuf parses them to the
+Two kinds of input:
+- scalars, as numpy columns (series id, value, step, wall time, call order), a series being one
+  tag in one file (`ScalarSeries`). They are by far the most frequent event, so they are encoded
+  by hand and vectorized over the whole batch (the tests check that protobuf parses them to the
   expected messages): building three messages per scalar would cost more than everything else
-  a scalar goes through;
-- events, `(file, (build, args), step, wall_time)` with `build(*args)` returning a Summary or an
-  Event.
+  a scalar goes through (`encode_scalar_rows`);
+- a built Summary or Event, at a step and wall time (`encode_event`).
 """
 import numpy as np
 
 from ._crc32c import masked_crc32c_rows
-from .events import frame, header
+from .events import frame, record_header
 from .proto import Event
 
-__all__ = ["ScalarSeries", "encode_batch", "encode_event", "encode_scalars", "scalar_prefix"]
+__all__ = ["ScalarSeries", "encode_event", "encode_scalar_rows", "encode_scalars", "scalar_prefix"]
 
 
 class ScalarSeries:
@@ -88,7 +87,7 @@ def _scalar_records(prefix, step_len, value_bytes, steps, wall_bytes):
     """Records of scalar events whose steps all have a varint of `step_len` bytes."""
     size = 9 + 1 + step_len + len(prefix) + 4  # wall_time, step, summary, value
     records = np.empty((len(steps), 12 + size + 4), dtype=np.uint8)
-    records[:, :12] = np.frombuffer(header(size), np.uint8)
+    records[:, :12] = np.frombuffer(record_header(size), np.uint8)
     payload = records[:, 12:12 + size]
     payload[:, 0] = 0x09  # field 1, fixed64: wall_time
     payload[:, 1:9] = wall_bytes
@@ -102,46 +101,27 @@ def _scalar_records(prefix, step_len, value_bytes, steps, wall_bytes):
     return records
 
 
-def encode_event(event):
-    """A whole Event message to one framed record."""
-    return frame(event.SerializeToString())
-
-
-def _event_record(build, args, step, wall_time):
-    message = build(*args)
+def encode_event(message, step, wall_time):
+    """A Summary (or a whole Event) at `step` and `wall_time` to one framed record."""
     if type(message) is not Event:
         message = Event(summary=message)
     message.wall_time = wall_time
     message.step = step
-    return encode_event(message)
+    return frame(message.SerializeToString())
 
 
-def encode_batch(series, scalars, events):
-    """Encode one batch. `series`: the ScalarSeries, indexed by id; `scalars`: `(ids, values,
-    steps, walls)` numpy columns, or None; `events`: event tuples. Returns `({file: bytes},
-    [exceptions])`. In each file the records of one series keep their order; series follow each
-    other (TensorBoard orders by step within a tag, not across tags). An event whose `build`
-    raised is left out and its exception listed."""
-    out = {}
-    if scalars is not None:
-        ids, values, steps, walls = scalars
-        if (ids == ids[0]).all():  # the common case: one tag
-            groups = [(int(ids[0]), slice(None))]
-        else:
-            order = np.argsort(ids, kind="stable")
-            present, starts = np.unique(ids[order], return_index=True)
-            ends = list(starts[1:]) + [len(ids)]
-            groups = [(int(i), order[start:end]) for i, start, end in zip(present, starts, ends)]
-        for sid, rows in groups:
-            target = series[sid]
-            blocks = encode_scalars(target.prefix, values[rows], steps[rows], walls[rows])
-            out.setdefault(target.file, []).extend(block.tobytes() for block in blocks)
-    errors = []
-    for event_file, (build, args), step, wall_time in events:
-        try:
-            record = _event_record(build, args, step, wall_time)
-        except Exception as exc:  # a bad item: report it, write the others
-            errors.append(exc)
-            continue
-        out.setdefault(event_file, []).append(record)
-    return {event_file: b"".join(pieces) for event_file, pieces in out.items()}, errors
+def encode_scalar_rows(series, ids, values, steps, walls, seqs):
+    """Scalar rows (numpy columns; `ids` index `series`, the ScalarSeries) to framed records,
+    as `(file, bytes)` pairs: each series' records in the order of `seqs` (call order)."""
+    if (ids == ids[0]).all():  # the common case: one tag
+        order = np.argsort(seqs, kind="stable") if (np.diff(seqs) < 0).any() else slice(None)
+        groups = [(int(ids[0]), order)]
+    else:
+        order = np.lexsort((seqs, ids))
+        present, starts = np.unique(ids[order], return_index=True)
+        ends = list(starts[1:]) + [len(ids)]
+        groups = [(int(i), order[start:end]) for i, start, end in zip(present, starts, ends)]
+    for sid, rows in groups:
+        target = series[sid]
+        blocks = encode_scalars(target.prefix, values[rows], steps[rows], walls[rows])
+        yield target.file, b"".join(block.tobytes() for block in blocks)

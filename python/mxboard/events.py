@@ -12,30 +12,33 @@ import time
 
 from ._crc32c import masked_crc32c
 
-__all__ = ["EventFile", "event_file_name", "frame", "header", "FILE_VERSION", "HEADER", "U32"]
+__all__ = ["EventFile", "FILE_VERSION", "RECORD_HEADER", "RECORD_TRAILER", "event_file_name", "frame",
+           "record_header"]
 
 FILE_VERSION = "brain.Event:2"
-_U64 = struct.Struct("<Q")
-U32 = struct.Struct("<I")  # a record's trailer: masked CRC32C of the payload
-HEADER = struct.Struct("<QI")  # a record's header: length, masked CRC32C of the length
+_LENGTH = struct.Struct("<Q")
+RECORD_HEADER = struct.Struct("<QI")  # length, masked CRC32C of the length
+RECORD_TRAILER = struct.Struct("<I")  # masked CRC32C of the payload
 _counter = itertools.count()  # makes names unique within one process, even in one second
+_TRIES = 1000
 
 
-def header(size):
+def record_header(size):
     """The 12-byte header of a record whose payload is `size` bytes."""
-    return HEADER.pack(size, masked_crc32c(_U64.pack(size)))
+    return RECORD_HEADER.pack(size, masked_crc32c(_LENGTH.pack(size)))
 
 
 def frame(payload):
     """One TFRecord: header, payload and trailer, as bytes."""
-    return b"".join((header(len(payload)), payload, U32.pack(masked_crc32c(payload))))
+    return b"".join((record_header(len(payload)), payload, RECORD_TRAILER.pack(masked_crc32c(payload))))
 
 
 def event_file_name(suffix=""):
-    """`events.out.tfevents.<secs>.<host>.<pid>.<n><suffix>`: never the same twice in a process,
-    never the same across processes on one host (the pid), and sorted by time as TensorBoard
-    expects."""
-    return "events.out.tfevents.%010d.%s.%d.%d%s" % (
+    """`events.out.tfevents.<secs>.<host>.<pid>.<n><suffix>`, `<n>` a zero-padded counter of this
+    process: never the same twice in a process, never the same across processes on one host
+    (the pid), and, since loaders read a run's files in name order, sorted in creation order
+    among the files of one process."""
+    return "events.out.tfevents.%010d.%s.%d.%06d%s" % (
         int(time.time()), socket.gethostname(), os.getpid(), next(_counter), suffix)
 
 
@@ -45,8 +48,15 @@ class EventFile:
     bytes in the OS, and a forked child that drops this object writes nothing."""
 
     def __init__(self, directory, suffix=""):
-        self.path = os.path.join(directory, event_file_name(suffix))
-        self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o644)
+        for _ in range(_TRIES):  # a name taken already (a restarted container: same host, pid,
+            self.path = os.path.join(directory, event_file_name(suffix))  # second): the next one
+            try:
+                self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0),
+                                   0o666)  # as the umask allows, like any file
+                return
+            except FileExistsError:
+                continue
+        raise FileExistsError(errno.EEXIST, "no free event file name after %d tries" % _TRIES, self.path)
 
     def write(self, data):
         if os.fstat(self._fd).st_nlink == 0:  # deleted (the logdir removed): writes would vanish

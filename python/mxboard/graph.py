@@ -5,9 +5,9 @@ and, given input shapes, tensor shapes on the edges."""
 import json
 import re
 
-from .proto import AttrValue, GraphDef, NodeDef, TensorShapeProto, VersionDef
+from .proto import AttrValue, Event, GraphDef, NodeDef, TensorShapeProto, VersionDef
 
-__all__ = ["graph_def", "symbol_of"]
+__all__ = ["graph_def", "graph_event", "symbol_of"]
 
 _BLOCK = re.compile(r"^[A-Za-z]+\d+$")  # an MXNet block or op instance name: conv0, dense1, fc1
 
@@ -124,3 +124,8 @@ def graph_def(net, input_shape=None):
             proto.attr["_output_shapes"].CopyFrom(_shape_attr(shapes[node["name"]]))
         out.node.append(proto)
     return out
+
+
+def graph_event(serialized):
+    """The Event that carries a serialized GraphDef (built on the writer thread)."""
+    return Event(graph_def=serialized)

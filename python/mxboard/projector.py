@@ -11,30 +11,49 @@ import contextlib
 import hashlib
 import io
 import os
-import tempfile
+import re
 
 import numpy as np
 from google.protobuf import text_format
 
 from ._paths import subdir
-from .proto import projector
+from .proto import projector_config
+from .summaries.image import to_uint8
 
-__all__ = ["CONFIG_NAME", "write_embedding", "sprite", "metadata_tsv"]
+__all__ = ["CONFIG_NAME", "folder", "write_embedding", "sprite", "metadata_tsv"]
 
 CONFIG_NAME = "projector_config.pbtxt"
 ENTRIES = ".mxboard-projector"
 MAX_SPRITE = 8192  # px a side: what the projector (WebGL textures) can load
 
 
+def folder(logdir, tag, step=None):
+    """`logdir/<tag>_<step:06d>`, or `logdir/<tag>` without a step (mxboard's folder names). A
+    tag that itself ends like a step (`a_000001`) gets a hash suffix without a step, so that no
+    two (tag, step) pairs share a folder."""
+    if step is not None:
+        return subdir(logdir, "%s_%06d" % (tag, step))
+    if _STEP_LIKE.search(tag):
+        return subdir(logdir, tag + "\0")  # not a name any tag has: subdir cleans and hashes it
+    return subdir(logdir, tag)
+
+
+_STEP_LIKE = re.compile(r"_-?\d+$")
+
+
 def write_embedding(logdir, tag, step, matrix, labels=None, header=None, images=None):
-    """Write one embedding's assets to `logdir/<tag>[_<step>]` (mxboard's folder names) and
-    register it in the config. `labels`: a list of N labels or of N rows of labels (with
-    `header`); `images`: NHWC uint8."""
-    directory = subdir(logdir, tag if step is None else "%s_%06d" % (tag, step))
+    """Write one embedding's assets to `folder(logdir, tag, step)` and register it in the
+    config. `labels`: N labels (a list or an array) or N rows of labels (with `header`);
+    `images`: NCHW thumbnails (float in [0, 1] or integers in [0, 255])."""
+    if isinstance(labels, np.ndarray):
+        labels = labels.reshape(-1).tolist()
+    if images is not None:
+        images = to_uint8(np.asarray(images).transpose(0, 2, 3, 1))
+    directory = folder(logdir, tag, step)
     os.makedirs(directory, exist_ok=True)
     relative = os.path.relpath(directory, logdir)
     name = tag if step is None else "%s:%d" % (tag, step)
-    entry = projector.EmbeddingInfo(tensor_name=name, tensor_shape=list(matrix.shape),
+    entry = projector_config.EmbeddingInfo(tensor_name=name, tensor_shape=list(matrix.shape),
                                     tensor_path=os.path.join(relative, "tensors.tsv"))
     buffer = io.StringIO()
     np.savetxt(buffer, matrix, delimiter="\t", fmt="%.9g")
@@ -55,15 +74,29 @@ def write_embedding(logdir, tag, step, matrix, labels=None, header=None, images=
 
 
 def rebuild_config(logdir):
-    """Rewrite `projector_config.pbtxt` from every entry, under the logdir's projector lock."""
+    """Rewrite `projector_config.pbtxt` from every entry, under the logdir's projector lock.
+    Whatever else the config held (embeddings other tools registered, model_checkpoint_path...)
+    is kept; an entry of ours replaces one of the same tensor name."""
     entries = os.path.join(logdir, ENTRIES)
     with _locked(os.path.join(entries, ".lock")):
-        config = projector.ProjectorConfig()
+        config = projector_config.ProjectorConfig()
+        ours = []
         for name in sorted(os.listdir(entries)):
             if name.endswith(".pbtxt"):
                 with open(os.path.join(entries, name), encoding="utf-8") as f:
-                    text_format.Merge(f.read(), config.embeddings.add())
-        config.embeddings.sort(key=lambda e: e.tensor_name)
+                    ours.append(text_format.Parse(f.read(), projector_config.EmbeddingInfo()))
+        try:
+            with open(os.path.join(logdir, CONFIG_NAME), encoding="utf-8") as f:
+                text_format.Merge(f.read(), config)
+        except FileNotFoundError:
+            pass
+        except text_format.ParseError as exc:
+            raise ValueError("%s: cannot keep its entries, it does not parse: %s"
+                             % (os.path.join(logdir, CONFIG_NAME), exc)) from None
+        names = {e.tensor_name for e in ours}
+        kept = [e for e in config.embeddings if e.tensor_name not in names]
+        del config.embeddings[:]
+        config.embeddings.extend(sorted(kept + ours, key=lambda e: e.tensor_name))
         _atomic_write(os.path.join(logdir, CONFIG_NAME), text_format.MessageToString(config).encode("utf-8"))
 
 
@@ -104,8 +137,10 @@ def sprite(images):
 
 
 def _atomic_write(path, data):
-    """Write a file whole or not at all: a temporary file beside it, renamed over it."""
-    fd, temporary = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".tmp-")
+    """Write a file whole or not at all: a temporary file beside it, renamed over it. Created
+    as any file is (0666 less the umask), so a TensorBoard of another user can read it."""
+    temporary = os.path.join(os.path.dirname(path), ".tmp-%s" % os.urandom(8).hex())
+    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o666)
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)

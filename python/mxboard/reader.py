@@ -10,7 +10,7 @@ import os
 import warnings
 
 from ._crc32c import masked_crc32c
-from .events import HEADER, U32
+from .events import RECORD_HEADER, RECORD_TRAILER
 from .proto import Event
 
 __all__ = ["DataLossError", "TornRecordWarning", "read_events", "read_records", "event_files"]
@@ -32,18 +32,18 @@ def read_records(path, offset=0):
         data = f.read()
     start, offset = offset, 0
     while offset < len(data):
-        if len(data) - offset < HEADER.size:
+        if len(data) - offset < RECORD_HEADER.size:
             _torn(path, start + offset, start + len(data))
             return
-        length, length_crc = HEADER.unpack_from(data, offset)
+        length, length_crc = RECORD_HEADER.unpack_from(data, offset)
         if masked_crc32c(data[offset:offset + 8]) != length_crc:
             raise DataLossError("%s: corrupt record length at byte %d" % (path, start + offset))
-        end = offset + HEADER.size + length + 4
+        end = offset + RECORD_HEADER.size + length + 4
         if end > len(data):
             _torn(path, start + offset, start + len(data))
             return
-        payload = data[offset + HEADER.size:end - 4]
-        if masked_crc32c(payload) != U32.unpack_from(data, end - 4)[0]:
+        payload = data[offset + RECORD_HEADER.size:end - 4]
+        if masked_crc32c(payload) != RECORD_TRAILER.unpack_from(data, end - 4)[0]:
             raise DataLossError("%s: corrupt record payload at byte %d" % (path, start + offset))
         yield payload
         offset = end

@@ -1,109 +1,201 @@
-"""The writer thread: queues, one thread that encodes and writes them, and the lifecycle around
-them (flush barrier, periodic write, error hand-back, exit and fork).
+"""The writer thread: the seam between the caller's side (`SummaryWriter`) and everything that
+runs in the background. Its public face is a handful of verbs:
 
-The training thread only appends: scalars to columns of its own (`ScalarColumns`: no Python
-object per scalar crosses threads, no lock), everything else as a tuple to a deque (atomic).
-The thread wakes when a batch of scalars or an array waits, when asked to flush, and at least
-every `flush_secs`; it encodes what is queued (encoding.py) and writes it with one `os.write`
-per file. Whatever it raises is kept and handed to the caller's next call; it never leaves
-producers blocked.
+    worker = Worker(flush_secs, max_queue)
+    event_file = worker.open_file(directory, suffix)   # a new event file, written by this worker
+    series = worker.add_series(event_file, tag)        # a scalar tag in a file, as a row id
+    worker.columns().append ...                        # this thread's scalar rows (the hot path)
+    worker.put(Record(event_file, build, args, step, wall))   # every other item, see below
+    worker.flush(); worker.close()
+    if worker.pending is not None: worker.report()     # after each call: what the thread has to say
+
+Scalars cross as rows of per-thread columns (`ScalarColumns`: no Python object per scalar, no
+lock); everything else as a named item (`Record`, `PendingScalar`, `Task`) in one deque. Every
+row and item takes a number from one counter when it is queued, and each batch is written in
+that order per tag, so TensorBoard (which treats a step going backwards as a restart) shows every
+point, whatever thread logged it and whatever its type. The thread wakes when a batch of scalars
+or an item waits, on flush, and at least every `flush_secs`; it builds and encodes the batch
+(encoding.py, summaries/) and writes it with one `write` per file. What it raises is kept in
+`pending` and handed to the caller's next call, after that call's data is queued (a bad item never
+costs another call its data); it never leaves producers blocked.
 """
+import bisect
 import collections
+import itertools
 import logging
 import os
 import threading
+import time
 import weakref
 from array import array
+from typing import Any, Callable, NamedTuple
 
 import numpy as np
 
-from .encoding import encode_batch
+from . import lifecycle
+from .convert import resolve
+from .encoding import ScalarSeries, encode_event, encode_scalar_rows
+from .events import FILE_VERSION, EventFile
+from .proto import Event
 
-__all__ = ["ScalarColumns", "Worker", "WriterError", "WAKE_EVERY"]
+__all__ = ["PendingScalar", "Record", "ScalarColumns", "Task", "Worker", "WriterError", "WAKE_EVERY"]
 
 log = logging.getLogger("mxboard")
 
 WAKE_EVERY = 8192  # scalars a thread queues before it wakes the writer thread
+MAX_QUEUE_BYTES = 64 << 20  # array data waiting for the writer thread, at most (one larger item alone)
 
 
 class WriterError(RuntimeError):
     """The writer thread could not write; raised on the caller's next call, `__cause__` says why."""
 
 
-class _Forked(Exception):
-    pass
+class Record(NamedTuple):
+    """An event to build on the writer thread: `build(*args)` returns a Summary or an Event (MXNet
+    snapshots among `args` are resolved first); written to `file` at `step` and `wall` time."""
+    file: EventFile
+    build: Callable
+    args: tuple
+    step: int
+    wall: float
 
 
-TASK = object()  # the "file" of a queued task: not an event, something to do
+class PendingScalar(NamedTuple):
+    """A scalar whose value is an MXNet snapshot: resolved on the writer thread, it joins the
+    scalar rows of `series` in call order."""
+    series: int
+    value: Any
+    step: int
+    wall: float
+
+
+class Task(NamedTuple):
+    """File work that is no event (an embedding's assets): `fn(*args)` on the writer thread."""
+    fn: Callable
+    args: tuple
+
+
+class _Barrier(NamedTuple):
+    done: threading.Event
+
+
+_FORKED = "forked"  # `pending` in a forked child's copy of a worker
+_CLOSED = "closed"  # `pending` once closed
 
 
 class ScalarColumns:
     """The scalars one thread queued, as parallel columns. Only that thread appends, always in
-    the order values, steps, walls, series, so that `series` is the last to grow: the writer
-    thread takes as many rows as `series` has, and every other column has at least as many.
-    Slicing and deleting a prefix are single C calls, atomic under the GIL, and an append that
-    comes between them lands after the prefix: no lock is needed."""
+    the order values, steps, walls, seqs, series, so that `series` is the last to grow: the
+    writer thread takes as many rows as `series` has, and every other column has at least as
+    many. Slicing and deleting a prefix are single C calls, atomic under the GIL, and an append
+    that comes between them lands after the prefix: no lock is needed."""
 
-    __slots__ = ("values", "steps", "walls", "series", "append")
+    __slots__ = ("values", "steps", "walls", "seqs", "series", "append", "_owner")
 
-    def __init__(self):
-        self.values, self.steps, self.walls, self.series = array("d"), array("q"), array("d"), array("q")
-        # bound appends, for the caller's hot path
-        self.append = (self.values.append, self.steps.append, self.walls.append, self.series.append)
+    def __init__(self, next_seq):
+        self.values, self.steps, self.walls = array("d"), array("q"), array("d")
+        self.seqs, self.series = array("q"), array("q")
+        # bound appends for the caller's hot path: value, step, wall, the counter, series
+        self.append = (self.values.append, self.steps.append, self.walls.append,
+                       self.seqs.append, next_seq, self.series.append)
+        self._owner = weakref.ref(threading.current_thread())
 
-    def take(self):
-        """Remove and return the complete rows as numpy columns (ids, values, steps, walls)."""
+    def take(self, limit):
+        """Remove and return the complete rows numbered below `limit` as numpy columns (series,
+        values, steps, walls, seqs), or None."""
         count = len(self.series)
+        if count and self.seqs[count - 1] >= limit:  # rows queued after the batch began wait
+            count = bisect.bisect_left(self.seqs, limit, 0, count)
         if not count:
             return None
-        columns = []
-        for column, dtype in ((self.series, np.int64), (self.values, np.float64),
-                              (self.steps, np.int64), (self.walls, np.float64)):
-            columns.append(np.frombuffer(column[:count], dtype=dtype))
+        taken = []
+        for column, dtype in ((self.series, np.int64), (self.values, np.float64), (self.steps, np.int64),
+                              (self.walls, np.float64), (self.seqs, np.int64)):
+            taken.append(np.frombuffer(column[:count], dtype=dtype))
             del column[:count]
-        return columns
+        return taken
+
+    def abandoned(self):
+        """Whether the thread that appends here has ended (and left no row behind)."""
+        owner = self._owner()
+        return (owner is None or not owner.is_alive()) and not len(self.series)
 
 
 class Worker:
-    """One writer thread and its queues. Knows series, files and bytes, not the writer that
-    feeds it (so that the exit hook, which holds the worker, never keeps a SummaryWriter alive)."""
+    """One writer thread, its queues and its files. Knows files, series and items, not the
+    writer that feeds it (so that the exit hook, which holds the worker, never keeps a
+    SummaryWriter alive)."""
 
-    def __init__(self, flush_secs, max_queue):
-        self.events = collections.deque()  # (file, (build, args), step, wall); (None, Event): flush
-        self.series = []  # ScalarSeries by id
-        self.columns = []  # ScalarColumns, one per producing thread
-        self.files = []  # every EventFile this worker writes, closed with it
-        self.fault = None  # an exception for the caller's next call; checked on every add_*
+    def __init__(self, flush_secs, max_queue, max_bytes=MAX_QUEUE_BYTES):
+        self.pending = None  # something for the caller's next call: an exception, _FORKED, _CLOSED
         self.max_scalars = max(max_queue, 1) * WAKE_EVERY
+        self._next_seq = itertools.count().__next__  # call order, shared by rows and items
+        self._items = collections.deque()  # (seq, item, bytes)
+        self._series = []  # ScalarSeries by id
+        self._columns = []  # ScalarColumns, one per producing thread
+        self._files = []  # every EventFile this worker writes, closed with it
+        self._lock = threading.Lock()  # guards registering series and columns
         self._flush_secs = flush_secs
-        self._slots = threading.BoundedSemaphore(max(max_queue, 1))  # arrays waiting, at most
+        self._max_items, self._max_bytes = max(max_queue, 1), max_bytes
+        self._queued = [0, 0]  # items, bytes put and not yet written
+        self._room = threading.Condition()
         self._wake = threading.Event()
         self._drained = threading.Condition()
         self._broken = None  # the I/O error after which nothing more is written
         self._stopping = False
+        self._closed = False
         self._pid = os.getpid()
         self._thread = threading.Thread(target=self._run, name="mxboard-writer", daemon=True)
         self._thread.start()
-        _watch_forks()
-        _LIVE.add(self)
+        lifecycle.watch(self)
 
     # -- the caller's side ------------------------------------------------------------------
-    def new_columns(self):
-        columns = ScalarColumns()
-        self.columns.append(columns)
+    @property
+    def forked(self):
+        """Whether this is a forked child's copy of the parent's worker (it writes nothing)."""
+        return self.pending is _FORKED
+
+    def open_file(self, directory, suffix=""):
+        """A new event file in `directory` (created if need be), its first record written."""
+        if self._closed:
+            raise RuntimeError("this writer is closed: nothing more is written")
+        os.makedirs(directory, exist_ok=True)
+        event_file = EventFile(directory, suffix)
+        event_file.write(encode_event(Event(file_version=FILE_VERSION), 0, time.time()))
+        with self._lock:
+            self._files.append(event_file)
+        return event_file
+
+    def add_series(self, event_file, tag):
+        """An id for the scalar rows of `tag` in `event_file`."""
+        with self._lock:
+            self._series.append(ScalarSeries(event_file, tag))
+            return len(self._series) - 1  # appended before any row names it
+
+    def columns(self):
+        """New scalar columns for the calling thread (keep them per thread: only their thread
+        may append). Reclaimed once the thread has ended and its rows are written."""
+        columns = ScalarColumns(self._next_seq)
+        with self._lock:
+            self._columns.append(columns)
         return columns
 
-    def put_event(self, item):
-        """Queue an array-carrying item; blocks while `max_queue` of them wait."""
-        while not self._slots.acquire(timeout=0.5):
-            self._check_alive()
-        self.events.append(item)
+    def put(self, item):
+        """Queue a Record, PendingScalar or Task, in call order. Blocks while `max_queue` items
+        or `max_bytes` of array data wait (a larger item waits for an empty queue)."""
+        if self._closed:
+            raise RuntimeError("this writer is closed: nothing more is written")
+        size = _footprint(item)
+        with self._room:
+            while self._queued[0] and (self._queued[0] >= self._max_items
+                                       or self._queued[1] + size > self._max_bytes):
+                self._wake.set()
+                if not self._room.wait(0.5):
+                    self._check_alive()
+            self._queued[0] += 1
+            self._queued[1] += size
+        self._items.append((self._next_seq(), item, size))
         self._wake.set()
-
-    def put_task(self, fn, args):
-        """Queue `fn(*args)` to run on the writer thread (file work that is no event, such as
-        embedding assets); errors reach the caller like any other. Counts as an array item."""
-        self.put_event((TASK, (fn, args), 0, 0.0))
 
     def nudge(self, columns):
         """Called once a batch of scalars waits: wake the thread; if too many wait, block until
@@ -112,51 +204,81 @@ class Worker:
         if len(columns.series) < self.max_scalars:
             return
         with self._drained:
-            while len(columns.series) >= self.max_scalars and self.fault is None:
+            while len(columns.series) >= self.max_scalars and self.pending is None:
                 self._wake.set()
                 if not self._drained.wait(0.5):
                     self._check_alive()
 
-    def flush(self):
-        """Return when everything queued before the call is written to the OS."""
+    def flush(self, timeout=None):
+        """Return when everything queued before the call is written to the OS (False if
+        `timeout` seconds passed first)."""
+        if self._closed:
+            raise RuntimeError("this writer is closed: nothing more is written")
         done = threading.Event()
-        self.events.append((None, done))
+        self._items.append((self._next_seq(), _Barrier(done), 0))
         self._wake.set()
+        deadline = None if timeout is None else time.monotonic() + timeout
         while not done.wait(0.5):
             self._check_alive()
+            if deadline is not None and time.monotonic() > deadline:
+                return False
+        return True
 
     def close(self):
-        """Write what is queued, stop the thread, close the files. Safe to call twice."""
-        if self._pid != os.getpid():  # a forked child's copy: the parent's files are not ours
-            return
+        """Write what is queued, stop the thread, close the files. Returns the writer thread's
+        error that no call has reported yet (or None). Safe to call twice."""
+        if self._pid != os.getpid() or self._closed:  # a forked child's copy, or done
+            return None
         if self._thread.is_alive():
             self._stopping = True
             self.flush()
             self._thread.join()
-        _LIVE.discard(self)
-        for event_file in self.files:
+        self._closed = True
+        fault, self.pending = self.pending, _CLOSED
+        self._drain()  # calls that raced close(): what they queued before `pending` said so
+        lifecycle.forget(self)
+        for event_file in self._files:
             try:
                 event_file.close()
             except OSError as exc:
-                self._keep(exc)
+                fault = fault if isinstance(fault, BaseException) else exc
+        if isinstance(self.pending, BaseException):  # the final drain failed
+            fault = fault if isinstance(fault, BaseException) else self.pending
+            self.pending = _CLOSED
+        if isinstance(fault, WriterError) or not isinstance(fault, BaseException):
+            return None  # nothing new: a WriterError repeats an error already raised
+        return fault
+
+    def report(self):
+        """Raise what the writer thread has to say (once; after an I/O error, a WriterError on
+        every call). Closed: raise if the call's data came too late to be written. (A forked
+        copy, see `forked`, has nothing to say.)"""
+        pending = self.pending
+        if pending is _FORKED:
+            return
+        if pending is _CLOSED:
+            if self._items or any(len(c.series) for c in self._columns):
+                self._items.clear()
+                for columns in self._columns:
+                    columns.take(float("inf"))
+                raise RuntimeError("this writer is closed: nothing more is written")
+            return
+        self.pending = None
+        if self._broken is not None:
+            self.pending = WriterError("the mxboard writer stopped writing after an earlier error: %r"
+                                       % (self._broken,))
+            self.pending.__cause__ = self._broken
+        if pending is not None:
+            raise pending
 
     def abandon(self):
         """In a forked child: drop the parent's queues and file descriptors, write nothing."""
-        self.events.clear()
-        self.columns = []
+        self._items.clear()
+        self._columns = []
         self._pid = None
-        for event_file in self.files:
+        for event_file in self._files:
             event_file.abandon()
-        self.fault = _Forked()
-
-    def take_fault(self):
-        """The pending exception, once; after an I/O error, every later call gets a WriterError."""
-        fault, self.fault = self.fault, None
-        if self._broken is not None:
-            self.fault = WriterError("the mxboard writer stopped writing after an earlier error: %r"
-                                     % (self._broken,))
-            self.fault.__cause__ = self._broken
-        return fault
+        self.pending = _FORKED
 
     def _check_alive(self):
         if not self._thread.is_alive():
@@ -170,39 +292,57 @@ class Worker:
             self._drain()
             with self._drained:
                 self._drained.notify_all()
-            if self._stopping and not self.events:
+            if self._stopping and not self._items:
                 return
 
     def _drain(self):
-        """Encode and write everything queued now, one write per file; then release the flush
-        barriers that were queued (everything queued before them is in this batch)."""
-        popleft = self.events.popleft
-        items = [popleft() for _ in range(len(self.events))]
-        events = [item for item in items if item[0] is not None and item[0] is not TASK]
-        tasks = [item for item in items if item[0] is TASK]
-        chunks = [c for c in (columns.take() for columns in list(self.columns)) if c is not None]
-        for _, (fn, args), _, _ in tasks:
-            try:
-                if self._broken is None:
-                    fn(*args)
-            except Exception as exc:
-                self._keep(exc)
+        """Build, encode and write everything queued before now, one write per file, in call
+        order per tag; then release the flush barriers that were queued."""
+        limit = self._next_seq()
+        items = []
+        while self._items and self._items[0][0] < limit:
+            items.append(self._items.popleft())
+        with self._lock:
+            chunks = [c for c in (columns.take(limit) for columns in self._columns) if c is not None]
+            self._columns = [c for c in self._columns if not c.abandoned()]
         try:
-            if self._broken is None and (events or chunks):
-                scalars = chunks[0] if len(chunks) == 1 else (
-                    [np.concatenate(column) for column in zip(*chunks)] if chunks else None)
-                out, errors = encode_batch(self.series, scalars, events)
-                for exc in errors:
-                    self._keep(exc)
-                self._write(out)
+            if self._broken is None:
+                self._write(self._encode(items, chunks))
         except Exception as exc:  # never let the thread die: the caller hears of it instead
             self._keep(exc)
         finally:
-            for _ in range(len(events) + len(tasks)):
-                self._slots.release()
-            for item in items:
-                if item[0] is None:
-                    item[1].set()
+            with self._room:
+                self._queued[0] -= sum(1 for _, item, _ in items if type(item) is not _Barrier)
+                self._queued[1] -= sum(size for _, _, size in items)
+                self._room.notify_all()
+            for _, item, _ in items:
+                if type(item) is _Barrier:
+                    item.done.set()
+
+    def _encode(self, items, chunks):
+        """{file: bytes} of one batch. Scalar rows (MXNet ones resolved now) are sorted by series,
+        then by call order; other records follow in call order. A bad item is reported, the
+        rest written."""
+        out = collections.defaultdict(list)
+        for seq, item, _size in items:
+            kind = type(item)
+            try:
+                if kind is Record:
+                    message = item.build(*[resolve(a) for a in item.args])
+                    out[item.file].append(encode_event(message, item.step, item.wall))
+                elif kind is PendingScalar:
+                    value = float(np.asarray(resolve(item.value)).reshape(()))
+                    chunks.append([np.array([c]) for c in (item.series, value, item.step, item.wall, seq)])
+                elif kind is Task:
+                    item.fn(*[resolve(a) for a in item.args])
+            except Exception as exc:  # a bad item: report it, write the others
+                self._keep(exc)
+        if chunks:
+            series, values, steps, walls, seqs = (np.concatenate(c) for c in zip(*chunks)) \
+                if len(chunks) > 1 else chunks[0]
+            for event_file, records in encode_scalar_rows(self._series, series, values, steps, walls, seqs):
+                out[event_file].insert(0, records)
+        return {event_file: b"".join(pieces) for event_file, pieces in out.items()}
 
     def _write(self, out):
         for event_file, data in out.items():
@@ -214,23 +354,20 @@ class Worker:
                 return
 
     def _keep(self, exc):
-        if self.fault is None:
-            self.fault = exc
+        if self.pending is None:
+            self.pending = exc
         else:
             log.error("mxboard: a further error on the writer thread: %r", exc)
 
 
-_LIVE = weakref.WeakSet()  # workers of this process, for the fork hook
-_FORK_HOOK = []  # registered once, with the first worker (nothing happens at import)
-
-
-def _after_fork_in_child():
-    for worker in list(_LIVE):
-        worker.abandon()
-    _LIVE.clear()
-
-
-def _watch_forks():
-    if not _FORK_HOOK and hasattr(os, "register_at_fork"):
-        os.register_at_fork(after_in_child=_after_fork_in_child)
-        _FORK_HOOK.append(True)
+def _footprint(item):
+    """Bytes of array data an item holds (numpy arrays, MXNet snapshots, text)."""
+    total = 0
+    for arg in item.args if hasattr(item, "args") else (item.value,):
+        if isinstance(arg, (str, bytes)):
+            total += len(arg)
+        elif isinstance(arg, np.ndarray) and arg.dtype == object:
+            total += sum(len(s) for s in arg.flat if isinstance(s, (str, bytes)))
+        elif hasattr(arg, "nbytes"):
+            total += int(arg.nbytes)
+    return total

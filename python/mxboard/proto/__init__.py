@@ -16,7 +16,7 @@ __all__ = [
     "GraphDef", "HistogramPluginData", "HistogramProto", "ImagePluginData", "Layout",
     "MarginChartContent", "MeshPluginData", "MultilineChartContent", "NameAttrList", "NodeDef",
     "PrCurvePluginData", "ScalarPluginData", "SessionLog", "Summary", "SummaryMetadata",
-    "TensorProto", "TensorShapeProto", "TextPluginData", "VersionDef", "hparams", "projector",
+    "TensorProto", "TensorShapeProto", "TextPluginData", "VersionDef", "hparams", "projector_config",
 ]
 
 POOL = descriptor_pool.DescriptorPool()
@@ -93,7 +93,7 @@ class hparams:  # noqa: N801 - a namespace, like a generated module
     Value = _message("google.protobuf.Value")
 
 
-class projector:  # noqa: N801
+class projector_config:  # noqa: N801 - as TensorBoard's projector_config_pb2
     ProjectorConfig = _message("mxboard.projector.ProjectorConfig")
     EmbeddingInfo = _message("mxboard.projector.EmbeddingInfo")
     SpriteMetadata = _message("mxboard.projector.SpriteMetadata")

@@ -7,31 +7,11 @@ import numpy as np
 from ..proto import Summary
 from ._common import summary
 
-__all__ = ["DATAFORMATS", "check_dataformats", "figure_pixels", "to_hwc", "make_image_grid", "to_uint8", "image_summary", "video_summary"]
-
-DATAFORMATS = ("HW", "CHW", "HWC", "NCHW", "NHWC")
-_CHANNELS = (1, 3, 4)
-
-
-def check_dataformats(shape, dataformats, name="image"):
-    """Check an array's shape against `dataformats`; raise naming both when they disagree."""
-    if not isinstance(dataformats, str) or dataformats.upper() not in DATAFORMATS:
-        raise ValueError("dataformats must be one of %s; got %r" % (", ".join(DATAFORMATS), dataformats))
-    dataformats = dataformats.upper()
-    if len(shape) != len(dataformats):
-        raise ValueError("%s with dataformats=%r must have %d dimensions; got shape %s"
-                         % (name, dataformats, len(dataformats), tuple(shape)))
-    if "C" in dataformats and shape[dataformats.index("C")] not in _CHANNELS:
-        raise ValueError("%s must have 1, 3 or 4 channels (dataformats=%r); got %d in shape %s"
-                         % (name, dataformats, shape[dataformats.index("C")], tuple(shape)))
-    if 0 in shape:
-        raise ValueError("%s is empty: shape %s" % (name, tuple(shape)))
-    return dataformats
-
+__all__ = ["figure_pixels", "to_hwc", "make_image_grid", "to_uint8", "image_summary", "video_summary"]
 
 def to_uint8(array):
     """Pixels as uint8: floats are taken as [0, 1] and clipped (never wrapped around); bool as
-    0/255; integers must already lie in [0, 255]."""
+    0/255; integers as they are (the call checked they lie in [0, 255]: checks.pixels)."""
     if array.dtype == np.uint8:
         return array
     if array.dtype == np.bool_:
@@ -40,8 +20,6 @@ def to_uint8(array):
         with np.errstate(invalid="ignore"):
             return (np.clip(np.nan_to_num(array, nan=0.0), 0.0, 1.0) * 255.0 + 0.5).astype(np.uint8)
     if array.dtype.kind in "iu":
-        if array.size and (array.min() < 0 or array.max() > 255):
-            raise ValueError("integer pixels must lie in [0, 255]; got [%d, %d]" % (array.min(), array.max()))
         return array.astype(np.uint8)
     raise TypeError("pixels must be float, uint8, bool or integer; got dtype %s" % array.dtype)
 
@@ -62,7 +40,7 @@ def make_image_grid(images, nrow=8, padding=2, pad_value=0):
 
 
 def to_hwc(array, dataformats):
-    """An image array in `dataformats` (checked by `check_dataformats`) as HWC; N* formats as a
+    """An image array in `dataformats` (checked by `checks.dataformats`) as HWC; N* formats as a
     grid."""
     if dataformats == "HW":
         return array[:, :, None]

@@ -1,7 +1,5 @@
 """3-D meshes and point clouds for the Mesh dashboard: up to three tensors (vertices, faces,
 colors), each a value tagged `<tag>_VERTEX`, `<tag>_FACE`, `<tag>_COLOR`."""
-import json
-
 import numpy as np
 
 from ..proto import MeshPluginData, Summary
@@ -18,22 +16,18 @@ def batched(array):
     return array[None] if array.ndim == 2 else array
 
 
-def mesh_summary(tag, vertices, colors=None, faces=None, config_dict=None):
+def mesh_summary(tag, vertices, colors=None, faces=None, json_config=""):
     """`vertices` (B, N, 3) or (N, 3) floats; `faces` (B, F, 3) vertex indices; `colors`
-    (B, N, 3) uint8."""
+    (B, N, 3) uint8; `json_config` the viewer's configuration as JSON text."""
     vertices = batched(vertices)
     parts = [(MeshPluginData.VERTEX, "VERTEX", vertices.astype(np.float32))]
     if faces is not None:
-        faces = batched(faces)
-        if faces.size and (faces.min() < 0 or faces.max() >= vertices.shape[1]):
-            raise ValueError("faces must index vertices (0 to %d)" % (vertices.shape[1] - 1))
-        parts.append((MeshPluginData.FACE, "FACE", faces.astype(np.int32)))
+        parts.append((MeshPluginData.FACE, "FACE", batched(faces).astype(np.int32)))
     if colors is not None:
         parts.append((MeshPluginData.COLOR, "COLOR", batched(colors).astype(np.uint8)))
     components = 0
     for content_type, _, _ in parts:
         components |= 1 << content_type
-    json_config = json.dumps(config_dict, sort_keys=True) if config_dict else ""
     values = []
     for content_type, suffix, data in parts:
         content = MeshPluginData(version=0, name=tag, content_type=content_type, components=components,

@@ -1,0 +1,313 @@
+"""Every check of a call's arguments, one function a kind, run on the caller's thread: a bad call
+raises TypeError or ValueError naming the argument, before anything is queued, so it never costs
+another call its data. Each returns the arguments its kind's builder (summaries/) takes, with the
+data captured (`convert.capture`): numpy copies, or MXNet snapshots whose value checks run when
+the writer thread resolves them (the training thread never waits for MXNet's engine).
+"""
+import json
+import math
+from time import time as _now
+
+import numpy as np
+
+from . import convert
+from .summaries.audio import frames_layout
+from .summaries.hparams import hparam_value
+
+__all__ = ["stamp", "step", "walltime", "bins", "histogram_raw", "image", "video", "audio", "text",
+           "pr_curve", "pr_curve_raw", "mesh", "embedding", "hparams", "pixels", "DATAFORMATS"]
+
+DATAFORMATS = ("HW", "CHW", "HWC", "NCHW", "NHWC")
+BIN_RULES = ("auto", "fd", "doane", "scott", "stone", "rice", "sturges", "sqrt")
+MAX_BINS = 1 << 16  # more buckets than a histogram chart has pixels
+_CHANNELS = (1, 3, 4)
+_GIF_LONGEST_FRAME = 655.35  # s: a GIF frame's delay is 16 bits of centiseconds
+
+
+# -- when ------------------------------------------------------------------------------------
+def step(global_step):
+    """A step as an int (None is 0)."""
+    return 0 if global_step is None else convert.to_int(global_step)
+
+
+def walltime(value):
+    """Seconds since the epoch as a float (None is now)."""
+    if value is None:
+        return _now()
+    wall = convert.to_float(value, "walltime")
+    if not (wall > 0 and math.isfinite(wall)):
+        raise ValueError("walltime must be finite seconds since the epoch (> 0); got %r" % (value,))
+    return wall
+
+
+def stamp(global_step, wall):
+    """(step, walltime) of a call."""
+    return step(global_step), walltime(wall)
+
+
+# -- histograms -----------------------------------------------------------------------------
+def bins(value):
+    """'default', a numpy rule name, a number of equal-width bins, or increasing finite edges."""
+    if isinstance(value, str):
+        if value != "default" and value not in BIN_RULES:
+            raise ValueError("bins must be 'default', %s, an int or bin edges; got %r"
+                             % (", ".join(repr(r) for r in BIN_RULES), value))
+        return value
+    if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
+        if not 1 <= value <= MAX_BINS:
+            raise ValueError("bins must be between 1 and %d; got %d" % (MAX_BINS, value))
+        return int(value)
+    edges = convert.capture(value, "bins", defer=False).astype(np.float64)
+    if edges.ndim != 1 or len(edges) < 2 or np.any(np.diff(edges) <= 0) or not np.all(np.isfinite(edges)):
+        raise ValueError("bins given as edges must be a 1-D increasing sequence of at least 2 finite numbers")
+    if len(edges) > MAX_BINS + 1:
+        raise ValueError("bins must be at most %d edges; got %d" % (MAX_BINS + 1, len(edges)))
+    return edges
+
+
+def histogram_raw(min, bucket_limits, bucket_counts):
+    """(limits, counts, lowest) of a histogram counted already."""
+    limits = convert.capture(bucket_limits, "bucket_limits", defer=False).astype(np.float64).reshape(-1)
+    counts = convert.capture(bucket_counts, "bucket_counts", defer=False).astype(np.float64).reshape(-1)
+    if len(limits) != len(counts):
+        raise ValueError("bucket_limits and bucket_counts must have the same length; got %d and %d"
+                         % (len(limits), len(counts)))
+    if np.any(np.diff(limits) < 0):
+        raise ValueError("bucket_limits must be increasing")
+    lowest = convert.to_float(min, "min")
+    if len(limits) and lowest > limits[0]:
+        raise ValueError("min (%r) must not exceed the first bucket limit (%r)" % (lowest, limits[0]))
+    return limits, counts, lowest
+
+
+# -- images, video, audio -------------------------------------------------------------------
+def dataformats(shape, formats, name="image"):
+    """`formats` (upper-cased) after checking `shape` against it."""
+    if not isinstance(formats, str) or formats.upper() not in DATAFORMATS:
+        raise ValueError("dataformats must be one of %s; got %r" % (", ".join(DATAFORMATS), formats))
+    formats = formats.upper()
+    if len(shape) != len(formats):
+        raise ValueError("%s with dataformats=%r must have %d dimensions; got shape %s"
+                         % (name, formats, len(formats), tuple(shape)))
+    if "C" in formats and shape[formats.index("C")] not in _CHANNELS:
+        raise ValueError("%s must have 1, 3 or 4 channels (dataformats=%r); got %d in shape %s"
+                         % (name, formats, shape[formats.index("C")], tuple(shape)))
+    if 0 in shape:
+        raise ValueError("%s is empty: shape %s" % (name, tuple(shape)))
+    return formats
+
+
+def pixels(array, name="image"):
+    """Integer pixels must lie in [0, 255] (floats are clipped to [0, 1], never wrapped)."""
+    if array.dtype.kind in "iu" and array.dtype != np.uint8 and array.size:
+        low, high = array.min(), array.max()
+        if low < 0 or high > 255:
+            raise ValueError("%s: integer pixels must lie in [0, 255]; got [%d, %d]" % (name, low, high))
+    return array
+
+
+def image(value, formats, name="image"):
+    """(pixels, dataformats) of an image or a batch of them."""
+    array = convert.capture(value, name, check=lambda a: pixels(a, name))
+    return array, dataformats(array.shape, formats, name)
+
+
+def video(vid_tensor, fps):
+    """(frames, fps) of a video: (N, T, C, H, W) or (T, C, H, W)."""
+    frames = convert.capture(vid_tensor, "vid_tensor", check=lambda a: pixels(a, "vid_tensor"))
+    if frames.ndim not in (4, 5) or frames.shape[-3] not in _CHANNELS or 0 in frames.shape:
+        raise ValueError("vid_tensor must be (N, T, C, H, W) or (T, C, H, W) with 1, 3 or 4 "
+                         "channels; got shape %s" % (frames.shape,))
+    rate = convert.to_float(fps, "fps")
+    if not (math.isfinite(rate) and rate >= 1.0 / _GIF_LONGEST_FRAME):
+        raise ValueError("fps must be a finite number >= %.6f (a GIF frame lasts at most %.2f s); got %r"
+                         % (1.0 / _GIF_LONGEST_FRAME, _GIF_LONGEST_FRAME, fps))
+    return frames, rate
+
+
+def audio(value, sample_rate):
+    """(samples, sample rate) of a clip."""
+    samples = convert.capture(value, "audio")
+    layout = frames_layout(samples.shape)
+    channels = 1 if layout == "mono" else min(n for n in samples.shape if n != 1) if samples.ndim > 1 else 1
+    rate = convert.to_float(sample_rate, "sample_rate")
+    if not (rate > 0 and math.isfinite(rate) and rate == int(rate)):
+        raise ValueError("sample_rate must be a positive whole number of Hz; got %r" % (sample_rate,))
+    if int(rate) * channels * 2 >= 1 << 32:  # a WAV header's byte rate is 32 bits
+        raise ValueError("sample_rate is too large for a WAV file: %d Hz" % int(rate))
+    return samples, int(rate)
+
+
+# -- text -----------------------------------------------------------------------------------
+def text(value):
+    """A str, or a 1-D (a column) or 2-D (a table) numpy array of str."""
+    if isinstance(value, str):
+        _utf8(value, "text")
+        return value
+    if isinstance(value, bytes):
+        raise TypeError("text must be str (decode bytes first); got bytes")
+    if isinstance(value, (list, tuple)) and value and all(isinstance(r, (list, tuple)) for r in value):
+        lengths = sorted({len(row) for row in value})
+        if len(lengths) > 1:
+            raise ValueError("text: rows of a table must have equal lengths; got %s" % lengths)
+    array = np.array(value, dtype=object)
+    if array.ndim not in (1, 2) or array.size == 0 or not all(isinstance(t, str) for t in array.flat):
+        raise TypeError("text must be a str, or a non-empty 1-D or 2-D list/array of str; "
+                        "got %s of shape %s" % (type(value).__name__, array.shape))
+    for cell in array.flat:
+        _utf8(cell, "text")
+    return array
+
+
+def _utf8(value, name):
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise ValueError("%s must be valid Unicode text (it is written as UTF-8); %s at position %d"
+                         % (name, exc.reason, exc.start)) from None
+    return value
+
+
+# -- PR curves ------------------------------------------------------------------------------
+def thresholds(num_thresholds):
+    num_thresholds = convert.to_int(num_thresholds, "num_thresholds")
+    if not 2 <= num_thresholds <= MAX_BINS:
+        raise ValueError("num_thresholds must be between 2 and %d; got %d" % (MAX_BINS, num_thresholds))
+    return num_thresholds
+
+
+def _finite(name):
+    def check(array):
+        if array.dtype.kind == "f" and not np.isfinite(array).all():
+            raise ValueError("%s must be finite numbers; got NaN or infinity" % name)
+        return array
+    return check
+
+
+def pr_curve(labels, predictions, num_thresholds, weights):
+    """(labels, predictions, num_thresholds, weights) of a PR curve."""
+    labels = convert.capture(labels, "labels")
+    predictions = convert.capture(predictions, "predictions", check=_finite("predictions"))
+    if labels.shape != predictions.shape:
+        raise ValueError("labels and predictions must have one shape; got %s and %s"
+                         % (labels.shape, predictions.shape))
+    if weights is not None:
+        weights = convert.capture(weights, "weights", check=_finite("weights"))
+        try:
+            np.broadcast_shapes(weights.shape, labels.shape)
+        except ValueError:
+            raise ValueError("weights of shape %s do not broadcast to labels' %s"
+                             % (weights.shape, labels.shape)) from None
+    return labels, predictions, thresholds(num_thresholds), weights
+
+
+def pr_curve_raw(columns, num_thresholds):
+    """The six columns (TP, FP, TN, FN, precision, recall) and num_thresholds."""
+    num_thresholds = thresholds(num_thresholds)
+    checked = []
+    for name, column in columns.items():
+        column = convert.capture(column, name, defer=False).reshape(-1)
+        if len(column) != num_thresholds:
+            raise ValueError("%s must have num_thresholds (%d) values; got %d"
+                             % (name, num_thresholds, len(column)))
+        checked.append(column)
+    return checked, num_thresholds
+
+
+# -- meshes ---------------------------------------------------------------------------------
+def mesh(vertices, colors, faces, config_dict):
+    """(vertices, colors, faces, config JSON) of a mesh or point cloud."""
+    parts = {"vertices": convert.capture(vertices, "vertices")}
+    if colors is not None:
+        parts["colors"] = convert.capture(colors, "colors")
+    shapes = {}
+    if faces is not None:
+        parts["faces"] = convert.capture(faces, "faces")
+    for name, array in parts.items():
+        shapes[name] = (1,) + tuple(array.shape) if array.ndim == 2 else tuple(array.shape)
+        if len(shapes[name]) != 3 or shapes[name][-1] != 3:
+            raise ValueError("%s must be (B, N, 3) or (N, 3); got shape %s" % (name, tuple(array.shape)))
+    if "colors" in parts and shapes["colors"][:2] != shapes["vertices"][:2]:
+        raise ValueError("colors must have one (B, N) with vertices; got %s and %s"
+                         % (shapes["colors"], shapes["vertices"]))
+    if "faces" in parts:
+        count = shapes["vertices"][1]
+        if parts["faces"].dtype.kind not in "iu":
+            raise TypeError("faces must be integer vertex indices; got dtype %s" % parts["faces"].dtype)
+        parts["faces"] = convert.capture(faces, "faces", check=lambda a: _indices(a, count)) \
+            if convert.is_ndarray(faces) else _indices(parts["faces"], count)
+    if config_dict is None or (isinstance(config_dict, dict) and not config_dict):
+        config = ""
+    else:
+        try:
+            config = json.dumps(config_dict, sort_keys=True, allow_nan=False)
+        except (TypeError, ValueError) as exc:
+            raise TypeError("config_dict must be JSON data (dicts, lists, str, finite numbers); %s" % exc) from None
+    return parts["vertices"], parts.get("colors"), parts.get("faces"), config
+
+
+def _indices(faces, count):
+    if faces.size and (faces.min() < 0 or faces.max() >= count):
+        raise ValueError("faces must index vertices (0 to %d); got [%d, %d]" % (count - 1, faces.min(), faces.max()))
+    return faces
+
+
+# -- embeddings and hparams -----------------------------------------------------------------
+def embedding(matrix, labels, images, header):
+    """(matrix, labels, images, header) of a projector embedding."""
+    matrix = convert.capture(matrix, "embedding", check=_finite("embedding"))
+    if matrix.ndim != 2:
+        raise ValueError("embedding must be 2-D (points, dimensions); got shape %s" % (matrix.shape,))
+    count = matrix.shape[0]
+    if labels is not None:
+        labels = _labels(labels, count, header)
+    if header is not None:
+        header = [_utf8(str(h), "metadata_header") for h in header]
+    if images is not None:
+        images = convert.capture(images, "images", check=lambda a: pixels(a, "images"))
+        dataformats(images.shape, "NCHW", "images")
+        if images.shape[0] != count:
+            raise ValueError("images must have one per point: %d; got %d" % (count, images.shape[0]))
+    return matrix, labels, images, header
+
+
+def _labels(labels, count, header):
+    if convert.is_ndarray(labels) and header is None:  # converted on the writer thread
+        if labels.shape[0] != count:
+            raise ValueError("labels must have one per point: %d; got %d" % (count, labels.shape[0]))
+        return convert.capture(labels, "labels", numeric=False)
+    if header is not None:
+        rows = [list(row) for row in labels]
+        if any(len(row) != len(header) for row in rows):
+            raise ValueError("labels: every row must have len(metadata_header) = %d values" % len(header))
+        labels = [[_utf8(str(v), "labels") for v in row] for row in rows]
+    elif isinstance(labels, list):
+        labels = [_utf8(str(v), "labels") for v in labels]
+    else:
+        labels = [_utf8(str(v), "labels") for v in convert.to_numpy(labels, "labels").reshape(-1).tolist()]
+    if len(labels) != count:
+        raise ValueError("labels must have one per point: %d; got %d" % (count, len(labels)))
+    return labels
+
+
+def hparams(hparam_dict, metric_dict, domains):
+    """(values, metrics, domains) of one hyper-parameter run."""
+    if not isinstance(hparam_dict, dict) or not hparam_dict:
+        raise TypeError("hparam_dict must be a non-empty dict of name -> bool, number or str")
+    if not isinstance(metric_dict, dict):
+        raise TypeError("metric_dict must be a dict of metric tag -> number")
+    values = {convert.check_tag(k, "hparam name"): _hparam(v, k) for k, v in hparam_dict.items()}
+    metrics = {convert.check_tag(k, "metric tag"): convert.to_float(v, "metric_dict[%r]" % (k,))
+               for k, v in metric_dict.items()}
+    checked = {}
+    for name, domain in (domains or {}).items():
+        if name not in values or not isinstance(domain, (list, tuple)) or not domain:
+            raise ValueError("hparam_domain_discrete[%r] must be a non-empty list for a hparam in "
+                             "hparam_dict" % (name,))
+        checked[name] = [_hparam(v, name) for v in domain]
+    return values, metrics, checked
+
+
+def _hparam(value, name):
+    value = hparam_value(value, name)
+    return _utf8(value, "hparam %r" % (name,)) if isinstance(value, str) else value
