@@ -1,53 +1,68 @@
 # make demo        train a Gluon CNN on bundled digits, log every summary kind, serve it
 #                  (make demo SERVE=0 LOGDIR=DIR: into DIR, without serving)
-# make test        set up .venv (idempotent) and run the test suite
-# make bench       the hot-path benchmark, side by side with tensorboardX
+# make test        set up .venv with what the tests need (idempotent) and run the test suite
+# make test-tools  the system tools a few tests need, skipping without them: headless Chromium
+#                  (pages drawn), iproute2 (network namespaces); CI installs them
+# make bench       the benchmark, side by side with tensorboardX and torch.utils.tensorboard
 # make wheel       dist/mxboard-<version>-py3-none-any.whl (logger + bundled TensorBoard launcher)
 # make wheelhouse  dist/wheelhouse/: that wheel and every dependency, for offline installs
+# make clean       remove everything the targets above made
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
-STAMP := $(VENV)/.installed
+BASE := $(VENV)/.base
+DEMO := $(VENV)/.demo
+TESTS := $(VENV)/.tests
 TORCH ?= 2.13.0
 LOGDIR ?= runs/demo
 SERVE ?= 1
 
-.PHONY: setup demo test bench screenshots protos wheel wheelhouse clean
+.PHONY: setup demo test test-tools bench screenshots protos wheel wheelhouse clean
 
-setup: $(STAMP)
+setup: $(TESTS)
 
-$(STAMP): pyproject.toml setup.py
-	# system tools: patch (the build applies patches/), iproute2 (network-namespace tests),
-	# headless Chromium (screenshot tests); installed only where missing
-	missing=""; command -v patch >/dev/null || missing="$$missing patch"; \
-	command -v ip >/dev/null || missing="$$missing iproute2"; \
-	command -v chromium >/dev/null || missing="$$missing chromium fonts-dejavu-core"; \
-	if [ -n "$$missing" ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
-	    apt-get install -y -qq --no-install-recommends $$missing >/dev/null; fi
+# the venv, and `patch`: installing mxboard builds it, and the build applies patches/
+$(BASE):
+	command -v patch >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
+	    apt-get install -y -qq --no-install-recommends patch >/dev/null; }
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
+	touch $@
+
+# mxboard with MXNet and what the demo trains on
+$(DEMO): $(BASE) pyproject.toml setup.py
+	$(PY) -m pip install -q -e '.[demo]'
+	touch $@
+
+# the test extra, and torch (coexistence with torch.utils.tensorboard, DLPack input): the CPU
+# build where the machine offers one, never the multi-GB CUDA build from the index
+$(TESTS): $(DEMO)
 	$(PY) -m pip install -q -e '.[test,demo]'
-	# torch, for the tests that prove coexistence with torch.utils.tensorboard and DLPack input:
-	# the CPU build where the machine offers one (never the multi-GB CUDA build from the index)
 	if $(PY) -m pip download -q --no-deps --no-index -d $(VENV)/torch-wheel torch==$(TORCH) 2>/dev/null; then \
 	    $(PY) -m pip install -q $(VENV)/torch-wheel/torch-*.whl && rm -rf $(VENV)/torch-wheel; \
 	else echo "note: no local CPU build of torch $(TORCH): the tests skip their torch parts"; fi
 	touch $@
 
-demo: setup
+test-tools:
+	missing=""; command -v ip >/dev/null || missing="$$missing iproute2"; \
+	command -v chromium >/dev/null || missing="$$missing chromium fonts-dejavu-core"; \
+	if [ -n "$$missing" ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
+	    apt-get install -y -qq --no-install-recommends $$missing >/dev/null; fi
+
+demo: $(DEMO)
 	$(PY) -m mxboard.demo --logdir $(LOGDIR) $(if $(filter 0,$(SERVE)),--no-serve,)
 
-test: setup
+test: $(TESTS)
 	$(PY) -m pytest -q tests
 
-screenshots: setup
+screenshots: $(DEMO) test-tools
 	rm -rf runs/screenshots && $(PY) -m mxboard.demo --logdir runs/screenshots --no-serve
 	$(PY) tools/screenshots.py --logdir runs/screenshots --out docs
 
-bench: setup
+bench: $(TESTS)
 	$(PY) tools/bench.py
 
-wheel: setup
+wheel: $(BASE)
 	PYTHON=$(PY) tools/pip_package/build_pip_package.sh dist
 
 wheelhouse: wheel
@@ -55,8 +70,10 @@ wheelhouse: wheel
 	cp $$(ls -t dist/mxboard-*-py3-none-any.whl | head -n 1) dist/wheelhouse/
 	$(PY) -m pip download -q --dest dist/wheelhouse dist/wheelhouse/mxboard-*.whl
 
-protos: setup
+protos: $(TESTS)
 	$(PY) tools/gen_protos.py
 
 clean:
-	rm -rf $(VENV) build dist .cache .pytest_cache python/*.egg-info
+	rm -rf $(VENV) build dist runs .cache .pytest_cache .hypothesis *.egg-info python/*.egg-info
+	find tensorboard_bundle/_patched -name '*.py' ! -name __init__.py -delete
+	find . -name __pycache__ -type d -prune -exec rm -rf {} +

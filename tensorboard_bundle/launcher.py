@@ -54,6 +54,8 @@ def main(argv=None):
         binary, why_not = locate.data_server_binary()
         if binary:
             os.environ["TENSORBOARD_DATA_SERVER_BINARY"] = binary
+        else:  # the banner then names the Python loader; this says why there is no other
+            sys.stderr.write("note: no fast data loader: %s\n" % why_not)
     tensorboard = program.TensorBoard(plugins=plugins(), assets_zip_provider=locate.assets_zip_provider())
     try:
         app.run(tensorboard.main, argv=_defaults(argv), flags_parser=tensorboard.configure)

@@ -27,7 +27,8 @@ def data_server_binary(cache_dir=None):
     """The path of an executable TensorBoard data server (the fast Rust loader), or None with
     the reason. The binary ships in the `tensorboard_data_server` package; where that package
     cannot give a runnable file (inside a zip, or installed without its exec bit), the binary is
-    copied once to a cache directory, executable."""
+    copied once to a cache directory, executable; a cached copy runs only if its content is
+    byte for byte the package's (else it is written anew)."""
     try:
         import tensorboard_data_server
     except ImportError:
@@ -41,12 +42,12 @@ def data_server_binary(cache_dir=None):
         data = None
     if not data:
         return None, "tensorboard-data-server has no binary for this platform"
-    digest = hashlib.sha256(data).hexdigest()[:16]
+    digest = hashlib.sha256(data).hexdigest()
     cache_dir = cache_dir or os.path.join(
         os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"),
         "mxboard", "data-server")
-    target = os.path.join(cache_dir, "server-%s-%s" % (tensorboard_data_server.__version__, digest))
-    if not os.access(target, os.X_OK):
+    target = os.path.join(cache_dir, "server-%s-%s" % (tensorboard_data_server.__version__, digest[:16]))
+    if not (os.access(target, os.X_OK) and _sha256(target) == digest):
         os.makedirs(cache_dir, exist_ok=True)
         fd, temporary = tempfile.mkstemp(dir=cache_dir)
         with os.fdopen(fd, "wb") as f:
@@ -55,3 +56,11 @@ def data_server_binary(cache_dir=None):
         os.replace(temporary, target)
         log.info("data server binary copied to %s (executable)", target)
     return target, None
+
+
+def _sha256(path):
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()

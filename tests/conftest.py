@@ -70,6 +70,16 @@ def pip_target(spec):
     return target
 
 
+def needs(*tools):
+    """Skip, naming what is missing, unless every command in `tools` is on PATH (CI installs them:
+    make test-tools)."""
+    import shutil
+
+    missing = [t for t in tools if shutil.which(t) is None]
+    return pytest.mark.skipif(bool(missing), reason="needs %s on PATH (make test-tools installs it)"
+                              % ", ".join(missing))
+
+
 @pytest.fixture
 def logdir(tmp_path):
     return str(tmp_path / "logs")

@@ -77,6 +77,40 @@ def test_data_server_without_exec_bit(tmp_path, logdir, serve):
     assert "data loader: Python (the data server could not start: " in server.banner
 
 
+def test_a_tampered_cached_data_server_is_replaced_before_it_runs(tmp_path):
+    site = _target_copy(tmp_path, "tensorboard_data_server")
+    binary = site / "tensorboard_data_server" / "bin" / "server"
+    binary.chmod(binary.stat().st_mode & ~(stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH))
+    code = ("import sys; from tensorboard_bundle import locate; "
+            "print(locate.data_server_binary(sys.argv[1])[0])")
+
+    def locate():
+        return subprocess.run([sys.executable, "-c", code, str(tmp_path / "cache")], check=True, text=True,
+                              capture_output=True, env=_env(PYTHONPATH=os.pathsep.join([str(site), ROOT])),
+                              ).stdout.strip()
+
+    cached = locate()
+    assert open(cached, "rb").read() == binary.read_bytes()
+    with open(cached, "wb") as f:  # someone with write access to the cache swaps it
+        f.write(b"#!/bin/sh\necho not the data server\n")
+    assert locate() == cached
+    assert open(cached, "rb").read() == binary.read_bytes() and os.access(cached, os.X_OK)
+
+
+def test_vendor_check_names_a_hand_edited_or_missing_file(tmp_path, monkeypatch):
+    sys.path.insert(0, os.path.join(ROOT, "tools", "pip_package"))
+    import vendor
+
+    tree = tmp_path / "tree"
+    vendor.vendor(str(tree / "tensorboard_bundle" / "_patched"))
+    monkeypatch.setattr(vendor, "ROOT", str(tree))
+    assert vendor.check() == []
+    (tree / "tensorboard_bundle" / "_patched" / "default.py").write_text("# edited by hand\n")
+    (tree / "tensorboard_bundle" / "_patched" / "program.py").unlink()
+    assert sorted(vendor.check()) == ["tensorboard_bundle/_patched/default.py (differs)",
+                                      "tensorboard_bundle/_patched/program.py (missing)"]
+
+
 def test_python_loader_reads_every_file(logdir, serve):
     older = SummaryWriter(logdir)
     for step in range(5):

@@ -12,10 +12,11 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from conftest import ROOT
+from conftest import ROOT, needs
 
-pytestmark = pytest.mark.skipif(subprocess.run(["unshare", "-n", "true"], capture_output=True).returncode != 0,
-                                reason="needs unshare -n (root, or user namespaces)")
+pytestmark = [needs("unshare", "ip", "chromium", "patch"),
+              pytest.mark.skipif(subprocess.run(["unshare", "-n", "true"], capture_output=True).returncode != 0,
+                                 reason="needs unshare -n (root, or user namespaces)")]
 
 
 @pytest.fixture(scope="module")

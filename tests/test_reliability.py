@@ -16,7 +16,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conftest import BUNDLE, ROOT, accumulator, event_files, projector_config, tb_scalars
+from conftest import BUNDLE, ROOT, accumulator, event_files, needs, projector_config, tb_scalars
 from mxboard import SummaryWriter
 from mxboard._crc32c import masked_crc32c
 from mxboard.events import frame
@@ -251,6 +251,7 @@ print(json.dumps(results))
 """
 
 
+@needs("unshare", "ip")
 def test_the_server_listens_on_127_0_0_1_unless_told_otherwise(tmp_path):
     if subprocess.run(["unshare", "-n", "true"], capture_output=True).returncode != 0:
         pytest.skip("needs unshare -n")

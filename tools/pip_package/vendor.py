@@ -3,7 +3,9 @@ tensorboard_bundle/_patched/. Run at every build (setup.py's build_py), against 
 TensorBoard installed in the build environment; fails loudly if that is another version or if a
 patch no longer applies exactly (no fuzz).
 
-    python tools/pip_package/vendor.py [--check]
+    python tools/pip_package/vendor.py                 vendor into the source tree
+    python tools/pip_package/vendor.py --check [WHEEL] exit 1 unless the tree (and WHEEL) hold
+                                                       exactly what the patches make
 """
 import glob
 import os
@@ -35,6 +37,37 @@ def patches():
     return found
 
 
+def vendored_name(target):
+    """Where the patched copy of upstream's `target` lives in the package."""
+    return "tensorboard_bundle/_patched/" + os.path.basename(target)
+
+
+def check(wheel=None):
+    """The names of vendored files (in the tree, or in `wheel`) that differ from what the
+    patches make now, or are missing."""
+    import zipfile
+
+    with tempfile.TemporaryDirectory() as fresh:
+        vendor(fresh)
+        stale = []
+        members = zipfile.ZipFile(wheel) if wheel else None
+        for _, target in patches():
+            name = vendored_name(target)
+            with open(os.path.join(fresh, os.path.basename(target)), "rb") as f:
+                expected = f.read()
+            try:
+                if members is not None:
+                    actual = members.read(name)
+                else:
+                    with open(os.path.join(ROOT, name), "rb") as f:
+                        actual = f.read()
+            except (KeyError, FileNotFoundError):
+                actual = None
+            if actual != expected:
+                stale.append(name + (" (missing)" if actual is None else " (differs)"))
+        return stale
+
+
 def vendor(output=OUTPUT):
     import tensorboard
     from tensorboard import version
@@ -60,6 +93,14 @@ def vendor(output=OUTPUT):
 
 
 if __name__ == "__main__":
-    vendor()
-    print("vendored %d patched files into %s" % (len(patches()), os.path.relpath(OUTPUT, ROOT)))
-    sys.exit(0)
+    if sys.argv[1:2] == ["--check"]:
+        where = sys.argv[2] if len(sys.argv) > 2 else None
+        stale = check(where)
+        if stale:
+            sys.exit("%s does not hold what patches/ make: %s" % (where or "the source tree", ", ".join(stale)))
+        print("%s holds all %d patched files" % (where or "the source tree", len(patches())))
+    elif sys.argv[1:]:
+        sys.exit(__doc__)
+    else:
+        vendor()
+        print("vendored %d patched files into %s" % (len(patches()), os.path.relpath(OUTPUT, ROOT)))
