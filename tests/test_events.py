@@ -121,3 +121,23 @@ def test_reader_of_an_empty_file_yields_nothing(tmp_path):
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert list(read_events(str(path))) == []
+
+
+def test_a_crc_valid_record_that_is_no_event_is_data_loss(tmp_path):
+    path = tmp_path / "events.out.tfevents.garbage"
+    path.write_bytes(frame(b"\xff\xff\xff"))  # framed correctly, but no protobuf message
+    with pytest.raises(DataLossError, match="record 0 has a valid CRC but is no Event"):
+        list(read_events(str(path)))
+
+
+def test_a_fifo_named_like_an_event_file_is_skipped_not_waited_on(logdir):
+    path = _written(logdir)
+    os.mkfifo(os.path.join(logdir, "events.out.tfevents.0.fifo"))  # nobody ever writes into it
+    assert event_files_read(logdir) == [path]
+    assert [e.step for e in read_events(logdir)][1:] == [0, 1, 2, 3, 4]
+
+
+def event_files_read(logdir):
+    from mxboard.reader import event_files
+
+    return event_files(logdir)

@@ -132,6 +132,21 @@ def test_device_histograms_match_the_host_ones(logdir, dtype, bins):
     assert np.allclose(device, host, rtol=1e-3, atol=1e-3)
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_device_histograms_put_values_on_an_edge_in_the_edges_bucket(logdir, dtype):
+    from mxboard.summaries.histogram import default_bucket_limits
+
+    limits = default_bucket_limits()[::37]  # edges across the range, both signs
+    near = limits.astype(dtype)  # each edge rounded to the dtype: on it, or just beside it
+    values = np.concatenate([near, np.nextafter(near, np.inf), np.nextafter(near, -np.inf), [0.0, -0.0]]).astype(dtype)
+    with SummaryWriter(logdir) as w:
+        w.add_histogram("device", nd.array(values, dtype=dtype), 0)
+        w.add_histogram("host", values, 0)
+    acc = plugin_accumulator(logdir)
+    device, host = tensor_values(acc, "device")[0][1], tensor_values(acc, "host")[0][1]
+    assert np.array_equal(device, host)  # edges and counts, bucket for bucket
+
+
 def test_device_histogram_drops_nan_and_inf_with_a_warning(logdir):
     values = nd.array([1.0, float("nan"), 2.0, float("inf"), 3.0])
     with pytest.warns(RuntimeWarning, match="NaN or infinite"):

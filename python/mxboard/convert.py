@@ -93,7 +93,7 @@ class DeviceHistogram:
             low = nd.min(clean)
             high = nd.max(nd.where(finite, data, -inf))
             if isinstance(bins, str):  # TensorBoard's default buckets
-                self._edges = default_edges(data.dtype)
+                self._edges = default_edges()
                 # as histogram.default_bucket_index does it on the host (see default_layout)
                 log_first, per_step, positive, middle = default_layout()
                 steps = nd.clip(nd.floor((nd.log(nd.abs(clean)) - log_first) * per_step), -1, positive - 1)
@@ -119,9 +119,16 @@ class DeviceHistogram:
         self._size = int(np.prod(array.shape))
 
     def _device(self, nd, edges, data):
-        """`edges` as an NDArray beside `data`, without waiting for the engine (zero-copy: a
-        plain nd.array() would wait for the pending work to finish)."""
-        self._kept = np.ascontiguousarray(edges, dtype=data.dtype)
+        """`edges` (float64) as an NDArray beside `data`, in its dtype, each rounded up to the
+        next value of that dtype: then `v >= edge` is the same test in either precision (a
+        nearest rounding would put a value equal to a rounded-down edge one bucket over).
+        Without waiting for the engine (zero-copy: nd.array() would wait for pending work)."""
+        edges = np.asarray(edges, dtype=np.float64)
+        with np.errstate(over="ignore"):
+            rounded = edges.astype(data.dtype)
+        below = rounded.astype(np.float64) < edges
+        rounded[below] = np.nextafter(rounded[below], np.inf)
+        self._kept = np.ascontiguousarray(rounded)
         device = nd.from_numpy(self._kept, zero_copy=True)
         return device if device.context == data.context else device.copyto(data.context)
 

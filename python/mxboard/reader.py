@@ -4,10 +4,15 @@
         print(event.step, event.summary)
 
 A torn last record (a writer killed mid-write, or a file still being written) ends the file
-with a `TornRecordWarning`; a record whose CRC does not match raises `DataLossError`.
+with a `TornRecordWarning`; a corrupt record (a CRC that does not match, or bytes that are no
+Event) raises `DataLossError`. Only regular files are read (a FIFO named like an event file
+would block forever).
 """
 import os
+import stat
 import warnings
+
+from google.protobuf.message import DecodeError
 
 from ._crc32c import masked_crc32c
 from .events import RECORD_HEADER, RECORD_TRAILER
@@ -17,7 +22,7 @@ __all__ = ["DataLossError", "TornRecordWarning", "read_events", "read_records", 
 
 
 class DataLossError(ValueError):
-    """A record's length or payload does not match its CRC."""
+    """A corrupt record: its length or payload does not match its CRC, or it is no Event."""
 
 
 class TornRecordWarning(UserWarning):
@@ -60,15 +65,29 @@ def event_files(logdir):
     within each directory, directories in sorted order."""
     if os.path.isfile(logdir):
         return [logdir]
+    if os.path.exists(logdir) and not os.path.isdir(logdir):
+        raise ValueError("%s is neither a regular file nor a directory" % logdir)
     found = []
     for directory, subdirs, names in os.walk(logdir):
         subdirs.sort()
-        found.extend(os.path.join(directory, name) for name in sorted(names) if "tfevents" in name)
+        found.extend(path for path in (os.path.join(directory, name) for name in sorted(names) if "tfevents" in name)
+                     if _regular(path))
     return found
+
+
+def _regular(path):
+    try:
+        return stat.S_ISREG(os.stat(path).st_mode)
+    except OSError:  # gone since it was listed, or a dangling link
+        return False
 
 
 def read_events(path):
     """The Events of an event file, or of every event file below a directory."""
     for event_file in event_files(path):
-        for payload in read_records(event_file):
-            yield Event.FromString(payload)
+        for offset, payload in enumerate(read_records(event_file)):
+            try:
+                yield Event.FromString(payload)
+            except DecodeError as exc:
+                raise DataLossError("%s: record %d has a valid CRC but is no Event: %s"
+                                    % (event_file, offset, exc)) from None

@@ -66,6 +66,7 @@ class SummaryWriter:
         self._lock = threading.RLock()  # guards new series and sub-run files
         self._worker = Worker(self._flush_secs, self._max_queue)
         self._finalizer = weakref.finalize(self, _close_unattended, self._worker)
+        self._finalizer.atexit = False  # at exit, lifecycle.py closes every worker (and tells)
         self._local = threading.local()  # .columns: this thread's ScalarColumns
         self._files = []  # every event file opened, for export_scalars
         self._group_files = set()  # the sub-run files of named scalars
