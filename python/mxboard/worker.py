@@ -191,6 +191,8 @@ class Worker:
                                        or self._queued[1] + size > self._max_bytes):
                 self._wake.set()
                 if not self._room.wait(0.5):
+                    if self._stopping:
+                        raise RuntimeError("this writer is closed: nothing more is written")
                     self._check_alive()
             self._queued[0] += 1
             self._queued[1] += size
@@ -206,8 +208,8 @@ class Worker:
         with self._drained:
             while len(columns.series) >= self.max_scalars and self.pending is None:
                 self._wake.set()
-                if not self._drained.wait(0.5):
-                    self._check_alive()
+                if not self._drained.wait(0.5) and not self._stopping:  # closing: the call's
+                    self._check_alive()  # own check says whether its row made it
 
     def flush(self, timeout=None):
         """Return when everything queued before the call is written to the OS (False if
