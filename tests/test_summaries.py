@@ -34,17 +34,41 @@ def test_histogram_default_buckets_trimmed_to_the_data(logdir):
     assert len(buckets) < 40  # trimmed to the occupied range, not ~1500 buckets
 
 
-def test_default_bucket_index_is_exactly_a_binary_search():
-    from mxboard.summaries.histogram import default_bucket_index, default_edges
+def _adversarial(dtype):
+    """Values where a fast path can go wrong: every edge rounded to `dtype` and its neighbours,
+    ±0, subnormals, the largest and smallest values, NaN and ±Inf; and a normal sample."""
+    from mxboard.summaries.histogram import default_edges
 
-    edges = default_edges()
     rng = np.random.default_rng(0)
-    cases = [rng.normal(size=100_000), rng.normal(size=1000) * 1e-13, rng.normal(size=1000) * 1e300,
-             edges[1:-1], np.nextafter(edges[1:-1], np.inf), np.nextafter(edges[1:-1], -np.inf),
-             np.array([0.0, -0.0, 5e-324, -5e-324, edges[-1], edges[0]])]
-    for values in cases:
-        expected = np.minimum(np.searchsorted(edges, values, side="right") - 1, len(edges) - 2)
-        assert (default_bucket_index(values) == expected).all()
+    if np.dtype(dtype).kind in "iub":
+        info = np.iinfo(dtype) if np.dtype(dtype).kind != "b" else None
+        if info is None:
+            return np.array([True, False, True])
+        return np.concatenate([rng.integers(info.min, info.max, 5000, dtype=dtype, endpoint=True),
+                               np.array([info.min, info.max, 0, 1, -1 if info.min else 2], dtype=dtype)])
+    edges = default_edges()[1:-1].astype(dtype)
+    finfo = np.finfo(dtype)
+    special = [0.0, -0.0, finfo.tiny, -finfo.tiny, finfo.smallest_subnormal, -finfo.smallest_subnormal,
+               finfo.max, -finfo.max, np.inf, -np.inf, np.nan]
+    return np.concatenate([edges, np.nextafter(edges, dtype(np.inf)), np.nextafter(edges, dtype(-np.inf)),
+                           np.array(special, dtype=dtype), rng.normal(size=20000).astype(dtype),
+                           (rng.normal(size=2000) * 1e-12).astype(dtype)])
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64, np.int8, np.int32, np.int64,
+                                   np.uint64, np.bool_])
+def test_default_bucket_counts_are_exactly_a_binary_search(dtype):
+    from mxboard.summaries.histogram import default_bucket_counts, default_edges
+
+    values = _adversarial(dtype)
+    reference = values.astype(np.float64)
+    finite = reference[np.isfinite(reference)]
+    edges = default_edges()
+    expected = np.bincount(np.minimum(np.searchsorted(edges, finite, side="right") - 1, len(edges) - 2),
+                           minlength=len(edges) - 1)
+    counts, low, high, dropped = default_bucket_counts(values)
+    assert counts.tolist() == expected.tolist()
+    assert (low, high, dropped) == (finite.min(), finite.max(), len(reference) - len(finite))
 
 
 @pytest.mark.parametrize("bins, count", [(10, 10), ("sturges", None), ([0, 1, 2, 5], 3)])

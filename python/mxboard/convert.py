@@ -4,19 +4,26 @@ numpy, Python numbers and lists, MXNet NDArray, torch tensors, and anything with
 `__dlpack__`. MXNet and torch are never imported here: a value can only be one of their arrays if
 its module is already loaded, so `sys.modules` is asked instead.
 """
+import collections
 import numbers
 import sys
 
 import numpy as np
 
-__all__ = ["Snapshot", "DeviceHistogram", "capture", "is_ndarray", "resolve", "to_numpy", "to_float", "to_int",
-           "check_tag"]
+__all__ = ["ScalarSlots", "Snapshot", "DeviceHistogram", "capture", "is_ndarray", "on_accelerator", "resolve", "to_numpy",
+           "to_float", "to_int", "check_tag"]
 
 
 def is_ndarray(value):
     """Whether `value` is an MXNet NDArray (never importing mxnet to find out)."""
     mx = sys.modules.get("mxnet")
     return mx is not None and isinstance(value, mx.nd.NDArray)
+
+
+def on_accelerator(value):
+    """Whether `value` is an MXNet NDArray on a GPU (not the CPU, where the host bins faster than
+    MXNet's operators, which would also share the engine's threads with training)."""
+    return is_ndarray(value) and value.context.device_type != "cpu"
 
 
 def _torch_tensor(value):
@@ -53,22 +60,81 @@ class Snapshot:
 
     def __init__(self, array, check=None):
         mx = sys.modules["mxnet"]
-        with mx.autograd.pause():
+        self.shape = shape = array.shape
+        self.dtype = dtype = np.dtype(array.dtype)
+        if mx.autograd.is_recording():  # a copy must not join the graph
+            with mx.autograd.pause():
+                self._copy = array.copyto(mx.cpu())
+        else:
             self._copy = array.copyto(mx.cpu())  # asynchronous: queued on the engine
         self._check = check
-        self.shape = tuple(array.shape)
-        self.dtype = np.dtype(array.dtype)
-        self.ndim = len(self.shape)
-        self.size = int(np.prod(self.shape))
-        self.nbytes = self.size * self.dtype.itemsize
+        self.ndim = len(shape)
+        self.size = int(np.prod(shape))
+        self.nbytes = self.size * dtype.itemsize
 
     def result(self):
-        array = self._copy.asnumpy()
+        array = self._copy.asnumpy()  # waits for the copy, and reads it
         return array if self._check is None else self._check(array)
 
 
+class ScalarSlots:
+    """Where NDArray scalars are snapshotted: one-element views into float64 host NDArrays
+    (rings of `size`), made once and reused. A capture is then a single engine copy into a free
+    view (no new array, no waiting); the writer thread reads a whole ring with one `asnumpy` and
+    frees the views it read. Only arrays of shape (1,) (what `loss.mean()` gives) fit a view;
+    others are snapshotted alone."""
+
+    def __init__(self, size=1024):
+        self._size = size
+        self._rings = []
+        self._free = collections.deque()  # (ring, slot, view): appends and pops are atomic
+
+    def capture(self, array, shape=None):
+        """A `(ring, slot, view)` holding `array`'s value as of now, or a Snapshot. (`shape`:
+        the array's, if the caller has it: reading it costs a call into MXNet.)"""
+        if (array.shape if shape is None else shape) != (1,):
+            return Snapshot(array)
+        try:
+            slot = self._free.popleft()
+        except IndexError:
+            slot = self._grow()
+        mx = sys.modules["mxnet"]
+        if mx.autograd.is_recording():  # a copy must not join the graph
+            with mx.autograd.pause():
+                array.copyto(slot[2])
+        else:
+            array.copyto(slot[2])  # asynchronous: queued on the engine after pending writes
+        return slot
+
+    def _grow(self):
+        mx = sys.modules["mxnet"]
+        ring = mx.nd.zeros((self._size,), ctx=mx.cpu(), dtype=np.float64)
+        number = len(self._rings)
+        self._rings.append(ring)
+        slots = [(number, i, ring[i:i + 1]) for i in range(self._size)]
+        self._free.extend(slots[1:])
+        return slots[0]
+
+    def read(self, captured):
+        """On the writer thread: the float values of `captured` (slots or Snapshots), in order,
+        once MXNet has them; the slots are then free again."""
+        rings = {}
+        values = []
+        for item in captured:
+            if isinstance(item, Snapshot):
+                values.append(float(np.asarray(item.result()).reshape(())))
+                continue
+            number, index, _ = item
+            if number not in rings:
+                rings[number] = self._rings[number].asnumpy()  # waits for the copies into it
+            values.append(float(rings[number][index]))
+        self._free.extend(item for item in captured if not isinstance(item, Snapshot))
+        return values
+
+
 class DeviceHistogram:
-    """A histogram of an MXNet NDArray computed by MXNet's operators where the array lives,
+    """A histogram of an MXNet NDArray computed by MXNet's operators where the array lives (used
+    for GPU arrays: a CPU array is binned faster on the host),
     queued at the call (after the array's pending writes, outside autograd): only the counts,
     the finite min and max and the number of NaN/Inf values cross to the host, when the writer
     thread calls `result()`. `bins`: 'default' (TensorBoard's buckets), an int (equal-width
@@ -94,7 +160,7 @@ class DeviceHistogram:
             high = nd.max(nd.where(finite, data, -inf))
             if isinstance(bins, str):  # TensorBoard's default buckets
                 self._edges = default_edges()
-                # as histogram.default_bucket_index does it on the host (see default_layout)
+                # from a logarithm, settled against the edges (see histogram.default_layout)
                 log_first, per_step, positive, middle = default_layout()
                 steps = nd.clip(nd.floor((nd.log(nd.abs(clean)) - log_first) * per_step), -1, positive - 1)
                 index = (middle + 1 + steps) - (clean < 0) * (3 + 2 * steps)

@@ -5,14 +5,15 @@ runs in the background. Its public face is a handful of verbs:
     event_file = worker.open_file(directory, suffix)   # a new event file, written by this worker
     series = worker.add_series(event_file, tag)        # a scalar tag in a file, as a row id
     worker.columns().append ...                        # this thread's scalar rows (the hot path)
+    worker.put_scalar(PendingScalar(series, snapshot, step, wall))   # an MXNet scalar
     worker.put(Record(event_file, build, args, step, wall))   # every other item, see below
     worker.flush(); worker.close()
     if worker.pending is not None: worker.report()     # after each call: what the thread has to say
 
 Scalars cross as rows of per-thread columns (`ScalarColumns`: no Python object per scalar, no
-lock); everything else as a named item (`Record`, `PendingScalar`, `Task`) in one deque. Every
-row and item takes a number from one counter when it is queued, and each batch is written in
-that order per tag, so TensorBoard (which treats a step going backwards as a restart) shows every
+lock), MXNet scalars as `PendingScalar`s batched the same way, everything else as a named item
+(`Record`, `Task`) in one deque. Every row and item takes a number from one counter when it is
+queued, and each batch is written in that order per tag, so TensorBoard (which treats a step going backwards as a restart) shows every
 point, whatever thread logged it and whatever its type. The thread wakes when a batch of scalars
 or an item waits, on flush, and at least every `flush_secs`; it builds and encodes the batch
 (encoding.py, summaries/) and writes it with one `write` per file. What it raises is kept in
@@ -126,11 +127,14 @@ class Worker:
     writer that feeds it (so that the exit hook, which holds the worker, never keeps a
     SummaryWriter alive)."""
 
-    def __init__(self, flush_secs, max_queue, max_bytes=MAX_QUEUE_BYTES):
+    def __init__(self, flush_secs, max_queue, read_scalars=None, max_bytes=MAX_QUEUE_BYTES):
+        """`read_scalars(values)`: the floats of PendingScalars' captured values, in order."""
         self.pending = None  # something for the caller's next call: an exception, _FORKED, _CLOSED
         self.max_scalars = max(max_queue, 1) * WAKE_EVERY
+        self._read_scalars = read_scalars
         self._next_seq = itertools.count().__next__  # call order, shared by rows and items
         self._items = collections.deque()  # (seq, item, bytes)
+        self._scalars = collections.deque()  # (seq, PendingScalar)
         self._series = []  # ScalarSeries by id
         self._columns = []  # ScalarColumns, one per producing thread
         self._files = []  # every EventFile this worker writes, closed with it
@@ -180,8 +184,22 @@ class Worker:
             self._columns.append(columns)
         return columns
 
+    def put_scalar(self, item):
+        """Queue a PendingScalar, in call order: batched like scalar rows (no lock, no wake
+        until a batch waits), bounded by `max_scalars`."""
+        if self._closed:
+            raise RuntimeError("this writer is closed: nothing more is written")
+        self._scalars.append((self._next_seq(), item))
+        if len(self._scalars) >= WAKE_EVERY:
+            self._wake.set()
+            with self._drained:
+                while len(self._scalars) >= self.max_scalars and self.pending is None:
+                    self._wake.set()
+                    if not self._drained.wait(0.5) and not self._stopping:
+                        self._check_alive()
+
     def put(self, item):
-        """Queue a Record, PendingScalar or Task, in call order. Blocks while `max_queue` items
+        """Queue a Record or Task, in call order. Blocks while `max_queue` items
         or `max_bytes` of array data wait (a larger item waits for an empty queue)."""
         if self._closed:
             raise RuntimeError("this writer is closed: nothing more is written")
@@ -259,8 +277,9 @@ class Worker:
         if pending is _FORKED:
             return
         if pending is _CLOSED:
-            if self._items or any(len(c.series) for c in self._columns):
+            if self._items or self._scalars or any(len(c.series) for c in self._columns):
                 self._items.clear()
+                self._scalars.clear()
                 for columns in self._columns:
                     columns.take(float("inf"))
                 raise RuntimeError("this writer is closed: nothing more is written")
@@ -276,6 +295,7 @@ class Worker:
     def abandon(self):
         """In a forked child: drop the parent's queues and file descriptors, write nothing."""
         self._items.clear()
+        self._scalars.clear()
         self._columns = []
         self._pid = None
         for event_file in self._files:
@@ -294,7 +314,7 @@ class Worker:
             self._drain()
             with self._drained:
                 self._drained.notify_all()
-            if self._stopping and not self._items:
+            if self._stopping and not self._items and not self._scalars:
                 return
 
     def _drain(self):
@@ -304,11 +324,15 @@ class Worker:
         items = []
         while self._items and self._items[0][0] < limit:
             items.append(self._items.popleft())
+        pending = []
+        while self._scalars and self._scalars[0][0] < limit:
+            pending.append(self._scalars.popleft())
         with self._lock:
             chunks = [c for c in (columns.take(limit) for columns in self._columns) if c is not None]
             self._columns = [c for c in self._columns if not c.abandoned()]
         try:
             if self._broken is None:
+                chunks.extend(self._resolve(pending))
                 self._write(self._encode(items, chunks))
         except Exception as exc:  # never let the thread die: the caller hears of it instead
             self._keep(exc)
@@ -326,15 +350,12 @@ class Worker:
         then by call order; other records follow in call order. A bad item is reported, the
         rest written."""
         out = collections.defaultdict(list)
-        for seq, item, _size in items:
+        for _, item, _ in items:
             kind = type(item)
             try:
                 if kind is Record:
                     message = item.build(*[resolve(a) for a in item.args])
                     out[item.file].append(encode_event(message, item.step, item.wall))
-                elif kind is PendingScalar:
-                    value = float(np.asarray(resolve(item.value)).reshape(()))
-                    chunks.append([np.array([c]) for c in (item.series, value, item.step, item.wall, seq)])
                 elif kind is Task:
                     item.fn(*[resolve(a) for a in item.args])
             except Exception as exc:  # a bad item: report it, write the others
@@ -345,6 +366,20 @@ class Worker:
             for event_file, records in encode_scalar_rows(self._series, series, values, steps, walls, seqs):
                 out[event_file].insert(0, records)
         return {event_file: b"".join(pieces) for event_file, pieces in out.items()}
+
+    def _resolve(self, pending):
+        """Scalar rows (numpy columns) of the PendingScalars: their values, once MXNet has them.
+        A value that cannot be had is reported, the others kept."""
+        if not pending:
+            return []
+        try:
+            values = self._read_scalars([item.value for _, item in pending])
+        except Exception as exc:  # noqa: BLE001 - reported to the caller
+            self._keep(exc)
+            return []
+        series, steps, walls, seqs = zip(*[(item.series, item.step, item.wall, seq) for seq, item in pending])
+        return [[np.array(series, np.int64), np.array(values, np.float64), np.array(steps, np.int64),
+                 np.array(walls, np.float64), np.array(seqs, np.int64)]]
 
     def _write(self, out):
         for event_file, data in out.items():
@@ -365,7 +400,7 @@ class Worker:
 def _footprint(item):
     """Bytes of array data an item holds (numpy arrays, MXNet snapshots, text)."""
     total = 0
-    for arg in item.args if hasattr(item, "args") else (item.value,):
+    for arg in item.args:
         if isinstance(arg, (str, bytes)):
             total += len(arg)
         elif isinstance(arg, np.ndarray) and arg.dtype == object:

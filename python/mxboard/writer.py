@@ -64,7 +64,8 @@ class SummaryWriter:
     def _open(self):
         """Start a worker and the main event file (again after reopen, or in a forked child)."""
         self._lock = threading.RLock()  # guards new series and sub-run files
-        self._worker = Worker(self._flush_secs, self._max_queue)
+        self._slots = convert.ScalarSlots()  # where NDArray scalars are snapshotted
+        self._worker = Worker(self._flush_secs, self._max_queue, self._slots.read)
         self._finalizer = weakref.finalize(self, _close_unattended, self._worker)
         self._finalizer.atexit = False  # at exit, lifecycle.py closes every worker (and tells)
         self._local = threading.local()  # .columns: this thread's ScalarColumns
@@ -93,8 +94,11 @@ class SummaryWriter:
                 return self._add_scalar_group(tag, value, global_step, walltime)
             if convert.is_ndarray(value):
                 self._begin()
-                self._queue(PendingScalar(self._series_of(tag), convert.capture(value, "value"),
-                                          *checks.stamp(global_step, walltime)))
+                series = self._series.get(tag) if type(tag) is str else None
+                self._worker.put_scalar(PendingScalar(self._series_of(tag) if series is None else series,
+                                                      self._scalar_snapshot(value),
+                                                      *checks.stamp(global_step, walltime)))
+                self._end()
                 return None
             value = convert.to_float(value)
         try:
@@ -108,6 +112,14 @@ class SummaryWriter:
         self._append(series, value, global_step, _now() if walltime is None else checks.walltime(walltime))
         if self._worker.pending is not None and self._attend():  # a forked child: once more
             self.add_scalar(tag, value, global_step, walltime)
+
+    def _scalar_snapshot(self, value, name="value"):
+        """An NDArray scalar (say `loss.mean()`) as a snapshot the writer thread reads when the
+        engine has computed it: the training loop never waits."""
+        shape = value.shape
+        if shape != (1,) and int(np.prod(shape)) != 1:
+            raise ValueError("%s must be a single number; got an NDArray of shape %s" % (name, shape))
+        return self._slots.capture(value, shape)
 
     def _series_of(self, tag):
         """The series of `tag` in the main file, made on its first use."""
@@ -152,7 +164,7 @@ class SummaryWriter:
             raise ValueError("value: the dict of named scalars for %r is empty" % tag)
         step, wall = checks.stamp(global_step, walltime)
         values = [(convert.check_tag(name, "scalar name"),
-                   convert.capture(v, "value[%r]" % (name,)) if convert.is_ndarray(v)
+                   self._scalar_snapshot(v, "value[%r]" % (name,)) if convert.is_ndarray(v)
                    else convert.to_float(v, "value[%r]" % (name,)))
                   for name, v in group.items()]
         for name, value in values:
@@ -160,7 +172,7 @@ class SummaryWriter:
             if isinstance(value, float):
                 self._append(series, value, step, wall)
             else:  # an NDArray snapshot
-                self._worker.put(PendingScalar(series, value, step, wall))
+                self._worker.put_scalar(PendingScalar(series, value, step, wall))
         self._end()
 
     def _run_series(self, tag, name):
@@ -223,12 +235,12 @@ class SummaryWriter:
         self._begin()
         tag = convert.check_tag(tag)
         bins = checks.bins(bins)
-        if convert.is_ndarray(values) and not (isinstance(bins, str) and bins != "default"):
-            # on the array's device: only the counts cross to the host
+        if convert.on_accelerator(values) and not (isinstance(bins, str) and bins != "default"):
+            # counted on the GPU: only the counts cross to the host
             if not values.size:
                 raise ValueError("values is empty (shape %s)" % (values.shape,))
             values = convert.DeviceHistogram(values, bins)
-        else:
+        else:  # numpy, or a CPU NDArray: one engine copy, binned on the writer thread
             values = convert.capture(values, "values")
         self._put(histogram_of, (tag, values, bins), global_step, walltime)
 
