@@ -13,6 +13,14 @@ Every measurement runs in a fresh interpreter per library. What is measured:
   instead: the bounded queue fills and blocks the caller, by design.)
 - add_histogram of an MXNet NDArray whose computation is still pending, for two sizes: the
   caller's cost against the pending work (peers wait for it).
+- The real loop: a Gluon CNN on scikit-learn's digits (32x32 inputs, 171 steps of 64) logging the
+  loss every step (an NDArray), every parameter's and gradient's histogram every 10 steps and the
+  input batch as an image grid every 50 steps; the same loop with tensorboardX and with no
+  logger, interleaved, best of several runs: the loop's slowdown in percent.
+- Throughput: for arrays, the whole work per call (a loop of calls plus close(), each kind on a
+  writer of its own: wall time and the process's CPU time over every thread), beside the
+  caller's share; a 1M float32 histogram against one np.sum over it, and a real photo.
+- add_scalar of a ready NDArray (the loss): the caller's cost.
 - memory: peak RSS while logging 4 MB arrays in a tight loop, against max_queue x 4 MB + 100 MB.
 - liveness: with default settings, seconds from add_scalar to the point being served by the
   bundled TensorBoard's HTTP API.
@@ -83,6 +91,97 @@ for side in (1000, 4000):                  # 1M and 16M elements
 w.close()
 """
 
+REAL_LOOP = """
+import mxnet as mx, numpy as np
+from sklearn.datasets import load_digits
+mx.random.seed(0); np.random.seed(0)
+digits = load_digits()
+images = np.kron((digits.images / 16.0).astype(np.float32), np.ones((4, 4), np.float32))[:, None]  # 32x32
+labels = digits.target.astype(np.float32)
+net = mx.gluon.nn.HybridSequential()
+with net.name_scope():
+    net.add(mx.gluon.nn.Conv2D(16, 3, padding=1, activation="relu"), mx.gluon.nn.MaxPool2D(),
+            mx.gluon.nn.Conv2D(32, 3, padding=1, activation="relu"), mx.gluon.nn.MaxPool2D(),
+            mx.gluon.nn.Flatten(), mx.gluon.nn.Dense(64, activation="relu"), mx.gluon.nn.Dense(10))
+net.initialize(mx.init.Xavier())
+net.hybridize()
+trainer = mx.gluon.Trainer(net.collect_params(), "sgd", {"learning_rate": 0.05})
+loss_fn = mx.gluon.loss.SoftmaxCrossEntropyLoss()
+w = SummaryWriter(LOGDIR) if LOG else None
+params = list(net.collect_params().values())
+batch = 64
+def step(i):
+    start = (i * batch) % (len(labels) - batch)
+    x, y = mx.nd.array(images[start:start + batch]), mx.nd.array(labels[start:start + batch])
+    with mx.autograd.record():
+        loss = loss_fn(net(x), y)
+    loss.backward()
+    trainer.step(batch)
+    if w is not None:
+        w.add_scalar("loss", loss.mean(), i)
+        if i % 10 == 0:
+            for p in params:
+                w.add_histogram(p.name, p.data(), i)
+                w.add_histogram(p.name + "/grad", p.grad(), i)
+        if i % 50 == 0:
+            w.add_images("inputs", x, i)
+for i in range(3):                         # warm-up: hybridize, allocate
+    step(i)
+mx.nd.waitall()
+t0 = time.perf_counter()
+for i in range(3, 3 + 171):
+    step(i)
+mx.nd.waitall()
+loop = time.perf_counter() - t0
+if w is not None:
+    w.close()
+result = {"loop_s": loop, "with_close_s": time.perf_counter() - t0}
+"""
+
+THROUGHPUT = """
+import numpy as np, resource
+data = {data}
+w = SummaryWriter(LOGDIR)
+w.{method}('warmup', data, 0{extra})
+w.flush()
+def cpu():
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+t0, c0, inside = time.perf_counter(), cpu(), 0.0
+for i in range(CALLS):
+    start = time.perf_counter()
+    w.{method}('x', data, i{extra})
+    inside += time.perf_counter() - start
+w.close()
+result = {{"call_ms": inside / CALLS * 1e3, "total_ms": (time.perf_counter() - t0) / CALLS * 1e3,
+          "cpu_ms": (cpu() - c0) / CALLS * 1e3, "on_disk_s": time.perf_counter() - t0}}
+"""
+
+NP_SUM = """
+import numpy as np
+data = np.random.rand(1 << 20).astype(np.float32)
+data.sum()
+t0 = time.perf_counter()
+for _ in range(200):
+    data.sum()
+result = {"sum_ms": (time.perf_counter() - t0) / 200 * 1e3}
+"""
+
+NDARRAY_SCALAR = """
+import mxnet as mx
+loss = mx.nd.array([0.5])
+loss.wait_to_read()
+w = SummaryWriter(LOGDIR)
+for i in range(50):
+    w.add_scalar('warmup', loss, i)
+t0 = time.perf_counter()
+for i in range(N):
+    w.add_scalar('loss', loss, i)
+call = time.perf_counter() - t0
+w.close()
+result = {"call_us": call / N * 1e6, "on_disk_s": time.perf_counter() - t0}
+"""
+
 MEMORY = """
 import threading, numpy as np, psutil
 process = psutil.Process()
@@ -105,7 +204,7 @@ result = {"peak_extra_mb": (peak - base) / 2**20, "limit_mb": 10 * 4 + 100}
 RUNNER = """
 import json, sys, time
 {import_line}
-LOGDIR, N, CALLS = {logdir!r}, {n}, {calls}
+LOGDIR, N, CALLS, LOG = {logdir!r}, {n}, {calls}, {log}
 {body}
 print(json.dumps(result))
 """
@@ -116,12 +215,13 @@ def available(library):
 
 
 def run(library, body, n=0, calls=0):
-    code = RUNNER.format(import_line=LIBRARIES[library], logdir=tempfile.mkdtemp(prefix="bench-"),
-                         n=n, calls=calls, body=textwrap.dedent(body))
+    """`body` in a fresh interpreter with `library`'s SummaryWriter (library None: no logger)."""
+    code = RUNNER.format(import_line=LIBRARIES[library] if library else "", logdir=tempfile.mkdtemp(prefix="bench-"),
+                         n=n, calls=calls, log=library is not None, body=textwrap.dedent(body))
     env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python"))
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
     if proc.returncode != 0:
-        raise SystemExit("%s failed:\n%s" % (library, proc.stderr[-3000:]))
+        raise SystemExit("%s failed:\n%s" % (library or "no logger", proc.stderr[-3000:]))
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
@@ -158,10 +258,47 @@ def liveness():
         server.wait(10)
 
 
+def real_loop(results, libraries, rounds):
+    """The training loop with each logger and with none, interleaved; best of `rounds`."""
+    best = {}
+    for _ in range(rounds):
+        for lib in [None] + libraries:
+            seconds = run(lib, REAL_LOOP)["loop_s"]
+            best[lib] = min(best.get(lib, seconds), seconds)
+    rows = results["real loop: Gluon CNN, 171 steps"] = {"no logger": {"loop_s": best[None]}}
+    print("%-34s %-24s %12.2f s" % ("real loop, 171 steps", "no logger", best[None]))
+    for lib in libraries:
+        overhead = 100 * (best[lib] / best[None] - 1)
+        rows[lib] = {"loop_s": best[lib], "overhead_percent": overhead}
+        print("%-34s %-24s %12.2f s  %+.1f%% over no logger (target: mxboard <= 5%%)" % (
+            "real loop, 171 steps", lib, best[lib], overhead))
+
+
+def throughput(results, libraries, calls):
+    """The whole work per array call (calls plus close), beside the caller's share."""
+    np_sum = run(None, NP_SUM)["sum_ms"]
+    cases = [("histogram 1M float32, default bins", "add_histogram", "np.random.randn(1 << 20).astype(np.float32)", ""),
+             ("image: china.jpg 427x640x3 uint8", "add_image",
+              "__import__('sklearn.datasets').datasets.load_sample_image('china.jpg')", ", dataformats='HWC'")]
+    for name, method, data, extra in cases:
+        rows = results["throughput: " + name] = {
+            lib: run(lib, THROUGHPUT.format(method=method, data=data, extra=extra), calls=calls) for lib in libraries}
+        ours = rows["mxboard"]
+        for lib, row in rows.items():
+            row["ratio_total"], row["ratio_cpu"] = row["total_ms"] / ours["total_ms"], row["cpu_ms"] / ours["cpu_ms"]
+            print("%-34s %-24s %8.1f ms a call in all, %6.1f ms CPU, %6.2f ms in the call; x%.1f in all, x%.1f CPU" % (
+                name[:34], lib, row["total_ms"], row["cpu_ms"], row["call_ms"], row["ratio_total"], row["ratio_cpu"]))
+        if method == "add_histogram":
+            rows["np.sum"] = {"ms": np_sum, "mxboard_over_np_sum": ours["total_ms"] / np_sum}
+            print("%-34s %-24s %8.3f ms: mxboard's histogram is %.0fx one np.sum (target 10x)" % (
+                name[:34], "np.sum of the same array", np_sum, ours["total_ms"] / np_sum))
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--scalars", type=int, default=1_000_000, help="add_scalar calls")
     parser.add_argument("--calls", type=int, default=30, help="add_histogram / add_image calls")
+    parser.add_argument("--rounds", type=int, default=5, help="interleaved runs of the real loop (best kept)")
     parser.add_argument("--json", default=os.path.join(ROOT, "dist", "bench.json"))
     args = parser.parse_args()
     libraries = [lib for lib in LIBRARIES if available(lib)]
@@ -196,6 +333,16 @@ def main():
                 print("%-34s %-24s %12.3f ms of %.0f ms pending work (%.1f%%)" % (
                     "add_histogram pending NDArray " + size, lib, row["call_ms"], row["pending_ms"],
                     100 * row["call_ms"] / row["pending_ms"]))
+    has_mxnet = subprocess.run([sys.executable, "-c", "import mxnet, sklearn"], capture_output=True).returncode == 0
+    if has_mxnet:
+        real_loop(results, [lib for lib in libraries if lib != "torch.utils.tensorboard"], args.rounds)
+    throughput(results, libraries, args.calls)
+    if has_mxnet:
+        rows = results["add_scalar of a ready NDArray"] = {
+            lib: run(lib, NDARRAY_SCALAR, n=3000) for lib in libraries if lib != "torch.utils.tensorboard"}
+        for lib, row in rows.items():
+            print("%-34s %-24s %12.1f us a call (%.1fx mxboard's)" % (
+                "add_scalar ready NDArray", lib, row["call_us"], row["call_us"] / rows["mxboard"]["call_us"]))
     rows = results["memory: 4 MB arrays in a tight loop"] = {lib: run(lib, MEMORY) for lib in libraries}
     for lib, row in rows.items():
         print("%-34s %-24s %12.0f MB peak above start (mxboard's limit %d MB)" % (
