@@ -146,6 +146,7 @@ class Worker:
         self._wake = threading.Event()
         self._drained = threading.Condition()
         self._broken = None  # the I/O error after which nothing more is written
+        self._late = None  # an error of close()'s own last writes
         self._stopping = False
         self._closed = False
         self._pid = os.getpid()
@@ -254,18 +255,16 @@ class Worker:
             self.flush()
             self._thread.join()
         self._closed = True
-        fault, self.pending = self.pending, _CLOSED
+        unreported, self.pending = self.pending, _CLOSED
         self._drain()  # calls that raced close(): what they queued before `pending` said so
         lifecycle.forget(self)
         for event_file in self._files:
             try:
                 event_file.close()
             except OSError as exc:
-                fault = fault if isinstance(fault, BaseException) else exc
-        if isinstance(self.pending, BaseException):  # the final drain failed
-            fault = fault if isinstance(fault, BaseException) else self.pending
-            self.pending = _CLOSED
-        if isinstance(fault, WriterError) or not isinstance(fault, BaseException):
+                self._keep(exc)
+        fault = unreported if isinstance(unreported, BaseException) else self._late
+        if isinstance(fault, WriterError):
             return None  # nothing new: a WriterError repeats an error already raised
         return fault
 
@@ -393,6 +392,8 @@ class Worker:
     def _keep(self, exc):
         if self.pending is None:
             self.pending = exc
+        elif self.pending is _CLOSED and self._late is None:  # while close() writes the rest
+            self._late = exc
         else:
             log.error("mxboard: a further error on the writer thread: %r", exc)
 

@@ -93,13 +93,7 @@ class SummaryWriter:
             if kind is dict or kind is tuple or kind is list or isinstance(value, Mapping):
                 return self._add_scalar_group(tag, value, global_step, walltime)
             if convert.is_ndarray(value):
-                self._begin()
-                series = self._series.get(tag) if type(tag) is str else None
-                self._worker.put_scalar(PendingScalar(self._series_of(tag) if series is None else series,
-                                                      self._scalar_snapshot(value),
-                                                      *checks.stamp(global_step, walltime)))
-                self._end()
-                return None
+                return self._add_ndarray_scalar(tag, value, global_step, walltime)
             value = convert.to_float(value)
         try:
             series = self._series[tag]
@@ -112,6 +106,15 @@ class SummaryWriter:
         self._append(series, value, global_step, _now() if walltime is None else checks.walltime(walltime))
         if self._worker.pending is not None and self._attend():  # a forked child: once more
             self.add_scalar(tag, value, global_step, walltime)
+
+    def _add_ndarray_scalar(self, tag, value, global_step, walltime):
+        self._begin()
+        series = self._series.get(tag) if type(tag) is str else None  # a lock only the first time
+        if series is None:
+            series = self._series_of(tag)
+        snapshot = self._scalar_snapshot(value)
+        self._worker.put_scalar(PendingScalar(series, snapshot, *checks.stamp(global_step, walltime)))
+        self._end()
 
     def _scalar_snapshot(self, value, name="value"):
         """An NDArray scalar (say `loss.mean()`) as a snapshot the writer thread reads when the
