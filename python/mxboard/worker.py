@@ -145,7 +145,7 @@ class Worker:
         self._room = threading.Condition()
         self._wake = threading.Event()
         self._drained = threading.Condition()
-        self._broken = None  # the I/O error after which nothing more is written
+        self._write_error = None  # the I/O error after which nothing more is written
         self._late = None  # an error of close()'s own last writes
         self._stopping = False
         self._closed = False
@@ -262,7 +262,7 @@ class Worker:
             try:
                 event_file.close()
             except OSError as exc:
-                self._keep(exc)
+                self._hold_for_caller(exc)
         fault = unreported if isinstance(unreported, BaseException) else self._late
         if isinstance(fault, WriterError):
             return None  # nothing new: a WriterError repeats an error already raised
@@ -284,10 +284,10 @@ class Worker:
                 raise RuntimeError("this writer is closed: nothing more is written")
             return
         self.pending = None
-        if self._broken is not None:
+        if self._write_error is not None:
             self.pending = WriterError("the mxboard writer stopped writing after an earlier error: %r"
-                                       % (self._broken,))
-            self.pending.__cause__ = self._broken
+                                       % (self._write_error,))
+            self.pending.__cause__ = self._write_error
         if pending is not None:
             raise pending
 
@@ -330,11 +330,11 @@ class Worker:
             chunks = [c for c in (columns.take(limit) for columns in self._columns) if c is not None]
             self._columns = [c for c in self._columns if not c.abandoned()]
         try:
-            if self._broken is None:
+            if self._write_error is None:
                 chunks.extend(self._resolve(pending))
                 self._write(self._encode(items, chunks))
         except Exception as exc:  # never let the thread die: the caller hears of it instead
-            self._keep(exc)
+            self._hold_for_caller(exc)
         finally:
             with self._room:
                 self._queued[0] -= sum(1 for _, item, _ in items if type(item) is not _Barrier)
@@ -358,7 +358,7 @@ class Worker:
                 elif kind is Task:
                     item.fn(*[resolve(a) for a in item.args])
             except Exception as exc:  # a bad item: report it, write the others
-                self._keep(exc)
+                self._hold_for_caller(exc)
         if chunks:
             series, values, steps, walls, seqs = (np.concatenate(c) for c in zip(*chunks)) \
                 if len(chunks) > 1 else chunks[0]
@@ -374,7 +374,7 @@ class Worker:
         try:
             values = self._read_scalars([item.value for _, item in pending])
         except Exception as exc:  # noqa: BLE001 - reported to the caller
-            self._keep(exc)
+            self._hold_for_caller(exc)
             return []
         series, steps, walls, seqs = zip(*[(item.series, item.step, item.wall, seq) for seq, item in pending])
         return [[np.array(series, np.int64), np.array(values, np.float64), np.array(steps, np.int64),
@@ -385,11 +385,11 @@ class Worker:
             try:
                 event_file.write(data)
             except OSError as exc:
-                self._broken = exc
-                self._keep(exc)
+                self._write_error = exc
+                self._hold_for_caller(exc)
                 return
 
-    def _keep(self, exc):
+    def _hold_for_caller(self, exc):
         if self.pending is None:
             self.pending = exc
         elif self.pending is _CLOSED and self._late is None:  # while close() writes the rest
