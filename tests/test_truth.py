@@ -81,7 +81,7 @@ import mxboard
 signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit fails with EFBIG
 w = mxboard.SummaryWriter(LOGDIR, flush_secs=3600)
 resource.setrlimit(resource.RLIMIT_FSIZE, (64 * 1024, 64 * 1024))
-for step in range(20000):
+for step in range(8000):  # fewer than a batch (8192): nothing is written before exit
     w.add_scalar("x", float(step), step)
 print("logged, exiting without close()")
 """
