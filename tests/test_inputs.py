@@ -67,6 +67,13 @@ def test_arrays_are_captured_at_the_call(logdir):
     assert buckets[:, 2].sum() == 10 and buckets[-1, 1] < 2.0
 
 
+@pytest.mark.parametrize("shape", [(200_000,), (200_000, 1), (1, 200_000), (200_000, 2), (2, 200_000), (1, 200_000, 2)])
+def test_long_clips_at_a_high_rate_are_taken_in_every_layout(logdir, shape):
+    with SummaryWriter(logdir) as w:  # the WAV byte-rate limit counts channels, not frames
+        w.add_audio("a", np.zeros(shape, dtype=np.float32), sample_rate=192_000)
+    assert len(tensor_values(plugin_accumulator(logdir), "a")) == 1
+
+
 def test_mxnet_is_never_imported(tmp_path):
     out = run_python("LOGDIR = %r\n" % str(tmp_path) + r"""
 import sys

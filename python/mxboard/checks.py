@@ -129,7 +129,8 @@ def audio(value, sample_rate):
     """(samples, sample rate) of a clip."""
     samples = convert.capture(value, "audio")
     layout = frames_layout(samples.shape)
-    channels = 1 if layout == "mono" else min(n for n in samples.shape if n != 1) if samples.ndim > 1 else 1
+    dims = [n for n in samples.shape if n != 1] if samples.ndim > 2 else list(samples.shape)
+    channels = {"mono": 1, "frames-channels": dims[-1], "channels-frames": dims[0]}[layout]
     rate = convert.to_float(sample_rate, "sample_rate")
     if not (rate > 0 and math.isfinite(rate) and rate == int(rate)):
         raise ValueError("sample_rate must be a positive whole number of Hz; got %r" % (sample_rate,))
