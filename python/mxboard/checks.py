@@ -221,22 +221,15 @@ def mesh(vertices, colors, faces, config_dict):
     parts = {"vertices": convert.capture(vertices, "vertices")}
     if colors is not None:
         parts["colors"] = convert.capture(colors, "colors")
-    shapes = {}
+    shapes = {name: _batched_shape(name, array) for name, array in parts.items()}
     if faces is not None:
-        parts["faces"] = convert.capture(faces, "faces")
-    for name, array in parts.items():
-        shapes[name] = (1,) + tuple(array.shape) if array.ndim == 2 else tuple(array.shape)
-        if len(shapes[name]) != 3 or shapes[name][-1] != 3:
-            raise ValueError("%s must be (B, N, 3) or (N, 3); got shape %s" % (name, tuple(array.shape)))
+        count = shapes["vertices"][1]
+        parts["faces"] = convert.capture(faces, "faces", check=lambda a: _faces(a, count))
+        _faces_dtype(parts["faces"].dtype)  # an MXNet array's too, before its values are had
+        _batched_shape("faces", parts["faces"])
     if "colors" in parts and shapes["colors"][:2] != shapes["vertices"][:2]:
         raise ValueError("colors must have one (B, N) with vertices; got %s and %s"
                          % (shapes["colors"], shapes["vertices"]))
-    if "faces" in parts:
-        count = shapes["vertices"][1]
-        if parts["faces"].dtype.kind not in "iu":
-            raise TypeError("faces must be integer vertex indices; got dtype %s" % parts["faces"].dtype)
-        parts["faces"] = convert.capture(faces, "faces", check=lambda a: _indices(a, count)) \
-            if convert.is_ndarray(faces) else _indices(parts["faces"], count)
     if config_dict is None or (isinstance(config_dict, dict) and not config_dict):
         config = ""
     else:
@@ -247,7 +240,21 @@ def mesh(vertices, colors, faces, config_dict):
     return parts["vertices"], parts.get("colors"), parts.get("faces"), config
 
 
-def _indices(faces, count):
+def _batched_shape(name, array):
+    """(B, N, 3) of a (B, N, 3) or (N, 3) array."""
+    shape = (1,) + tuple(array.shape) if array.ndim == 2 else tuple(array.shape)
+    if len(shape) != 3 or shape[-1] != 3:
+        raise ValueError("%s must be (B, N, 3) or (N, 3); got shape %s" % (name, tuple(array.shape)))
+    return shape
+
+
+def _faces_dtype(dtype):
+    if dtype.kind not in "iu":
+        raise TypeError("faces must be integer vertex indices; got dtype %s" % dtype)
+
+
+def _faces(faces, count):
+    _faces_dtype(faces.dtype)
     if faces.size and (faces.min() < 0 or faces.max() >= count):
         raise ValueError("faces must index vertices (0 to %d); got [%d, %d]" % (count - 1, faces.min(), faces.max()))
     return faces

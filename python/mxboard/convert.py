@@ -62,11 +62,7 @@ class Snapshot:
         mx = sys.modules["mxnet"]
         self.shape = shape = array.shape
         self.dtype = dtype = np.dtype(array.dtype)
-        if mx.autograd.is_recording():  # a copy must not join the graph
-            with mx.autograd.pause():
-                self._copy = array.copyto(mx.cpu())
-        else:
-            self._copy = array.copyto(mx.cpu())  # asynchronous: queued on the engine
+        self._copy = _copy(mx, array, mx.cpu())
         self._check = check
         self.ndim = len(shape)
         self.size = int(np.prod(shape))
@@ -75,6 +71,16 @@ class Snapshot:
     def result(self):
         array = self._copy.asnumpy()  # waits for the copy, and reads it
         return array if self._check is None else self._check(array)
+
+
+def _copy(mx, array, target):
+    """`array` copied to `target` (a context or an NDArray), queued on the engine after the
+    writes pending on it (no waiting), outside autograd recording (a copy must not join the
+    graph; pausing costs a call into MXNet, so only while recording)."""
+    if mx.autograd.is_recording():
+        with mx.autograd.pause():
+            return array.copyto(target)
+    return array.copyto(target)
 
 
 class ScalarSlots:
@@ -98,12 +104,7 @@ class ScalarSlots:
             slot = self._free.popleft()
         except IndexError:
             slot = self._grow()
-        mx = sys.modules["mxnet"]
-        if mx.autograd.is_recording():  # a copy must not join the graph
-            with mx.autograd.pause():
-                array.copyto(slot[2])
-        else:
-            array.copyto(slot[2])  # asynchronous: queued on the engine after pending writes
+        _copy(sys.modules["mxnet"], array, slot[2])
         return slot
 
     def _grow(self):

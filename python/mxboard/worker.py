@@ -345,7 +345,7 @@ class Worker:
                     item.done.set()
 
     def _encode(self, items, chunks):
-        """{file: bytes} of one batch. Scalar rows (MXNet ones resolved now) are sorted by series,
+        """{file: bytes} of one batch. Scalar rows (MXNet ones already read: `_resolve`) by series,
         then by call order; other records follow in call order. A bad item is reported, the
         rest written."""
         out = collections.defaultdict(list)

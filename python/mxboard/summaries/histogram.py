@@ -137,16 +137,12 @@ def trimmed_buckets(edges, counts, low, high):
     return np.stack([lefts, rights, np.asarray(counts[first:last + 1], np.float64)], axis=1)
 
 
-def histogram_buckets(values, bins="default"):
-    """(k, 3) buckets of finite `values`. `bins`: 'default' (TensorBoard's exponential buckets,
-    trimmed to the occupied range), an int (equal-width), a numpy rule name ('auto', 'fd'...),
-    or explicit increasing edges."""
+def histogram_buckets(values, bins):
+    """(k, 3) buckets of finite `values` by numpy's `bins`: an int (equal-width), a rule name
+    ('auto', 'fd'...) or explicit increasing edges. (The default buckets: `default_bucket_counts`.)"""
     values = np.asarray(values, dtype=np.float64).reshape(-1)
     if not values.size:
         return np.zeros((0, 3))
-    if isinstance(bins, str) and bins == "default":
-        counts, low, high, _ = default_bucket_counts(values)
-        return trimmed_buckets(default_edges(), counts, low, high)
     counts, edges = np.histogram(values, bins=bins)
     return np.stack([edges[:-1], edges[1:], counts.astype(np.float64)], axis=1)
 
