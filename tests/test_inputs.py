@@ -83,7 +83,7 @@ with mxboard.SummaryWriter(LOGDIR) as w:
     w.add_scalar("s", 1.0)
     w.add_histogram("h", np.ones(3))
     w.add_image("i", np.ones((3, 2, 2)))
-    w.add_audio("a", np.zeros(10), 100)
+    w.add_audio("a", np.zeros(10), sample_rate=100)
     w.add_text("t", "x")
     w.add_pr_curve("p", [1, 0], [0.5, 0.5], 3)
     w.add_embedding("e", np.ones((2, 2)))
@@ -127,7 +127,7 @@ BAD = [
     ("add_text", ("t", [["a"], ["b", "c"]]), ValueError, "equal lengths"),
     ("add_text", ("t", []), TypeError, "non-empty"),
     ("add_pr_curve", ("p", [1, 0, 1], [0.5, 0.5]), ValueError, "one shape"),
-    ("add_pr_curve", ("p", [1, 0], [0.5, 0.5], 1), ValueError, "num_thresholds must be between 2"),
+    ("add_pr_curve", ("p", [1, 0], [0.5, 0.5]), {"num_thresholds": 1}, ValueError, "num_thresholds must be between 2"),
     ("add_pr_curve", ("p", [1, 0], [0.5, 0.5]), {"weights": [1, 2, 3]}, ValueError, "do not broadcast"),
     ("add_pr_curve_raw", ("p", [1], [1], [1], [1], [1], [1]), {"num_thresholds": 3}, ValueError,
      "true_positive_counts must have num_thresholds"),

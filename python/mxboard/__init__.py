@@ -2,6 +2,7 @@
 TensorFlow and without blocking the training loop."""
 from .worker import WriterError
 from .writer import SummaryWriter
+from .global_writer import GlobalSummaryWriter  # noqa: E402 - it builds on SummaryWriter
 
-__all__ = ["SummaryWriter", "WriterError"]
+__all__ = ["GlobalSummaryWriter", "SummaryWriter", "WriterError"]
 __version__ = "0.2.0"

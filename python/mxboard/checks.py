@@ -14,7 +14,7 @@ from . import convert
 from .summaries.audio import frames_layout
 from .summaries.hparams import hparam_value
 
-__all__ = ["stamp", "step", "walltime", "bins", "histogram_raw", "image", "video", "audio", "text",
+__all__ = ["stamp", "step", "walltime", "bins", "histogram_raw", "image", "boxes", "video", "audio", "text",
            "pr_curve", "pr_curve_raw", "mesh", "embedding", "hparams", "pixels", "DATAFORMATS"]
 
 DATAFORMATS = ("HW", "CHW", "HWC", "NCHW", "NHWC")
@@ -25,9 +25,9 @@ _GIF_LONGEST_FRAME = 655.35  # s: a GIF frame's delay is 16 bits of centiseconds
 
 
 # -- when ------------------------------------------------------------------------------------
-def step(global_step):
-    """A step as an int (None is 0)."""
-    return 0 if global_step is None else convert.to_int(global_step)
+def step(global_step, name="global_step"):
+    """A step as an int (None is 0; a float is truncated, as by the peers)."""
+    return 0 if global_step is None else convert.to_int(global_step, name)
 
 
 def walltime(value):
@@ -49,8 +49,10 @@ def stamp(global_step, wall):
 def bins(value):
     """'default', a numpy rule name, a number of equal-width bins, or increasing finite edges."""
     if isinstance(value, str):
+        if value == "tensorflow":  # the peers' name for TensorBoard's default buckets
+            return "default"
         if value != "default" and value not in BIN_RULES:
-            raise ValueError("bins must be 'default', %s, an int or bin edges; got %r"
+            raise ValueError("bins must be 'default' (or 'tensorflow'), %s, an int or bin edges; got %r"
                              % (", ".join(repr(r) for r in BIN_RULES), value))
         return value
     if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
@@ -110,6 +112,30 @@ def image(value, formats, name="image"):
     """(pixels, dataformats) of an image or a batch of them."""
     array = convert.capture(value, name, check=lambda a: pixels(a, name))
     return array, dataformats(array.shape, formats, name)
+
+
+def boxes(box_tensor, labels, rescale, formats):
+    """(boxes, labels, rescale) of add_image_with_boxes: (N, 4) finite [xmin, ymin, xmax, ymax]
+    boxes, N str labels or None, a scale > 0; one image, not a batch."""
+    if formats.startswith("N"):
+        raise ValueError("add_image_with_boxes takes one image; got dataformats=%r" % formats)
+    array = convert.capture(box_tensor, "box_tensor", defer=False).astype(np.float64)
+    if array.ndim == 1 and array.shape[0] == 4:
+        array = array[None]
+    if array.ndim != 2 or array.shape[1] != 4:
+        raise ValueError("box_tensor must have shape (N, 4): [xmin, ymin, xmax, ymax] per box; got %s"
+                         % (array.shape,))
+    if not np.all(np.isfinite(array)):
+        raise ValueError("box_tensor must be finite")
+    if labels is not None:
+        if isinstance(labels, str) or len(labels) != len(array):
+            raise ValueError("labels must be a list of %d str, one a box; got %r" % (len(array), labels))
+        labels = [_utf8(label, "labels[%d]" % i) if isinstance(label, str) else str(label)
+                  for i, label in enumerate(labels)]
+    scale = convert.to_float(rescale, "rescale")
+    if not (scale > 0 and math.isfinite(scale)):
+        raise ValueError("rescale must be a finite number > 0; got %r" % (rescale,))
+    return array, labels, scale
 
 
 def video(vid_tensor, fps):

@@ -5,6 +5,7 @@ numpy, Python numbers and lists, MXNet NDArray, torch tensors, and anything with
 its module is already loaded, so `sys.modules` is asked instead.
 """
 import collections
+import math
 import numbers
 import sys
 
@@ -267,18 +268,24 @@ def _float(value, name):
 
 
 def to_int(value, name="global_step"):
-    """A step: an int, a numpy integer or a one-element integer array (int64 range)."""
+    """A step: an int, a numpy integer or a one-element integer array (int64 range); a float (a
+    Python, numpy or one-element array one) is truncated by int(), as mxboard 0.1.0 and the peers
+    do (`global_step=epoch * 100` where epoch is a float)."""
     if type(value) is not int:
         if isinstance(value, bool) or not isinstance(value, (numbers.Integral, np.integer)):
             array = None
-            if not isinstance(value, (str, bytes, float)) and value is not None:
+            if not isinstance(value, (str, bytes)) and value is not None:
                 try:
                     array = to_numpy(value, name)
                 except TypeError:
                     pass
-            if array is None or array.size != 1 or not np.issubdtype(array.dtype, np.integer):
-                raise TypeError("%s must be an int; got %s" % (name, _describe(value)))
+            if array is None or array.size != 1 or not (np.issubdtype(array.dtype, np.integer)
+                                                        or np.issubdtype(array.dtype, np.floating)):
+                raise TypeError("%s must be a number (an int, or a float taken as int(value)); got %s"
+                                % (name, _describe(value)))
             value = array.reshape(()).item()
+            if isinstance(value, float) and not math.isfinite(value):
+                raise ValueError("%s must be finite; got %r" % (name, value))
         value = int(value)
     if not -(1 << 63) <= value < (1 << 63):
         raise ValueError("%s must fit in int64; got %d" % (name, value))

@@ -12,7 +12,7 @@ import time
 
 from ._crc32c import masked_crc32c
 
-__all__ = ["EventFile", "FILE_VERSION", "RECORD_HEADER", "RECORD_TRAILER", "event_file_name", "frame",
+__all__ = ["EventFile", "NO_FILE", "FILE_VERSION", "RECORD_HEADER", "RECORD_TRAILER", "event_file_name", "frame",
            "record_header"]
 
 FILE_VERSION = "brain.Event:2"
@@ -83,3 +83,20 @@ class EventFile:
                 os.close(fd)
             except OSError:
                 pass
+
+
+class _NoFile:
+    """Where a writer made with write_to_disk=False writes: nowhere."""
+    path = None
+
+    def write(self, data):
+        pass
+
+    def close(self, sync=True):
+        pass
+
+    def abandon(self):
+        pass
+
+
+NO_FILE = _NoFile()

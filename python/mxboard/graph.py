@@ -7,7 +7,7 @@ import re
 
 from .proto import AttrValue, Event, GraphDef, NodeDef, TensorShapeProto, VersionDef
 
-__all__ = ["graph_def", "graph_event", "symbol_of"]
+__all__ = ["graph_def", "graph_event", "onnx_graph_def", "symbol_of"]
 
 _BLOCK = re.compile(r"^[A-Za-z]+\d+$")  # an MXNet block or op instance name: conv0, dense1, fc1
 
@@ -122,6 +122,49 @@ def graph_def(net, input_shape=None):
             proto.attr[key].CopyFrom(AttrValue(s=str(value).encode("utf-8")))
         if node["name"] in shapes:
             proto.attr["_output_shapes"].CopyFrom(_shape_attr(shapes[node["name"]]))
+        out.node.append(proto)
+    return out
+
+
+def onnx_graph_def(model):
+    """The GraphDef of an ONNX model (a file path, or a loaded `onnx.ModelProto`): a node per
+    operator (named after its first output; attributes as text), graph inputs as Placeholder,
+    weights as Variable, with the shapes the model declares (tensorboardX's add_onnx_graph)."""
+    import os
+
+    try:
+        import onnx
+    except ImportError:
+        raise ImportError("add_onnx_graph needs the onnx package: pip install onnx") from None
+    if isinstance(model, (str, os.PathLike)):
+        model = onnx.load(os.fspath(model))
+    if not isinstance(model, onnx.ModelProto):
+        raise TypeError("onnx_model_file must be a path or an onnx.ModelProto; got %s" % type(model).__name__)
+    graph = model.graph
+    weights = {init.name: list(init.dims) for init in graph.initializer}
+    source = {}  # tensor name -> the graph's name of what produces it (node[:output index])
+    out = GraphDef(versions=VersionDef(producer=22))
+    for value in graph.input:
+        source[value.name] = value.name
+        proto = NodeDef(name=value.name, op="Variable" if value.name in weights else "Placeholder")
+        dims = value.type.tensor_type.shape.dim
+        if dims:
+            proto.attr["_output_shapes"].CopyFrom(_shape_attr([d.dim_value or None for d in dims]))
+        out.node.append(proto)
+    for name, dims in weights.items():
+        if name not in source:
+            source[name] = name
+            out.node.append(NodeDef(name=name, op="Variable", attr={"_output_shapes": _shape_attr(dims)}))
+    for i, node in enumerate(graph.node):
+        name = (node.output[0] if node.output else node.name) or "%s_%d" % (node.op_type, i)
+        for index, output in enumerate(node.output):
+            source[output] = name + (":%d" % index if index else "")
+    for i, node in enumerate(graph.node):
+        name = (node.output[0] if node.output else node.name) or "%s_%d" % (node.op_type, i)
+        proto = NodeDef(name=name, op=node.op_type, input=[source.get(t, t) for t in node.input if t])
+        for attribute in node.attribute:
+            value = onnx.helper.get_attribute_value(attribute)
+            proto.attr[attribute.name].CopyFrom(AttrValue(s=str(value).encode("utf-8")))
         out.node.append(proto)
     return out
 

@@ -36,8 +36,8 @@ import numpy as np
 from . import lifecycle
 from .convert import resolve
 from .encoding import ScalarSeries, encode_event, encode_scalar_rows
-from .events import FILE_VERSION, EventFile
-from .proto import Event
+from .events import FILE_VERSION, NO_FILE, EventFile
+from .proto import Event, SessionLog
 
 __all__ = ["PendingScalar", "Record", "ScalarColumns", "Task", "Worker", "WriterError", "WAKE_EVERY"]
 
@@ -127,8 +127,11 @@ class Worker:
     writer that feeds it (so that the exit hook, which holds the worker, never keeps a
     SummaryWriter alive)."""
 
-    def __init__(self, flush_secs, max_queue, read_scalars=None, max_bytes=MAX_QUEUE_BYTES):
-        """`read_scalars(values)`: the floats of PendingScalars' captured values, in order."""
+    def __init__(self, flush_secs, max_queue, read_scalars=None, max_bytes=MAX_QUEUE_BYTES, to_disk=True):
+        """`read_scalars(values)`: the floats of PendingScalars' captured values, in order.
+        `to_disk=False`: everything is checked and built, nothing written (tensorboardX's
+        write_to_disk)."""
+        self.to_disk = to_disk
         self.pending = None  # something for the caller's next call: an exception, _FORKED, _CLOSED
         self.max_scalars = max(max_queue, 1) * WAKE_EVERY
         self._read_scalars = read_scalars
@@ -160,13 +163,22 @@ class Worker:
         """Whether this is a forked child's copy of the parent's worker (it writes nothing)."""
         return self.pending is _FORKED
 
-    def open_file(self, directory, suffix=""):
-        """A new event file in `directory` (created if need be), its first record written."""
+    def open_file(self, directory, suffix="", restart_at=None):
+        """A new event file in `directory` (created if need be), its first record written. With
+        `restart_at` (a step), it begins as a restarted run: TensorBoard's Python loader then
+        hides the steps >= `restart_at` logged before (SessionLog.START: the first START of a
+        run is its beginning, a later one a restart, so two are written)."""
         if self._closed:
             raise RuntimeError("this writer is closed: nothing more is written")
+        if not self.to_disk:
+            return NO_FILE
         os.makedirs(directory, exist_ok=True)
         event_file = EventFile(directory, suffix)
-        event_file.write(encode_event(Event(file_version=FILE_VERSION), 0, time.time()))
+        now = time.time()
+        head = encode_event(Event(file_version=FILE_VERSION), 0, now)
+        if restart_at is not None:
+            head += 2 * encode_event(Event(session_log=SessionLog(status=SessionLog.START)), restart_at, now)
+        event_file.write(head)
         with self._lock:
             self._files.append(event_file)
         return event_file

@@ -6,21 +6,25 @@ never costs a later call its data.
 """
 import logging
 import os
+import socket
 import sys
 import threading
+import warnings
 import weakref
 from collections.abc import Mapping
+from datetime import datetime
 from time import time as _now
 
 import numpy as np
 
 from . import checks, convert, projector
 from ._paths import subdir
+from .compat import peer_names
 from .summaries.audio import audio_summary
 from .summaries.custom_scalars import custom_scalars_summary, layout_proto
 from .summaries.hparams import hparams_summary
 from .summaries.histogram import histogram_of, histogram_raw_summary
-from .summaries.image import figure_pixels, image_summary, video_summary
+from .summaries.image import boxes_summary, figure_pixels, image_summary, video_summary
 from .summaries.mesh import mesh_summary
 from .summaries.pr_curve import pr_curve_raw_summary, pr_curve_summary
 from .summaries.text import text_summary
@@ -29,6 +33,30 @@ from .worker import WAKE_EVERY, PendingScalar, Record, Task, Worker, WriterError
 __all__ = ["SummaryWriter"]
 
 log = logging.getLogger("mxboard")
+
+# tensorboardX's and torch's positional order for the constructor, taken when the second
+# positional argument is a str (their `comment`; mxboard's `max_queue` cannot be one)
+PEER_ORDER = ("logdir", "comment", "purge_step", "max_queue", "flush_secs", "filename_suffix", "write_to_disk")
+
+
+def _audio_order(args, kwargs):
+    """add_audio(tag, audio, 5): a rate below 1 kHz given third is a step in the peers' order."""
+    if len(args) > 2 and isinstance(args[2], (int, float, np.number)) and not isinstance(args[2], bool) \
+            and args[2] < 1000:
+        raise ValueError(
+            "add_audio: the third argument is sample_rate in mxboard's order (0.1.0's); %r Hz is "
+            "no audio rate. tensorboardX and torch take global_step there: write "
+            "add_audio(tag, audio, global_step=%r, sample_rate=...), or sample_rate=%r by keyword "
+            "if you mean it" % (args[2], args[2], args[2]))
+
+
+def _pr_curve_order(args, kwargs):
+    """add_pr_curve(tag, labels, predictions, 10): thresholds here, the step in the peers' order."""
+    if len(args) == 4 and "global_step" not in kwargs:
+        warnings.warn(
+            "add_pr_curve: the fourth argument (%r) is num_thresholds in mxboard's order (0.1.0's); "
+            "tensorboardX and torch take global_step there. Pass num_thresholds= or global_step= "
+            "by keyword" % (args[3],), UserWarning, stacklevel=3)
 
 
 class SummaryWriter:
@@ -42,7 +70,15 @@ class SummaryWriter:
     logs where the file is (at INFO on the `mxboard` logger).
     """
 
-    def __init__(self, logdir, max_queue=10, flush_secs=2, filename_suffix=None, verbose=True):
+    @peer_names({"log_dir": "logdir"}, peer_order=PEER_ORDER,
+                is_peer_order=lambda args: len(args) > 1 and isinstance(args[1], str))
+    def __init__(self, logdir=None, max_queue=10, flush_secs=2, filename_suffix=None, verbose=True, *,
+                 comment="", purge_step=None, write_to_disk=True):
+        if logdir is None:  # the peers' default: runs/<date>_<host><comment>
+            if not isinstance(comment, str):
+                raise TypeError("comment must be a str; got %s" % type(comment).__name__)
+            logdir = os.path.join("runs", "%s_%s%s" % (datetime.now().strftime("%b%d_%H-%M-%S"),
+                                                       socket.gethostname(), comment))
         if isinstance(logdir, bytes) or not isinstance(logdir, (str, os.PathLike)):
             raise TypeError("logdir must be a str or os.PathLike; got %s" % type(logdir).__name__)
         if isinstance(max_queue, bool) or not isinstance(max_queue, int) or max_queue < 1:
@@ -53,43 +89,65 @@ class SummaryWriter:
             raise TypeError("filename_suffix must be a str or None; got %s" % type(filename_suffix).__name__)
         if filename_suffix and ("/" in filename_suffix or "\\" in filename_suffix or "\0" in filename_suffix):
             raise ValueError("filename_suffix must not contain path separators or NUL: %r" % filename_suffix)
+        purge_step = None if purge_step is None else checks.step(purge_step, "purge_step")
+        if purge_step is not None and purge_step < 0:
+            raise ValueError("purge_step must be >= 0; got %d" % purge_step)
         self._logdir = os.fspath(logdir)
         self._max_queue = max_queue
         self._flush_secs = flush_secs
         self._suffix = filename_suffix or ""
         self._verbose = verbose
+        self._to_disk = bool(write_to_disk)
         self._closed = False
-        self._open()
+        self._open(purge_step)
 
-    def _open(self):
-        """Start a worker and the main event file (again after reopen, or in a forked child)."""
+    @property
+    def closed(self):
+        """Whether `close()` was called (and `reopen()` not since)."""
+        return self._closed
+
+    @property
+    def logdir(self):
+        """Where this writer writes (tensorboardX's attribute; torch's is `log_dir`)."""
+        return self._logdir
+
+    log_dir = logdir
+
+    def _open(self, purge_step=None):
+        """Start a worker and the main event file (again after reopen, or in a forked child).
+        `purge_step`: the main file begins as a restart at that step (the peers' purge_step)."""
         self._lock = threading.RLock()  # guards new series and sub-run files
         self._slots = convert.ScalarSlots()  # where NDArray scalars are snapshotted
-        self._worker = Worker(self._flush_secs, self._max_queue, self._slots.read)
+        self._worker = Worker(self._flush_secs, self._max_queue, self._slots.read, to_disk=self._to_disk)
         self._finalizer = weakref.finalize(self, _close_unattended, self._worker)
         self._finalizer.atexit = False  # at exit, lifecycle.py closes every worker (and tells)
         self._local = threading.local()  # .columns: this thread's ScalarColumns
         self._files = []  # every event file opened, for export_scalars
         self._group_files = set()  # the sub-run files of named scalars
-        self._file = self._new_file(self._logdir)
+        self._file = self._new_file(self._logdir, purge_step)
         self._series = {}  # tag -> series id of the tag's scalars in the main file
-        self._runs = {}  # (tag, name) -> (sub-run file, series id)
+        self._runs = {}  # (tag, name) -> series id of the tag in its sub-run's file
         self._cleared = {}  # event file path -> offset export_scalars starts from
 
-    def _new_file(self, directory):
-        event_file = self._worker.open_file(directory, self._suffix)
-        self._files.append(event_file)
+    def _new_file(self, directory, purge_step=None):
+        event_file = self._worker.open_file(directory, self._suffix, purge_step)
+        if event_file.path is not None:  # None: write_to_disk=False
+            self._files.append(event_file)
         if self._verbose:
-            log.info("mxboard: writing events to %s", event_file.path)
+            log.info("mxboard: writing events to %s", event_file.path or "nowhere (write_to_disk=False)")
         return event_file
 
     # -- scalars: the hot path --------------------------------------------------------------
-    def add_scalar(self, tag, value, global_step=None, walltime=None):
+    def add_scalar(self, tag, value=None, global_step=None, walltime=None, **peer):
         """Log a number under `tag`. `value` is a number, numpy scalar, one-element array or
         NDArray; or a `(name, value)` pair, a `[name, value]` list, or a mapping of them: each
-        name one line in the same chart, written to the sub-run `logdir/<tag>/<name>/`."""
+        name one line in the same chart, written to the sub-run `logdir/<tag>/<name>/`.
+        The peers' `scalar_value=` names `value`; torch's `new_style` and `double_precision`
+        are accepted (TensorBoard shows the same chart either way; values are float32)."""
         kind = type(value)
-        if kind is not float:
+        if kind is not float or peer:
+            if peer:
+                return self._add_scalar_peer(tag, value, global_step, walltime, **peer)
             if kind is dict or kind is tuple or kind is list or isinstance(value, Mapping):
                 return self._add_scalar_group(tag, value, global_step, walltime)
             if convert.is_ndarray(value):
@@ -106,6 +164,14 @@ class SummaryWriter:
         self._append(series, value, global_step, _now() if walltime is None else checks.walltime(walltime))
         if self._worker.pending is not None and self._attend():  # a forked child: once more
             self.add_scalar(tag, value, global_step, walltime)
+
+    def _add_scalar_peer(self, tag, value, global_step, walltime, scalar_value=None, new_style=False,
+                         double_precision=False):
+        if scalar_value is not None:
+            if value is not None:
+                raise TypeError("add_scalar() got both 'value' and 'scalar_value' (tensorboardX's name for it)")
+            value = scalar_value
+        return self.add_scalar(tag, value, global_step, walltime)
 
     def _add_ndarray_scalar(self, tag, value, global_step, walltime):
         self._begin()
@@ -149,7 +215,8 @@ class SummaryWriter:
             self._worker.nudge(columns)
 
     def add_scalars(self, main_tag, tag_scalar_dict, global_step=None, walltime=None):
-        """tensorboardX's name for a mapping of lines in one chart: `add_scalar(main_tag, dict)`."""
+        """Lines in one chart, as `add_scalar(main_tag, dict)`: each name's values go to the sub-run
+        `logdir/<main_tag>/<name>/` (tensorboardX's layout; torch's is `<main_tag>_<name>`)."""
         if not isinstance(tag_scalar_dict, Mapping):
             raise TypeError("tag_scalar_dict must be a dict of name -> value; got %s"
                             % type(tag_scalar_dict).__name__)
@@ -258,6 +325,7 @@ class SummaryWriter:
         limits, counts, lowest = checks.histogram_raw(min, bucket_limits, bucket_counts)
         self._put(histogram_raw_summary, (tag, limits, counts, lowest), global_step, walltime)
 
+    @peer_names({"img_tensor": "image"})
     def add_image(self, tag, image, global_step=None, walltime=None, dataformats="CHW"):
         """An image: float pixels in [0, 1] (clipped, never wrapped), or integers in [0, 255].
         `dataformats`: 'CHW' (default; a 2-D array is taken as HW and a 4-D one as a batch NCHW
@@ -275,6 +343,17 @@ class SummaryWriter:
         tag = convert.check_tag(tag)
         pixels, dataformats = checks.image(img_tensor, dataformats, "img_tensor")
         self._put(image_summary, (tag, pixels, dataformats), global_step, walltime)
+
+    def add_image_with_boxes(self, tag, img_tensor, box_tensor, global_step=None, walltime=None, rescale=1,
+                             dataformats="CHW", labels=None):
+        """An image with boxes drawn on it (tensorboardX's and torch's signature): `box_tensor`
+        (N, 4) of [xmin, ymin, xmax, ymax] in pixels, `labels` one str a box, `rescale` scales
+        the image and its boxes."""
+        self._begin()
+        tag = convert.check_tag(tag)
+        pixels, dataformats = checks.image(img_tensor, dataformats, "img_tensor")
+        boxes, labels, scale = checks.boxes(box_tensor, labels, rescale, dataformats)
+        self._put(boxes_summary, (tag, pixels, dataformats, boxes, labels, scale), global_step, walltime)
 
     def add_video(self, tag, vid_tensor, global_step=None, fps=4, walltime=None):
         """A video, (N, T, C, H, W) or (T, C, H, W), float in [0, 1] or uint8, as an animated GIF."""
@@ -299,24 +378,31 @@ class SummaryWriter:
                                  % sorted({i.shape for i in rendered}))
             self._put(image_summary, (tag, np.stack(rendered), "NHWC"), global_step, walltime)
 
+    @peer_names({"snd_tensor": "audio"}, check_positional=_audio_order)
     def add_audio(self, tag, audio, sample_rate=44100, global_step=None, walltime=None):
         """Audio, float in [-1, 1] (clipped) or int16: (frames,) mono, or (frames, channels) /
-        (channels, frames) with 1 or 2 channels. Written as 16-bit WAV."""
+        (channels, frames) with 1 or 2 channels. Written as 16-bit WAV. The third argument is
+        the sample rate (mxboard 0.1.0's order; the peers take the step there): a positional
+        rate below 1 kHz is refused as a likely step."""
         self._begin()
         tag = convert.check_tag(tag)
         samples, rate = checks.audio(audio, sample_rate)
         self._put(audio_summary, (tag, samples, rate), global_step, walltime)
 
+    @peer_names({"text_string": "text"})
     def add_text(self, tag, text, global_step=None, walltime=None):
         """Markdown text; a list or 1-D array of strings, or a 2-D one, is shown as a table."""
         self._begin()
         tag = convert.check_tag(tag)
         self._put(text_summary, (tag, checks.text(text)), global_step, walltime)
 
+    @peer_names(check_positional=_pr_curve_order)
     def add_pr_curve(self, tag, labels, predictions, num_thresholds=127, global_step=None,
                      weights=None, walltime=None):
         """Precision-recall curve of `predictions` (probabilities in [0, 1]) against `labels`
-        (0/1 or bool), `num_thresholds` >= 2 thresholds (mxboard's argument order)."""
+        (0/1 or bool), `num_thresholds` >= 2 thresholds. mxboard 0.1.0's argument order: the
+        fourth is `num_thresholds` (the peers take the step there), so a fourth positional
+        argument without a fifth warns; pass both by keyword."""
         self._begin()
         tag = convert.check_tag(tag)
         args = checks.pr_curve(labels, predictions, num_thresholds, weights)
@@ -345,22 +431,35 @@ class SummaryWriter:
         self._put(mesh_summary, (tag,) + checks.mesh(vertices, colors, faces, config_dict),
                   global_step, walltime)
 
-    def add_embedding(self, tag, embedding, labels=None, images=None, global_step=None,
+    @peer_names({"mat": "embedding", "metadata": "labels", "label_img": "images"},
+                peer_order=("mat", "metadata", "label_img", "global_step", "tag", "metadata_header"),
+                is_peer_order=lambda args: not isinstance(args[0], str))
+    def add_embedding(self, tag="default", embedding=None, labels=None, images=None, global_step=None,
                       metadata_header=None):
         """Data points for the projector: `embedding` (N, D); `labels` N labels, or N rows of
         labels with `metadata_header` naming the columns; `images` (N, C, H, W) thumbnails for
         the sprite. Assets go to `logdir/<tag>[_<step>]/`, registered in the logdir's
-        projector_config.pbtxt (safe when many writers share the logdir)."""
+        projector_config.pbtxt (safe when many writers share the logdir). tensorboardX's
+        `add_embedding(mat, metadata, label_img, global_step, tag)` works as well (an array
+        first is its order)."""
         self._begin()
         tag = convert.check_tag(tag)
+        if embedding is None:
+            raise TypeError("add_embedding() needs the embedding matrix (`embedding`, or `mat`)")
         matrix, labels, images, header = checks.embedding(embedding, labels, images, metadata_header)
         step = None if global_step is None else checks.step(global_step)
+        if not self._to_disk:
+            return
         self._queue(Task(projector.write_embedding, (self._logdir, tag, step, matrix, labels, header, images)))
 
+    @peer_names({"name": "run_name"}, peer_order=("hparam_dict", "metric_dict", "name", "global_step"),
+                is_peer_order=lambda args: len(args) > 2 and isinstance(args[2], str))
     def add_hparams(self, hparam_dict, metric_dict, hparam_domain_discrete=None, run_name=None,
                     global_step=None):
         """One run of a hyper-parameter search for the HParams dashboard, in the sub-run
-        `logdir/<run_name>/` (default: the time): the hparams, and the metrics as scalars there."""
+        `logdir/<run_name>/` (default: the time): the hparams, and the metrics as scalars there.
+        torch's signature; tensorboardX's `(hparam_dict, metric_dict, name, global_step)` works
+        as well (a str third is its order)."""
         self._begin()
         values, metrics, domains = checks.hparams(hparam_dict, metric_dict, hparam_domain_discrete)
         step, now = checks.stamp(global_step, None)
@@ -383,6 +482,14 @@ class SummaryWriter:
         self._begin()
         self._put(graph_event, (graph_def(net, input_shape).SerializeToString(),))
 
+    def add_onnx_graph(self, onnx_model_file):
+        """An ONNX model's graph for the Graphs dashboard (needs the `onnx` package):
+        `onnx_model_file` is a path or a loaded `onnx.ModelProto`."""
+        from .graph import graph_event, onnx_graph_def
+
+        self._begin()
+        self._put(graph_event, (onnx_graph_def(onnx_model_file).SerializeToString(),))
+
     def add_custom_scalars(self, layout):
         """The Custom Scalars dashboard's charts: `{category: {title: ["Multiline", [tags]] or
         ["Margin", [value, lower, upper]]}}` (tensorboardX's layout)."""
@@ -395,6 +502,15 @@ class SummaryWriter:
         self._begin()
         self._worker.flush()
         self._end()
+
+    def add_custom_scalars_multilinechart(self, tags, category="default", title="untitled"):
+        """A Custom Scalars chart of `tags` as lines (tensorboardX's shorthand)."""
+        self.add_custom_scalars({category: {title: ["Multiline", list(tags)]}})
+
+    def add_custom_scalars_marginchart(self, tags, category="default", title="untitled"):
+        """A Custom Scalars chart of a value between two bounds: `tags` is [value, lower, upper]
+        (tensorboardX's shorthand)."""
+        self.add_custom_scalars({category: {title: ["Margin", list(tags)]}})
 
     def close(self):
         """Write everything queued and close the files. Safe to call twice; logging afterwards
@@ -439,6 +555,10 @@ class SummaryWriter:
                         [event.wall_time, event.step, value.simple_value])
         with open(path, "w") as f:
             json.dump(exported, f)
+
+    def export_scalars_to_json(self, path):
+        """tensorboardX's name for `export_scalars`."""
+        self.export_scalars(path)
 
     def clear_scalar_dict(self):
         """Start `export_scalars` afresh from here."""

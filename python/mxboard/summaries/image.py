@@ -9,7 +9,9 @@ import numpy as np
 from ..proto import Summary
 from ._common import summary
 
-__all__ = ["figure_pixels", "to_hwc", "make_image_grid", "to_uint8", "image_summary", "video_summary"]
+__all__ = ["figure_pixels", "to_hwc", "make_image_grid", "to_uint8", "image_summary", "boxes_summary",
+           "video_summary"]
+
 
 def to_uint8(array):
     """Pixels as uint8: floats are taken as [0, 1] and clipped (never wrapped around); bool as
@@ -104,6 +106,27 @@ def image_summary(tag, array, dataformats="CHW"):
     height, width, channels = hwc.shape
     return summary(tag, image=Summary.Image(height=height, width=width, colorspace=channels,
                                             encoded_image_string=encode_png(hwc)))
+
+
+def boxes_summary(tag, array, dataformats, boxes, labels=None, rescale=1.0):
+    """Summary of one image with boxes drawn on it: `boxes` (N, 4) of [xmin, ymin, xmax, ymax]
+    in pixels, each outlined in red with its label (if any) above it; the image (and the boxes)
+    scaled by `rescale` first (tensorboardX's add_image_with_boxes)."""
+    from PIL import Image, ImageDraw
+
+    hwc = np.ascontiguousarray(to_uint8(to_hwc(array, dataformats)))
+    picture = Image.fromarray(hwc[:, :, 0] if hwc.shape[2] == 1 else hwc).convert("RGB")
+    if rescale != 1.0:
+        picture = picture.resize((max(1, round(picture.width * rescale)), max(1, round(picture.height * rescale))))
+    draw = ImageDraw.Draw(picture)
+    for i, (xmin, ymin, xmax, ymax) in enumerate(np.asarray(boxes, dtype=np.float64) * rescale):
+        draw.rectangle([xmin, ymin, xmax, ymax], outline=(255, 0, 0), width=2)
+        if labels is not None:
+            left, top, right, bottom = draw.textbbox((xmin, ymin), labels[i])
+            height = bottom - top
+            draw.rectangle([xmin, ymin - height - 4, xmin + right - left + 4, ymin], fill=(255, 0, 0))
+            draw.text((xmin + 2, ymin - height - 2 - (top - ymin)), labels[i], fill=(0, 0, 0))
+    return image_summary(tag, np.asarray(picture), "HWC")
 
 
 def video_summary(tag, frames, fps=4):

@@ -1,0 +1,62 @@
+"""Calls written for tensorboardX and torch.utils.tensorboard, taken as they are: their keyword
+names beside mxboard 0.1.0's, and their positional order where the arguments' types tell the two
+orders apart. Where they cannot be told apart, mxboard 0.1.0's order holds, and a value that
+cannot mean what that order says is refused with both readings named (README: "Coming from
+tensorboardX or torch").
+"""
+import functools
+import inspect
+
+__all__ = ["peer_names"]
+
+
+def peer_names(aliases=None, peer_order=None, is_peer_order=None, check_positional=None):
+    """A method decorator. `aliases` maps a peer's keyword name to ours. When
+    `is_peer_order(args)` holds for the positional arguments, they are bound by the names in
+    `peer_order` (peer names allowed) instead of by position. `check_positional(args, kwargs)`
+    may raise on positional values that 0.1.0's order cannot mean."""
+    aliases = dict(aliases or {})
+
+    def decorate(method):
+        name = method.__name__
+        positions = [p.name for p in list(inspect.signature(method).parameters.values())[1:]
+                     if p.kind is inspect.Parameter.POSITIONAL_OR_KEYWORD]
+
+        @functools.wraps(method)
+        def call(self, *args, **kwargs):
+            if is_peer_order is not None and args and is_peer_order(args):
+                if len(args) > len(peer_order):
+                    raise TypeError("%s() takes at most %d positional arguments in tensorboardX's order; got %d"
+                                    % (name, len(peer_order), len(args)))
+                for key, value in zip(peer_order, args):
+                    if key in kwargs:
+                        raise TypeError("%s() got multiple values for argument %r" % (name, key))
+                    kwargs[key] = value
+                args = ()
+            elif check_positional is not None and args:
+                check_positional(args, kwargs)
+            for peer, ours in aliases.items():
+                if peer in kwargs:
+                    if kwargs[peer] is None:  # the peers' default: not given
+                        del kwargs[peer]
+                        continue
+                    if ours in kwargs or ours in positions[:len(args)]:
+                        raise TypeError("%s() got both %r and %r (tensorboardX's name for it)" % (name, ours, peer))
+                    kwargs[ours] = kwargs.pop(peer)
+            return method(self, *args, **kwargs)
+
+        call.__signature__ = _signature_with(method, aliases)
+        return call
+
+    return decorate
+
+
+def _signature_with(method, aliases):
+    """The method's signature, its peer names appended as keyword-only (for help() and IDEs)."""
+    signature = inspect.signature(method)
+    params = list(signature.parameters.values())
+    extra = [inspect.Parameter(peer, inspect.Parameter.KEYWORD_ONLY, default=None)
+             for peer in aliases if peer not in signature.parameters]
+    tail = [p for p in params if p.kind is inspect.Parameter.VAR_KEYWORD]
+    head = [p for p in params if p.kind is not inspect.Parameter.VAR_KEYWORD]
+    return signature.replace(parameters=head + extra + tail)

@@ -1,0 +1,359 @@
+"""Code written for tensorboardX, torch.utils.tensorboard or mxboard 0.1.0 runs unchanged: peer
+scripts are run twice, once as written and once with mxboard imported instead, and the bundled
+TensorBoard (its fast Rust loader, over HTTP) must serve the same thing for both."""
+import io
+import json
+import os
+import re
+import subprocess
+import sys
+import threading
+import urllib.parse
+import warnings
+import wave
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from conftest import ROOT, Server, run_python
+from mxboard import GlobalSummaryWriter, SummaryWriter
+
+# tensorboardX's own demo, trimmed: keyword names, bins='tensorflow', tensorboardX's positional
+# order of add_embedding and add_hparams, add_image_with_boxes, the chart shorthands
+TENSORBOARDX_SCRIPT = r'''
+import sys
+import numpy as np
+from tensorboardX import SummaryWriter
+
+logdir = sys.argv[1]
+rng = np.random.default_rng(0)
+writer = SummaryWriter(log_dir=logdir, comment="ignored when log_dir is given")
+for n_iter in range(20):
+    writer.add_scalar("data/scalar1", rng.random(), n_iter)
+    writer.add_scalar("data/scalar2", scalar_value=n_iter * 0.5, global_step=n_iter)
+    writer.add_scalars("data/scalar_group", {"xsinx": n_iter * np.sin(n_iter),
+                                             "xcosx": n_iter * np.cos(n_iter)}, n_iter)
+    if n_iter % 10 == 0:
+        x = rng.random((3, 32, 32))
+        writer.add_image("Image", img_tensor=x, global_step=n_iter)
+        writer.add_images("Images", rng.random((4, 3, 8, 8)), n_iter)
+        writer.add_image_with_boxes("Boxes", x, np.array([[2, 2, 20, 20], [4, 8, 30, 30]]), n_iter,
+                                    labels=["a", "b"])
+        writer.add_audio("myAudio", snd_tensor=np.sin(np.arange(44100) / 10.0), global_step=n_iter,
+                         sample_rate=44100)
+        writer.add_text("Text", text_string="text logged at step:" + str(n_iter), global_step=n_iter)
+        writer.add_histogram("hist", rng.normal(size=1000), n_iter, bins="tensorflow")
+        writer.add_pr_curve("xoxo", rng.integers(2, size=100), rng.random(100), global_step=n_iter)
+writer.add_embedding(rng.random((20, 5)), metadata=[str(i) for i in range(20)],
+                     label_img=rng.random((20, 3, 8, 8)), global_step=3, tag="features")
+writer.add_hparams({"lr": 0.1, "bsize": 1}, {"hparam/accuracy": 10.0}, "hp", 7)
+writer.add_custom_scalars_multilinechart(["data/scalar1", "data/scalar2"], title="both")
+writer.export_scalars_to_json(logdir + "/all_scalars.json")
+writer.close()
+'''
+
+# torch.utils.tensorboard's tutorial style: no logdir (runs/<date>_<host><comment>), float steps
+TORCH_SCRIPT = r'''
+import numpy as np
+from torch.utils.tensorboard import SummaryWriter
+
+writer = SummaryWriter(comment="_lr0.1")
+print(writer.log_dir)
+for epoch in np.arange(0.0, 3.0, 0.5):
+    writer.add_scalar("Loss/train", 1.0 / (1.0 + epoch), epoch * 100)
+    writer.add_scalar("Loss/test", 2.0 / (1.0 + epoch), np.float64(epoch * 100))
+writer.add_hparams({"lr": 0.1, "optimizer": "sgd"}, {"hparam/loss": 0.25}, run_name="hp")
+writer.add_custom_scalars_marginchart(["Loss/train", "Loss/test", "Loss/train"], title="band")
+writer.close()
+'''
+
+
+def _run_script(script, library, cwd, *args):
+    """Run a peer script as written ('peer') or with mxboard imported in its place ('mxboard')."""
+    if library == "mxboard":
+        script = (script.replace("from tensorboardX import SummaryWriter", "from mxboard import SummaryWriter")
+                  .replace("from torch.utils.tensorboard import SummaryWriter", "from mxboard import SummaryWriter"))
+        assert "from mxboard import SummaryWriter" in script
+    env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python"))
+    proc = subprocess.run([sys.executable, "-c", script, *args], cwd=cwd, env=env, capture_output=True,
+                          text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    return proc
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory):
+    """The tensorboardX script's run by tensorboardX (run `tbx`) and by mxboard (run `mxb`), served
+    by the bundled TensorBoard with its default loader."""
+    root = tmp_path_factory.mktemp("compat")
+    _run_script(TENSORBOARDX_SCRIPT, "peer", str(root), str(root / "tbx"))
+    _run_script(TENSORBOARDX_SCRIPT, "mxboard", str(root), str(root / "mxb"))
+    server = Server(root)
+    assert "fast (Rust data server)" in server.banner
+    server.json("/data/runs", until=lambda runs: {"tbx/hp", "mxb/hp", "tbx/data/scalar_group/xsinx",
+                                                   "mxb/data/scalar_group/xsinx"} <= set(runs))
+    yield root, server
+    server.close()
+
+
+def _both(server, path, tag, extra=None):
+    return [server.json(path, dict({"run": run, "tag": tag}, **(extra or {}))) for run in ("tbx", "mxb")]
+
+
+def test_the_same_runs_and_tags_as_tensorboardx(served):
+    _, server = served
+    runs = server.json("/data/runs")
+    assert sorted(r[4:] for r in runs if r.startswith("tbx")) == sorted(r[4:] for r in runs if r.startswith("mxb"))
+    for plugin in ("scalars", "images", "audio", "histograms", "text", "pr_curves"):
+        tags = server.json("/data/plugin/%s/tags" % plugin)
+        # tensorboardX writes text under `<tag>/text_summary` (TensorFlow 1's name); mxboard
+        # under the tag given, as torch does
+        peer = {t.replace("/text_summary", "") for t in tags.get("tbx", {})}
+        assert peer == set(tags.get("mxb", {})) != set(), plugin
+
+
+@pytest.mark.parametrize("run, tag", [("", "data/scalar1"), ("", "data/scalar2"),
+                                      ("/data/scalar_group/xsinx", "data/scalar_group"),
+                                      ("/data/scalar_group/xcosx", "data/scalar_group"),
+                                      ("/hp", "hparam/accuracy")])
+def test_scalars_are_served_alike(served, run, tag):
+    _, server = served
+    peer, ours = (server.json("/data/plugin/scalars/scalars", {"run": lib + run, "tag": tag})
+                  for lib in ("tbx", "mxb"))
+    assert [(s, pytest.approx(v, rel=1e-6)) for _, s, v in peer] == [(s, v) for _, s, v in ours]
+    assert len(ours) == (1 if tag.startswith("hparam") else 20)
+
+
+@pytest.mark.parametrize("plugin, tag", [("images", "Image"), ("images", "Images"), ("images", "Boxes"),
+                                         ("audio", "myAudio")])
+def test_images_and_audio_are_served_alike(served, plugin, tag):
+    _, server = served
+    peer, ours = _both(server, "/data/plugin/%s/%s" % (plugin, plugin), tag)
+    assert [e["step"] for e in peer] == [e["step"] for e in ours] == [0, 10]
+    decoded = []
+    for entry in peer + ours:
+        content_type, data = server.get("/data/plugin/%s/individual%s?%s"
+                                        % (plugin, "Image" if plugin == "images" else "Audio", entry["query"]))
+        if entry in ours:  # tensorboardX's audio is served as application/octet-stream
+            assert content_type == ("image/png" if plugin == "images" else "audio/wav")
+        if plugin == "images":
+            decoded.append(Image.open(io.BytesIO(data)).size)
+        else:
+            with wave.open(io.BytesIO(data)) as wav:
+                decoded.append((wav.getframerate(), wav.getnframes(), wav.getnchannels()))
+    if tag == "Images":  # a grid: tensorboardX packs it without padding; mxboard pads 2 px as
+        assert decoded == [(32, 8)] * 2 + [(42, 12)] * 2  # torchvision and mxboard 0.1.0 did
+    else:
+        assert decoded[:2] == decoded[2:]
+
+
+def test_histograms_text_and_pr_curves_are_served_alike(served):
+    _, server = served
+    peer, ours = _both(server, "/data/plugin/histograms/histograms", "hist")
+    assert [e[1] for e in peer] == [e[1] for e in ours] == [0, 10]
+    assert [sum(b[2] for b in e[2]) for e in ours] == [1000, 1000]
+    peer = server.json("/data/plugin/text/text", {"run": "tbx", "tag": "Text/text_summary"})
+    ours = server.json("/data/plugin/text/text", {"run": "mxb", "tag": "Text"})
+    # tensorboardX writes a 1-element vector, shown as a one-cell table; mxboard a paragraph
+    assert [(e["step"], re.sub("<[^>]+>|\n", "", e["text"])) for e in peer] == \
+        [(e["step"], re.sub("<[^>]+>|\n", "", e["text"])) for e in ours] == \
+        [(0, "text logged at step:0"), (10, "text logged at step:10")]
+    peer, ours = _both(server, "/data/plugin/pr_curves/pr_curves", "xoxo")
+    # 127 thresholds each; the plugin leaves out the last, where nothing is predicted positive
+    assert [(e["step"], len(e["precision"])) for e in peer["tbx"]] == \
+        [(e["step"], len(e["precision"])) for e in ours["mxb"]] == [(0, 126), (10, 126)]
+
+
+def test_embedding_in_tensorboardx_order_reaches_the_projector(served):
+    _, server = served
+    for run in ("tbx", "mxb"):
+        server.json("/data/plugin/projector/runs", until=lambda runs, run=run: run in runs)
+        (embedding,) = server.json("/data/plugin/projector/info", {"run": run})["embeddings"]
+        assert embedding["tensorShape"] == [20, 5] and embedding["tensorName"].startswith("features")
+        _, metadata = server.get("/data/plugin/projector/metadata?" + urllib.parse.urlencode(
+            {"run": run, "name": embedding["tensorName"]}))
+        assert metadata.decode().split() == [str(i) for i in range(20)]
+
+
+def test_hparams_in_tensorboardx_order(served):
+    _, server = served
+    groups = server.post_json("/data/plugin/hparams/session_groups", {
+        "experimentName": "", "allowedStatuses": ["STATUS_SUCCESS", "STATUS_UNKNOWN"],
+        "colParams": [{"hparam": "lr"}, {"metric": {"tag": "hparam/accuracy"}}], "startIndex": 0, "sliceSize": 10})
+    sessions = {group["name"]: group for group in groups["sessionGroups"]}
+    assert {"tbx/hp", "mxb/hp"} <= set(sessions)
+    assert sessions["mxb/hp"]["hparams"] == sessions["tbx/hp"]["hparams"] == {"lr": 0.1, "bsize": 1}
+
+
+def test_export_scalars_to_json_has_the_peers_keys(served):
+    root, _ = served
+    exported = {}
+    for lib in ("tbx", "mxb"):
+        with open(os.path.join(root, lib, "all_scalars.json")) as f:
+            exported[lib] = {key[len(str(root / lib)):]: len(points) for key, points in json.load(f).items()}
+    # tensorboardX exports what add_scalars logged; mxboard every scalar, with the same keys
+    assert {key: exported["mxb"][key] for key in exported["tbx"]} == exported["tbx"]
+    assert exported["mxb"]["/data/scalar1"] == 20 and exported["mxb"]["/data/scalar_group/xsinx"] == 20
+
+
+def test_torch_style_script_default_logdir_float_steps_and_charts(tmp_path, serve):
+    printed = _run_script(TORCH_SCRIPT, "mxboard", str(tmp_path)).stdout.split()
+    (logdir,) = printed
+    assert logdir.startswith("runs" + os.sep) and logdir.endswith("_lr0.1")
+    server = serve(tmp_path / "runs")
+    run = os.path.basename(logdir)
+    server.json("/data/runs", until=lambda runs: run + "/hp" in runs)
+    rows = server.json("/data/plugin/scalars/scalars", {"run": run, "tag": "Loss/test"})
+    assert [(s, pytest.approx(v)) for _, s, v in rows] == [(int(e * 100), 2.0 / (1 + e)) for e in np.arange(0, 3, 0.5)]
+    layout = server.json("/data/plugin/custom_scalars/layout")
+    margin = layout["category"][0]["chart"][0]["margin"]["series"]
+    assert [(m["value"], m["lower"], m["upper"]) for m in margin] == [("Loss/train", "Loss/test", "Loss/train")]
+
+
+def test_purge_step_hides_the_crashed_runs_later_steps(tmp_path, serve):
+    """A run crashes after step 9 having checkpointed at step 5; the resumed run logs from step 5
+    with purge_step=5. TensorBoard's Python loader hides every step >= 5 of before; the fast
+    loader drops a tag's later points when the tag is logged again at an earlier step."""
+    from tensorboard.backend.event_processing import plugin_event_multiplexer
+
+    logdir = str(tmp_path / "run")
+    with SummaryWriter(logdir) as w:
+        for step in range(10):
+            w.add_scalar("loss", float(step), step)
+            w.add_scalar("eval", float(step), step)
+    with SummaryWriter(logdir, purge_step=5) as w:
+        for step in range(5, 8):
+            w.add_scalar("loss", 100.0 + step, step)
+        w.add_scalar("eval", 100.0, 12)
+    python_loader = plugin_event_multiplexer.EventMultiplexer()
+    python_loader.AddRunsFromDirectory(str(tmp_path))
+    python_loader.Reload()
+    assert [e.step for e in python_loader.Tensors("run", "loss")] == [0, 1, 2, 3, 4, 5, 6, 7]
+    assert [e.step for e in python_loader.Tensors("run", "eval")] == [0, 1, 2, 3, 4, 12]
+    server = serve(tmp_path)
+    served = server.json("/data/plugin/scalars/scalars", {"run": "run", "tag": "loss"},
+                         until=lambda rows: rows and rows[-1][1] == 7 and len(rows) == 8)
+    assert [(s, v) for _, s, v in served] == [(s, float(s)) for s in range(5)] + [(s, 100.0 + s) for s in range(5, 8)]
+
+
+def test_purge_step_is_checked():
+    with pytest.raises(ValueError, match="purge_step must be >= 0"):
+        SummaryWriter(os.devnull + "-never", purge_step=-1)
+    with pytest.raises(TypeError, match="purge_step must be a number"):
+        SummaryWriter(os.devnull + "-never", purge_step="5")
+
+
+def test_write_to_disk_false_checks_everything_and_writes_nothing(tmp_path):
+    logdir = tmp_path / "never"
+    with SummaryWriter(logdir, write_to_disk=False) as w:
+        w.add_scalar("x", 1.0, 0)
+        w.add_histogram("h", np.arange(10), 0)
+        w.add_embedding(np.eye(3), ["a", "b", "c"])
+        with pytest.raises(ValueError, match="integer pixels"):
+            w.add_image("i", np.full((1, 2, 2), 300))
+        w.flush()
+        assert w.logdir == w.log_dir == str(logdir)
+    assert not logdir.exists()
+
+
+def test_the_peers_constructor_order_and_names(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    with SummaryWriter(None, "_x") as w:  # tensorboardX's (logdir, comment)
+        assert w.logdir.startswith(os.path.join("runs", "")) and w.logdir.endswith("_x")
+    with SummaryWriter(log_dir="a", flush_secs=1, filename_suffix=".v1") as w:
+        assert w.log_dir == "a"
+    assert os.listdir("a")[0].endswith(".v1")
+    with SummaryWriter("b", 5, 1) as w:  # mxboard 0.1.0's (logdir, max_queue, flush_secs)
+        assert w.logdir == "b"
+    with pytest.raises(TypeError, match="'logdir' and 'log_dir'"):
+        SummaryWriter("c", log_dir="d")
+
+
+def test_positional_arguments_that_cannot_mean_mxboards_order(logdir):
+    with SummaryWriter(logdir) as w:
+        with pytest.raises(ValueError, match="5 Hz is no audio rate.*global_step=5"):
+            w.add_audio("a", np.zeros(100), 5)  # tensorboardX: step 5
+        w.add_audio("a", np.zeros(100), sample_rate=500)  # a low rate, by keyword, is taken
+        with pytest.warns(UserWarning, match="fourth argument .10. is num_thresholds"):
+            w.add_pr_curve("p", [0, 1], [0.2, 0.8], 10)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            w.add_pr_curve("p", [0, 1], [0.2, 0.8], 10, 3)  # both given: clear
+            w.add_pr_curve("p", [0, 1], [0.2, 0.8], global_step=4)
+        with pytest.raises(TypeError, match="'value' and 'scalar_value'"):
+            w.add_scalar("x", 1.0, scalar_value=2.0)
+        with pytest.raises(TypeError, match="unexpected keyword"):
+            w.add_scalar("x", 1.0, display_name="shown")
+
+
+def test_keyword_names_show_in_the_signature():
+    import inspect
+
+    assert {"mat", "metadata", "label_img"} <= set(inspect.signature(SummaryWriter.add_embedding).parameters)
+    assert "snd_tensor" in inspect.signature(SummaryWriter.add_audio).parameters
+    assert {"log_dir", "comment", "purge_step", "write_to_disk"} <= set(inspect.signature(SummaryWriter).parameters)
+
+
+def test_global_summary_writer_counts_steps_per_tag_across_threads(tmp_path, serve):
+    logdir = str(tmp_path / "global")
+    writer = GlobalSummaryWriter(logdir)
+    turn = threading.Barrier(4)
+
+    def work():
+        turn.wait()
+        for _ in range(250):
+            writer.add_scalar("shared", 1.0)
+        writer.add_text("note", "from a thread")
+
+    threads = [threading.Thread(target=work) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    writer.close()
+    assert GlobalSummaryWriter.getSummaryWriter() is GlobalSummaryWriter.getSummaryWriter()
+    server = serve(tmp_path)
+    rows = server.json("/data/plugin/scalars/scalars", {"run": "global", "tag": "shared"},
+                       until=lambda rows: len(rows) == 1000)
+    assert [s for _, s, _ in rows] == list(range(1000))
+    assert [e["step"] for e in server.json("/data/plugin/text/text", {"run": "global", "tag": "note"})] == [0, 1, 2, 3]
+
+
+def test_onnx_graph_is_drawn(tmp_path, serve):
+    onnx = pytest.importorskip("onnx")
+    from onnx import TensorProto, helper
+
+    weights = helper.make_tensor("W", TensorProto.FLOAT, [4, 2], np.ones(8, np.float32).tolist())
+    graph = helper.make_graph(
+        [helper.make_node("MatMul", ["x", "W"], ["h"]), helper.make_node("Relu", ["h"], ["y"]),
+         helper.make_node("Softmax", ["y"], ["z"], axis=1)], "net",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [None, 4])],
+        [helper.make_tensor_value_info("z", TensorProto.FLOAT, [None, 2])], [weights])
+    path = str(tmp_path / "net.onnx")
+    onnx.save(helper.make_model(graph), path)
+    with SummaryWriter(str(tmp_path / "onnx")) as w:
+        w.add_onnx_graph(path)
+    server = serve(tmp_path)
+    server.json("/data/runs", until=lambda runs: "onnx" in runs)
+    _, pbtxt = server.get("/data/plugin/graphs/graph", {"run": "onnx"})
+    text = pbtxt.decode()
+    for expected in ('name: "x"', 'op: "Placeholder"', 'name: "W"', 'op: "MatMul"', 'input: "h"',
+                     'op: "Softmax"', 'key: "axis"'):
+        assert expected in text, expected
+
+
+def test_mxboard_010_docstring_example_with_float_steps(logdir):
+    """mxboard 0.1.0's own example: `sw.add_scalar('curves', ..., x * 100)` with float x."""
+    code = (
+        "import numpy as np\nfrom mxboard import SummaryWriter\n"
+        "x_vals = np.arange(start=0, stop=2 * np.pi, step=0.01)\n"
+        "y_sin, y_cos = np.sin(x_vals), np.cos(x_vals)\n"
+        "with SummaryWriter(logdir=%r) as sw:\n"
+        "    for x, y in zip(x_vals, y_sin):\n"
+        "        sw.add_scalar('curves', {'sin': y, 'cos': np.cos(x)}, x * 100)\n" % logdir)
+    run_python(code)
+    from conftest import accumulator
+
+    steps = [e.step for e in accumulator(os.path.join(logdir, "curves", "sin")).Scalars("curves")]
+    assert steps == [int(x * 100) for x in np.arange(start=0, stop=2 * np.pi, step=0.01)]
