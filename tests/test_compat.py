@@ -357,3 +357,46 @@ def test_mxboard_010_docstring_example_with_float_steps(logdir):
 
     steps = [e.step for e in accumulator(os.path.join(logdir, "curves", "sin")).Scalars("curves")]
     assert steps == [int(x * 100) for x in np.arange(start=0, stop=2 * np.pi, step=0.01)]
+
+
+def test_reader_tables_hold_what_the_server_serves_for_both_libraries(served):
+    """mxboard.reader as tbparse is used: DataFrames of any writer's files, checked against
+    what TensorBoard serves."""
+    from mxboard import reader
+
+    root, server = served
+    scalars = reader.scalars(root)
+    for run in ("tbx", "mxb", "mxb/data/scalar_group/xsinx"):
+        tag = "data/scalar_group" if "/" in run else "data/scalar1"
+        rows = server.json("/data/plugin/scalars/scalars", {"run": run, "tag": tag})
+        table = scalars[(scalars.run == run) & (scalars.tag == tag)]
+        assert list(zip(table.step, table.value)) == [(s, pytest.approx(v, rel=1e-6)) for _, s, v in rows]
+    histograms = reader.histograms(root)
+    for run in ("tbx", "mxb"):
+        served_counts = [sum(b[2] for b in e[2]) for e in server.json(
+            "/data/plugin/histograms/histograms", {"run": run, "tag": "hist"})]
+        assert [c.sum() for c in histograms[histograms.run == run].counts] == served_counts == [1000, 1000]
+    text = reader.text(root)
+    assert list(text[text.run == "mxb"].text) == list(text[text.run == "tbx"].text) == [
+        "text logged at step:0", "text logged at step:10"]
+    hparams = reader.hparams(root).set_index("run")
+    assert hparams.loc["mxb/hp"].to_dict() == hparams.loc["tbx/hp"].to_dict() == {"lr": 0.1, "bsize": 1}
+
+
+def test_export_command_writes_csv_and_json(served, tmp_path):
+    import csv
+
+    root, server = served
+    out = tmp_path / "scalars.csv"
+    run_python("from mxboard.__main__ import main; main(%r)" % (["export", str(root), "--csv", "-o", str(out)],))
+    with open(out) as f:
+        rows = [r for r in csv.DictReader(f) if r["run"] == "mxb" and r["tag"] == "data/scalar2"]
+    served_rows = server.json("/data/plugin/scalars/scalars", {"run": "mxb", "tag": "data/scalar2"})
+    assert [(int(r["step"]), float(r["value"])) for r in rows] == [(s, v) for _, s, v in served_rows]
+    printed = subprocess.run([sys.executable, "-m", "mxboard", "export", str(root), "--json", "--kind", "hparams"],
+                             env=dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python")), capture_output=True,
+                             text=True, timeout=120, check=True).stdout
+    assert sorted((r["run"], r["lr"]) for r in json.loads(printed)) == [("mxb/hp", 0.1), ("tbx/hp", 0.1)]
+    usage = subprocess.run([sys.executable, "-m", "mxboard", "export", str(root)], capture_output=True, text=True,
+                           env=dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python")), timeout=120)
+    assert usage.returncode == 2 and "--csv" in usage.stderr

@@ -1,7 +1,17 @@
-"""Read event files back: records checked against their CRCs, parsed into Events.
+"""Read event files back: records checked against their CRCs, parsed into Events, or gathered
+into tables (pandas DataFrames), as users of tbparse do.
 
     for event in mxboard.reader.read_events("logs/"):   # a file, or every event file below a dir
         print(event.step, event.summary)
+    mxboard.reader.scalars("logs/")      # run, tag, step, wall_time, value: one row a point
+    mxboard.reader.histograms("logs/")   # ... limits, counts (arrays): one row a histogram
+    mxboard.reader.text("logs/")         # ... text
+    mxboard.reader.hparams("logs/")      # run, then one column a hyper-parameter
+
+Any writer's files are read (mxboard's, tensorboardX's, torch's, TensorFlow's): scalars stored as
+`simple_value` or as scalar tensors, histograms as `histo` or as the histogram plugin's tensors.
+`table(logdir, kind)` gives the same as plain columns (a dict of lists) without pandas;
+`python -m mxboard export LOGDIR --csv|--json` writes them for scripts.
 
 A torn last record (a writer killed mid-write, or a file still being written) ends the file
 with a `TornRecordWarning`; a corrupt record (a CRC that does not match, or bytes that are no
@@ -16,9 +26,10 @@ from google.protobuf.message import DecodeError
 
 from ._crc32c import masked_crc32c
 from .events import RECORD_HEADER, RECORD_TRAILER
-from .proto import Event
+from .proto import Event, hparams as hparams_proto
 
-__all__ = ["DataLossError", "TornRecordWarning", "read_events", "read_records", "event_files"]
+__all__ = ["DataLossError", "TornRecordWarning", "read_events", "read_records", "event_files", "table",
+           "scalars", "histograms", "text", "hparams", "KINDS"]
 
 
 class DataLossError(ValueError):
@@ -35,20 +46,21 @@ def read_records(path, offset=0):
     with open(path, "rb") as f:
         f.seek(offset)
         data = f.read()
-    start, offset = offset, 0
-    while offset < len(data):
-        if len(data) - offset < RECORD_HEADER.size:
-            _torn(path, start + offset, start + len(data))
+    size, start, offset = len(data), offset, 0
+    unpack_header, unpack_trailer, crc = RECORD_HEADER.unpack_from, RECORD_TRAILER.unpack_from, masked_crc32c
+    while offset < size:  # 12: RECORD_HEADER.size, 16: with RECORD_TRAILER.size
+        if size - offset < 12:
+            _torn(path, start + offset, start + size)
             return
-        length, length_crc = RECORD_HEADER.unpack_from(data, offset)
-        if masked_crc32c(data[offset:offset + 8]) != length_crc:
+        length, length_crc = unpack_header(data, offset)
+        if crc(data[offset:offset + 8]) != length_crc:
             raise DataLossError("%s: corrupt record length at byte %d" % (path, start + offset))
-        end = offset + RECORD_HEADER.size + length + 4
-        if end > len(data):
-            _torn(path, start + offset, start + len(data))
+        end = offset + 16 + length
+        if end > size:
+            _torn(path, start + offset, start + size)
             return
-        payload = data[offset + RECORD_HEADER.size:end - 4]
-        if masked_crc32c(payload) != RECORD_TRAILER.unpack_from(data, end - 4)[0]:
+        payload = data[offset + 12:end - 4]
+        if crc(payload) != unpack_trailer(data, end - 4)[0]:
             raise DataLossError("%s: corrupt record payload at byte %d" % (path, start + offset))
         yield payload
         offset = end
@@ -91,3 +103,130 @@ def read_events(path):
             except DecodeError as exc:
                 raise DataLossError("%s: record %d has a valid CRC but is no Event: %s"
                                     % (event_file, offset, exc)) from None
+
+
+# -- tables ------------------------------------------------------------------------------------
+KINDS = {  # kind -> its columns
+    "scalars": ("run", "tag", "step", "wall_time", "value"),
+    "histograms": ("run", "tag", "step", "wall_time", "limits", "counts"),
+    "text": ("run", "tag", "step", "wall_time", "text"),
+    "hparams": ("run",),  # then one column a hyper-parameter
+}
+_NUMPY = {1: "<f4", 2: "<f8", 3: "<i4", 4: "<u1", 5: "<i2", 6: "<i1", 9: "<i8", 10: "?", 17: "<u2",
+          19: "<f2", 22: "<u4", 23: "<u8"}  # TensorFlow DataType -> numpy dtype
+
+
+def table(logdir, kind="scalars"):
+    """The `kind` of data below `logdir` (see KINDS) as columns: a dict of lists, rows in file
+    order (within a run and tag, the order of the steps as written)."""
+    import numpy as np
+
+    if kind not in KINDS:
+        raise ValueError("kind must be one of %s; got %r" % (", ".join(KINDS), kind))
+    logdir = os.fspath(logdir)
+    rows = []
+    for path in event_files(logdir):
+        run = os.path.relpath(os.path.dirname(path), logdir) if os.path.isdir(logdir) else "."
+        run = run.replace(os.sep, "/")
+        plugins = {}  # tag -> plugin name: writers put the metadata in a tag's first value only
+        for event in read_events(path):
+            if not event.HasField("summary"):
+                continue
+            step, wall = event.step, event.wall_time
+            for value in event.summary.value:
+                tag = value.tag
+                if value.HasField("metadata"):
+                    plugins[tag] = value.metadata.plugin_data.plugin_name or plugins.get(tag)
+                row = _row(kind, value, plugins.get(tag), np)
+                if row is not None:
+                    rows.append((run, tag, step, wall) + row)
+    if kind == "hparams":
+        return _hparam_columns(rows)
+    return {name: [row[i] for row in rows] for i, name in enumerate(KINDS[kind])}
+
+
+def _row(kind, value, plugin, np):
+    """The kind-specific cells of one summary value, or None if it is of another kind."""
+    field = value.WhichOneof("value")
+    if kind == "scalars":
+        if field == "simple_value":
+            return (value.simple_value,)
+        if field == "tensor" and plugin == "scalars":
+            return (float(_ndarray(value.tensor, np).reshape(-1)[0]),)
+    elif kind == "histograms":
+        if field == "histo":
+            limits = np.array(value.histo.bucket_limit)
+            return limits, np.array(value.histo.bucket)
+        if field == "tensor" and plugin == "histograms":
+            buckets = _ndarray(value.tensor, np).reshape(-1, 3)
+            return buckets[:, 1].astype(np.float64), buckets[:, 2].astype(np.float64)
+    elif kind == "text":
+        if field == "tensor" and plugin == "text":
+            strings = _ndarray(value.tensor, np).reshape(-1)
+            return ("\n".join(s.decode("utf-8", "replace") for s in strings),)
+    elif kind == "hparams" and plugin == "hparams":
+        data = hparams_proto.HParamsPluginData.FromString(value.metadata.plugin_data.content)
+        if data.WhichOneof("data") == "session_start_info":
+            return ({name: getattr(v, v.WhichOneof("kind")) for name, v in data.session_start_info.hparams.items()},)
+    return None
+
+
+def _hparam_columns(rows):
+    """One row a run: its hyper-parameters (the last written, if a run has several)."""
+    runs = {}
+    for run, _, _, _, values in rows:
+        runs.setdefault(run, {}).update(values)
+    names = sorted({name for values in runs.values() for name in values})
+    columns = {"run": list(runs)}
+    for name in names:
+        columns[name] = [values.get(name) for values in runs.values()]
+    return columns
+
+
+def _ndarray(tensor, np):
+    """A TensorProto's values as a numpy array (strings as bytes)."""
+    shape = [d.size for d in tensor.tensor_shape.dim]
+    if tensor.dtype == 7:  # DT_STRING
+        return np.array(list(tensor.string_val), dtype=object).reshape(shape or -1)
+    dtype = np.dtype(_NUMPY[tensor.dtype])
+    if tensor.tensor_content:
+        return np.frombuffer(tensor.tensor_content, dtype=dtype).reshape(shape)
+    for field in ("float_val", "double_val", "int_val", "int64_val", "bool_val", "half_val"):
+        values = getattr(tensor, field, None)
+        if values:
+            array = np.array(values)
+            if field == "half_val" or (field == "int_val" and dtype == np.float16):
+                array = array.astype(np.uint16).view(np.float16)
+            return np.broadcast_to(array.astype(dtype), shape or array.shape).copy()
+    return np.zeros(shape, dtype=dtype)
+
+
+def _frame(kind, logdir):
+    try:
+        import pandas as pd
+    except ImportError:
+        raise ImportError("mxboard.reader.%s needs pandas: pip install pandas (or use "
+                          "mxboard.reader.table(logdir, %r) for plain columns)" % (kind, kind)) from None
+    return pd.DataFrame(table(logdir, kind))
+
+
+def scalars(logdir):
+    """Every scalar below `logdir`: a DataFrame of run, tag, step, wall_time, value."""
+    return _frame("scalars", logdir)
+
+
+def histograms(logdir):
+    """Every histogram below `logdir`: a DataFrame of run, tag, step, wall_time, limits, counts
+    (bucket i holds counts[i] values up to limits[i])."""
+    return _frame("histograms", logdir)
+
+
+def text(logdir):
+    """Every text summary below `logdir`: a DataFrame of run, tag, step, wall_time, text."""
+    return _frame("text", logdir)
+
+
+def hparams(logdir):
+    """The hyper-parameters of each run below `logdir`: a DataFrame of run, then one column a
+    hyper-parameter (their metrics are scalars: see `scalars`)."""
+    return _frame("hparams", logdir)
