@@ -30,8 +30,12 @@ $(BASE):
 	touch $@
 
 # mxboard with MXNet and what the demo trains on
+# (an older mxboard shipped a `tensorboard` script: uninstalling it on upgrade deleted
+# upstream's, which is reinstalled then)
 $(DEMO): $(BASE) pyproject.toml setup.py
 	$(PY) -m pip install -q -e '.[demo]'
+	test -x $(VENV)/bin/tensorboard || $(PY) -m pip install -q --force-reinstall --no-deps \
+	    "tensorboard==$$($(PY) -c 'import tensorboard; print(tensorboard.__version__)')"
 	touch $@
 
 # the test extra, and torch (coexistence with torch.utils.tensorboard, DLPack input): the CPU

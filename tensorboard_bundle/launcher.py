@@ -1,5 +1,5 @@
-"""`tensorboard` (and `python -m tensorboard_bundle`): upstream TensorBoard with the bundle's
-fixes. Binds 127.0.0.1 unless --host or --bind_all says otherwise, reloads every 2 s; needs no
+"""`python -m tensorboard_bundle` (and `tensorboard`, which hands over to it: handover.py):
+upstream TensorBoard with the bundle's fixes. Binds 127.0.0.1 unless --host or --bind_all says otherwise, reloads every 2 s; needs no
 TensorFlow and no network; prints one line with the URL, the data loader in use and the logdir."""
 import logging
 import os
@@ -36,6 +36,7 @@ def _defaults(argv):
 
 def main(argv=None):
     argv = list(sys.argv if argv is None else argv)
+    os.environ["MXBOARD_TENSORBOARD_BUNDLE"] = "1"  # handover.py: this process is the bundle
     import absl.logging
     from absl import app
 

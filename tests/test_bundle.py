@@ -38,9 +38,19 @@ def test_no_tensorflow_and_one_honest_start_up_line(logdir, serve):
     assert server.json("/data/plugin/scalars/scalars", {"run": ".", "tag": "x"}, until=bool)[0][1] == 1
 
 
-def test_the_console_script_is_the_bundles():
+def test_upstreams_tensorboard_command_hands_over_to_the_bundle(logdir, serve):
+    """The `tensorboard` command stays upstream's (uninstalling mxboard leaves it), and runs the
+    bundle: TensorBoard loads handover.py as a dynamic plugin, which execs the bundle."""
     script = shutil.which("tensorboard", path=os.path.dirname(sys.executable))
-    assert script and "tensorboard_bundle" in open(script).read()
+    assert script and "from tensorboard.main import run_main" in open(script).read()
+    with SummaryWriter(logdir) as w:
+        w.add_scalar("x", 1.0, 1)
+    server = serve(logdir, command=[script])
+    assert "fast (Rust data server)" in server.banner and server.url.startswith("http://127.0.0.1:")
+    assert server.json("/data/plugin/scalars/scalars", {"run": ".", "tag": "x"}, until=bool)[0][1] == 1
+    # elsewhere the entry point adds nothing: upstream's launcher run as a module is upstream's
+    upstream = serve(logdir, command=UPSTREAM)
+    assert "fast (Rust data server)" not in upstream.banner
 
 
 def test_binds_127_0_0_1_unless_told(logdir, serve):
@@ -221,3 +231,8 @@ def test_python_m_build_makes_an_sdist_whose_wheel_has_the_patched_files(tmp_pat
     names = zipfile.ZipFile(wheel).namelist()
     assert {"tensorboard_bundle/_patched/" + n for n in ("program.py", "default.py", "projector_plugin.py")} <= set(names)
     assert "mxboard/proto/_descriptors.py" in names and "mxboard/demo.py" in names
+    # no `tensorboard` script (pip would delete upstream's with ours), a plugin entry point instead
+    info = next(n for n in names if n.endswith(".dist-info/entry_points.txt"))
+    entry_points = zipfile.ZipFile(wheel).read(info).decode()
+    assert "console_scripts" not in entry_points and not any(".data/scripts/" in n for n in names)
+    assert "mxboard_bundle = tensorboard_bundle.handover:Handover" in entry_points

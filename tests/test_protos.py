@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from conftest import ROOT, accumulator, pip_target, run_python
+from conftest import ROOT, accumulator, pip_target, plugin_accumulator, projector_config, run_python
 from mxboard import proto
 
 # Our message -> TensorBoard's generated class that defines the same wire format.
@@ -91,6 +91,14 @@ from mxboard.reader import read_events
 with mxboard.SummaryWriter(LOGDIR) as w:
     w.add_scalar("loss", numpy.float32(0.25), 7)
     w.add_scalar("acc", {"train": 0.5, "val": 0.75}, 7)
+    rng = numpy.random.default_rng(0)
+    w.add_histogram("hist", rng.normal(size=1000), 7)
+    w.add_image("image", rng.random((3, 8, 8)), 7)
+    w.add_audio("audio", numpy.sin(numpy.arange(800) / 5.0), sample_rate=8000, global_step=7)
+    w.add_text("text", "**hi**", 7)
+    w.add_pr_curve("pr", rng.integers(2, size=50), rng.random(50), num_thresholds=20, global_step=7)
+    w.add_mesh("mesh", rng.random((5, 3)), global_step=7)
+    w.add_embedding("emb", rng.random((4, 2)), labels=list("abcd"))
 info = proto.hparams.SessionStartInfo()
 info.hparams["lr"].number_value = 0.1
 assert proto.hparams.SessionStartInfo.FromString(info.SerializeToString()).hparams["lr"].number_value == 0.1
@@ -111,9 +119,14 @@ def test_loads_and_writes_on_protobuf_range(tmp_path, protobuf, numpy):
         assert out[0] == protobuf.split("==")[1]
     if numpy:
         assert out[1] == numpy.split("==")[1]
-    assert out[2] == "6"  # 3 files (main, acc/train, acc/val): file_version + one scalar each
+    assert out[2] == "12"  # 3 files (main, acc/train, acc/val): file_version + one scalar each; 6 kinds more
     acc = accumulator(tmp_path)
     assert [(e.step, e.value) for e in acc.Scalars("loss")] == [(7, 0.25)]
+    kinds = plugin_accumulator(tmp_path).PluginTagToContent
+    assert [(plugin, list(kinds(plugin))) for plugin in ("histograms", "images", "audio", "text", "pr_curves", "mesh")] \
+        == [("histograms", ["hist"]), ("images", ["image"]), ("audio", ["audio"]), ("text", ["text"]),
+            ("pr_curves", ["pr"]), ("mesh", ["mesh_VERTEX"])]
+    assert [e.tensor_name for e in projector_config(tmp_path).embeddings] == ["emb"]
     assert [(e.step, e.value) for e in accumulator(tmp_path / "acc" / "val").Scalars("acc")] == [(7, 0.75)]
 
 

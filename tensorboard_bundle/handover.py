@@ -1,0 +1,32 @@
+"""How upstream's `tensorboard` command runs the bundle. The wheel ships no `tensorboard` script
+of its own (uninstalling it would delete upstream's); instead it names this module as a
+TensorBoard dynamic plugin (entry point group `tensorboard_plugins`). Upstream's command loads
+it while it starts, and when the process is that command, it is replaced by
+`python -m tensorboard_bundle` with the same arguments. Elsewhere (the bundle itself, a library
+asking TensorBoard for its plugins) it is a loader that adds no plugin."""
+import os
+import sys
+
+from tensorboard.plugins import base_plugin
+
+__all__ = ["Handover"]
+
+_RUNNING = "MXBOARD_TENSORBOARD_BUNDLE"  # set in the bundle's process: never hand over twice
+
+
+class Handover(base_plugin.TBLoader):
+    """A loader of no plugin: TensorBoard skips what `load` returns as None."""
+
+    def load(self, context):
+        return None
+
+
+def _is_upstream_command(argv):
+    return os.path.basename(argv[0]) in ("tensorboard", "tensorboard.exe") if argv else False
+
+
+if _is_upstream_command(sys.argv) and not os.environ.get(_RUNNING):
+    os.environ[_RUNNING] = "1"
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os.execv(sys.executable, [sys.executable, "-m", "tensorboard_bundle"] + sys.argv[1:])
