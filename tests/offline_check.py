@@ -40,7 +40,8 @@ def main():
                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                               cwd=work, env=dict(os.environ, XDG_CACHE_HOME=os.path.join(work, "cache")))
     try:
-        report["banner"] = server.stdout.readline().strip()
+        # upstream's `tensorboard` command prints its TensorFlow notice before it hands over
+        report["banner"] = next(line for line in server.stdout if "http://" in line).strip()
         base = "http://127.0.0.1:6006"
 
         def get(path, until=lambda d: True):

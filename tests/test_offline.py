@@ -1,5 +1,5 @@
 """One wheel, offline: the wheelhouse installs into a fresh venv with no index; in a network
-namespace with no network at all, the venv's `tensorboard` (the bundle's) serves what mxboard
+namespace with no network at all, the venv's `tensorboard` (handing over to the bundle) serves what mxboard
 wrote, and headless Chromium draws the curve. The same from a zipped install."""
 import json
 import os
@@ -65,9 +65,11 @@ def _assert_served_and_drawn(report):
     assert right - left > 50  # the loss falls: the curve runs down from left to right
 
 
-def test_the_fresh_venvs_tensorboard_is_the_bundle(fresh_venv):
+def test_the_fresh_venvs_tensorboard_is_upstreams_handing_over_to_the_bundle(fresh_venv):
     script = (fresh_venv / "bin" / "tensorboard").read_text()
-    assert "tensorboard_bundle" in script
+    assert "from tensorboard.main import run_main" in script  # upstream's: mxboard ships none
+    entry_points = next((fresh_venv / "lib").glob("python*/site-packages/mxboard-*.dist-info/entry_points.txt"))
+    assert "tensorboard_bundle.handover:Handover" in entry_points.read_text()
 
 
 def test_serves_offline_in_a_network_namespace(fresh_venv, tmp_path):
