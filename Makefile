@@ -1,5 +1,6 @@
 # make demo        train a Gluon CNN on bundled digits, log every summary kind, serve it
-#                  (make demo SERVE=0 LOGDIR=DIR: into DIR, without serving)
+#                  (make demo SERVE=0 LOGDIR=DIR: into DIR, without serving; LOGDIR=s3://bucket/run:
+#                  into an S3 store, AWS_ENDPOINT_URL and credentials from the environment)
 # make test        set up .venv with what the tests need (idempotent) and run the test suite
 # make test-tools  the system tools a few tests need, skipping without them: headless Chromium
 #                  (pages drawn), iproute2 (network namespaces); CI installs them
@@ -54,6 +55,7 @@ test-tools:
 	    apt-get install -y -qq --no-install-recommends $$missing >/dev/null; fi
 
 demo: $(DEMO)
+	$(if $(findstring ://,$(LOGDIR)),$(PY) -m pip install -q -e '.[demo,s3]',)
 	$(PY) -m mxboard.demo --logdir $(LOGDIR) $(if $(filter 0,$(SERVE)),--no-serve,)
 
 test: $(TESTS)

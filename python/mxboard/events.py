@@ -48,6 +48,7 @@ class EventFile:
     bytes in the OS, and a forked child that drops this object writes nothing."""
 
     def __init__(self, directory, suffix=""):
+        self.directory = directory
         for _ in range(_TRIES):  # a name taken already (a restarted container: same host, pid,
             self.path = os.path.join(directory, event_file_name(suffix))  # second): the next one
             try:
@@ -64,6 +65,13 @@ class EventFile:
         view = memoryview(data)
         while view:
             view = view[os.write(self._fd, view):]
+
+    def sync(self, force):
+        """Nothing to do: `write` hands the bytes to the OS (a remote file uploads here)."""
+
+    def pieces(self):
+        """(path, bytes) of what holds this file's records: the file itself."""
+        return [(self.path, os.path.getsize(self.path))]
 
     def close(self, sync=True):
         if self._fd is None:
@@ -87,9 +95,15 @@ class EventFile:
 
 class _NoFile:
     """Where a writer made with write_to_disk=False writes: nowhere."""
-    path = None
+    path = directory = None
+
+    def pieces(self):
+        return []
 
     def write(self, data):
+        pass
+
+    def sync(self, force):
         pass
 
     def close(self, sync=True):

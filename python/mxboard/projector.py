@@ -5,9 +5,10 @@ embeddings to one logdir.
 Each embedding writes its own entry (`.mxboard-projector/<hash>.pbtxt`, atomically); the config
 is then rebuilt from all entries under an exclusive lock and swapped in with an atomic rename.
 So every entry appears (whoever rebuilds last, under the lock, sees all entries written before),
-none overwrites another, and a reader never sees a half-written config.
+none overwrites another, and a reader never sees a half-written config. In an object store
+(objects are written whole; there is no lock) the config is rebuilt until a listing after the
+write finds no entry it lacks.
 """
-import contextlib
 import hashlib
 import io
 import os
@@ -27,77 +28,78 @@ ENTRIES = ".mxboard-projector"
 MAX_SPRITE = 8192  # px a side: what the projector (WebGL textures) can load
 
 
-def folder(logdir, tag, step=None):
+def folder(logdir, tag, step=None, remote=False):
     """`logdir/<tag>_<step:06d>`, or `logdir/<tag>` without a step (mxboard's folder names). A
     tag that itself ends like a step (`a_000001`) gets a hash suffix without a step, so that no
     two (tag, step) pairs share a folder."""
     if step is not None:
-        return subdir(logdir, "%s_%06d" % (tag, step))
+        return subdir(logdir, "%s_%06d" % (tag, step), remote=remote)
     if _STEP_LIKE.search(tag):
-        return subdir(logdir, tag + "\0")  # not a name any tag has: subdir cleans and hashes it
-    return subdir(logdir, tag)
+        return subdir(logdir, tag + "\0", remote=remote)  # no tag's name: subdir cleans and hashes it
+    return subdir(logdir, tag, remote=remote)
 
 
 _STEP_LIKE = re.compile(r"_-?\d+$")
 
 
-def write_embedding(logdir, tag, step, matrix, labels=None, header=None, images=None):
-    """Write one embedding's assets to `folder(logdir, tag, step)` and register it in the
-    config. `labels`: N labels (a list or an array) or N rows of labels (with `header`);
-    `images`: NCHW thumbnails (float in [0, 1] or integers in [0, 255])."""
+def write_embedding(storage, logdir, tag, step, matrix, labels=None, header=None, images=None):
+    """Write one embedding's assets to `folder(logdir, tag, step)` in `storage` (storage.py)
+    and register it in the config. `labels`: N labels (a list or an array) or N rows of labels
+    (with `header`); `images`: NCHW thumbnails (float in [0, 1] or integers in [0, 255])."""
     if isinstance(labels, np.ndarray):
         labels = labels.reshape(-1).tolist()
     if images is not None:
         images = to_uint8(np.asarray(images).transpose(0, 2, 3, 1))
-    directory = folder(logdir, tag, step)
-    os.makedirs(directory, exist_ok=True)
-    relative = os.path.relpath(directory, logdir)
+    directory = folder(logdir, tag, step, storage.remote)
+    storage.makedirs(directory)
+    relative = directory[len(logdir):].strip("/" + os.sep).replace(os.sep, "/")  # folder() is below logdir
     name = tag if step is None else "%s:%d" % (tag, step)
     entry = projector_config.EmbeddingInfo(tensor_name=name, tensor_shape=list(matrix.shape),
-                                    tensor_path=os.path.join(relative, "tensors.tsv"))
+                                           tensor_path=relative + "/tensors.tsv")
     buffer = io.StringIO()
     np.savetxt(buffer, matrix, delimiter="\t", fmt="%.9g")
-    _atomic_write(os.path.join(directory, "tensors.tsv"), buffer.getvalue().encode("utf-8"))
+    storage.write_bytes(storage.join(directory, "tensors.tsv"), buffer.getvalue().encode("utf-8"))
     if labels is not None:
-        _atomic_write(os.path.join(directory, "metadata.tsv"), metadata_tsv(labels, header))
-        entry.metadata_path = os.path.join(relative, "metadata.tsv")
+        storage.write_bytes(storage.join(directory, "metadata.tsv"), metadata_tsv(labels, header))
+        entry.metadata_path = relative + "/metadata.tsv"
     if images is not None:
         png, (width, height) = sprite(images)
-        _atomic_write(os.path.join(directory, "sprite.png"), png)
-        entry.sprite.image_path = os.path.join(relative, "sprite.png")
+        storage.write_bytes(storage.join(directory, "sprite.png"), png)
+        entry.sprite.image_path = relative + "/sprite.png"
         entry.sprite.single_image_dim.extend([width, height])
-    entries = os.path.join(logdir, ENTRIES)
-    os.makedirs(entries, exist_ok=True)
+    entries = storage.join(logdir, ENTRIES)
+    storage.makedirs(entries)
     key = hashlib.sha1(name.encode("utf-8")).hexdigest()
-    _atomic_write(os.path.join(entries, key + ".pbtxt"), text_format.MessageToString(entry).encode("utf-8"))
-    rebuild_config(logdir)
+    storage.write_bytes(storage.join(entries, key + ".pbtxt"), text_format.MessageToString(entry).encode("utf-8"))
+    rebuild_config(storage, logdir)
 
 
-def rebuild_config(logdir):
+def rebuild_config(storage, logdir):
     """Rewrite `projector_config.pbtxt` from every entry, under the logdir's projector lock.
     Whatever else the config held (embeddings other tools registered, model_checkpoint_path...)
-    is kept; an entry of ours replaces one of the same tensor name."""
-    entries = os.path.join(logdir, ENTRIES)
-    with _locked(os.path.join(entries, ".lock")):
-        config = projector_config.ProjectorConfig()
-        ours = []
-        for name in sorted(os.listdir(entries)):
-            if name.endswith(".pbtxt"):
-                with open(os.path.join(entries, name), encoding="utf-8") as f:
-                    ours.append(text_format.Parse(f.read(), projector_config.EmbeddingInfo()))
-        try:
-            with open(os.path.join(logdir, CONFIG_NAME), encoding="utf-8") as f:
-                text_format.Merge(f.read(), config)
-        except FileNotFoundError:
-            pass
-        except text_format.ParseError as exc:
-            raise ValueError("%s: cannot keep its entries, it does not parse: %s"
-                             % (os.path.join(logdir, CONFIG_NAME), exc)) from None
-        names = {e.tensor_name for e in ours}
-        kept = [e for e in config.embeddings if e.tensor_name not in names]
-        del config.embeddings[:]
-        config.embeddings.extend(sorted(kept + ours, key=lambda e: e.tensor_name))
-        _atomic_write(os.path.join(logdir, CONFIG_NAME), text_format.MessageToString(config).encode("utf-8"))
+    is kept; an entry of ours replaces one of the same tensor name. Without a lock (an object
+    store), rewritten until no entry is missing from it."""
+    entries = storage.join(logdir, ENTRIES)
+    path = storage.join(logdir, CONFIG_NAME)
+    with storage.lock(storage.join(entries, ".lock")):
+        for _ in range(10):
+            config = projector_config.ProjectorConfig()
+            names = sorted(n for n in storage.listdir(entries) if n.endswith(".pbtxt"))
+            ours = [text_format.Parse(storage.read_text(storage.join(entries, n)), projector_config.EmbeddingInfo())
+                    for n in names]
+            try:
+                text_format.Merge(storage.read_text(path), config)
+            except FileNotFoundError:
+                pass
+            except text_format.ParseError as exc:
+                raise ValueError("%s: cannot keep its entries, it does not parse: %s" % (path, exc)) from None
+            mine = {e.tensor_name for e in ours}
+            kept = [e for e in config.embeddings if e.tensor_name not in mine]
+            del config.embeddings[:]
+            config.embeddings.extend(sorted(kept + ours, key=lambda e: e.tensor_name))
+            storage.write_bytes(path, text_format.MessageToString(config).encode("utf-8"))
+            if not storage.remote or sorted(n for n in storage.listdir(entries) if n.endswith(".pbtxt")) == names:
+                return
 
 
 def metadata_tsv(labels, header=None):
@@ -134,34 +136,3 @@ def sprite(images):
     out = io.BytesIO()
     sheet.save(out, format="PNG")
     return out.getvalue(), (thumb_w, thumb_h)
-
-
-def _atomic_write(path, data):
-    """Write a file whole or not at all: a temporary file beside it, renamed over it. Created
-    as any file is (0666 less the umask), so a TensorBoard of another user can read it."""
-    temporary = os.path.join(os.path.dirname(path), ".tmp-%s" % os.urandom(8).hex())
-    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o666)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.replace(temporary, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(temporary)
-        raise
-
-
-@contextlib.contextmanager
-def _locked(path):
-    """An exclusive lock between threads and processes (flock on POSIX)."""
-    with open(path, "a") as handle:
-        try:
-            import fcntl
-        except ImportError:  # not POSIX: entries are still atomic; a racing rebuild may lag one
-            yield
-            return
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)

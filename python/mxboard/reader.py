@@ -27,6 +27,7 @@ from google.protobuf.message import DecodeError
 from ._crc32c import masked_crc32c
 from .events import RECORD_HEADER, RECORD_TRAILER
 from .proto import Event, hparams as hparams_proto
+from .remote import is_url
 
 __all__ = ["DataLossError", "TornRecordWarning", "read_events", "read_records", "event_files", "table",
            "scalars", "histograms", "text", "hparams", "KINDS"]
@@ -42,10 +43,16 @@ class TornRecordWarning(UserWarning):
 
 def read_records(path, offset=0):
     """The payloads of the TFRecords in one file (from byte `offset`, a record boundary), each
-    checked against its CRCs."""
-    with open(path, "rb") as f:
-        f.seek(offset)
-        data = f.read()
+    checked against its CRCs. `path` may be a URL (remote.py)."""
+    if is_url(path):
+        import fsspec
+
+        fs, key = fsspec.core.url_to_fs(path)
+        data = fs.cat_file(key, start=offset or None)
+    else:
+        with open(path, "rb") as f:
+            f.seek(offset)
+            data = f.read()
     size, start, offset = len(data), offset, 0
     unpack_header, unpack_trailer, crc = RECORD_HEADER.unpack_from, RECORD_TRAILER.unpack_from, masked_crc32c
     while offset < size:  # 12: RECORD_HEADER.size, 16: with RECORD_TRAILER.size
@@ -74,7 +81,11 @@ def _torn(path, offset, size):
 
 def event_files(logdir):
     """Every event file below `logdir` (or `logdir` itself if it is a file), in name order
-    within each directory, directories in sorted order."""
+    within each directory, directories in sorted order. `logdir` may be a URL: an object
+    store's event files, parts included (`<file>`, `<file>.part0001`... read in that order)."""
+    logdir = os.fspath(logdir)
+    if is_url(logdir):
+        return _remote_event_files(logdir)
     if os.path.isfile(logdir):
         return [logdir]
     if os.path.exists(logdir) and not os.path.isdir(logdir):
@@ -85,6 +96,21 @@ def event_files(logdir):
         found.extend(path for path in (os.path.join(directory, name) for name in sorted(names) if "tfevents" in name)
                      if _regular(path))
     return found
+
+
+def _remote_event_files(url):
+    import posixpath
+
+    import fsspec
+
+    fs, root = fsspec.core.url_to_fs(url)
+    fs.invalidate_cache()  # a listing cached earlier in this process may miss new objects
+    protocol = url.split("://", 1)[0]
+    found = [p for p in fs.find(root) if "tfevents" in posixpath.basename(p)]
+    if not found and fs.isfile(root):
+        found = [root]
+    found.sort(key=lambda p: (posixpath.dirname(p), posixpath.basename(p)))
+    return [fs.unstrip_protocol(p) if protocol != "memory" else "memory://" + p for p in found]
 
 
 def _regular(path):
@@ -126,8 +152,7 @@ def table(logdir, kind="scalars"):
     logdir = os.fspath(logdir)
     rows = []
     for path in event_files(logdir):
-        run = os.path.relpath(os.path.dirname(path), logdir) if os.path.isdir(logdir) else "."
-        run = run.replace(os.sep, "/")
+        run = _run_of(path, logdir)
         plugins = {}  # tag -> plugin name: writers put the metadata in a tag's first value only
         for event in read_events(path):
             if not event.HasField("summary"):
@@ -143,6 +168,18 @@ def table(logdir, kind="scalars"):
     if kind == "hparams":
         return _hparam_columns(rows)
     return {name: [row[i] for row in rows] for i, name in enumerate(KINDS[kind])}
+
+
+def _run_of(path, logdir):
+    """The run (directory relative to `logdir`, '.' for itself) of an event file."""
+    if is_url(logdir):
+        import posixpath
+
+        directory, root = posixpath.dirname(path.split("://", 1)[1]), logdir.split("://", 1)[1].rstrip("/")
+        return directory.lstrip("/")[len(root.lstrip("/")):].strip("/") or "."
+    if not os.path.isdir(logdir):
+        return "."
+    return os.path.relpath(os.path.dirname(path), logdir).replace(os.sep, "/")
 
 
 def _row(kind, value, plugin, np):

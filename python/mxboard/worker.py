@@ -36,8 +36,9 @@ import numpy as np
 from . import lifecycle
 from .convert import resolve
 from .encoding import ScalarSeries, encode_event, encode_scalar_rows
-from .events import FILE_VERSION, NO_FILE, EventFile
+from .events import FILE_VERSION, EventFile
 from .proto import Event, SessionLog
+from .storage import LocalStorage
 
 __all__ = ["PendingScalar", "Record", "ScalarColumns", "Task", "Worker", "WriterError", "WAKE_EVERY"]
 
@@ -127,11 +128,10 @@ class Worker:
     writer that feeds it (so that the exit hook, which holds the worker, never keeps a
     SummaryWriter alive)."""
 
-    def __init__(self, flush_secs, max_queue, read_scalars=None, max_bytes=MAX_QUEUE_BYTES, to_disk=True):
+    def __init__(self, flush_secs, max_queue, read_scalars=None, max_bytes=MAX_QUEUE_BYTES, storage=None):
         """`read_scalars(values)`: the floats of PendingScalars' captured values, in order.
-        `to_disk=False`: everything is checked and built, nothing written (tensorboardX's
-        write_to_disk)."""
-        self.to_disk = to_disk
+        `storage` (storage.py): where event files go, a local directory by default."""
+        self._storage = storage or LocalStorage()
         self.pending = None  # something for the caller's next call: an exception, _FORKED, _CLOSED
         self.max_scalars = max(max_queue, 1) * WAKE_EVERY
         self._read_scalars = read_scalars
@@ -170,10 +170,7 @@ class Worker:
         run is its beginning, a later one a restart, so two are written)."""
         if self._closed:
             raise RuntimeError("this writer is closed: nothing more is written")
-        if not self.to_disk:
-            return NO_FILE
-        os.makedirs(directory, exist_ok=True)
-        event_file = EventFile(directory, suffix)
+        event_file = self._storage.open_event_file(directory, suffix)
         now = time.time()
         head = encode_event(Event(file_version=FILE_VERSION), 0, now)
         if restart_at is not None:
@@ -345,6 +342,7 @@ class Worker:
             if self._write_error is None:
                 chunks.extend(self._resolve(pending))
                 self._write(self._encode(items, chunks))
+                self._sync(force=any(type(item) is _Barrier for _, item, _ in items))
         except Exception as exc:  # never let the thread die: the caller hears of it instead
             self._hold_for_caller(exc)
         finally:
@@ -400,6 +398,18 @@ class Worker:
                 self._write_error = exc
                 self._hold_for_caller(exc)
                 return
+
+    def _sync(self, force):
+        """Files that keep data back (an object store's: remote.py) upload it when it is time,
+        or now if `force`d (flush)."""
+        for event_file in self._files:
+            if self._write_error is not None:
+                return
+            try:
+                event_file.sync(force)
+            except OSError as exc:
+                self._write_error = exc
+                self._hold_for_caller(exc)
 
     def _hold_for_caller(self, exc):
         if self.pending is None:

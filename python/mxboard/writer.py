@@ -19,6 +19,7 @@ import numpy as np
 
 from . import checks, convert, projector
 from ._paths import subdir
+from .storage import open_storage
 from .compat import peer_names
 from .summaries.audio import audio_summary
 from .summaries.custom_scalars import custom_scalars_summary, layout_proto
@@ -93,11 +94,12 @@ class SummaryWriter:
         if purge_step is not None and purge_step < 0:
             raise ValueError("purge_step must be >= 0; got %d" % purge_step)
         self._logdir = os.fspath(logdir)
+        self._storage = open_storage(self._logdir, write_to_disk)
+        self._root = getattr(self._storage, "root", self._logdir)  # where paths begin (a URL's: in its store)
         self._max_queue = max_queue
         self._flush_secs = flush_secs
         self._suffix = filename_suffix or ""
         self._verbose = verbose
-        self._to_disk = bool(write_to_disk)
         self._closed = False
         self._open(purge_step)
 
@@ -118,13 +120,13 @@ class SummaryWriter:
         `purge_step`: the main file begins as a restart at that step (the peers' purge_step)."""
         self._lock = threading.RLock()  # guards new series and sub-run files
         self._slots = convert.ScalarSlots()  # where NDArray scalars are snapshotted
-        self._worker = Worker(self._flush_secs, self._max_queue, self._slots.read, to_disk=self._to_disk)
+        self._worker = Worker(self._flush_secs, self._max_queue, self._slots.read, storage=self._storage)
         self._finalizer = weakref.finalize(self, _close_unattended, self._worker)
         self._finalizer.atexit = False  # at exit, lifecycle.py closes every worker (and tells)
         self._local = threading.local()  # .columns: this thread's ScalarColumns
         self._files = []  # every event file opened, for export_scalars
         self._group_files = set()  # the sub-run files of named scalars
-        self._file = self._new_file(self._logdir, purge_step)
+        self._file = self._new_file(self._root, purge_step)
         self._series = {}  # tag -> series id of the tag's scalars in the main file
         self._runs = {}  # (tag, name) -> series id of the tag in its sub-run's file
         self._cleared = {}  # event file path -> offset export_scalars starts from
@@ -249,7 +251,7 @@ class SummaryWriter:
         """The series of `tag` in the sub-run `logdir/<tag>/<name>/`, made on its first use."""
         with self._lock:
             if (tag, name) not in self._runs:
-                run_file = self._new_file(subdir(self._logdir, tag, name))
+                run_file = self._new_file(subdir(self._root, tag, name, remote=self._storage.remote))
                 self._group_files.add(run_file)
                 self._runs[(tag, name)] = self._worker.add_series(run_file, tag)
             return self._runs[(tag, name)]
@@ -448,9 +450,8 @@ class SummaryWriter:
             raise TypeError("add_embedding() needs the embedding matrix (`embedding`, or `mat`)")
         matrix, labels, images, header = checks.embedding(embedding, labels, images, metadata_header)
         step = None if global_step is None else checks.step(global_step)
-        if not self._to_disk:
-            return
-        self._queue(Task(projector.write_embedding, (self._logdir, tag, step, matrix, labels, header, images)))
+        self._queue(Task(projector.write_embedding, (self._storage, self._root, tag, step, matrix, labels, header,
+                                                     images)))
 
     @peer_names({"name": "run_name"}, peer_order=("hparam_dict", "metric_dict", "name", "global_step"),
                 is_peer_order=lambda args: len(args) > 2 and isinstance(args[2], str))
@@ -465,7 +466,7 @@ class SummaryWriter:
         step, now = checks.stamp(global_step, None)
         run = convert.check_tag(run_name, "run_name") if run_name is not None else "%.6f" % now
         with self._lock:
-            run_file = self._new_file(subdir(self._logdir, run))
+            run_file = self._new_file(subdir(self._root, run, remote=self._storage.remote))
             series = [(self._worker.add_series(run_file, metric), value) for metric, value in metrics.items()]
         for sid, value in series:
             self._append(sid, value, step, now)
@@ -541,18 +542,16 @@ class SummaryWriter:
         self.flush()
         exported = {}
         for event_file in self._files:
-            run = os.path.relpath(os.path.dirname(event_file.path), self._logdir).replace(os.sep, "/")
-            for payload in read_records(event_file.path, self._cleared.get(event_file.path, 0)):
-                event = Event.FromString(payload)
-                for value in event.summary.value:
-                    if value.WhichOneof("value") != "simple_value":
-                        continue
-                    # mxboard's keys: <logdir>/<tag>, and <logdir>/<tag>/<name> for named values
-                    parts = [self._logdir] + ([] if run == "." else [run])
-                    if event_file not in self._group_files:
-                        parts.append(value.tag)
-                    exported.setdefault("/".join(parts), []).append(
-                        [event.wall_time, event.step, value.simple_value])
+            run = event_file.directory[len(self._root):].strip("/" + os.sep).replace(os.sep, "/")
+            prefix = [self._logdir] + ([run] if run else [])  # mxboard's keys: <logdir>/<tag>, and
+            for piece, _ in event_file.pieces():  # <logdir>/<tag>/<name> for named values
+                for payload in read_records(piece, self._cleared.get(piece, 0)):
+                    event = Event.FromString(payload)
+                    for value in event.summary.value:
+                        if value.WhichOneof("value") == "simple_value":
+                            key = prefix if event_file in self._group_files else prefix + [value.tag]
+                            exported.setdefault("/".join(key), []).append(
+                                [event.wall_time, event.step, value.simple_value])
         with open(path, "w") as f:
             json.dump(exported, f)
 
@@ -563,7 +562,7 @@ class SummaryWriter:
     def clear_scalar_dict(self):
         """Start `export_scalars` afresh from here."""
         self.flush()
-        self._cleared = {f.path: os.path.getsize(f.path) for f in self._files}
+        self._cleared = {piece: size for f in self._files for piece, size in f.pieces()}
 
     def get_logdir(self):
         return self._logdir

@@ -77,9 +77,10 @@ def vendor(output=OUTPUT):
                           % (PINNED, version.VERSION, tensorboard.__file__))
     site = os.path.dirname(os.path.dirname(os.path.abspath(tensorboard.__file__)))
     with tempfile.TemporaryDirectory() as work:
-        for patch, target in patches():
-            os.makedirs(os.path.dirname(os.path.join(work, target)), exist_ok=True)
-            shutil.copyfile(os.path.join(site, target), os.path.join(work, target))
+        for patch, target in patches():  # in order: a later patch may change a patched file
+            if not os.path.exists(os.path.join(work, target)):
+                os.makedirs(os.path.dirname(os.path.join(work, target)), exist_ok=True)
+                shutil.copyfile(os.path.join(site, target), os.path.join(work, target))
             with open(patch, "rb") as f:
                 result = subprocess.run(["patch", "-p1", "--forward", "--batch", "--fuzz=0",
                                          "--no-backup-if-mismatch", "-d", work],
@@ -98,9 +99,9 @@ if __name__ == "__main__":
         stale = check(where)
         if stale:
             sys.exit("%s does not hold what patches/ make: %s" % (where or "the source tree", ", ".join(stale)))
-        print("%s holds all %d patched files" % (where or "the source tree", len(patches())))
+        print("%s holds all %d patched files" % (where or "the source tree", len({t for _, t in patches()})))
     elif sys.argv[1:]:
         sys.exit(__doc__)
     else:
         vendor()
-        print("vendored %d patched files into %s" % (len(patches()), os.path.relpath(OUTPUT, ROOT)))
+        print("vendored %d patched files into %s" % (len({t for _, t in patches()}), os.path.relpath(OUTPUT, ROOT)))

@@ -1,0 +1,274 @@
+"""Logdirs in object stores: a real S3 server (SeaweedFS, tests/seaweed.py) and fsspec's
+memory://, read back by the bundled TensorBoard over HTTP (its Python loader: the fast one
+reads no S3) and by mxboard.reader."""
+import os
+import subprocess
+import sys
+import time
+import urllib.parse
+
+import numpy as np
+import pytest
+
+from conftest import ROOT, UPSTREAM, run_python
+from mxboard import SummaryWriter, WriterError, reader, remote
+
+pytest.importorskip("s3fs")
+_BUCKETS = iter(range(10_000))
+
+
+@pytest.fixture
+def bucket(seaweed):
+    return seaweed.bucket("test-%d-%d" % (os.getpid(), next(_BUCKETS)))
+
+
+def _losses(server, run, tag="loss", until=None, timeout=40):
+    """(step, value) served for a tag, polled until `until(rows)` (the run may not be known yet:
+    the server answers 404 until its loader has found it)."""
+    import urllib.error
+
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            rows = server.json("/data/plugin/scalars/scalars", {"run": run, "tag": tag},
+                               timeout=max(1, deadline - time.monotonic()), until=until or bool)
+            return [(step, value) for _, step, value in rows]
+        except urllib.error.HTTPError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.5)
+
+
+class _CountedPuts:
+    """Counts the bytes a writer's store is sent (wrapping its fsspec filesystem's pipe_file,
+    which still does the upload)."""
+
+    def __init__(self, writer):
+        self.bytes = self.puts = 0
+        fs = writer._storage.fs
+        upload = fs.pipe_file
+
+        def counted(path, value, **kwargs):
+            self.bytes += len(value)
+            self.puts += 1
+            return upload(path, value, **kwargs)
+
+        fs.pipe_file = counted
+
+
+def test_a_point_is_served_within_30_s_uploads_stay_within_twice_the_bytes(bucket, serve):
+    writer = SummaryWriter("s3://%s/exp/run" % bucket)
+    counted = _CountedPuts(writer)
+    server = serve("s3://%s/exp" % bucket)
+    assert "data loader: Python" in server.banner  # it says which loader reads S3
+    start = time.monotonic()
+    writer.add_scalar("loss", 0.0, 0)
+    assert _losses(server, "run", until=bool, timeout=40) == [(0, 0.0)]
+    assert time.monotonic() - start < 30
+    for step in range(1, 250):  # 25 s of steady logging, a histogram every 50 steps
+        writer.add_scalar("loss", float(step), step)
+        if step % 50 == 0:
+            writer.add_histogram("weights", np.random.default_rng(step).normal(size=1000), step)
+        time.sleep(0.1)
+    writer.close()
+    served = _losses(server, "run", until=lambda rows: len(rows) == 250)
+    assert served == [(s, float(s)) for s in range(250)]  # one ordered stream over the objects
+    fs = writer._storage.fs
+    objects = [o for o in fs.ls("%s/exp/run" % bucket, detail=False, refresh=True) if "tfevents" in o]
+    logged = sum(fs.size(o) for o in objects)  # each record is in exactly one object
+    assert counted.bytes <= 2 * logged, (counted.bytes, logged)
+    assert 1 <= len(objects) <= 1 + counted.puts // 2  # an object at most every second upload
+    assert [e[1] for e in server.json("/data/plugin/histograms/histograms", {"run": "run", "tag": "weights"})] \
+        == [50, 100, 150, 200]
+    table = reader.scalars("s3://%s/exp" % bucket)
+    assert list(zip(table.step, table.value)) == served
+
+
+def test_objects_are_parts_read_in_order(monkeypatch):
+    """Small objects (MAX_OBJECT lowered) make many parts; TensorBoard's loader and the reader
+    read them as one stream (fsspec's memory:// store)."""
+    monkeypatch.setattr(remote, "MAX_OBJECT", 600)
+    monkeypatch.setattr(remote, "UPLOAD_SECS", 0)
+    with SummaryWriter("memory://parts/run") as writer:
+        for step in range(300):
+            writer.add_scalar("loss", float(step), step)
+            if step % 20 == 0:
+                writer.flush()
+    assert writer._file.objects > 5
+    table = reader.scalars("memory://parts")
+    assert list(table.step) == list(range(300)) and set(table.run) == {"run"}
+    paths = reader.event_files("memory://parts/run")
+    assert paths == sorted(paths) and paths[1].endswith(".part0001")
+    from tensorboard.backend.event_processing.event_file_loader import EventFileLoader
+
+    with open_local_copy(paths) as local:  # TensorBoard's own loader over the same objects
+        steps = [e.step for path in local for e in EventFileLoader(path).Load() if e.summary.value]
+    assert steps == list(range(300))
+
+
+class open_local_copy:  # noqa: N801 - a context manager
+    def __init__(self, urls):
+        import tempfile
+
+        import fsspec
+
+        self.directory = tempfile.mkdtemp()
+        self.paths = []
+        for i, url in enumerate(urls):
+            path = os.path.join(self.directory, "%04d.tfevents" % i)
+            with fsspec.open(url, "rb") as src, open(path, "wb") as dst:
+                dst.write(src.read())
+            self.paths.append(path)
+
+    def __enter__(self):
+        return self.paths
+
+    def __exit__(self, *exc):
+        import shutil
+
+        shutil.rmtree(self.directory)
+
+
+RANK = r"""
+import sys
+import numpy as np
+from mxboard import SummaryWriter
+rank, logdir = int(sys.argv[1]), sys.argv[2]
+with SummaryWriter(logdir) as w:
+    for step in range(100):
+        w.add_scalar("loss", rank * 1000.0 + step, step)
+        w.add_scalar("rank%d/acc" % rank, step / 100.0, step)
+    w.add_embedding("features%d" % rank, np.eye(4) * rank, labels=list("abcd"))
+    w.add_hparams({"lr": 0.1 * (rank + 1), "rank": rank}, {"hparam/acc": 0.9}, run_name="hp%d" % rank)
+"""
+
+
+def test_ranks_write_one_remote_logdir_projector_and_hparams_included(bucket, serve):
+    logdir = "s3://%s/ranks" % bucket
+    env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python"))
+    procs = [subprocess.Popen([sys.executable, "-c", RANK, str(rank), logdir], env=env) for rank in range(3)]
+    assert [p.wait(120) for p in procs] == [0, 0, 0]
+    server = serve(logdir)
+    server.json("/data/runs", until=lambda runs: {".", "hp0", "hp1", "hp2"} <= set(runs))
+    for rank in range(3):
+        assert _losses(server, ".", "rank%d/acc" % rank, until=lambda r: len(r) == 100)[-1] == (99, pytest.approx(0.99))
+    table = reader.scalars(logdir)
+    loss = table[(table.run == ".") & (table.tag == "loss")]
+    assert sorted(loss.value) == sorted(rank * 1000.0 + s for rank in range(3) for s in range(100))
+    server.json("/data/plugin/projector/runs", until=lambda runs: "." in runs)
+    info = server.json("/data/plugin/projector/info", {"run": "."})
+    assert sorted(e["tensorName"] for e in info["embeddings"]) == ["features0", "features1", "features2"]
+    _, metadata = server.get("/data/plugin/projector/metadata?" + urllib.parse.urlencode(
+        {"run": ".", "name": "features2"}))
+    assert metadata.decode().split() == list("abcd")
+    groups = server.post_json("/data/plugin/hparams/session_groups", {
+        "experimentName": "", "allowedStatuses": ["STATUS_SUCCESS", "STATUS_UNKNOWN"],
+        "colParams": [{"hparam": "rank"}], "startIndex": 0, "sliceSize": 10})
+    assert sorted(g["hparams"]["rank"] for g in groups["sessionGroups"]) == [0, 1, 2]
+
+
+def test_the_server_reads_a_bucket_root_and_a_prefix(seaweed, serve):
+    bucket = seaweed.bucket("root-%d" % os.getpid())
+    with SummaryWriter("s3://%s/exp/run" % bucket) as w:
+        w.add_scalar("loss", 1.5, 3)
+    for logdir, run in (("s3://%s/" % bucket, "exp/run"), ("s3://%s" % bucket, "exp/run"),
+                        ("s3://%s/exp" % bucket, "run"), ("s3://%s/exp/" % bucket, "run")):
+        server = serve(logdir)
+        assert _losses(server, run) == [(3, 1.5)], logdir
+        server.close()
+    # upstream's launcher on the bucket root: no run (its loader fails on the root)
+    upstream = serve("s3://%s/" % bucket, command=UPSTREAM)
+    time.sleep(4)
+    assert upstream.json("/data/runs") == []
+    assert any("is not a directory" in line or "substring not found" in line for line in upstream.output)
+
+
+def test_an_unreachable_endpoint_wrong_credentials_or_an_unknown_scheme_fail_at_the_constructor(
+        seaweed, monkeypatch, tmp_path):
+    monkeypatch.chdir(tmp_path)
+    bucket = seaweed.bucket("faults-%d" % os.getpid())
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "wrong")
+    with pytest.raises(PermissionError, match="refused the credentials"):
+        SummaryWriter("s3://%s/run" % bucket)
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", seaweed.env["AWS_SECRET_ACCESS_KEY"])
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        closed_port = s.getsockname()[1]
+    monkeypatch.setenv("AWS_ENDPOINT_URL", "http://127.0.0.1:%d" % closed_port)
+    start = time.monotonic()
+    with pytest.raises(ConnectionError, match="cannot be reached"):
+        SummaryWriter("s3://%s/run" % bucket)
+    assert time.monotonic() - start < 30
+    with pytest.raises(ValueError, match="unknown URL scheme 'nosuch://'"):
+        SummaryWriter("nosuch://bucket/run")
+    with pytest.raises(ImportError, match="gcsfs|gcs"):
+        SummaryWriter("gs://bucket/run")
+    assert os.listdir(tmp_path) == []  # no local folder named after a URL
+
+
+def test_the_store_going_away_keeps_the_data_then_uploads_it(seaweed, serve, monkeypatch):
+    monkeypatch.setattr(remote, "UPLOAD_SECS", 1)
+    monkeypatch.setattr(remote, "RETRY_SECS", 0.5)
+    bucket = seaweed.bucket("outage-%d" % os.getpid())
+    writer = SummaryWriter("s3://%s/run" % bucket, flush_secs=0.5)
+    for step in range(10):
+        writer.add_scalar("loss", float(step), step)
+    writer.flush()
+    seaweed.stop()
+    try:
+        for step in range(10, 30):
+            writer.add_scalar("loss", float(step), step)  # no error: the data waits
+            time.sleep(0.1)
+    finally:
+        seaweed.start()
+    writer.close()
+    server = serve("s3://%s" % bucket)
+    assert _losses(server, "run", until=lambda r: len(r) == 30) == [(s, float(s)) for s in range(30)]
+
+
+def test_a_store_gone_for_good_is_a_writer_error_and_close_returns(seaweed, monkeypatch):
+    monkeypatch.setattr(remote, "UPLOAD_SECS", 0.2)
+    monkeypatch.setattr(remote, "RETRY_SECS", 0.1)
+    monkeypatch.setattr(remote, "MAX_FAILURES", 3)
+    bucket = seaweed.bucket("gone-%d" % os.getpid())
+    writer = SummaryWriter("s3://%s/run" % bucket, flush_secs=0.2)
+    seaweed.stop()
+    try:
+        with pytest.raises((OSError, WriterError)) as raised:
+            deadline = time.monotonic() + 60
+            while time.monotonic() < deadline:
+                writer.add_scalar("loss", 1.0, 0)
+                time.sleep(0.1)
+        assert "did not take" in str(raised.value) + str(raised.value.__cause__)
+        start = time.monotonic()
+        try:
+            writer.close()
+        except (OSError, WriterError):
+            pass
+        assert time.monotonic() - start < 30
+    finally:
+        seaweed.start()
+
+
+def test_memory_urls_and_the_peers_names(tmp_path):
+    """Any fsspec URL: memory:// takes every kind, the projector included."""
+    with SummaryWriter("memory://generic/run") as w:
+        w.add_scalar("loss", 1.0, 1)
+        w.add_text("note", "hi", 1)
+        w.add_embedding("emb", np.eye(3), ["a", "b", "c"])
+    assert list(reader.text("memory://generic").text) == ["hi"]
+    import fsspec
+
+    config = fsspec.filesystem("memory").cat_file("/generic/run/projector_config.pbtxt").decode()
+    assert 'tensor_name: "emb"' in config and 'metadata_path: "emb/metadata.tsv"' in config
+
+
+def test_demo_logs_to_s3(seaweed, tmp_path):
+    """make demo LOGDIR=s3://bucket/run: the demo's every kind lands in the store."""
+    bucket = seaweed.bucket("demo-%d" % os.getpid())
+    run_python("from mxboard.demo import main; main(['--logdir', 's3://%s/demo', '--no-serve', '--epochs', '1'])"
+               % bucket, timeout=600)
+    kinds = {plugin: reader.table("s3://%s/demo" % bucket, plugin) for plugin in ("scalars", "histograms", "text")}
+    assert all(len(columns["run"]) for columns in kinds.values())
