@@ -55,7 +55,7 @@ test-tools:
 	    apt-get install -y -qq --no-install-recommends $$missing >/dev/null; fi
 
 demo: $(DEMO)
-	$(if $(findstring ://,$(LOGDIR)),$(PY) -m pip install -q -e '.[demo,s3]',)
+	case "$(LOGDIR)" in *://*) $(PY) -m pip install -q -e '.[demo,s3]';; esac
 	$(PY) -m mxboard.demo --logdir $(LOGDIR) $(if $(filter 0,$(SERVE)),--no-serve,)
 
 test: $(TESTS)

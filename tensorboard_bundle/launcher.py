@@ -25,7 +25,7 @@ def _use_patched_s3():
 
     from tensorboard_bundle._patched import gfile
 
-    if gfile.boto3 is not None:  # without boto3 upstream registers none either
+    if gfile.S3_ENABLED:  # without boto3 upstream registers none either
         upstream.register_filesystem("s3", gfile.S3FileSystem())
 
 

@@ -207,7 +207,10 @@ def test_every_patch_is_vendored_and_the_build_fails_on_a_stale_patch(tmp_path, 
 
     out = tmp_path / "patched"
     vendor.vendor(str(out))
-    assert sorted(os.listdir(out)) == ["default.py", "program.py", "projector_plugin.py"]
+    assert sorted(os.listdir(out)) == ["default.py", "gfile.py", "program.py", "projector_plugin.py"]
+    with open(out / "projector_plugin.py") as f:  # 0003 and 0005 both change it, in order
+        patched = f.read()
+    assert "pkgutil.get_data" in patched and "def _run_path(logdir, run):" in patched
     stale = tmp_path / "patches"
     stale.mkdir()
     good = sorted(os.listdir(vendor.PATCHES))[0]

@@ -24,6 +24,9 @@ Every measurement runs in a fresh interpreter per library. What is measured:
 - memory: peak RSS while logging 4 MB arrays in a tight loop, against max_queue x 4 MB + 100 MB.
 - liveness: with default settings, seconds from add_scalar to the point being served by the
   bundled TensorBoard's HTTP API.
+- remote (with the test extra's SeaweedFS, a real S3 server on 127.0.0.1): a minute of steady
+  logging (20 scalars a second, 16 histograms every 10 s) to s3://: bytes uploaded over bytes
+  logged, objects made, and seconds from the first add_scalar to the point being served.
 """
 import argparse
 import json
@@ -258,6 +261,71 @@ def liveness():
         server.wait(10)
 
 
+def remote(seconds=60):
+    """The remote case (see the docstring), or None without SeaweedFS or s3fs."""
+    sys.path.insert(0, os.path.join(ROOT, "tests"))
+    from seaweed import SeaweedFS, weed_binary
+
+    try:
+        import s3fs  # noqa: F401
+    except ImportError:
+        return None
+    if weed_binary() is None:
+        return None
+    store = SeaweedFS(tempfile.mkdtemp(prefix="bench-s3-"))
+    os.environ.update(store.env)
+    bucket = store.bucket("bench")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    server = subprocess.Popen([sys.executable, "-m", "tensorboard_bundle", "--logdir", "s3://%s/exp" % bucket,
+                               "--port", str(port)], stderr=subprocess.PIPE, text=True)
+    try:
+        server.stderr.readline()
+        import numpy as np
+
+        from mxboard import SummaryWriter
+
+        writer = SummaryWriter("s3://%s/exp/run" % bucket)
+        fs, sent = writer._storage.fs, [0]
+        upload = fs.pipe_file
+
+        def counted(path, value, **kwargs):
+            sent[0] += len(value)
+            return upload(path, value, **kwargs)
+
+        fs.pipe_file = counted
+        url = "http://127.0.0.1:%d/data/plugin/scalars/scalars?run=run&tag=loss" % port
+        start = time.monotonic()
+        writer.add_scalar("loss", 0.0, 0)
+        served_after = None
+        rng = np.random.default_rng(0)
+        step = 0
+        while time.monotonic() - start < seconds:
+            step += 1
+            writer.add_scalar("loss", 1.0 / step, step)
+            if step % 200 == 0:
+                for layer in range(16):
+                    writer.add_histogram("layer%d" % layer, rng.normal(size=10_000), step)
+            if served_after is None:
+                try:
+                    with urllib.request.urlopen(url, timeout=5) as response:
+                        if json.loads(response.read()):
+                            served_after = time.monotonic() - start
+                except OSError:
+                    pass
+            time.sleep(0.05)
+        writer.close()
+        objects = [o for o in fs.ls("%s/exp/run" % bucket, detail=False, refresh=True) if "tfevents" in o]
+        logged = sum(fs.size(o) for o in objects)
+        return {"seconds": seconds, "logged_bytes": logged, "uploaded_bytes": sent[0],
+                "upload_over_logged": sent[0] / logged, "objects": len(objects), "served_after_s": served_after}
+    finally:
+        server.terminate()
+        server.wait(10)
+        store.stop()
+
+
 def real_loop(results, libraries, rounds):
     """The training loop with each logger and with none, interleaved; best of `rounds`."""
     best = {}
@@ -350,6 +418,11 @@ def main():
     results["liveness"] = liveness()
     print("%-34s %-24s %12.2f s from add_scalar to the HTTP API (target 5 s)" % (
         "liveness, default settings", "mxboard", results["liveness"]["served_after_s"]))
+    row = results["remote"] = remote()
+    if row:
+        print("%-34s %-24s %12.2f x uploaded over logged (%d KB), %d objects in %d s, served after %.1f s" % (
+            "remote: s3:// (SeaweedFS)", "mxboard", row["upload_over_logged"], row["logged_bytes"] // 1024,
+            row["objects"], row["seconds"], row["served_after_s"] or float("nan")))
     os.makedirs(os.path.dirname(args.json), exist_ok=True)
     with open(args.json, "w") as f:
         json.dump(report, f, indent=2)

@@ -62,10 +62,25 @@ class LocalStorage:
 
 
 class Nowhere(LocalStorage):
-    """write_to_disk=False: event files that write nothing."""
+    """write_to_disk=False: files that write nothing, a directory that stays empty."""
 
     def open_event_file(self, directory, suffix):
         return NO_FILE
+
+    def makedirs(self, path):
+        pass
+
+    def write_bytes(self, path, data):
+        pass
+
+    def read_text(self, path):
+        raise FileNotFoundError(path)
+
+    def listdir(self, path):
+        return []
+
+    def lock(self, path):
+        return contextlib.nullcontext()
 
 
 def open_storage(logdir, to_disk=True):
