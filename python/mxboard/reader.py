@@ -105,12 +105,11 @@ def _remote_event_files(url):
 
     fs, root = fsspec.core.url_to_fs(url)
     fs.invalidate_cache()  # a listing cached earlier in this process may miss new objects
-    protocol = url.split("://", 1)[0]
     found = [p for p in fs.find(root) if "tfevents" in posixpath.basename(p)]
     if not found and fs.isfile(root):
         found = [root]
     found.sort(key=lambda p: (posixpath.dirname(p), posixpath.basename(p)))
-    return [fs.unstrip_protocol(p) if protocol != "memory" else "memory://" + p for p in found]
+    return [fs.unstrip_protocol(p) for p in found]
 
 
 def _regular(path):

@@ -31,7 +31,7 @@ log = logging.getLogger("mxboard")
 UPLOAD_SECS = 10  # with TensorBoard's reload (2 s in the bundle), a point is served within ~15 s
 MAX_OBJECT = 16 << 20  # bytes an object grows to before the next part starts
 MAX_UNSENT = 64 << 20  # bytes kept for a store that does not answer
-MAX_FAILURES = 8  # uploads in a row that may fail (backoff 2, 4 ... 60 s: about 4 minutes)
+MAX_FAILURES = 8  # uploads in a row that may fail (backoff 2, 4 ... 60 s: about 3 minutes)
 RETRY_SECS = 2  # the first backoff, doubled at each failure, at most 60 s
 _URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
 
@@ -82,7 +82,7 @@ class RemoteStorage:
                                   % (url, type(exc).__name__, exc)) from None
 
     def url(self, path):
-        return "%s://%s" % (self.protocol, path.lstrip("/")) if self.protocol != "memory" else "memory://" + path
+        return self.fs.unstrip_protocol(path)
 
     def join(self, base, *names):
         return posixpath.join(base, *names)
