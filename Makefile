@@ -55,7 +55,8 @@ test-tools:
 	    apt-get install -y -qq --no-install-recommends $$missing >/dev/null; fi
 
 demo: $(DEMO)
-	case "$(LOGDIR)" in *://*) $(PY) -m pip install -q -e '.[demo,s3]';; esac
+	case "$(LOGDIR)" in *://*) $(PY) -c 'import s3fs, boto3' 2>/dev/null || \
+	    $(PY) -m pip install -q -e '.[demo,s3]';; esac
 	$(PY) -m mxboard.demo --logdir $(LOGDIR) $(if $(filter 0,$(SERVE)),--no-serve,)
 
 test: $(TESTS)
