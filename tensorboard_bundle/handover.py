@@ -12,6 +12,7 @@ from tensorboard.plugins import base_plugin
 __all__ = ["Handover"]
 
 _RUNNING = "MXBOARD_TENSORBOARD_BUNDLE"  # set in the bundle's process: never hand over twice
+_LAUNCH = "import sys; del sys.path[0]; sys.argv[0] = 'tensorboard'; from tensorboard_bundle.launcher import main; main()"
 
 
 class Handover(base_plugin.TBLoader):
@@ -29,4 +30,6 @@ if _is_upstream_command(sys.argv) and not os.environ.get(_RUNNING):
     os.environ[_RUNNING] = "1"
     sys.stdout.flush()
     sys.stderr.flush()
-    os.execv(sys.executable, [sys.executable, "-m", "tensorboard_bundle"] + sys.argv[1:])
+    # as `python -m tensorboard_bundle`, but without the current directory on sys.path (a
+    # console script never has it): a folder there named like a package must not be imported
+    os.execv(sys.executable, [sys.executable, "-c", _LAUNCH] + sys.argv[1:])

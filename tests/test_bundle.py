@@ -38,14 +38,18 @@ def test_no_tensorflow_and_one_honest_start_up_line(logdir, serve):
     assert server.json("/data/plugin/scalars/scalars", {"run": ".", "tag": "x"}, until=bool)[0][1] == 1
 
 
-def test_upstreams_tensorboard_command_hands_over_to_the_bundle(logdir, serve):
+def test_upstreams_tensorboard_command_hands_over_to_the_bundle(tmp_path, logdir, serve):
     """The `tensorboard` command stays upstream's (uninstalling mxboard leaves it), and runs the
-    bundle: TensorBoard loads handover.py as a dynamic plugin, which execs the bundle."""
+    bundle: TensorBoard loads handover.py as a dynamic plugin, which execs the bundle (never a
+    package of that name in the current directory)."""
     script = shutil.which("tensorboard", path=os.path.dirname(sys.executable))
     assert script and "from tensorboard.main import run_main" in open(script).read()
     with SummaryWriter(logdir) as w:
         w.add_scalar("x", 1.0, 1)
-    server = serve(logdir, command=[script])
+    decoy = tmp_path / "cwd" / "tensorboard_bundle"
+    decoy.mkdir(parents=True)
+    (decoy / "__init__.py").write_text("raise SystemExit('a tensorboard_bundle of the current directory')\n")
+    server = serve(logdir, command=[script], cwd=str(decoy.parent))
     assert "fast (Rust data server)" in server.banner and server.url.startswith("http://127.0.0.1:")
     assert server.json("/data/plugin/scalars/scalars", {"run": ".", "tag": "x"}, until=bool)[0][1] == 1
     # elsewhere the entry point adds nothing: upstream's launcher run as a module is upstream's
