@@ -22,6 +22,7 @@ import os
 import stat
 import warnings
 
+import numpy as np
 from google.protobuf.message import DecodeError
 
 from ._crc32c import masked_crc32c
@@ -144,8 +145,6 @@ _NUMPY = {1: "<f4", 2: "<f8", 3: "<i4", 4: "<u1", 5: "<i2", 6: "<i1", 9: "<i8", 
 def table(logdir, kind="scalars"):
     """The `kind` of data below `logdir` (see KINDS) as columns: a dict of lists, rows in file
     order (within a run and tag, the order of the steps as written)."""
-    import numpy as np
-
     if kind not in KINDS:
         raise ValueError("kind must be one of %s; got %r" % (", ".join(KINDS), kind))
     logdir = os.fspath(logdir)
@@ -161,7 +160,7 @@ def table(logdir, kind="scalars"):
                 tag = value.tag
                 if value.HasField("metadata"):
                     plugins[tag] = value.metadata.plugin_data.plugin_name or plugins.get(tag)
-                row = _row(kind, value, plugins.get(tag), np)
+                row = _row(kind, value, plugins.get(tag))
                 if row is not None:
                     rows.append((run, tag, step, wall) + row)
     if kind == "hparams":
@@ -181,24 +180,24 @@ def _run_of(path, logdir):
     return os.path.relpath(os.path.dirname(path), logdir).replace(os.sep, "/")
 
 
-def _row(kind, value, plugin, np):
+def _row(kind, value, plugin):
     """The kind-specific cells of one summary value, or None if it is of another kind."""
     field = value.WhichOneof("value")
     if kind == "scalars":
         if field == "simple_value":
             return (value.simple_value,)
         if field == "tensor" and plugin == "scalars":
-            return (float(_ndarray(value.tensor, np).reshape(-1)[0]),)
+            return (float(_ndarray(value.tensor).reshape(-1)[0]),)
     elif kind == "histograms":
         if field == "histo":
             limits = np.array(value.histo.bucket_limit)
             return limits, np.array(value.histo.bucket)
         if field == "tensor" and plugin == "histograms":
-            buckets = _ndarray(value.tensor, np).reshape(-1, 3)
+            buckets = _ndarray(value.tensor).reshape(-1, 3)
             return buckets[:, 1].astype(np.float64), buckets[:, 2].astype(np.float64)
     elif kind == "text":
         if field == "tensor" and plugin == "text":
-            strings = _ndarray(value.tensor, np).reshape(-1)
+            strings = _ndarray(value.tensor).reshape(-1)
             return ("\n".join(s.decode("utf-8", "replace") for s in strings),)
     elif kind == "hparams" and plugin == "hparams":
         data = hparams_proto.HParamsPluginData.FromString(value.metadata.plugin_data.content)
@@ -219,7 +218,7 @@ def _hparam_columns(rows):
     return columns
 
 
-def _ndarray(tensor, np):
+def _ndarray(tensor):
     """A TensorProto's values as a numpy array (strings as bytes)."""
     shape = [d.size for d in tensor.tensor_shape.dim]
     if tensor.dtype == 7:  # DT_STRING

@@ -6,6 +6,7 @@ import contextlib
 import os
 
 from .events import NO_FILE, EventFile
+from .remote import RemoteStorage, is_url
 
 __all__ = ["LocalStorage", "Nowhere", "open_storage"]
 
@@ -85,8 +86,6 @@ class Nowhere(LocalStorage):
 
 def open_storage(logdir, to_disk=True):
     """The storage of `logdir` (checked: a URL's store must answer)."""
-    from .remote import RemoteStorage, is_url
-
     if not to_disk:
         return Nowhere()
     if is_url(logdir):

@@ -19,8 +19,8 @@ import numpy as np
 
 from . import checks, convert, projector
 from ._paths import subdir
-from .storage import open_storage
 from .compat import peer_names
+from .storage import open_storage
 from .summaries.audio import audio_summary
 from .summaries.custom_scalars import custom_scalars_summary, layout_proto
 from .summaries.hparams import hparams_summary
