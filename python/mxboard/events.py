@@ -12,7 +12,7 @@ import time
 
 from ._crc32c import masked_crc32c
 
-__all__ = ["EventFile", "NO_FILE", "FILE_VERSION", "RECORD_HEADER", "RECORD_TRAILER", "event_file_name", "frame",
+__all__ = ["EventFile", "FILE_VERSION", "RECORD_HEADER", "RECORD_TRAILER", "event_file_name", "frame",
            "record_header"]
 
 FILE_VERSION = "brain.Event:2"
@@ -92,25 +92,3 @@ class EventFile:
             except OSError:
                 pass
 
-
-class _NoFile:
-    """Where a writer made with write_to_disk=False writes: nowhere."""
-    path = directory = None
-
-    def pieces(self):
-        return []
-
-    def write(self, data):
-        pass
-
-    def sync(self, force):
-        pass
-
-    def close(self, sync=True):
-        pass
-
-    def abandon(self):
-        pass
-
-
-NO_FILE = _NoFile()

@@ -129,10 +129,6 @@ class RemoteEventFile:
         self._failures = 0
         self._next_try = 0.0
 
-    @property
-    def uploaded(self):
-        return self._uploaded
-
     def write(self, data):
         self._unsent += data
         self._logged += len(data)

@@ -5,14 +5,18 @@ lock)."""
 import contextlib
 import os
 
-from .events import NO_FILE, EventFile
+from .events import EventFile
 from .remote import RemoteStorage, is_url
 
 __all__ = ["LocalStorage", "Nowhere", "open_storage"]
 
 
 class LocalStorage:
+    """A directory `root` and what lies below it."""
     remote = False
+
+    def __init__(self, root=None):
+        self.root = root
 
     def join(self, base, *names):
         return os.path.join(base, *names)
@@ -62,11 +66,31 @@ class LocalStorage:
                 fcntl.flock(handle, fcntl.LOCK_UN)
 
 
+class _NoFile:
+    """An event file of Nowhere: it writes nothing."""
+    path = directory = None
+
+    def pieces(self):
+        return []
+
+    def write(self, data):
+        pass
+
+    def sync(self, force):
+        pass
+
+    def close(self, sync=True):
+        pass
+
+    def abandon(self):
+        pass
+
+
 class Nowhere(LocalStorage):
     """write_to_disk=False: files that write nothing, a directory that stays empty."""
 
     def open_event_file(self, directory, suffix):
-        return NO_FILE
+        return _NoFile()
 
     def makedirs(self, path):
         pass
@@ -87,7 +111,7 @@ class Nowhere(LocalStorage):
 def open_storage(logdir, to_disk=True):
     """The storage of `logdir` (checked: a URL's store must answer)."""
     if not to_disk:
-        return Nowhere()
+        return Nowhere(logdir)
     if is_url(logdir):
         return RemoteStorage(logdir)
-    return LocalStorage()
+    return LocalStorage(logdir)

@@ -95,7 +95,7 @@ class SummaryWriter:
             raise ValueError("purge_step must be >= 0; got %d" % purge_step)
         self._logdir = os.fspath(logdir)
         self._storage = open_storage(self._logdir, write_to_disk)
-        self._root = getattr(self._storage, "root", self._logdir)  # where paths begin (a URL's: in its store)
+        self._root = self._storage.root  # where paths begin (a URL's: its path in the store)
         self._max_queue = max_queue
         self._flush_secs = flush_secs
         self._suffix = filename_suffix or ""
