@@ -46,27 +46,29 @@ def default_layout():
     return float(np.log(limits[positive + 1])), float(1.0 / np.log(1.1)), positive, positive + 1
 
 
+_SHIFT = 12  # a cell: float32 patterns alike in their top 20 bits (sign, exponent, 11 mantissa bits)
+
+
 @functools.lru_cache(maxsize=2)
 def _cells(rounded):
-    """Tables over the 65536 cells of float32 patterns by their top 16 bits (sign, exponent, 7
-    mantissa bits: a cell is narrower than a bucket). `bucket[c]`: the default bucket of every
-    value of cell c, or `nb` (one past the last bucket) where the cell holds an edge, NaN or
-    Inf. For a cell that holds exactly one edge between two finite buckets, `lower[c]` is the
-    bucket below it and `edge[c]` the edge (else lower is -1). With `rounded`, for values rounded
-    to float32 from a wider type: a cell also counts as holding what the patterns just beyond
-    its ends hold (a value rounds into a cell from at most half a step beyond it)."""
-    keys = np.arange(1 << 16, dtype=np.uint32) << 16
-    first, last = (keys - 1, (keys | 0xFFFF) + 1) if rounded else (keys, keys | 0xFFFF)  # NaN at the ends
+    """Tables over the 2**20 cells of float32 patterns (a cell spans 0.05% of its value, so
+    about one in 300 holds a bucket edge). `bucket[c]` (int16): the default bucket of every value
+    of cell c, or `nb` (one past the last bucket) where the cell holds an edge, NaN or Inf.
+    The cells that hold exactly one edge between two finite buckets, sorted, with the bucket below
+    that edge and the edge: `(cells, lower, edge)`. With `rounded`, for values rounded to float32
+    from a wider type: a cell also counts as holding what the patterns just beyond its ends hold
+    (a value rounds into a cell from at most half a step beyond it). Built once, in ~0.1 s."""
+    keys = np.arange(1 << (32 - _SHIFT), dtype=np.uint32) << _SHIFT
+    span = (1 << _SHIFT) - 1
+    first, last = (keys - 1, (keys | span) + 1) if rounded else (keys, keys | span)  # NaN at the ends
     first, last = (end.view(np.float32).astype(np.float64) for end in (first, last))
     finite = np.isfinite(first) & np.isfinite(last)
     low, high = _reference_index(first), _reference_index(last)
     nb = len(default_edges()) - 1
-    bucket = np.where(finite & (low == high), low, nb).astype(np.int32)
+    bucket = np.where(finite & (low == high), low, nb).astype(np.int16)
     # one edge between them: the bucket above starts at it (for negative cells first > last)
-    single = finite & (np.abs(high - low) == 1)
-    lower = np.where(single, np.minimum(low, high), -1)
-    edge = default_edges()[np.where(single, np.maximum(low, high), 0)]
-    return bucket, lower, edge
+    single = np.flatnonzero(finite & (np.abs(high - low) == 1))
+    return bucket, single, np.minimum(low, high)[single], default_edges()[np.maximum(low, high)[single]]
 
 
 def _reference_index(values):
@@ -81,41 +83,44 @@ _BLOCK = 1 << 16  # values binned a step: every temporary stays in cache and is 
 def default_bucket_counts(values):
     """Counts of any real `values` over the default buckets (`default_edges()`), exactly as
     `np.searchsorted(default_edges(), v, 'right') - 1` bins each finite value, in a few passes
-    over memory: a value's bucket is one lookup by the top 16 bits of its float32 pattern (IEEE
-    patterns are monotonic in the value); only values of the cells that hold an edge (about 6%
+    over memory: a value's bucket is one lookup by the top 20 bits of its float32 pattern (IEEE
+    patterns are monotonic in the value); only values of the cells that hold an edge (about 0.3%
     of them) are compared with it, and those of the few cells that hold more (zero, NaN, Inf,
     the ends of float32's range) searched. Returns (counts, finite min, finite max, number of
     NaN/Inf values, which are not counted)."""
     values = np.asarray(values).reshape(-1)
     nb = len(default_edges()) - 1
     native = values.dtype == np.float32
-    bucket, lower, edge = _cells(not (native or values.dtype == np.float16))  # float16 widens exactly
+    bucket, single, lower, edge = _cells(not (native or values.dtype == np.float16))  # float16 widens exactly
     counts = np.zeros(nb + 1, np.int64)
-    settled, unsettled = [], []
+    keys = np.empty(min(_BLOCK, len(values)), np.intp)  # an intp index: numpy's gather casts no copy
+    straddling = []
     for start in range(0, len(values), _BLOCK):
         part = values[start:start + _BLOCK]
         if native:
-            single = part
+            single32 = part
         else:
             with np.errstate(over="ignore", invalid="ignore"):
-                single = part.astype(np.float32)
-        index = bucket[single.view(np.uint32) >> 16]
-        counts += np.bincount(index, minlength=nb + 1)
-        straddling = index == nb
-        rest = part[straddling]
-        cells = (rest if native else single[straddling]).view(np.uint32) >> 16
-        below = lower[cells]
-        one = below >= 0
-        settled.append(below[one] + (rest[one] >= edge[cells[one]]))  # compared in float64
-        if not one.all():
-            unsettled.append(rest[~one])
-    rest = np.concatenate(unsettled).astype(np.float64) if unsettled else np.zeros(0)
-    finite = np.isfinite(rest)
-    dropped = len(rest) - int(np.count_nonzero(finite))
+                single32 = part.astype(np.float32)
+        key = np.right_shift(single32.view(np.uint32), _SHIFT, out=keys[:len(part)], dtype=np.intp)
+        index = bucket[key]
+        block = np.bincount(index, minlength=nb + 1)
+        counts += block
+        if block[nb]:
+            where = np.flatnonzero(index == nb)
+            straddling.append((part[where], key[where]))
     counts = counts[:nb]
-    if settled:
-        counts += np.bincount(np.concatenate(settled + [_reference_index(rest[finite])]).astype(np.intp),
-                              minlength=nb)
+    dropped = 0
+    if straddling:
+        rest = np.concatenate([part for part, _ in straddling])
+        cells = np.concatenate([key for _, key in straddling])
+        at = np.minimum(np.searchsorted(single, cells), len(single) - 1)
+        one = single[at] == cells
+        others = rest[~one].astype(np.float64)
+        finite = np.isfinite(others)
+        dropped = len(others) - int(np.count_nonzero(finite))
+        settled = lower[at[one]] + (rest[one] >= edge[at[one]])  # compared in float64
+        counts += np.bincount(np.concatenate([settled, _reference_index(others[finite])]), minlength=nb)
     if dropped == values.size:  # nothing finite (or nothing at all)
         return counts, 0.0, 0.0, dropped
     kept = values[np.isfinite(values)] if dropped else values
