@@ -104,6 +104,23 @@ def test_a_value_overwritten_after_the_call_is_logged_as_it_was(logdir):
     assert tb_scalars(event_files(logdir)[0]) == [("s", 0, 4.0)]
 
 
+def test_ndarray_scalars_past_one_ring_of_slots_are_served_as_they_were_at_each_call(logdir, serve):
+    # one NDArray rewritten in place after every call (each call must copy it), in four dtypes,
+    # 2500 calls: more than one ring of slots (1024), and slots freed and reused
+    dtypes = ["float32", "float64", "float16", "int32"]
+    buffers = {dtype: nd.zeros((1,), dtype=dtype) for dtype in dtypes}
+    with SummaryWriter(logdir, flush_secs=3600) as w:
+        for step in range(2500):
+            buffer = buffers[dtypes[step % 4]]
+            buffer[:] = step % 1000  # exact in every dtype (float16 up to 2048)
+            w.add_scalar("loss", buffer, step)
+    server = serve(logdir, "--samples_per_plugin", "scalars=5000")  # every point, not a sample of 1000
+    assert "data loader: fast (Rust data server)" in server.banner
+    points = server.json("/data/plugin/scalars/scalars", {"run": ".", "tag": "loss"},
+                         until=lambda p: isinstance(p, list) and len(p) >= 2500)
+    assert [(step, value) for _, step, value in points] == [(step, float(step % 1000)) for step in range(2500)]
+
+
 def test_logging_inside_autograd_recording_leaves_gradients_alone(logdir):
     x = nd.array([1.0, 2.0, 3.0])
     x.attach_grad()
