@@ -6,6 +6,7 @@ its module is already loaded, so `sys.modules` is asked instead.
 """
 import collections
 import ctypes
+import functools
 import math
 import numbers
 import sys
@@ -85,26 +86,28 @@ def _copy(mx, array, target):
     return array.copyto(target)
 
 
+@functools.lru_cache(maxsize=1)
+def _copyto_call():
+    """MXNet 1.x's C entry point for running an operator, with the handle of `_copyto` (the
+    operator `NDArray.copyto` runs), or None where MXNet's C API differs."""
+    try:
+        from mxnet.base import _LIB, OpHandle, c_str, check_call
+        op = OpHandle()
+        check_call(_LIB.NNGetOpHandle(c_str("_copyto"), ctypes.byref(op)))
+        return _LIB.MXImperativeInvokeEx, ctypes.c_void_p(op.value), check_call
+    except (ImportError, AttributeError):
+        return None
+
+
 class _IntoView:
-    """MXNet's `_copyto` operator (what `NDArray.copyto` runs) called straight through MXNet's C
-    API into a fixed target: one engine push, about 8 us, where `copyto` spends ~45 us in
-    MXNet's Python wrapper (building ctypes arrays, checking argument types). Falls back to
-    `copyto` where that C API is not MXNet 1.x's."""
+    """Copies into one fixed NDArray: `_copyto` called straight through MXNet's C API, one
+    engine push of about 8 us, where `copyto` spends ~45 us more in MXNet's Python wrapper
+    (building ctypes arrays, checking argument types)."""
 
-    _invoke = None  # (MXImperativeInvokeEx, the operator's handle), found on first use
-
-    def __init__(self, mx, target):
+    def __init__(self, target):
         self._target = target
         self._outputs = None
-        if _IntoView._invoke is None:
-            try:
-                from mxnet.base import _LIB, OpHandle, c_str, check_call
-                op = OpHandle()
-                check_call(_LIB.NNGetOpHandle(c_str("_copyto"), ctypes.byref(op)))
-                _IntoView._invoke = (_LIB.MXImperativeInvokeEx, ctypes.c_void_p(op.value), check_call)
-            except (ImportError, AttributeError):
-                _IntoView._invoke = ()
-        if _IntoView._invoke:
+        if _copyto_call():
             from mxnet.base import NDArrayHandle
             self._outputs = ctypes.cast((NDArrayHandle * 1)(target.handle), ctypes.POINTER(NDArrayHandle))
 
@@ -112,7 +115,7 @@ class _IntoView:
         """Queue the copy of `array` into the target (no waiting), outside autograd recording."""
         if self._outputs is None or mx.autograd.is_recording():
             return _copy(mx, array, self._target)
-        invoke, op, check_call = _IntoView._invoke
+        invoke, op, check_call = _copyto_call()
         check_call(invoke(op, 1, ctypes.byref(array.handle), ctypes.byref(ctypes.c_int(1)),
                           ctypes.byref(self._outputs), 0, None, None,
                           ctypes.byref(ctypes.POINTER(ctypes.c_int)())))
@@ -148,7 +151,7 @@ class ScalarSlots:
         ring = mx.nd.zeros((self._size,), ctx=mx.cpu(), dtype=np.float64)
         number = len(self._rings)
         self._rings.append(ring)
-        slots = [(number, i, _IntoView(mx, ring[i:i + 1])) for i in range(self._size)]
+        slots = [(number, i, _IntoView(ring[i:i + 1])) for i in range(self._size)]
         self._free.extend(slots[1:])
         return slots[0]
 
