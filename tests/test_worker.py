@@ -6,6 +6,7 @@ import time
 import warnings
 import weakref
 
+import numpy as np
 import pytest
 
 from conftest import accumulator, event_files, run_python, tb_events, tb_scalars
@@ -44,32 +45,46 @@ def test_data_reach_the_file_within_flush_secs_without_flush(logdir):
     w.close()
 
 
-def test_a_full_queue_blocks_the_caller_until_the_thread_catches_up(logdir):
+def _fill(logdir, max_queue, payload, count):
+    """Puts `count` records carrying `payload` while the writer thread is held: how many went in
+    before the caller blocked; then everything once the thread goes on."""
     gate = threading.Event()
 
-    def slow(tag):
+    def slow(tag, payload):
         gate.wait(10)
         return _summary(tag, 1.0)
 
-    worker = Worker(flush_secs=3600, max_queue=2)
+    worker = Worker(flush_secs=3600, max_queue=max_queue)
     event_file = worker.open_file(logdir)
     calls = []
 
     def producer():
-        for i in range(5):
-            worker.put(Record(event_file, slow, ("t%d" % i,), i, 1.0))
+        for i in range(count):
+            worker.put(Record(event_file, slow, ("t%d" % i, payload), i, 1.0))
             calls.append(i)
 
     thread = threading.Thread(target=producer)
     thread.start()
     thread.join(0.5)
-    # one item is on the writer thread (blocked in `slow`), two more fill the queue
-    assert thread.is_alive() and len(calls) <= 3
+    blocked_after = len(calls) if thread.is_alive() else None
     gate.set()
     thread.join(10)
-    assert calls == [0, 1, 2, 3, 4]
+    assert calls == list(range(count))
     assert worker.close() is None
-    assert sorted(t for t, _, _ in tb_scalars(event_files(logdir)[0])) == ["t0", "t1", "t2", "t3", "t4"]
+    assert sorted(t for t, _, _ in tb_scalars(event_files(logdir)[0])) == sorted("t%d" % i for i in range(count))
+    return blocked_after
+
+
+def test_a_full_queue_blocks_the_caller_until_the_thread_catches_up(logdir):
+    # items of 1 MiB or more take a whole slot: max_queue of them wait (taken or not)
+    assert _fill(logdir, 2, np.zeros(1 << 18, np.float32), 5) == 2
+
+
+def test_small_items_share_a_slot_by_size(logdir):
+    # a training step's few dozen small histograms must not block the loop: 64 items of 16 KiB
+    # or less to a slot, larger ones by size (256 KiB: a quarter)
+    assert _fill(logdir, 1, np.zeros(100, np.float32), 100) == 64
+    assert _fill(logdir + "-2", 2, np.zeros(1 << 16, np.float32), 12) == 8
 
 
 def test_an_error_on_the_writer_thread_is_reported_once_and_writing_goes_on(logdir):

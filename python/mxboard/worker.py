@@ -46,6 +46,9 @@ log = logging.getLogger("mxboard")
 
 WAKE_EVERY = 8192  # scalars a thread queues before it wakes the writer thread
 MAX_QUEUE_BYTES = 64 << 20  # array data waiting for the writer thread, at most (one larger item alone)
+SLOT_BYTES, SLOT_SHARES = 1 << 20, 64  # a `max_queue` slot: one item of 1 MiB or more, or smaller
+# ones sharing it by size, each taking at least 1/64 (16 KiB): a step's few dozen small histograms
+# fit in a slot or two instead of blocking the training loop at the tenth
 
 
 class WriterError(RuntimeError):
@@ -143,8 +146,8 @@ class Worker:
         self._files = []  # every EventFile this worker writes, closed with it
         self._lock = threading.Lock()  # guards registering series and columns
         self._flush_secs = flush_secs
-        self._max_items, self._max_bytes = max(max_queue, 1), max_bytes
-        self._queued = [0, 0]  # items, bytes put and not yet written
+        self._max_shares, self._max_bytes = max(max_queue, 1) * SLOT_SHARES, max_bytes
+        self._queued = [0, 0]  # slot shares, bytes put and not yet written
         self._room = threading.Condition()
         self._wake = threading.Event()
         self._drained = threading.Condition()
@@ -209,20 +212,20 @@ class Worker:
                         self._check_alive()
 
     def put(self, item):
-        """Queue a Record or Task, in call order. Blocks while `max_queue` items
+        """Queue a Record or Task, in call order. Blocks while `max_queue` slots (SLOT_BYTES)
         or `max_bytes` of array data wait (a larger item waits for an empty queue)."""
         if self._closed:
             raise RuntimeError("this writer is closed: nothing more is written")
         size = _footprint(item)
         with self._room:
-            while self._queued[0] and (self._queued[0] >= self._max_items
+            while self._queued[0] and (self._queued[0] + _shares(size) > self._max_shares
                                        or self._queued[1] + size > self._max_bytes):
                 self._wake.set()
                 if not self._room.wait(0.5):
                     if self._stopping:
                         raise RuntimeError("this writer is closed: nothing more is written")
                     self._check_alive()
-            self._queued[0] += 1
+            self._queued[0] += _shares(size)
             self._queued[1] += size
         self._items.append((self._next_seq(), item, size))
         self._wake.set()
@@ -347,7 +350,7 @@ class Worker:
             self._hold_for_caller(exc)
         finally:
             with self._room:
-                self._queued[0] -= sum(1 for _, item, _ in items if type(item) is not _Barrier)
+                self._queued[0] -= sum(_shares(size) for _, item, size in items if type(item) is not _Barrier)
                 self._queued[1] -= sum(size for _, _, size in items)
                 self._room.notify_all()
             for _, item, _ in items:
@@ -418,6 +421,11 @@ class Worker:
             self._late = exc
         else:
             log.error("mxboard: a further error on the writer thread: %r", exc)
+
+
+def _shares(size):
+    """The shares of a `max_queue` slot (SLOT_SHARES to a slot) an item of `size` bytes takes."""
+    return min(SLOT_SHARES, max(1, size * SLOT_SHARES // SLOT_BYTES))
 
 
 def _footprint(item):

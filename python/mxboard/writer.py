@@ -64,8 +64,9 @@ class SummaryWriter:
     """Writes TensorBoard event files into `logdir`, on a background thread.
 
     Arguments are mxboard 0.1.0's: `max_queue` is how many array summaries (histograms,
-    images...) may wait for the writer thread before `add_*` blocks (scalars are batched,
-    8192 to such a slot; array data is also bounded to 64 MiB); `flush_secs` is the longest
+    images...) of 1 MiB or more may wait for the writer thread before `add_*` blocks (smaller
+    ones share a slot by size, up to 64 to a slot; scalars are batched, 8192 to a slot; array
+    data is also bounded to 64 MiB); `flush_secs` is the longest
     time anything waits before it reaches the file, 2 s by default so a running TensorBoard
     shows new points within seconds; `filename_suffix` ends the event file's name; `verbose`
     logs where the file is (at INFO on the `mxboard` logger).
