@@ -366,7 +366,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--scalars", type=int, default=1_000_000, help="add_scalar calls")
     parser.add_argument("--calls", type=int, default=30, help="add_histogram / add_image calls")
-    parser.add_argument("--rounds", type=int, default=5, help="interleaved runs of the real loop (best kept)")
+    parser.add_argument("--rounds", type=int, default=7, help="interleaved runs of the real loop (best kept)")
     parser.add_argument("--json", default=os.path.join(ROOT, "dist", "bench.json"))
     args = parser.parse_args()
     libraries = [lib for lib in LIBRARIES if available(lib)]
