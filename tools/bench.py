@@ -340,7 +340,8 @@ def real_loop(results, libraries, rounds):
     rows = results["real loop: Gluon CNN, 171 steps"] = {"no logger": {"loop_s": best[None], "median_s": median[None]}}
     print("%-34s %-24s %12.2f s (median %.2f s)" % ("real loop, 171 steps", "no logger", best[None], median[None]))
     for lib in libraries:
-        overhead = {key: 100 * (seconds[lib] / seconds[None] - 1) for key, seconds in (("best", best), ("median", median))}
+        overhead = {key: 100 * (seconds[lib] / seconds[None] - 1)
+                    for key, seconds in (("best", best), ("median", median))}
         rows[lib] = {"loop_s": best[lib], "median_s": median[lib], "overhead_percent": overhead["best"],
                      "median_overhead_percent": overhead["median"]}
         print("%-34s %-24s %12.2f s (median %.2f s)  %+.1f%% over no logger, median %+.1f%% (target: mxboard <= 5%%)"
