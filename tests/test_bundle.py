@@ -243,3 +243,22 @@ def test_python_m_build_makes_an_sdist_whose_wheel_has_the_patched_files(tmp_pat
     entry_points = zipfile.ZipFile(wheel).read(info).decode()
     assert "console_scripts" not in entry_points and not any(".data/scripts/" in n for n in names)
     assert "mxboard_bundle = tensorboard_bundle.handover:Handover" in entry_points
+
+
+def test_samples_per_plugin_zero_shows_every_point(logdir, serve):
+    # NAME=0 is "keep every sample" to both loaders; upstream's plugins then show none of them
+    with SummaryWriter(logdir) as w:
+        for step in range(2500):
+            w.add_scalar("x", step * 0.5, step)
+    hint = ("--samples_per_plugin", "scalars=0")
+    fast, python = serve(logdir, *hint), serve(logdir, *hint, "--load_fast", "false")
+    upstream = serve(logdir, *hint, command=UPSTREAM)
+    assert "data loader: fast (Rust data server)" in fast.banner
+    assert "data loader: Python" in python.banner
+    for server in (fast, python):
+        rows = server.json("/data/plugin/scalars/scalars", {"run": ".", "tag": "x"},
+                           until=lambda rows: len(rows) == 2500)
+        assert [(step, value) for _, step, value in rows] == [(step, step * 0.5) for step in range(2500)]
+    assert upstream.json("/data/plugin/scalars/tags", until=lambda tags: "x" in tags.get(".", {})) == {
+        ".": {"x": {"displayName": "", "description": ""}}}  # loaded, and yet:
+    assert upstream.json("/data/plugin/scalars/scalars", {"run": ".", "tag": "x"}) == []
