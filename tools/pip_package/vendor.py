@@ -37,6 +37,11 @@ def patches():
     return found
 
 
+def targets():
+    """The upstream files the patches change, each once."""
+    return list(dict.fromkeys(target for _, target in patches()))
+
+
 def vendored_name(target):
     """Where the patched copy of upstream's `target` lives in the package."""
     return "tensorboard_bundle/_patched/" + os.path.basename(target)
@@ -51,7 +56,7 @@ def check(wheel=None):
         vendor(fresh)
         stale = []
         members = zipfile.ZipFile(wheel) if wheel else None
-        for _, target in patches():
+        for target in targets():
             name = vendored_name(target)
             with open(os.path.join(fresh, os.path.basename(target)), "rb") as f:
                 expected = f.read()
@@ -89,7 +94,7 @@ def vendor(output=OUTPUT):
                 raise VendorError("%s no longer applies to tensorboard %s:\n%s%s"
                                   % (os.path.relpath(patch, ROOT), PINNED, result.stdout, result.stderr))
         os.makedirs(output, exist_ok=True)
-        for _, target in patches():
+        for target in targets():
             shutil.copyfile(os.path.join(work, target), os.path.join(output, os.path.basename(target)))
 
 
@@ -99,9 +104,9 @@ if __name__ == "__main__":
         stale = check(where)
         if stale:
             sys.exit("%s does not hold what patches/ make: %s" % (where or "the source tree", ", ".join(stale)))
-        print("%s holds all %d patched files" % (where or "the source tree", len({t for _, t in patches()})))
+        print("%s holds all %d patched files" % (where or "the source tree", len(targets())))
     elif sys.argv[1:]:
         sys.exit(__doc__)
     else:
         vendor()
-        print("vendored %d patched files into %s" % (len({t for _, t in patches()}), os.path.relpath(OUTPUT, ROOT)))
+        print("vendored %d patched files into %s" % (len(targets()), os.path.relpath(OUTPUT, ROOT)))
