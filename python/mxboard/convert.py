@@ -114,12 +114,12 @@ class _IntoView:
     def __call__(self, mx, array):
         """Queue the copy of `array` into the target (no waiting), outside autograd recording."""
         if self._outputs is None or mx.autograd.is_recording():
-            return _copy(mx, array, self._target)
+            _copy(mx, array, self._target)
+            return
         invoke, op, check_call = _copyto_call()
         check_call(invoke(op, 1, ctypes.byref(array.handle), ctypes.byref(ctypes.c_int(1)),
                           ctypes.byref(self._outputs), 0, None, None,
                           ctypes.byref(ctypes.POINTER(ctypes.c_int)())))
-        return self._target
 
 
 class ScalarSlots:

@@ -217,15 +217,16 @@ class Worker:
         if self._closed:
             raise RuntimeError("this writer is closed: nothing more is written")
         size = _footprint(item)
+        shares = _shares(size)
         with self._room:
-            while self._queued[0] and (self._queued[0] + _shares(size) > self._max_shares
+            while self._queued[0] and (self._queued[0] + shares > self._max_shares
                                        or self._queued[1] + size > self._max_bytes):
                 self._wake.set()
                 if not self._room.wait(0.5):
                     if self._stopping:
                         raise RuntimeError("this writer is closed: nothing more is written")
                     self._check_alive()
-            self._queued[0] += _shares(size)
+            self._queued[0] += shares
             self._queued[1] += size
         self._items.append((self._next_seq(), item, size))
         self._wake.set()
