@@ -1,18 +1,37 @@
-"""Everything is in pyproject.toml but one step: the build vendors patched TensorBoard files."""
+"""Everything is in pyproject.toml but one step: the build vendors patched TensorBoard files
+(tools/pip_package/vendor.py) into the build directory, never into the source tree."""
 import os
+import shutil
 import sys
 
 from setuptools import setup
 from setuptools.command.build_py import build_py
 
+HERE = os.path.dirname(os.path.abspath(__file__))
+
 
 class build_py_with_patched_tensorboard(build_py):  # noqa: N801 - setuptools' naming
-    def run(self):
-        sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "tools", "pip_package"))
-        import vendor
+    """build_py, then the patched TensorBoard files written beside the built package. An editable
+    install has no build directory: its bundle cannot run (the launcher says so), its logger can."""
 
-        vendor.vendor()  # into the source tree, so that editable installs have it too
+    def run(self):
+        if not self.editable_mode:
+            for package in ("mxboard", "tensorboard_bundle"):  # no file left from an earlier build
+                shutil.rmtree(os.path.join(self.build_lib, package), ignore_errors=True)
         super().run()
+        if not self.editable_mode:
+            self._vendored = self._vendor()
+
+    def _vendor(self):
+        sys.path.insert(0, os.path.join(HERE, "tools", "pip_package"))
+        try:
+            import vendor
+        finally:
+            sys.path.pop(0)
+        return vendor.vendor(os.path.join(self.build_lib, *vendor.PACKAGE.split("/")))
+
+    def get_outputs(self, include_bytecode=True):
+        return super().get_outputs(include_bytecode) + list(getattr(self, "_vendored", []))
 
 
 setup(cmdclass={"build_py": build_py_with_patched_tensorboard})

@@ -1,6 +1,7 @@
 """`python -m tensorboard_bundle` (and `tensorboard`, which hands over to it: handover.py):
 upstream TensorBoard with the bundle's fixes. Binds 127.0.0.1 unless --host or --bind_all says otherwise, reloads every 2 s; needs no
 TensorFlow and no network; prints one line with the URL, the data loader in use and the logdir."""
+import importlib
 import logging
 import os
 import sys
@@ -8,23 +9,34 @@ import sys
 __all__ = ["main", "plugins"]
 
 
+def patched(name):
+    """The module `name` of the upstream files patched at build time (tools/pip_package/vendor.py)."""
+    try:
+        return importlib.import_module("tensorboard_bundle._patched." + name)
+    except ModuleNotFoundError as e:
+        if e.name != "tensorboard_bundle._patched." + name:
+            raise
+        from tensorboard_bundle import _patched
+
+        sys.exit("tensorboard_bundle: %s holds no patched TensorBoard files: this is a source checkout or "
+                 "an editable install, which the build does not vendor into. Install the package "
+                 "(pip install .) to run the server." % os.path.dirname(_patched.__file__))
+
+
 def plugins():
     """TensorBoard's plugins (patched default.py: a broken third-party one is skipped), with the
     projector replaced by its patched copy (its files read as package data)."""
     from tensorboard.plugins.projector import projector_plugin as upstream_projector
 
-    from tensorboard_bundle._patched import default, projector_plugin
-
-    return [projector_plugin.ProjectorPlugin if p is upstream_projector.ProjectorPlugin else p
-            for p in default.get_plugins()]
+    projector = patched("projector_plugin").ProjectorPlugin
+    return [projector if p is upstream_projector.ProjectorPlugin else p for p in patched("default").get_plugins()]
 
 
 def _use_patched_s3():
     """TensorBoard's S3 filesystem, patched (a bucket's root as a logdir), where gfile looks it up."""
     from tensorboard.compat.tensorflow_stub.io import gfile as upstream
 
-    from tensorboard_bundle._patched import gfile
-
+    gfile = patched("gfile")
     if gfile.S3_ENABLED:  # without boto3 upstream registers none either
         upstream.register_filesystem("s3", gfile.S3FileSystem())
 
@@ -53,7 +65,6 @@ def main(argv=None):
     from tensorboard.plugins import base_plugin
 
     from tensorboard_bundle import locate
-    from tensorboard_bundle._patched import program
 
     # What tensorboard.main_lib.global_init does, less its TensorFlow notice: this bundle
     # needs no TensorFlow, and says which data loader it uses instead.
@@ -68,7 +79,7 @@ def main(argv=None):
         else:  # the banner then names the Python loader; this says why there is no other
             sys.stderr.write("note: no fast data loader: %s\n" % why_not)
     _use_patched_s3()
-    tensorboard = program.TensorBoard(plugins=plugins(), assets_zip_provider=locate.assets_zip_provider())
+    tensorboard = patched("program").TensorBoard(plugins=plugins(), assets_zip_provider=locate.assets_zip_provider())
     try:
         app.run(tensorboard.main, argv=_defaults(argv), flags_parser=tensorboard.configure)
     except base_plugin.FlagsError as e:

@@ -111,18 +111,21 @@ def test_a_tampered_cached_data_server_is_replaced_before_it_runs(tmp_path):
     assert open(cached, "rb").read() == binary.read_bytes() and os.access(cached, os.X_OK)
 
 
-def test_vendor_check_names_a_hand_edited_or_missing_file(tmp_path, monkeypatch):
+def test_vendor_check_names_a_hand_edited_or_missing_file(tmp_path):
     sys.path.insert(0, os.path.join(ROOT, "tools", "pip_package"))
     import vendor
 
-    tree = tmp_path / "tree"
-    vendor.vendor(str(tree / "tensorboard_bundle" / "_patched"))
-    monkeypatch.setattr(vendor, "ROOT", str(tree))
-    assert vendor.check() == []
-    (tree / "tensorboard_bundle" / "_patched" / "default.py").write_text("# edited by hand\n")
-    (tree / "tensorboard_bundle" / "_patched" / "program.py").unlink()
-    assert sorted(vendor.check()) == ["tensorboard_bundle/_patched/default.py (differs)",
-                                      "tensorboard_bundle/_patched/program.py (missing)"]
+    made = vendor.vendor(str(tmp_path / "patched"))
+    wheel = tmp_path / "mxboard-0-py3-none-any.whl"
+    with zipfile.ZipFile(wheel, "w") as z:
+        for path in made:
+            name = os.path.basename(path)
+            if name == "default.py":
+                z.writestr(vendor.PACKAGE + "/" + name, "# edited by hand\n")
+            elif name != "program.py":
+                z.write(path, vendor.PACKAGE + "/" + name)
+    assert sorted(vendor.check(str(wheel))) == ["tensorboard_bundle/_patched/default.py (differs)",
+                                                "tensorboard_bundle/_patched/program.py (missing)"]
 
 
 def test_python_loader_reads_every_file(logdir, serve):
@@ -224,25 +227,10 @@ def test_every_patch_is_vendored_and_the_build_fails_on_a_stale_patch(tmp_path, 
     lines[context] += "  # as if upstream had changed this line"
     (stale / good).write_text("\n".join(lines))
     monkeypatch.setattr(vendor, "PATCHES", str(stale))
-    with pytest.raises(SystemExit, match="no longer applies to tensorboard 2.21.0"):
+    with pytest.raises(SystemExit, match=r"patches/%s no longer applies to tensorboard 2.21.0 \(.*\): hunk #1 \(@@ "
+                       % good):
         vendor.vendor(str(tmp_path / "again"))
-
-
-def test_python_m_build_makes_an_sdist_whose_wheel_has_the_patched_files(tmp_path):
-    source = tmp_path / "source"
-    subprocess.run(["git", "clone", "-q", ROOT, str(source)], check=True)  # what is committed
-    out = tmp_path / "out"
-    subprocess.run([sys.executable, "-m", "build", "--outdir", str(out), str(source)], check=True,
-                   capture_output=True, timeout=600)  # the wheel is built from the sdist
-    (wheel,) = out.glob("mxboard-*-py3-none-any.whl")
-    names = zipfile.ZipFile(wheel).namelist()
-    assert {"tensorboard_bundle/_patched/" + n for n in ("program.py", "default.py", "projector_plugin.py")} <= set(names)
-    assert "mxboard/proto/_descriptors.py" in names and "mxboard/demo.py" in names
-    # no `tensorboard` script (pip would delete upstream's with ours), a plugin entry point instead
-    info = next(n for n in names if n.endswith(".dist-info/entry_points.txt"))
-    entry_points = zipfile.ZipFile(wheel).read(info).decode()
-    assert "console_scripts" not in entry_points and not any(".data/scripts/" in n for n in names)
-    assert "mxboard_bundle = tensorboard_bundle.handover:Handover" in entry_points
+    assert not (tmp_path / "again").exists()
 
 
 def test_samples_per_plugin_zero_shows_every_point(logdir, serve):
@@ -262,3 +250,41 @@ def test_samples_per_plugin_zero_shows_every_point(logdir, serve):
     assert upstream.json("/data/plugin/scalars/tags", until=lambda tags: "x" in tags.get(".", {})) == {
         ".": {"x": {"displayName": "", "description": ""}}}  # loaded, and yet:
     assert upstream.json("/data/plugin/scalars/scalars", {"run": ".", "tag": "x"}) == []
+
+
+@pytest.mark.skipif(shutil.which("patch") is None, reason="compares with GNU patch, which is not installed")
+def test_the_python_patch_applier_makes_what_gnu_patch_makes(tmp_path):
+    """The build needs no `patch` binary; where one is installed, it must agree byte for byte
+    (strict, as the build is: no fuzz)."""
+    sys.path.insert(0, os.path.join(ROOT, "tools", "pip_package"))
+    import tensorboard
+    import vendor
+
+    site = os.path.dirname(os.path.dirname(tensorboard.__file__))
+    work = tmp_path / "work"
+    for patch, target, _ in vendor.patches():
+        if not (work / target).exists():
+            (work / target).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(os.path.join(site, target), work / target)
+        with open(patch, "rb") as f:
+            subprocess.run(["patch", "-p1", "--forward", "--batch", "--fuzz=0", "-d", str(work)], stdin=f,
+                           check=True, capture_output=True)
+    ours = vendor.patched()
+    assert len(ours) == 4
+    for target, text in ours.items():
+        origin, rest = text.split("\n", 1)
+        assert origin.startswith("# TensorBoard 2.21.0's %s, changed by mxboard's patches/" % target)
+        assert rest == (work / target).read_text()
+
+
+def test_the_patch_applier_moves_hunks_that_shifted_and_refuses_changed_context():
+    sys.path.insert(0, os.path.join(ROOT, "tools", "pip_package"))
+    import vendor
+
+    diff = ("--- a/f.py\n+++ b/f.py\n@@ -2,3 +2,3 @@\n b\n-c\n+C\n d\n"
+            "@@ -8,2 +8,3 @@\n h\n i\n+j\n\\ No newline at end of file\n")
+    _, hunks = vendor.parse(diff)
+    original = ["new\n", "a\n", "b\n", "c\n", "d\n", "e\n", "f\n", "g\n", "h\n", "i\n"]  # a line added on top
+    assert vendor.apply(original, hunks) == ["new\n", "a\n", "b\n", "C\n", "d\n", "e\n", "f\n", "g\n", "h\n", "i\n", "j"]
+    with pytest.raises(ValueError, match=r"hunk #1 \(@@ -2,3 \+2,3 @@\) does not apply"):
+        vendor.apply(["a\n", "b\n", "x\n", "d\n"], hunks)
