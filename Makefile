@@ -1,9 +1,11 @@
+# Every target needs only python3 (with venv) and the package index; none needs root but
+# test-tools.
 # make demo        train a Gluon CNN on bundled digits, log every summary kind, serve it
 #                  (make demo SERVE=0 LOGDIR=DIR: into DIR, without serving; LOGDIR=s3://bucket/run:
 #                  into an S3 store, AWS_ENDPOINT_URL and credentials from the environment)
 # make test        set up .venv with what the tests need (idempotent) and run the test suite
 # make test-tools  the system tools a few tests need, skipping without them: headless Chromium
-#                  (pages drawn), iproute2 (network namespaces); CI installs them
+#                  (pages drawn), iproute2 (network namespaces); needs root (apt-get); CI runs it
 # make bench       the benchmark, side by side with tensorboardX and torch.utils.tensorboard
 # make wheel       dist/mxboard-<version>-py3-none-any.whl (logger + bundled TensorBoard launcher)
 # make wheelhouse  dist/wheelhouse/: that wheel and every dependency, for offline installs
@@ -14,27 +16,32 @@ PY := $(VENV)/bin/python
 BASE := $(VENV)/.base
 DEMO := $(VENV)/.demo
 TESTS := $(VENV)/.tests
+INSTALLED := $(VENV)/.mxboard
+SOURCES := pyproject.toml setup.py MANIFEST.in $(shell find python tensorboard_bundle patches tools/pip_package \
+    -type f ! -path '*/__pycache__/*' ! -name '*.pyc' ! -path '*.egg-info/*')
 TORCH ?= 2.13.0
 LOGDIR ?= runs/demo
 SERVE ?= 1
+# This checkout's tensorboard_bundle/ has no patched files (the build makes them): a `python -m`
+# run from here must import the installed package, never the directory (Python >= 3.11; the demo
+# passes -I, which older ones know too)
+export PYTHONSAFEPATH := 1
 
 .PHONY: setup demo test test-tools bench screenshots protos wheel wheelhouse clean
 
-setup: $(TESTS)
+setup: $(TESTS) $(INSTALLED)
 
-# the venv, and `patch`: installing mxboard builds it, and the build applies patches/
 $(BASE):
-	command -v patch >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
-	    apt-get install -y -qq --no-install-recommends patch >/dev/null; }
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q --upgrade pip "setuptools>=77"
 	touch $@
 
-# mxboard with MXNet and what the demo trains on
+# MXNet and what the demo trains on, with mxboard's dependencies (this first install builds
+# mxboard in isolation, with [build-system]'s TensorBoard)
 # (an older mxboard shipped a `tensorboard` script: uninstalling it on upgrade deleted
 # upstream's, which is reinstalled then)
-$(DEMO): $(BASE) pyproject.toml setup.py
-	$(PY) -m pip install -q -e '.[demo]'
+$(DEMO): $(BASE) pyproject.toml
+	$(PY) -m pip install -q '.[demo]'
 	test -x $(VENV)/bin/tensorboard || $(PY) -m pip install -q --force-reinstall --no-deps \
 	    "tensorboard==$$($(PY) -c 'import tensorboard; print(tensorboard.__version__)')"
 	touch $@
@@ -42,10 +49,16 @@ $(DEMO): $(BASE) pyproject.toml setup.py
 # the test extra, and torch (coexistence with torch.utils.tensorboard, DLPack input): the CPU
 # build where the machine offers one, never the multi-GB CUDA build from the index
 $(TESTS): $(DEMO)
-	$(PY) -m pip install -q -e '.[test,demo]'
+	$(PY) -m pip install -q '.[test,demo]'
 	if $(PY) -m pip download -q --no-deps --no-index -d $(VENV)/torch-wheel torch==$(TORCH) 2>/dev/null; then \
 	    $(PY) -m pip install -q $(VENV)/torch-wheel/torch-*.whl && rm -rf $(VENV)/torch-wheel; \
 	else echo "note: no local CPU build of torch $(TORCH): the tests skip their torch parts"; fi
+	touch $@
+
+# mxboard itself, installed as users get it (a wheel: the build vendors the patched TensorBoard
+# files into it, which an editable install would not have), again whenever a source changes
+$(INSTALLED): $(DEMO) $(SOURCES)
+	$(PY) -m pip install -q --no-deps --no-build-isolation --force-reinstall .
 	touch $@
 
 test-tools:
@@ -54,19 +67,20 @@ test-tools:
 	if [ -n "$$missing" ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
 	    apt-get install -y -qq --no-install-recommends $$missing >/dev/null; fi
 
-demo: $(DEMO)
+# -I: never import this checkout's tensorboard_bundle/ (it has no patched files) over the installed one
+demo: $(DEMO) $(INSTALLED)
 	case "$(LOGDIR)" in *://*) $(PY) -c 'import s3fs, boto3' 2>/dev/null || \
-	    $(PY) -m pip install -q -e '.[demo,s3]';; esac
-	$(PY) -m mxboard.demo --logdir $(LOGDIR) $(if $(filter 0,$(SERVE)),--no-serve,)
+	    $(PY) -m pip install -q '.[demo,s3]';; esac
+	$(PY) -I -m mxboard.demo --logdir $(LOGDIR) $(if $(filter 0,$(SERVE)),--no-serve,)
 
-test: $(TESTS)
+test: $(TESTS) $(INSTALLED)
 	$(PY) -m pytest -q tests
 
-screenshots: $(DEMO) test-tools
-	rm -rf runs/screenshots && $(PY) -m mxboard.demo --logdir runs/screenshots --no-serve
+screenshots: $(DEMO) $(INSTALLED) test-tools
+	rm -rf runs/screenshots && $(PY) -I -m mxboard.demo --logdir runs/screenshots --no-serve
 	$(PY) tools/screenshots.py --logdir runs/screenshots --out docs
 
-bench: $(TESTS)
+bench: $(TESTS) $(INSTALLED)
 	$(PY) tools/bench.py
 
 wheel: $(BASE)
@@ -77,10 +91,9 @@ wheelhouse: wheel
 	cp $$(ls -t dist/mxboard-*-py3-none-any.whl | head -n 1) dist/wheelhouse/
 	$(PY) -m pip download -q --dest dist/wheelhouse dist/wheelhouse/mxboard-*.whl
 
-protos: $(TESTS)
+protos: $(TESTS) $(INSTALLED)
 	$(PY) tools/gen_protos.py
 
 clean:
 	rm -rf $(VENV) build dist runs .cache .pytest_cache .hypothesis *.egg-info python/*.egg-info
-	find tensorboard_bundle/_patched -name '*.py' ! -name __init__.py -delete
 	find . -name __pycache__ -type d -prune -exec rm -rf {} +

@@ -7,6 +7,12 @@ import pytest
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CACHE = os.path.join(ROOT, ".cache")
 
+# The tests use mxboard as pip installs it (make test installs the wheel). This checkout's
+# tensorboard_bundle/ has no patched files (the build makes them): neither this process nor a
+# child (`python -m tensorboard_bundle` from here) may import it instead of the installed one.
+os.environ["PYTHONSAFEPATH"] = "1"
+sys.path[:] = [p for p in sys.path if os.path.abspath(p or os.curdir) != ROOT]
+
 
 def accumulator(path, **size_guidance):
     """TensorBoard's own reader over a run directory (or file), fully loaded."""
