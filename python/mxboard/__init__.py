@@ -5,4 +5,4 @@ from .writer import SummaryWriter
 from .global_writer import GlobalSummaryWriter  # noqa: E402 - it builds on SummaryWriter
 
 __all__ = ["GlobalSummaryWriter", "SummaryWriter", "WriterError"]
-__version__ = "0.2.0"
+__version__ = "0.3.0"
