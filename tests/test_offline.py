@@ -1,11 +1,11 @@
-"""One wheel, offline: the wheelhouse installs into a fresh venv with no index; in a network
+"""One wheel, offline: a fresh clone's `make wheelhouse` installs into a fresh venv with no index; in a network
 namespace with no network at all, the venv's `tensorboard` (handing over to the bundle) serves what mxboard
 wrote, and headless Chromium draws the curve. The same from a zipped install."""
 import json
 import os
-import shutil
 import subprocess
 import sys
+import time
 import zipfile
 
 import numpy as np
@@ -13,30 +13,30 @@ import pytest
 from PIL import Image
 
 from conftest import ROOT, needs
+from test_release import fresh_clone
 
-pytestmark = [needs("unshare", "ip", "chromium", "patch"),
+pytestmark = [pytest.mark.slow, needs("unshare", "ip", "chromium"),
               pytest.mark.skipif(subprocess.run(["unshare", "-n", "true"], capture_output=True).returncode != 0,
                                  reason="needs unshare -n (root, or user namespaces)")]
 
 
 @pytest.fixture(scope="module")
 def fresh_venv(tmp_path_factory):
-    """A new venv with mxboard installed from a wheelhouse built from this checkout, no index."""
+    """A fresh clone runs `make wheelhouse`; a new venv installs from that wheelhouse with no index."""
     work = tmp_path_factory.mktemp("offline")
-    dist, wheelhouse = work / "dist", work / "wheelhouse"
-    env = dict(os.environ, PYTHON=sys.executable)
-    wheel = subprocess.run([os.path.join(ROOT, "tools", "pip_package", "build_pip_package.sh"), str(dist)],
-                           env=env, check=True, capture_output=True, text=True).stdout.split()[-1]
-    wheelhouse.mkdir()
-    shutil.copy(wheel, wheelhouse)
-    subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--dest", str(wheelhouse),
-                    str(wheelhouse / os.path.basename(wheel))], check=True)
+    clone = fresh_clone(work / "clone")
+    start = time.monotonic()
+    subprocess.run(["make", "-s", "-C", str(clone), "wheelhouse"], check=True, capture_output=True, timeout=900,
+                   env={k: v for k, v in os.environ.items() if not k.startswith("MAKE")})
+    wheelhouse = clone / "dist" / "wheelhouse"
     venv = work / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
     python = str(venv / "bin" / "python")
-    subprocess.run([os.path.join(ROOT, "installer.sh"), "--offline", str(wheelhouse)],
+    subprocess.run([str(clone / "installer.sh"), "--offline", str(wheelhouse)],
                    env=dict(os.environ, PYTHON=python, PIP_CONFIG_FILE=os.devnull), check=True,
                    capture_output=True)
+    print("fresh clone to an offline install by make wheelhouse + installer.sh --offline: %.0f s"
+          % (time.monotonic() - start))
     return venv
 
 

@@ -1,0 +1,174 @@
+"""Where a user starts: a copy of this checkout as a clone would have it (no .venv, no build
+output, nothing installed), then one documented command, then a run served over HTTP by what that
+command installed. The wheelhouse and the offline install are in test_offline.py."""
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tarfile
+import time
+import urllib.request
+import zipfile
+
+import pytest
+
+from conftest import ROOT
+
+pytestmark = pytest.mark.slow
+
+TOOLS = os.path.join(ROOT, "tools", "pip_package")
+PATCHED = {"tensorboard_bundle/_patched/" + n for n in ("default.py", "gfile.py", "program.py", "projector_plugin.py")}
+
+
+def fresh_clone(where):
+    """The files a clone of this checkout holds (tracked, and new files not ignored: what the
+    next commit would hold), copied into `where`."""
+    files = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=ROOT,
+                           check=True, capture_output=True).stdout.decode().split("\0")
+    for name in files:
+        source = os.path.join(ROOT, name)
+        if name and os.path.isfile(source):
+            os.makedirs(os.path.dirname(os.path.join(str(where), name)), exist_ok=True)
+            shutil.copy2(source, os.path.join(str(where), name))
+    assert not (where / ".venv").exists() and not list((where / "tensorboard_bundle" / "_patched").glob("[!_]*.py"))
+    return where
+
+
+def fresh_venv(where):
+    subprocess.run([sys.executable, "-m", "venv", str(where)], check=True)
+    return where / "bin" / "python"
+
+
+def run(args, cwd, timeout=900, env=None):
+    env = {k: v for k, v in dict(os.environ, **(env or {})).items() if v is not None}  # None: unset
+    proc = subprocess.run([str(a) for a in args], cwd=str(cwd), capture_output=True, text=True, timeout=timeout,
+                          env=env)
+    assert proc.returncode == 0, "%s failed (%d):\n%s\n%s" % (args, proc.returncode, proc.stdout[-3000:], proc.stderr[-3000:])
+    return proc.stdout
+
+
+def serve_a_logged_run(venv, work):
+    """With the venv's mxboard, log a run; with the venv's `tensorboard` command, serve it; return
+    the start-up banner and the loss points served over HTTP."""
+    logdir = work / "logs"
+    run([venv / "bin" / "python", "-c", "import mxboard\n"
+         "with mxboard.SummaryWriter(%r) as w:\n"
+         "    [w.add_scalar('loss', 1.0 / (s + 1), s) for s in range(20)]" % str(logdir)], cwd=work)
+    server = subprocess.Popen([str(venv / "bin" / "tensorboard"), "--logdir", str(logdir), "--port", "0"],
+                              cwd=str(work), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                              env=dict(os.environ, XDG_CACHE_HOME=str(work / "cache")))
+    try:
+        banner = next(line for line in server.stdout if "http://" in line)
+        url = banner.split("http://", 1)[1].split()[0].rstrip("/")
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                with urllib.request.urlopen("http://%s/data/plugin/scalars/scalars?run=.&tag=loss" % url, timeout=10) as r:
+                    points = json.loads(r.read())
+                if len(points) == 20 or time.monotonic() > deadline:
+                    return banner, points
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise
+            time.sleep(0.25)
+    finally:
+        server.kill()
+        server.wait()
+
+
+def _assert_serves(venv, work):
+    banner, points = serve_a_logged_run(venv, work)
+    assert "data loader: fast (Rust data server)" in banner and "http://127.0.0.1:" in banner
+    assert [step for _, step, _ in points] == list(range(20))
+    assert [value for _, _, value in points] == pytest.approx([1.0 / (s + 1) for s in range(20)])
+
+
+def test_installer_into_a_fresh_venv_then_tensorboard_serves(tmp_path):
+    clone = fresh_clone(tmp_path / "clone")
+    venv = tmp_path / "venv"
+    fresh_venv(venv)
+    start = time.monotonic()
+    out = run([clone / "installer.sh"], cwd=clone, env={"PYTHON": str(venv / "bin" / "python")})
+    _assert_serves(venv, tmp_path)
+    print("fresh clone to a served run by installer.sh: %.0f s" % (time.monotonic() - start))
+    assert "installed" in out
+    assert not list((clone / "tensorboard_bundle" / "_patched").glob("[!_]*.py"))  # never the source tree
+
+
+def test_installer_with_the_plain_python3_then_pip_install_dot(tmp_path):
+    """`./installer.sh` with nothing set installs into whatever `python3` is: here, a fresh venv's
+    found first on PATH (so that the test leaves the machine's own Python alone)."""
+    clone = fresh_clone(tmp_path / "clone")
+    venv = tmp_path / "venv"
+    fresh_venv(venv)
+    env = {"PATH": str(venv / "bin") + os.pathsep + os.environ["PATH"], "PYTHON": None}
+    run([clone / "installer.sh"], cwd=clone, env=env)
+    where = "import mxboard, tensorboard_bundle._patched.program as p; print(mxboard.__file__, p.__file__)"
+    assert all(p.startswith(str(venv)) for p in run([venv / "bin" / "python", "-c", where], cwd=tmp_path).split())
+    # and `pip install .` from the clone, over it
+    run([venv / "bin" / "python", "-m", "pip", "install", "-q", "."], cwd=clone)
+    assert all(p.startswith(str(venv)) for p in run([venv / "bin" / "python", "-c", where], cwd=tmp_path).split())
+    _assert_serves(venv, tmp_path)
+
+
+def test_python_m_build_sdist_and_wheel_are_clean_and_alike(tmp_path):
+    sys.path.insert(0, TOOLS)
+    import vendor
+
+    clone = fresh_clone(tmp_path / "clone")
+    before = sorted(p.relative_to(clone) for p in clone.rglob("*") if p.is_file())
+    out = tmp_path / "out"
+    run([sys.executable, "-m", "build", "--outdir", out, clone], cwd=tmp_path)  # the wheel from the sdist
+    (wheel,) = out.glob("mxboard-*-py3-none-any.whl")
+    (sdist,) = out.glob("mxboard-*.tar.gz")
+    version = run([sys.executable, "-c", "import mxboard; print(mxboard.__version__)"], cwd=tmp_path).strip()
+    assert wheel.name == "mxboard-%s-py3-none-any.whl" % version and sdist.name == "mxboard-%s.tar.gz" % version
+    names = set(zipfile.ZipFile(wheel).namelist())
+    info = "mxboard-%s.dist-info/" % version
+    assert {n.split("/")[0] for n in names} == {"mxboard", "tensorboard_bundle", info.rstrip("/")}  # no tests/, docs/, tools/
+    assert not [n for n in names if "__pycache__" in n or n.endswith((".pyc", ".orig", ".rej"))]
+    assert PATCHED <= names and vendor.check(str(wheel)) == []
+    assert {info + "licenses/LICENSE", info + "licenses/NOTICE"} <= names
+    assert "mxboard/proto/_descriptors.py" in names and "mxboard/demo.py" in names
+    # no `tensorboard` script (pip would delete upstream's with ours), a plugin entry point instead
+    entry_points = zipfile.ZipFile(wheel).read(info + "entry_points.txt").decode()
+    assert "console_scripts" not in entry_points and not any(".data/scripts/" in n for n in names)
+    assert "mxboard_bundle = tensorboard_bundle.handover:Handover" in entry_points
+    metadata = zipfile.ZipFile(wheel).read(info + "METADATA").decode()
+    assert "License-Expression: Apache-2.0" in metadata and "Version: %s" % version in metadata
+    with tarfile.open(sdist) as t:
+        members = {m.split("/", 1)[1] for m in t.getnames() if "/" in m}
+    assert {"LICENSE", "NOTICE", "CHANGELOG.md", "tools/pip_package/vendor.py", "setup.py"} <= members
+    assert not [m for m in members if m.startswith(("tests/", "docs/", "tensorboard_bundle/_patched/p"))]
+    # the build wrote nothing into the source tree but setuptools' own egg-info
+    after = sorted(p.relative_to(clone) for p in clone.rglob("*") if p.is_file() and ".egg-info" not in str(p))
+    assert after == before
+    # `pip wheel .` straight from the tree: the same files, byte for byte
+    direct = tmp_path / "direct"
+    run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--wheel-dir", direct, clone], cwd=tmp_path)
+    (other,) = direct.glob("*.whl")
+    a, b = zipfile.ZipFile(wheel), zipfile.ZipFile(other)
+    assert sorted(a.namelist()) == sorted(b.namelist())
+    assert [n for n in a.namelist() if a.read(n) != b.read(n)] == []
+    run([sys.executable, "-m", "twine", "check", "--strict", wheel, sdist], cwd=tmp_path)
+    # `pip install <the sdist>` into a fresh venv serves
+    venv = tmp_path / "venv"
+    fresh_venv(venv)
+    run([venv / "bin" / "python", "-m", "pip", "install", "-q", sdist], cwd=tmp_path)
+    _assert_serves(venv, tmp_path)
+
+
+def test_a_stale_patch_fails_the_build_naming_the_patch_and_the_hunk(tmp_path):
+    clone = fresh_clone(tmp_path / "clone")
+    patch = sorted((clone / "patches").glob("*.diff"))[-1]
+    lines = patch.read_text().split("\n")
+    hunk = next(i for i, line in enumerate(lines) if line.startswith("@@"))
+    context = next(i for i in range(hunk + 1, len(lines)) if lines[i].startswith(" ") and lines[i].strip())
+    lines[context] += "  # as if upstream had changed this line"
+    patch.write_text("\n".join(lines))
+    proc = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--wheel-dir", str(tmp_path / "out"),
+                           str(clone)], capture_output=True, text=True, timeout=600)
+    assert proc.returncode != 0 and not list((tmp_path / "out").glob("*.whl"))
+    assert "patches/%s no longer applies to tensorboard 2.21.0" % patch.name in proc.stdout + proc.stderr
+    assert "hunk #1 (%s)" % lines[hunk].strip() in proc.stdout + proc.stderr
