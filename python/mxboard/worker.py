@@ -25,6 +25,7 @@ import collections
 import itertools
 import logging
 import os
+import queue
 import threading
 import time
 import weakref
@@ -45,6 +46,7 @@ __all__ = ["PendingScalar", "Record", "ScalarColumns", "Task", "Worker", "Writer
 log = logging.getLogger("mxboard")
 
 WAKE_EVERY = 8192  # scalars a thread queues before it wakes the writer thread
+RECLAIM_EVERY = 256  # threads' scalar columns registered before the writer thread reclaims ended ones
 MAX_QUEUE_BYTES = 64 << 20  # array data waiting for the writer thread, at most (one larger item alone)
 SLOT_BYTES, SLOT_SHARES = 1 << 20, 64  # a `max_queue` slot: one item of 1 MiB or more, or smaller
 # ones sharing it by size, each taking at least 1/64 (16 KiB): a step's few dozen small histograms
@@ -80,8 +82,36 @@ class Task(NamedTuple):
     args: tuple
 
 
+class Pulse:
+    """A wake-up that a signal cannot break: `set()` from any thread, `wait(timeout)` until the
+    next one. A `threading.Event` is a Condition written in Python: a KeyboardInterrupt (or a
+    signal handler's `sys.exit`) raised just after its lock was taken leaves that lock held for
+    ever, and the next `set()`, from any thread, blocks for ever. A SimpleQueue's put and get are
+    single C calls, which an exception cannot split."""
+
+    __slots__ = ("_queue",)
+
+    def __init__(self):
+        self._queue = queue.SimpleQueue()
+
+    def set(self):
+        self._queue.put(None)
+
+    def wait(self, timeout):
+        """True if set since the last wait (set any number of times), False after `timeout` s."""
+        try:
+            self._queue.get(timeout=timeout)
+        except queue.Empty:
+            return False
+        try:
+            while True:
+                self._queue.get_nowait()
+        except queue.Empty:
+            return True
+
+
 class _Barrier(NamedTuple):
-    done: threading.Event
+    done: Pulse
 
 
 _FORKED = "forked"  # `pending` in a forked child's copy of a worker
@@ -144,13 +174,13 @@ class Worker:
         self._series = []  # ScalarSeries by id
         self._columns = []  # ScalarColumns, one per producing thread
         self._files = []  # every EventFile this worker writes, closed with it
-        self._lock = threading.Lock()  # guards registering series and columns
+        self._lock = threading.Lock()  # guards registering series and columns, and `_queued` (a C
+        # lock: `with` takes it in one C call, which a signal cannot split from its release)
         self._flush_secs = flush_secs
         self._max_shares, self._max_bytes = max(max_queue, 1) * SLOT_SHARES, max_bytes
         self._queued = [0, 0]  # slot shares, bytes put and not yet written
-        self._room = threading.Condition()
-        self._wake = threading.Event()
-        self._drained = threading.Condition()
+        self._wake = Pulse()  # the caller's: something waits for the writer thread
+        self._progress = Pulse()  # the thread's: a batch was written (room in the queues)
         self._write_error = None  # the I/O error after which nothing more is written
         self._late = None  # an error of close()'s own last writes
         self._stopping = False
@@ -191,10 +221,14 @@ class Worker:
 
     def columns(self):
         """New scalar columns for the calling thread (keep them per thread: only their thread
-        may append). Reclaimed once the thread has ended and its rows are written."""
+        may append). Reclaimed once the thread has ended and its rows are written: with many
+        short threads, the writer thread is woken to reclaim them every RECLAIM_EVERY."""
         columns = ScalarColumns(self._next_seq)
         with self._lock:
             self._columns.append(columns)
+            crowded = len(self._columns) % RECLAIM_EVERY == 0
+        if crowded:
+            self._wake.set()
         return columns
 
     def put_scalar(self, item):
@@ -205,11 +239,7 @@ class Worker:
         self._scalars.append((self._next_seq(), item))
         if len(self._scalars) >= WAKE_EVERY:
             self._wake.set()
-            with self._drained:
-                while len(self._scalars) >= self.max_scalars and self.pending is None:
-                    self._wake.set()
-                    if not self._drained.wait(0.5) and not self._stopping:
-                        self._check_alive()
+            self._wait_for_writer(lambda: len(self._scalars) >= self.max_scalars and self.pending is None)
 
     def put(self, item):
         """Queue a Record or Task, in call order. Blocks while `max_queue` slots (SLOT_BYTES)
@@ -218,37 +248,44 @@ class Worker:
             raise RuntimeError("this writer is closed: nothing more is written")
         size = _footprint(item)
         shares = _shares(size)
-        with self._room:
-            while self._queued[0] and (self._queued[0] + shares > self._max_shares
-                                       or self._queued[1] + size > self._max_bytes):
-                self._wake.set()
-                if not self._room.wait(0.5):
-                    if self._stopping:
-                        raise RuntimeError("this writer is closed: nothing more is written")
-                    self._check_alive()
-            self._queued[0] += shares
-            self._queued[1] += size
+        queued = self._queued
+        self._wait_for_writer(lambda: queued[0] > 0 and (queued[0] + shares > self._max_shares
+                                                         or queued[1] + size > self._max_bytes),
+                              closing_raises=True)
+        # queued, then counted: a signal between the two can only undercount (never block a
+        # later call for room that is free); concurrent callers may pass the bound by one item each
         self._items.append((self._next_seq(), item, size))
+        with self._lock:
+            queued[0] += shares
+            queued[1] += size
         self._wake.set()
 
     def nudge(self, columns):
         """Called once a batch of scalars waits: wake the thread; if too many wait, block until
         it took them (so memory stays bounded)."""
         self._wake.set()
-        if len(columns.series) < self.max_scalars:
-            return
-        with self._drained:
-            while len(columns.series) >= self.max_scalars and self.pending is None:
-                self._wake.set()
-                if not self._drained.wait(0.5) and not self._stopping:  # closing: the call's
-                    self._check_alive()  # own check says whether its row made it
+        if len(columns.series) >= self.max_scalars:
+            self._wait_for_writer(lambda: len(columns.series) >= self.max_scalars and self.pending is None)
+
+    def _wait_for_writer(self, blocked, closing_raises=False):
+        """Wake the writer thread until `blocked()` is false. Closing, a caller's item can no
+        longer be taken (`closing_raises`), or the call's own check says whether its row made
+        it; a writer thread that died is an error. Signal-safe (Pulse)."""
+        while blocked():
+            self._wake.set()
+            if not self._progress.wait(0.05):  # one waiter takes a pulse: others look again soon
+                if self._stopping:
+                    if closing_raises:
+                        raise RuntimeError("this writer is closed: nothing more is written")
+                    return
+                self._check_alive()
 
     def flush(self, timeout=None):
         """Return when everything queued before the call is written to the OS (False if
         `timeout` seconds passed first)."""
         if self._closed:
             raise RuntimeError("this writer is closed: nothing more is written")
-        done = threading.Event()
+        done = Pulse()
         self._items.append((self._next_seq(), _Barrier(done), 0))
         self._wake.set()
         deadline = None if timeout is None else time.monotonic() + timeout
@@ -322,10 +359,8 @@ class Worker:
     def _run(self):
         while True:
             self._wake.wait(self._flush_secs)
-            self._wake.clear()
             self._drain()
-            with self._drained:
-                self._drained.notify_all()
+            self._progress.set()
             if self._stopping and not self._items and not self._scalars:
                 return
 
@@ -350,10 +385,10 @@ class Worker:
         except Exception as exc:  # never let the thread die: the caller hears of it instead
             self._hold_for_caller(exc)
         finally:
-            with self._room:
-                self._queued[0] -= sum(_shares(size) for _, item, size in items if type(item) is not _Barrier)
+            shares = sum(_shares(size) for _, item, size in items if type(item) is not _Barrier)
+            with self._lock:
+                self._queued[0] -= shares
                 self._queued[1] -= sum(size for _, _, size in items)
-                self._room.notify_all()
             for _, item, _ in items:
                 if type(item) is _Barrier:
                     item.done.set()
