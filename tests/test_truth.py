@@ -103,7 +103,7 @@ w = mxboard.SummaryWriter(LOGDIR, flush_secs=3600)
 for step in range(100):
     w.add_scalar("x", float(step), step)
 print("ready", flush=True)
-time.sleep(60)
+time.sleep(600)  # far longer than the test waits
 """
 
 
@@ -112,14 +112,18 @@ def test_sigterm_flushes_then_ends_the_process_by_the_signal_and_never_replaces_
     code = "LOGDIR = %r\nUSER_HANDLER = %r\n" % (str(tmp_path), user_handler) + SIGTERM_SCRIPT
     env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python"))
     proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True, env=env)
-    assert proc.stdout.readline().strip() == "ready"
-    proc.send_signal(signal.SIGTERM)
-    rest = proc.communicate(timeout=60)[0]
-    if user_handler:  # the user's handler ran (and its exit closed the writer)
-        assert (proc.returncode, rest.strip()) == (3, "user handler")
-    else:
-        assert proc.returncode == -signal.SIGTERM  # ended by the signal, as without mxboard
-    assert [s for _, s, _ in tb_scalars(event_files(str(tmp_path))[0])] == list(range(100))
+    try:
+        assert proc.stdout.readline().strip() == "ready"
+        proc.send_signal(signal.SIGTERM)
+        rest = proc.communicate(timeout=15)[0]
+        if user_handler:  # the user's handler ran (and its exit closed the writer)
+            assert (proc.returncode, rest.strip()) == (3, "user handler")
+        else:
+            assert proc.returncode == -signal.SIGTERM  # ended by the signal, as without mxboard
+        assert [s for _, s, _ in tb_scalars(event_files(str(tmp_path))[0])] == list(range(100))
+    finally:
+        proc.kill()
+        proc.communicate()
 
 
 def test_a_call_racing_close_is_either_written_or_raises(logdir):

@@ -5,11 +5,15 @@ three moments a process can end or split without closing its writers.
   on stderr and the process exits with status 1: Python fixes the exit status before exit hooks
   run, so only `os._exit` can still change it (stdio and logging are flushed first; exit hooks
   registered before the first SummaryWriter are then skipped).
+- The end of a multiprocessing child (a Pool, ProcessPoolExecutor or Process worker started by
+  fork or forkserver): it leaves through `os._exit`, which skips exit hooks, after running
+  multiprocessing's own finalizers; one of those closes the writers made or reopened there.
 - SIGTERM (docker stop, Kubernetes, SLURM, `Pool.terminate()`), while its handler is the default
-  one: every writer is flushed on a thread of its own (the main thread, where Python runs
-  handlers, may hold a lock the writer needs), then the signal is raised again and the handler,
-  back on the main thread, restores the default one and raises it once more, so the process
-  ends as it would have. A user's handler is never replaced.
+  one: the handler puts the default action back at once, and every writer is flushed on a thread
+  of its own (the main thread, where Python runs handlers, may hold a lock the writer needs, or
+  sit in a C call for minutes), which then raises the signal again: the process ends as it would
+  have, within the flush (at most 30 s), whatever the main thread is doing. A second SIGTERM
+  ends it at once. A user's handler is never replaced.
 - Fork: a child drops its copies of the parent's workers (their queues, their descriptors); its
   writers open files of their own at their next call.
 
@@ -21,22 +25,27 @@ import os
 import signal
 import sys
 import threading
+import time
 import weakref
 
-__all__ = ["watch", "forget"]
+__all__ = ["watch", "forget", "FLUSH_ON_SIGTERM"]
+
+FLUSH_ON_SIGTERM = 30  # seconds the writers may take to flush before SIGTERM ends the process
 
 _LIVE = weakref.WeakSet()
 _INSTALLED = []
+_CHILD_EXIT = [None]  # the pid whose multiprocessing exit closes its writers
 
 
 def watch(worker):
-    """Register a started worker (and the hooks, the first time)."""
+    """Register a started worker (and the hooks, the first time in each process)."""
     _LIVE.add(worker)
     if not _INSTALLED:
         _INSTALLED.append(True)
         atexit.register(_at_exit)
         if hasattr(os, "register_at_fork"):
             os.register_at_fork(after_in_child=_after_fork_in_child)
+    _watch_multiprocessing_exit()
     _watch_sigterm()
 
 
@@ -62,6 +71,17 @@ def _at_exit():
             except Exception:  # noqa: BLE001
                 pass
         os._exit(1)
+
+
+def _watch_multiprocessing_exit():
+    """In a process multiprocessing may end with `os._exit` (its children: their registry of
+    finalizers starts empty), close the writers among its finalizers."""
+    if "multiprocessing" not in sys.modules or _CHILD_EXIT[0] == os.getpid():
+        return
+    import multiprocessing.util
+
+    _CHILD_EXIT[0] = os.getpid()
+    multiprocessing.util.Finalize(None, _at_exit, exitpriority=10)
 
 
 def _tell(message):
@@ -91,21 +111,18 @@ def _watch_sigterm():
 
 
 def _on_sigterm(signum, frame):
-    if _FLUSHED:  # second round, from _flush_then_die: end as the default handler would
-        signal.signal(signum, signal.SIG_DFL)
-        os.kill(os.getpid(), signum)
-        return
+    """Put the default action back (only the main thread may), then flush and re-raise from a
+    thread: the re-raised signal ends the process at once, with the main thread in Python or in
+    a C call (a Python-level handler would wait for that call to return)."""
+    signal.signal(signum, signal.SIG_DFL)
     threading.Thread(target=_flush_then_die, args=(signum,), name="mxboard-sigterm", daemon=True).start()
 
 
-_FLUSHED = []
-
-
 def _flush_then_die(signum):
+    deadline = time.monotonic() + FLUSH_ON_SIGTERM
     for worker in list(_LIVE):
         try:
-            worker.flush(timeout=30)
+            worker.flush(timeout=max(0.0, deadline - time.monotonic()))
         except Exception as exc:  # noqa: BLE001 - the signal must still end the process
             _tell("mxboard: could not write every event before %s: %r" % (signal.Signals(signum).name, exc))
-    _FLUSHED.append(True)
-    os.kill(os.getpid(), signum)  # only the main thread may restore the default handler
+    os.kill(os.getpid(), signum)

@@ -290,14 +290,10 @@ class SummaryWriter:
         return False
 
     def _reopen_in_child(self):
-        """A forked child logs to files of its own, named with its own pid. Children of
-        multiprocessing leave through os._exit (no exit hooks): close at its exit too."""
+        """A forked child logs to files of its own, named with its own pid (closed at its exit,
+        multiprocessing's too: lifecycle.py)."""
         self._finalizer.detach()
         self._open()
-        if "multiprocessing" in sys.modules:
-            import multiprocessing.util
-
-            multiprocessing.util.Finalize(self, self._worker.close, exitpriority=10)
 
     # -- arrays -------------------------------------------------------------------------------
     def add_histogram(self, tag, values, global_step=None, bins="default", walltime=None):
@@ -355,7 +351,7 @@ class SummaryWriter:
         self._begin()
         tag = convert.check_tag(tag)
         pixels, dataformats = checks.image(img_tensor, dataformats, "img_tensor")
-        boxes, labels, scale = checks.boxes(box_tensor, labels, rescale, dataformats)
+        boxes, labels, scale = checks.boxes(box_tensor, labels, rescale, dataformats, pixels.shape)
         self._put(boxes_summary, (tag, pixels, dataformats, boxes, labels, scale), global_step, walltime)
 
     def add_video(self, tag, vid_tensor, global_step=None, fps=4, walltime=None):
