@@ -141,6 +141,24 @@ BAD = [
     ("add_custom_scalars", ({"c": {"t": ["Pie", ["a"]]}},), ValueError, "Multiline"),
     ("add_custom_scalars", ({},), TypeError, "non-empty dict"),
     ("add_figure", ("f", np.ones(3)), TypeError, "matplotlib Figure"),
+    # accepted at the call before, and failing on the writer thread or written wrong:
+    ("add_image_with_boxes", ("b", np.zeros((3, 8, 8)), [[5, 5, 1, 1]]), ValueError,
+     r"box_tensor\[0\] is \[5.0, 5.0, 1.0, 1.0\]: .* xmin <= xmax"),
+    ("add_image_with_boxes", ("b", np.zeros((3, 8, 8)), [[0, 0, 1, 1], [1, 6, 2, 5]]), ValueError, r"box_tensor\[1\]"),
+    ("add_image_with_boxes", ("b", np.zeros((3, 8, 8)), [[0, 0, 1, 1]]), {"rescale": 1e6}, ValueError,
+     "rescale=1000000.0 makes the 8x8 image 8000000x8000000"),
+    ("add_pr_curve", ("p", [5, 0], [0.5, 0.5]), ValueError, "labels must be 0 or 1 .*got 5"),
+    ("add_pr_curve", ("p", [float("nan"), 1.0], [0.5, 0.5]), ValueError, "labels must be 0 or 1 .*got nan"),
+    ("add_mesh", ("m", np.ones((2, 3))), {"colors": [[300, 0, 0], [0, 0, 0]]}, ValueError,
+     r"colors must be in \[0, 255\]; got values from 0 to 300"),
+    ("add_mesh", ("m", np.ones((2, 3))), {"colors": [[-1, 0, 0], [0, 0, 0]]}, ValueError, "colors must be in"),
+    ("add_mesh", ("m", np.ones((2, 3))), {"colors": np.full((2, 3), 0.5)}, ValueError,
+     r"colors must be integers in \[0, 255\] .*got 0.5"),
+    ("add_histogram_raw", ("r", 0, 1, 1, 1, 1, [1, float("nan")], [1, 1]), ValueError, "bucket_limits must be numbers; got NaN"),
+    ("add_histogram_raw", ("r", 0, 1, 1, 1, 1, [1, 2], [1, -1]), ValueError,
+     "bucket_counts must be finite counts >= 0; got -1.0 at index 1"),
+    ("add_histogram_raw", ("r", 0, 1, 1, 1, 1, [1, 2], [1, float("inf")]), ValueError, "bucket_counts must be finite"),
+    ("add_histogram_raw", ("r", float("nan"), 1, 1, 1, 1, [1, 2], [1, 1]), ValueError, "min must be a number"),
 ]
 
 
@@ -157,11 +175,12 @@ def _case(entry):
 def test_bad_input_raises_at_the_call_naming_it_and_the_writer_stays_usable(logdir, entry):
     method, args, kwargs, error, message = _case(entry)
     with SummaryWriter(logdir) as w:
+        w.add_scalar("before", 1.0, 0)
         with pytest.raises(error, match=message):
             getattr(w, method)(*args, **kwargs)
         w.add_scalar("still-ok", 1.0, 1)  # the next call is neither refused nor lost
         w.flush()
-    assert [(t, s) for t, s, _ in tb_scalars(event_files(logdir)[0])] == [("still-ok", 1)]
+    assert sorted((t, s) for t, s, _ in tb_scalars(event_files(logdir)[0])) == [("before", 0), ("still-ok", 1)]
 
 
 MXBOARD_0_1_0_SCRIPT = r"""
@@ -208,3 +227,18 @@ def test_an_mxboard_0_1_0_script_runs_unchanged(tmp_path):
 
     sprite = Image.open(tmp_path / "features_000007" / "sprite.png")  # mxboard's folder name
     assert sprite.size == (4 * 4, 4 * 4)  # ten 4x4 thumbnails in a 4 x 4 grid
+
+
+def test_the_bounds_of_the_new_checks_are_taken(logdir):
+    """What the new checks let through is written: a flat box, whole-float and uint8 colors,
+    boolean labels, an infinite last bucket limit, a rescale within the bounds."""
+    with SummaryWriter(logdir) as w:
+        w.add_image_with_boxes("b", np.zeros((3, 8, 8)), [[2, 2, 2, 6]], rescale=100)
+        w.add_mesh("m", np.ones((2, 3)), colors=np.array([[255.0, 0, 0], [0, 128, 0]]))
+        w.add_mesh("u", np.ones((2, 3)), colors=np.array([[255, 0, 0], [0, 128, 0]], dtype=np.uint8))
+        w.add_pr_curve("p", np.array([True, False]), [0.9, 0.1])
+        w.add_histogram_raw("r", 0, 1, 2, 1, 1, [1, float("inf")], [1, 1])
+    acc = plugin_accumulator(logdir)
+    assert {"b"} <= set(acc.PluginTagToContent("images")) and {"p"} <= set(acc.PluginTagToContent("pr_curves"))
+    assert tensor_values(acc, "m_COLOR")[0][1].tolist() == [[[255, 0, 0], [0, 128, 0]]]
+    assert tensor_values(acc, "r")[0][1][:, 2].tolist() == [1, 1]

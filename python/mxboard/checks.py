@@ -20,6 +20,7 @@ __all__ = ["stamp", "step", "walltime", "bins", "histogram_raw", "image", "boxes
 DATAFORMATS = ("HW", "CHW", "HWC", "NCHW", "NHWC")
 BIN_RULES = ("auto", "fd", "doane", "scott", "stone", "rice", "sturges", "sqrt")
 MAX_BINS = 1 << 16  # more buckets than a histogram chart has pixels
+MAX_SIDE, MAX_PIXELS = 1 << 14, 1 << 26  # an image drawn on the writer thread (boxes rescaled)
 _CHANNELS = (1, 3, 4)
 _GIF_LONGEST_FRAME = 655.35  # s: a GIF frame's delay is 16 bits of centiseconds
 
@@ -74,9 +75,17 @@ def histogram_raw(min, bucket_limits, bucket_counts):
     if len(limits) != len(counts):
         raise ValueError("bucket_limits and bucket_counts must have the same length; got %d and %d"
                          % (len(limits), len(counts)))
+    if np.isnan(limits).any():
+        raise ValueError("bucket_limits must be numbers; got NaN at index %d" % np.flatnonzero(np.isnan(limits))[0])
     if np.any(np.diff(limits) < 0):
         raise ValueError("bucket_limits must be increasing")
+    bad = ~(np.isfinite(counts) & (counts >= 0))
+    if bad.any():
+        i = np.flatnonzero(bad)[0]
+        raise ValueError("bucket_counts must be finite counts >= 0; got %r at index %d" % (counts[i], i))
     lowest = convert.to_float(min, "min")
+    if math.isnan(lowest):
+        raise ValueError("min must be a number; got NaN")
     if len(limits) and lowest > limits[0]:
         raise ValueError("min (%r) must not exceed the first bucket limit (%r)" % (lowest, limits[0]))
     return limits, counts, lowest
@@ -114,9 +123,11 @@ def image(value, formats, name="image"):
     return array, dataformats(array.shape, formats, name)
 
 
-def boxes(box_tensor, labels, rescale, formats):
-    """(boxes, labels, rescale) of add_image_with_boxes: (N, 4) finite [xmin, ymin, xmax, ymax]
-    boxes, N str labels or None, a scale > 0; one image, not a batch."""
+def boxes(box_tensor, labels, rescale, formats, shape):
+    """(boxes, labels, rescale) of add_image_with_boxes on an image of `shape` in `formats`:
+    (N, 4) finite [xmin, ymin, xmax, ymax] boxes, each with xmin <= xmax and ymin <= ymax, N str
+    labels or None, a scale > 0 that keeps the image within MAX_SIDE a side and MAX_PIXELS; one
+    image, not a batch."""
     if formats.startswith("N"):
         raise ValueError("add_image_with_boxes takes one image; got dataformats=%r" % formats)
     array = convert.capture(box_tensor, "box_tensor", defer=False).astype(np.float64)
@@ -127,6 +138,11 @@ def boxes(box_tensor, labels, rescale, formats):
                          % (array.shape,))
     if not np.all(np.isfinite(array)):
         raise ValueError("box_tensor must be finite")
+    inverted = (array[:, 2] < array[:, 0]) | (array[:, 3] < array[:, 1])
+    if inverted.any():
+        i = np.flatnonzero(inverted)[0]
+        raise ValueError("box_tensor[%d] is %s: boxes are [xmin, ymin, xmax, ymax] with xmin <= xmax and "
+                         "ymin <= ymax" % (i, array[i].tolist()))
     if labels is not None:
         if isinstance(labels, str) or len(labels) != len(array):
             raise ValueError("labels must be a list of %d str, one a box; got %r" % (len(array), labels))
@@ -135,6 +151,11 @@ def boxes(box_tensor, labels, rescale, formats):
     scale = convert.to_float(rescale, "rescale")
     if not (scale > 0 and math.isfinite(scale)):
         raise ValueError("rescale must be a finite number > 0; got %r" % (rescale,))
+    height, width = (shape[0], shape[1]) if formats in ("HW", "HWC") else (shape[1], shape[2])
+    high, wide = round(height * scale), round(width * scale)
+    if max(high, wide) > MAX_SIDE or high * wide > MAX_PIXELS:
+        raise ValueError("rescale=%r makes the %dx%d image %dx%d; at most %d pixels a side and %d in all"
+                         % (rescale, width, height, wide, high, MAX_SIDE, MAX_PIXELS))
     return array, labels, scale
 
 
@@ -211,9 +232,18 @@ def _finite(name):
     return check
 
 
+def _binary(name):
+    def check(array):
+        if array.dtype != bool and array.size and not np.isin(array, (0, 1)).all():
+            wrong = array.reshape(-1)[~np.isin(array.reshape(-1), (0, 1))][0]
+            raise ValueError("%s must be 0 or 1 (or bool); got %r" % (name, wrong.item()))
+        return array
+    return check
+
+
 def pr_curve(labels, predictions, num_thresholds, weights):
     """(labels, predictions, num_thresholds, weights) of a PR curve."""
-    labels = convert.capture(labels, "labels")
+    labels = convert.capture(labels, "labels", check=_binary("labels"))
     predictions = convert.capture(predictions, "predictions", check=_finite("predictions"))
     if labels.shape != predictions.shape:
         raise ValueError("labels and predictions must have one shape; got %s and %s"
@@ -246,7 +276,7 @@ def mesh(vertices, colors, faces, config_dict):
     """(vertices, colors, faces, config JSON) of a mesh or point cloud."""
     parts = {"vertices": convert.capture(vertices, "vertices")}
     if colors is not None:
-        parts["colors"] = convert.capture(colors, "colors")
+        parts["colors"] = convert.capture(colors, "colors", check=_rgb)
     shapes = {name: _batched_shape(name, array) for name, array in parts.items()}
     if faces is not None:
         count = shapes["vertices"][1]
@@ -264,6 +294,23 @@ def mesh(vertices, colors, faces, config_dict):
         except (TypeError, ValueError) as exc:
             raise TypeError("config_dict must be JSON data (dicts, lists, str, finite numbers); %s" % exc) from None
     return parts["vertices"], parts.get("colors"), parts.get("faces"), config
+
+
+def _rgb(colors):
+    """Mesh colors are RGB bytes: integers (or whole floats) in [0, 255], never wrapped."""
+    if colors.dtype == np.uint8 or not colors.size:
+        return colors
+    if colors.dtype.kind not in "iuf":
+        raise TypeError("colors must be integers in [0, 255]; got dtype %s" % colors.dtype)
+    flat = colors.reshape(-1)
+    if colors.dtype.kind == "f":
+        fractional = ~np.isfinite(flat) | (flat != np.round(flat))
+        if fractional.any():
+            raise ValueError("colors must be integers in [0, 255] (RGB bytes); got %r (colors in [0, 1]: "
+                             "multiply by 255)" % flat[fractional][0].item())
+    if flat.min() < 0 or flat.max() > 255:
+        raise ValueError("colors must be in [0, 255]; got values from %r to %r" % (flat.min().item(), flat.max().item()))
+    return colors
 
 
 def _batched_shape(name, array):
