@@ -8,7 +8,8 @@ import pytest
 from conftest import event_files, tb_events, tb_scalars
 from mxboard import SummaryWriter
 from mxboard._crc32c import _crc32c_python, crc32c, masked_crc32c, masked_crc32c_rows
-from mxboard.events import EventFile, frame
+from mxboard.events import frame
+from mxboard.storage import LocalEventFile as EventFile
 from mxboard.reader import DataLossError, TornRecordWarning, read_events, read_records
 
 
@@ -64,15 +65,16 @@ def test_two_writers_in_one_second_get_two_files_and_keep_all_data(logdir):
 def test_a_name_clash_picks_another_name_and_never_overwrites(tmp_path, monkeypatch):
     # a restarted container: same host, same pid, same second, counter back at 0
     import mxboard.events as events
+    import mxboard.storage.local as local
 
     taken, free = events.event_file_name(), events.event_file_name()
     (tmp_path / taken).write_bytes(b"first")
     names = iter([taken, free])
-    monkeypatch.setattr(events, "event_file_name", lambda suffix="": next(names))
+    monkeypatch.setattr(local, "event_file_name", lambda suffix="": next(names))
     second = EventFile(str(tmp_path))
     assert os.path.basename(second.path) == free
     assert (tmp_path / taken).read_bytes() == b"first"
-    monkeypatch.setattr(events, "event_file_name", lambda suffix="": taken)
+    monkeypatch.setattr(local, "event_file_name", lambda suffix="": taken)
     with pytest.raises(FileExistsError, match="no free event file name"):  # bounded, never a hang
         EventFile(str(tmp_path))
 

@@ -11,13 +11,11 @@ write finds no entry it lacks.
 """
 import hashlib
 import io
-import os
 import re
 
 import numpy as np
 from google.protobuf import text_format
 
-from ._paths import subdir
 from .proto import projector_config
 from .summaries.image import to_uint8
 
@@ -28,31 +26,31 @@ ENTRIES = ".mxboard-projector"
 MAX_SPRITE = 8192  # px a side: what the projector (WebGL textures) can load
 
 
-def folder(logdir, tag, step=None, remote=False):
+def folder(storage, tag, step=None):
     """`logdir/<tag>_<step:06d>`, or `logdir/<tag>` without a step (mxboard's folder names). A
     tag that itself ends like a step (`a_000001`) gets a hash suffix without a step, so that no
     two (tag, step) pairs share a folder."""
     if step is not None:
-        return subdir(logdir, "%s_%06d" % (tag, step), remote=remote)
+        return storage.subdir("%s_%06d" % (tag, step))
     if _STEP_LIKE.search(tag):
-        return subdir(logdir, tag + "\0", remote=remote)  # no tag's name: subdir cleans and hashes it
-    return subdir(logdir, tag, remote=remote)
+        return storage.subdir(tag + "\0")  # no tag's name: subdir cleans and hashes it
+    return storage.subdir(tag)
 
 
 _STEP_LIKE = re.compile(r"_-?\d+$")
 
 
-def write_embedding(storage, logdir, tag, step, matrix, labels=None, header=None, images=None):
-    """Write one embedding's assets to `folder(logdir, tag, step)` in `storage` (storage.py)
+def write_embedding(storage, tag, step, matrix, labels=None, header=None, images=None):
+    """Write one embedding's assets to `folder(storage, tag, step)` in `storage` (storage/)
     and register it in the config. `labels`: N labels (a list or an array) or N rows of labels
     (with `header`); `images`: NCHW thumbnails (float in [0, 1] or integers in [0, 255])."""
     if isinstance(labels, np.ndarray):
         labels = labels.reshape(-1).tolist()
     if images is not None:
         images = to_uint8(np.asarray(images).transpose(0, 2, 3, 1))
-    directory = folder(logdir, tag, step, storage.remote)
+    directory = folder(storage, tag, step)
     storage.makedirs(directory)
-    relative = directory[len(logdir):].strip("/" + os.sep).replace(os.sep, "/")  # folder() is below logdir
+    relative = storage.run(directory)
     name = tag if step is None else "%s:%d" % (tag, step)
     entry = projector_config.EmbeddingInfo(tensor_name=name, tensor_shape=list(matrix.shape),
                                            tensor_path=relative + "/tensors.tsv")
@@ -67,20 +65,20 @@ def write_embedding(storage, logdir, tag, step, matrix, labels=None, header=None
         storage.write_bytes(storage.join(directory, "sprite.png"), png)
         entry.sprite.image_path = relative + "/sprite.png"
         entry.sprite.single_image_dim.extend([width, height])
-    entries = storage.join(logdir, ENTRIES)
+    entries = storage.join(storage.root, ENTRIES)
     storage.makedirs(entries)
     key = hashlib.sha1(name.encode("utf-8")).hexdigest()
     storage.write_bytes(storage.join(entries, key + ".pbtxt"), text_format.MessageToString(entry).encode("utf-8"))
-    rebuild_config(storage, logdir)
+    rebuild_config(storage)
 
 
-def rebuild_config(storage, logdir):
+def rebuild_config(storage):
     """Rewrite `projector_config.pbtxt` from every entry, under the logdir's projector lock.
     Whatever else the config held (embeddings other tools registered, model_checkpoint_path...)
-    is kept; an entry of ours replaces one of the same tensor name. Without a lock (an object
-    store), rewritten until no entry is missing from it."""
-    entries = storage.join(logdir, ENTRIES)
-    path = storage.join(logdir, CONFIG_NAME)
+    is kept; an entry of ours replaces one of the same tensor name. Rewritten until no entry is
+    missing from it (under a lock, the first time; a store has none)."""
+    entries = storage.join(storage.root, ENTRIES)
+    path = storage.join(storage.root, CONFIG_NAME)
     with storage.lock(storage.join(entries, ".lock")):
         for _ in range(10):
             config = projector_config.ProjectorConfig()
@@ -98,7 +96,7 @@ def rebuild_config(storage, logdir):
             del config.embeddings[:]
             config.embeddings.extend(sorted(kept + ours, key=lambda e: e.tensor_name))
             storage.write_bytes(path, text_format.MessageToString(config).encode("utf-8"))
-            if not storage.remote or sorted(n for n in storage.listdir(entries) if n.endswith(".pbtxt")) == names:
+            if sorted(n for n in storage.listdir(entries) if n.endswith(".pbtxt")) == names:
                 return
 
 

@@ -28,7 +28,7 @@ from google.protobuf.message import DecodeError
 from ._crc32c import masked_crc32c
 from .events import RECORD_HEADER, RECORD_TRAILER
 from .proto import Event, hparams as hparams_proto
-from .remote import is_url
+from .storage import is_url, run_of
 
 __all__ = ["DataLossError", "TornRecordWarning", "read_events", "read_records", "event_files", "table",
            "scalars", "histograms", "text", "hparams", "KINDS"]
@@ -44,7 +44,7 @@ class TornRecordWarning(UserWarning):
 
 def read_records(path, offset=0):
     """The payloads of the TFRecords in one file (from byte `offset`, a record boundary), each
-    checked against its CRCs. `path` may be a URL (remote.py)."""
+    checked against its CRCs. `path` may be a URL (storage/remote.py)."""
     if is_url(path):
         import fsspec
 
@@ -149,8 +149,9 @@ def table(logdir, kind="scalars"):
         raise ValueError("kind must be one of %s; got %r" % (", ".join(KINDS), kind))
     logdir = os.fspath(logdir)
     rows = []
+    one_file = not is_url(logdir) and os.path.isfile(logdir)
     for path in event_files(logdir):
-        run = _run_of(path, logdir)
+        run = "." if one_file else run_of(logdir, path.rsplit("/", 1)[0] if is_url(path) else os.path.dirname(path))
         plugins = {}  # tag -> plugin name: writers put the metadata in a tag's first value only
         for event in read_events(path):
             if not event.HasField("summary"):
@@ -166,18 +167,6 @@ def table(logdir, kind="scalars"):
     if kind == "hparams":
         return _hparam_columns(rows)
     return {name: [row[i] for row in rows] for i, name in enumerate(KINDS[kind])}
-
-
-def _run_of(path, logdir):
-    """The run (directory relative to `logdir`, '.' for itself) of an event file."""
-    if is_url(logdir):
-        import posixpath
-
-        directory, root = posixpath.dirname(path.split("://", 1)[1]), logdir.split("://", 1)[1].rstrip("/")
-        return directory.lstrip("/")[len(root.lstrip("/")):].strip("/") or "."
-    if not os.path.isdir(logdir):
-        return "."
-    return os.path.relpath(os.path.dirname(path), logdir).replace(os.sep, "/")
 
 
 def _row(kind, value, plugin):

@@ -37,9 +37,9 @@ import numpy as np
 from . import lifecycle
 from .convert import resolve
 from .encoding import ScalarSeries, encode_event, encode_scalar_rows
-from .events import FILE_VERSION, EventFile
+from .events import FILE_VERSION
 from .proto import Event, SessionLog
-from .storage import LocalStorage
+from .storage import EventFile, Storage
 
 __all__ = ["PendingScalar", "Record", "ScalarColumns", "Task", "Worker", "WriterError", "WAKE_EVERY"]
 
@@ -161,10 +161,10 @@ class Worker:
     writer that feeds it (so that the exit hook, which holds the worker, never keeps a
     SummaryWriter alive)."""
 
-    def __init__(self, flush_secs, max_queue, read_scalars=None, max_bytes=MAX_QUEUE_BYTES, storage=None):
-        """`read_scalars(values)`: the floats of PendingScalars' captured values, in order.
-        `storage` (storage.py): where event files go, a local directory by default."""
-        self._storage = storage or LocalStorage()
+    def __init__(self, storage: Storage, flush_secs, max_queue, read_scalars=None, max_bytes=MAX_QUEUE_BYTES):
+        """`storage` (storage/): where event files go. `read_scalars(values)`: the floats of
+        PendingScalars' captured values, in order."""
+        self._storage = storage
         self.pending = None  # something for the caller's next call: an exception, _FORKED, _CLOSED
         self.max_scalars = max(max_queue, 1) * WAKE_EVERY
         self._read_scalars = read_scalars
@@ -439,7 +439,7 @@ class Worker:
                 return
 
     def _sync(self, force):
-        """Files that keep data back (an object store's: remote.py) upload it when it is time,
+        """Files that keep data back (an object store's: storage/remote.py) upload it when it is time,
         or now if `force`d (flush)."""
         for event_file in self._files:
             if self._write_error is not None:

@@ -18,7 +18,6 @@ from time import time as _now
 import numpy as np
 
 from . import checks, convert, projector
-from ._paths import subdir
 from .compat import peer_names
 from .storage import open_storage
 from .summaries.audio import audio_summary
@@ -96,7 +95,6 @@ class SummaryWriter:
             raise ValueError("purge_step must be >= 0; got %d" % purge_step)
         self._logdir = os.fspath(logdir)
         self._storage = open_storage(self._logdir, write_to_disk)
-        self._root = self._storage.root  # where paths begin (a URL's: its path in the store)
         self._max_queue = max_queue
         self._flush_secs = flush_secs
         self._suffix = filename_suffix or ""
@@ -121,13 +119,13 @@ class SummaryWriter:
         `purge_step`: the main file begins as a restart at that step (the peers' purge_step)."""
         self._lock = threading.RLock()  # guards new series and sub-run files
         self._slots = convert.ScalarSlots()  # where NDArray scalars are snapshotted
-        self._worker = Worker(self._flush_secs, self._max_queue, self._slots.read, storage=self._storage)
+        self._worker = Worker(self._storage, self._flush_secs, self._max_queue, self._slots.read)
         self._finalizer = weakref.finalize(self, _close_unattended, self._worker)
         self._finalizer.atexit = False  # at exit, lifecycle.py closes every worker (and tells)
         self._local = threading.local()  # .columns: this thread's ScalarColumns
         self._files = []  # every event file opened, for export_scalars
         self._group_files = set()  # the sub-run files of named scalars
-        self._file = self._new_file(self._root, purge_step)
+        self._file = self._new_file(self._storage.root, purge_step)
         self._series = {}  # tag -> series id of the tag's scalars in the main file
         self._runs = {}  # (tag, name) -> series id of the tag in its sub-run's file
         self._cleared = {}  # event file path -> offset export_scalars starts from
@@ -252,7 +250,7 @@ class SummaryWriter:
         """The series of `tag` in the sub-run `logdir/<tag>/<name>/`, made on its first use."""
         with self._lock:
             if (tag, name) not in self._runs:
-                run_file = self._new_file(subdir(self._root, tag, name, remote=self._storage.remote))
+                run_file = self._new_file(self._storage.subdir(tag, name))
                 self._group_files.add(run_file)
                 self._runs[(tag, name)] = self._worker.add_series(run_file, tag)
             return self._runs[(tag, name)]
@@ -447,8 +445,7 @@ class SummaryWriter:
             raise TypeError("add_embedding() needs the embedding matrix (`embedding`, or `mat`)")
         matrix, labels, images, header = checks.embedding(embedding, labels, images, metadata_header)
         step = None if global_step is None else checks.step(global_step)
-        self._queue(Task(projector.write_embedding, (self._storage, self._root, tag, step, matrix, labels, header,
-                                                     images)))
+        self._queue(Task(projector.write_embedding, (self._storage, tag, step, matrix, labels, header, images)))
 
     @peer_names({"name": "run_name"}, peer_order=("hparam_dict", "metric_dict", "name", "global_step"),
                 is_peer_order=lambda args: len(args) > 2 and isinstance(args[2], str))
@@ -463,7 +460,7 @@ class SummaryWriter:
         step, now = checks.stamp(global_step, None)
         run = convert.check_tag(run_name, "run_name") if run_name is not None else "%.6f" % now
         with self._lock:
-            run_file = self._new_file(subdir(self._root, run, remote=self._storage.remote))
+            run_file = self._new_file(self._storage.subdir(run))
             series = [(self._worker.add_series(run_file, metric), value) for metric, value in metrics.items()]
         for sid, value in series:
             self._append(sid, value, step, now)
@@ -539,8 +536,8 @@ class SummaryWriter:
         self.flush()
         exported = {}
         for event_file in self._files:
-            run = event_file.directory[len(self._root):].strip("/" + os.sep).replace(os.sep, "/")
-            prefix = [self._logdir] + ([run] if run else [])  # mxboard's keys: <logdir>/<tag>, and
+            run = self._storage.run(event_file.directory)
+            prefix = [self._logdir] + ([run] if run != "." else [])  # mxboard's keys: <logdir>/<tag>, and
             for piece, _ in event_file.pieces():  # <logdir>/<tag>/<name> for named values
                 for payload in read_records(piece, self._cleared.get(piece, 0)):
                     event = Event.FromString(payload)

@@ -16,15 +16,16 @@ file on its own, named so that they sort in order (`<file>`, `<file>.part0001`, 
   and the error reaches the caller (a WriterError on later calls). `close()` tries once more
   and raises if it cannot. Every request is bounded by the client's timeouts: nothing hangs.
 """
+import contextlib
 import errno
 import logging
 import posixpath
-import re
 import time
 
-from .events import event_file_name
+from ..events import event_file_name
+from .names import components, run_of
 
-__all__ = ["RemoteEventFile", "RemoteStorage", "is_url", "UPLOAD_SECS", "MAX_OBJECT"]
+__all__ = ["RemoteEventFile", "RemoteStorage", "UPLOAD_SECS", "MAX_OBJECT"]
 
 log = logging.getLogger("mxboard")
 
@@ -33,19 +34,13 @@ MAX_OBJECT = 16 << 20  # bytes an object grows to before the next part starts
 MAX_UNSENT = 64 << 20  # bytes kept for a store that does not answer
 MAX_FAILURES = 8  # uploads in a row that may fail (backoff 2, 4 ... 60 s: about 3 minutes)
 RETRY_SECS = 2  # the first backoff, doubled at each failure, at most 60 s
-_URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
-
-
-def is_url(path):
-    return isinstance(path, str) and bool(_URL.match(path)) and not path.startswith("file://")
 
 
 class RemoteStorage:
     """An fsspec filesystem under a logdir URL: where event files, sub-runs and projector files
     go. Checked at construction: an unknown scheme, a missing package, a store that cannot be
-    reached or refuses the credentials is a clear error there."""
-
-    remote = True
+    reached or refuses the credentials is a clear error there. Paths are the store's own (no
+    protocol); `url` makes one a URL again."""
 
     def __init__(self, url):
         try:
@@ -67,7 +62,6 @@ class RemoteStorage:
         except ImportError as exc:
             raise ImportError("logdir %r needs a package for %s:// (for S3: pip install 'mxboard[s3]'): %s"
                               % (url, protocol, exc)) from None
-        self.protocol = protocol
         self.root = self.root.rstrip("/")
         try:
             self.fs.makedirs(self.root, exist_ok=True)
@@ -84,8 +78,14 @@ class RemoteStorage:
     def url(self, path):
         return self.fs.unstrip_protocol(path)
 
+    def subdir(self, *names):
+        return "/".join([self.root] + components(*names))  # no links to leave the logdir by
+
     def join(self, base, *names):
         return posixpath.join(base, *names)
+
+    def run(self, directory):
+        return run_of(self.root, directory)
 
     def open_event_file(self, directory, suffix):
         return RemoteEventFile(self, directory, suffix)
@@ -106,14 +106,12 @@ class RemoteStorage:
         pass  # objects need no directories
 
     def lock(self, path):
-        import contextlib
-
         return contextlib.nullcontext()  # no locks in object stores: see projector.rebuild_config
 
 
 class RemoteEventFile:
-    """An event file as objects in a store (see the module's docstring). Same verbs as
-    events.EventFile, plus `sync(force)`, which the writer thread calls after every batch."""
+    """An event file as objects in a store (see the module's docstring); `sync(force)`, which
+    the writer thread calls after every batch, uploads."""
 
     def __init__(self, storage, directory, suffix=""):
         self._fs = storage.fs
@@ -173,16 +171,11 @@ class RemoteEventFile:
     def _key(self, part):
         return self._base if part == 0 else "%s.part%04d" % (self._base, part)
 
-    @property
-    def objects(self):
-        """How many objects this file is so far."""
-        return len(self._sizes)
-
     def pieces(self):
         """(URL, bytes) of each object uploaded so far, in order."""
         return [(self._url(self._key(i)), size) for i, size in enumerate(self._sizes)]
 
-    def close(self, sync=True):
+    def close(self):
         self.sync(force=True)
 
     def abandon(self):

@@ -1,0 +1,169 @@
+"""Local logdirs: a directory (`LocalStorage`) and its event files (`LocalEventFile`), and
+`Nowhere` (write_to_disk=False), which writes nothing."""
+import contextlib
+import errno
+import os
+
+from ..events import event_file_name
+from .names import components, run_of
+
+__all__ = ["LocalEventFile", "LocalStorage", "Nowhere"]
+
+_TRIES = 1000  # names tried for a new event file
+
+
+class LocalEventFile:
+    """An event file, created new (never reopened, never overwritten), written whole records at a
+    time with `os.write` so that nothing sits in a user-space buffer: a write returns with the
+    bytes in the OS, and a forked child that drops this object writes nothing."""
+
+    def __init__(self, directory, suffix=""):
+        self.directory = directory
+        for _ in range(_TRIES):  # a name taken already (a restarted container: same host, pid,
+            self.path = os.path.join(directory, event_file_name(suffix))  # second): the next one
+            try:
+                self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0),
+                                   0o666)  # as the umask allows, like any file
+                return
+            except FileExistsError:
+                continue
+        raise FileExistsError(errno.EEXIST, "no free event file name after %d tries" % _TRIES, self.path)
+
+    def write(self, data):
+        if os.fstat(self._fd).st_nlink == 0:  # deleted (the logdir removed): writes would vanish
+            raise FileNotFoundError(errno.ENOENT, "the event file was deleted while being written", self.path)
+        view = memoryview(data)
+        while view:
+            view = view[os.write(self._fd, view):]
+
+    def sync(self, force):
+        """Nothing to do: `write` hands the bytes to the OS."""
+
+    def pieces(self):
+        return [(self.path, os.path.getsize(self.path))]
+
+    def close(self):
+        if self._fd is None:
+            return
+        fd, self._fd = self._fd, None
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+    def abandon(self):
+        fd, self._fd = self._fd, None
+        if fd is not None:
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+
+
+class LocalStorage:
+    """A directory `root` and what lies below it (see `Storage` for the verbs)."""
+
+    def __init__(self, root):
+        self.root = root
+
+    def subdir(self, *names):
+        path = os.path.join(self.root, *components(*names))
+        root = os.path.realpath(self.root)
+        if os.path.commonpath([root, os.path.realpath(path)]) != root:  # a link out of the logdir
+            raise ValueError("%r would leave the logdir %r" % ("/".join(names), self.root))
+        return path
+
+    def join(self, base, *names):
+        return os.path.join(base, *names)
+
+    def run(self, directory):
+        return run_of(self.root, directory)
+
+    def open_event_file(self, directory, suffix):
+        os.makedirs(directory, exist_ok=True)
+        return LocalEventFile(directory, suffix)
+
+    def makedirs(self, path):
+        os.makedirs(path, exist_ok=True)
+
+    def write_bytes(self, path, data):
+        """Write a file whole or not at all: a temporary file beside it, renamed over it.
+        Created as any file is (0666 less the umask), so a TensorBoard of another user can
+        read it."""
+        temporary = os.path.join(os.path.dirname(path), ".tmp-%s" % os.urandom(8).hex())
+        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o666)
+        try:
+            with os.fdopen(fd, "wb") as f:
+                f.write(data)
+            os.replace(temporary, path)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(temporary)
+            raise
+
+    def read_text(self, path):
+        with open(path, encoding="utf-8") as f:
+            return f.read()
+
+    def listdir(self, path):
+        return os.listdir(path)
+
+    @contextlib.contextmanager
+    def lock(self, path):
+        """An exclusive lock between threads and processes (flock on POSIX)."""
+        with open(path, "a") as handle:
+            try:
+                import fcntl
+            except ImportError:  # not POSIX: files are still atomic; a racing rebuild may lag one
+                yield
+                return
+            fcntl.flock(handle, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+class _NoFile:
+    """An event file of Nowhere: it writes nothing."""
+    path = directory = None
+
+    def pieces(self):
+        return []
+
+    def write(self, data):
+        pass
+
+    def sync(self, force):
+        pass
+
+    def close(self):
+        pass
+
+    def abandon(self):
+        pass
+
+
+class Nowhere(LocalStorage):
+    """write_to_disk=False: files that write nothing, a directory that stays empty."""
+
+    def subdir(self, *names):
+        return os.path.join(self.root, *components(*names))
+
+    def open_event_file(self, directory, suffix):
+        return _NoFile()
+
+    def makedirs(self, path):
+        pass
+
+    def write_bytes(self, path, data):
+        pass
+
+    def read_text(self, path):
+        raise FileNotFoundError(path)
+
+    def listdir(self, path):
+        return []
+
+    def lock(self, path):
+        return contextlib.nullcontext()

@@ -1,0 +1,57 @@
+"""Names in a logdir, for every storage: tags and names as path components that can never leave
+the logdir, whether a logdir is a URL, and a directory's run (its path below the logdir)."""
+import hashlib
+import os
+import posixpath
+import re
+
+__all__ = ["components", "is_url", "run_of"]
+
+_UNSAFE = re.compile(r'[\x00-\x1f\x7f<>:"|?*]')
+_MAX_COMPONENT = 120  # bytes; filesystems allow 255, the hash suffix and margins need the rest
+_MAX_DEPTH = 8  # directory levels a name may become; deeper ones are folded into the last
+_URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
+
+
+def is_url(path: object) -> bool:
+    """Whether `path` is a logdir URL (`s3://...`, any fsspec URL; `file://` is a local path)."""
+    return isinstance(path, str) and bool(_URL.match(path)) and not path.startswith("file://")
+
+
+def _component(text):
+    safe = _UNSAFE.sub("_", text).strip(" .")
+    encoded = safe.encode("utf-8", "surrogatepass")
+    if len(encoded) > _MAX_COMPONENT:
+        safe = encoded[:_MAX_COMPONENT].decode("utf-8", "ignore")
+    return safe
+
+
+def components(*names: str) -> list:
+    """The path components of `names` below a logdir: each name split at slashes and
+    backslashes into components that are never empty, `.`, `..` or absolute. Where cleaning
+    changed a name, a short hash of the original is appended, so two different names never
+    share a directory."""
+    parts = []
+    for name in names:
+        pieces = [_component(p) for p in re.split(r"[/\\]", name)]
+        pieces = [p for p in pieces if p] or ["_"]
+        if len(pieces) > _MAX_DEPTH:
+            pieces = pieces[:_MAX_DEPTH - 1] + [_component("_".join(pieces[_MAX_DEPTH - 1:]))]
+        if "/".join(pieces) != name:
+            digest = hashlib.sha1(name.encode("utf-8", "surrogatepass")).hexdigest()[:8]
+            pieces[-1] = "%s~%s" % (pieces[-1], digest)
+        parts.extend(pieces)
+    return parts
+
+
+def run_of(logdir: str, directory: str) -> str:
+    """The run of `directory` below `logdir`, as TensorBoard names it: its path relative to the
+    logdir with `/` between components, '.' for the logdir itself. Both are local paths, or both
+    URLs (or paths in one store)."""
+    if is_url(logdir) or is_url(directory):
+        root = logdir.split("://", 1)[-1].strip("/")
+        below = directory.split("://", 1)[-1].strip("/")
+        relative = posixpath.relpath(below, root) if root else below
+    else:
+        relative = os.path.relpath(directory, logdir).replace(os.sep, "/")
+    return relative if relative not in ("", ".") else "."
