@@ -135,12 +135,12 @@ def test_logging_inside_autograd_recording_leaves_gradients_alone(logdir):
 
 
 def _on_device(values, bins="default"):
-    """The GPU path (convert.DeviceHistogram), run with MXNet's operators on the CPU (no GPU
+    """The GPU path (mxnet_capture.DeviceHistogram), run with MXNet's operators on the CPU (no GPU
     here: SummaryWriter bins CPU arrays on the host) and built into buckets as the writer does."""
     from tensorboard.compat.proto import tensor_pb2
     from tensorboard.util import tensor_util
 
-    from mxboard.convert import DeviceHistogram
+    from mxboard.mxnet_capture import DeviceHistogram
     from mxboard.summaries.histogram import histogram_of
 
     summary = histogram_of("device", DeviceHistogram(nd.array(values, dtype=values.dtype), bins).result(), bins)

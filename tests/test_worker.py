@@ -97,7 +97,7 @@ def test_an_error_on_the_writer_thread_is_reported_once_and_writing_goes_on(logd
     with pytest.raises(ZeroDivisionError):
         worker.report()
     worker.report()  # once: nothing more to say
-    assert worker.pending is None
+    assert not worker.attention
     assert worker.close() is None
     assert accumulator(logdir).Scalars("after")[0].value == 1.0
 

@@ -207,6 +207,16 @@ def text(value):
     return array
 
 
+def tag(value, name="tag"):
+    """A tag (or a run or scalar name) is a non-empty str of valid Unicode; returned as given (its
+    text is kept in the event)."""
+    if not isinstance(value, str):
+        raise TypeError("%s must be a str; got %s" % (name, convert.describe(value)))
+    if not value:
+        raise ValueError("%s must not be empty" % name)
+    return _utf8(value, name)
+
+
 def _utf8(value, name):
     try:
         value.encode("utf-8")
@@ -377,8 +387,8 @@ def hparams(hparam_dict, metric_dict, domains):
         raise TypeError("hparam_dict must be a non-empty dict of name -> bool, number or str")
     if not isinstance(metric_dict, dict):
         raise TypeError("metric_dict must be a dict of metric tag -> number")
-    values = {convert.check_tag(k, "hparam name"): _hparam(v, k) for k, v in hparam_dict.items()}
-    metrics = {convert.check_tag(k, "metric tag"): convert.to_float(v, "metric_dict[%r]" % (k,))
+    values = {tag(k, "hparam name"): _hparam(v, k) for k, v in hparam_dict.items()}
+    metrics = {tag(k, "metric tag"): convert.to_float(v, "metric_dict[%r]" % (k,))
                for k, v in metric_dict.items()}
     checked = {}
     for name, domain in (domains or {}).items():

@@ -1,20 +1,17 @@
-"""Inputs to numbers and numpy arrays: the one place that knows array types.
+"""Inputs to numbers and numpy arrays: the one place that knows array types (an MXNet array's
+capture without waiting for its engine is mxnet_capture.py's).
 
 numpy, Python numbers and lists, MXNet NDArray, torch tensors, and anything with `__array__` or
 `__dlpack__`. MXNet and torch are never imported here: a value can only be one of their arrays if
 its module is already loaded, so `sys.modules` is asked instead.
 """
-import collections
-import ctypes
-import functools
 import math
 import numbers
 import sys
 
 import numpy as np
 
-__all__ = ["ScalarSlots", "Snapshot", "DeviceHistogram", "capture", "is_ndarray", "on_accelerator", "resolve", "to_numpy",
-           "to_float", "to_int", "check_tag"]
+__all__ = ["capture", "describe", "is_ndarray", "on_accelerator", "to_float", "to_int", "to_numpy"]
 
 
 def is_ndarray(value):
@@ -46,219 +43,11 @@ def to_numpy(value, name="value"):
         try:
             return np.asarray(value)
         except (TypeError, ValueError) as exc:
-            raise TypeError("%s: could not make an array of %s: %s" % (name, _describe(value), exc)) from None
+            raise TypeError("%s: could not make an array of %s: %s" % (name, describe(value), exc)) from None
     if hasattr(value, "__dlpack__"):
         return np.from_dlpack(value)
     raise TypeError("%s must be a number or an array (numpy, MXNet NDArray, list, or anything "
-                    "with __array__ or __dlpack__); got %s" % (name, _describe(value)))
-
-
-class Snapshot:
-    """An MXNet NDArray as it was at the call, without waiting for MXNet's engine: an
-    engine-side copy, ordered after the writes pending on the array and before any later one
-    (in-place updates included), taken outside autograd recording. `result()` (on the writer
-    thread) waits for it and returns numpy. Has the array's shape, dtype, ndim and size."""
-
-    __slots__ = ("_copy", "_check", "shape", "dtype", "ndim", "size", "nbytes")
-
-    def __init__(self, array, check=None):
-        mx = sys.modules["mxnet"]
-        self.shape = shape = array.shape
-        self.dtype = dtype = np.dtype(array.dtype)
-        self._copy = _copy(mx, array, mx.cpu())
-        self._check = check
-        self.ndim = len(shape)
-        self.size = int(np.prod(shape))
-        self.nbytes = self.size * dtype.itemsize
-
-    def result(self):
-        array = self._copy.asnumpy()  # waits for the copy, and reads it
-        return array if self._check is None else self._check(array)
-
-
-def _copy(mx, array, target):
-    """`array` copied to `target` (a context or an NDArray), queued on the engine after the
-    writes pending on it (no waiting), outside autograd recording (a copy must not join the
-    graph; pausing costs a call into MXNet, so only while recording)."""
-    if mx.autograd.is_recording():
-        with mx.autograd.pause():
-            return array.copyto(target)
-    return array.copyto(target)
-
-
-@functools.lru_cache(maxsize=1)
-def _copyto_call():
-    """MXNet 1.x's C entry point for running an operator, with the handle of `_copyto` (the
-    operator `NDArray.copyto` runs), or None where MXNet's C API differs."""
-    try:
-        from mxnet.base import _LIB, OpHandle, c_str, check_call
-        op = OpHandle()
-        check_call(_LIB.NNGetOpHandle(c_str("_copyto"), ctypes.byref(op)))
-        return _LIB.MXImperativeInvokeEx, ctypes.c_void_p(op.value), check_call
-    except (ImportError, AttributeError):
-        return None
-
-
-class _IntoView:
-    """Copies into one fixed NDArray: `_copyto` called straight through MXNet's C API, one
-    engine push of about 8 us, where `copyto` spends ~45 us more in MXNet's Python wrapper
-    (building ctypes arrays, checking argument types)."""
-
-    def __init__(self, target):
-        self._target = target
-        self._outputs = None
-        if _copyto_call():
-            from mxnet.base import NDArrayHandle
-            self._outputs = ctypes.cast((NDArrayHandle * 1)(target.handle), ctypes.POINTER(NDArrayHandle))
-
-    def __call__(self, mx, array):
-        """Queue the copy of `array` into the target (no waiting), outside autograd recording."""
-        if self._outputs is None or mx.autograd.is_recording():
-            _copy(mx, array, self._target)
-            return
-        invoke, op, check_call = _copyto_call()
-        check_call(invoke(op, 1, ctypes.byref(array.handle), ctypes.byref(ctypes.c_int(1)),
-                          ctypes.byref(self._outputs), 0, None, None,
-                          ctypes.byref(ctypes.POINTER(ctypes.c_int)())))
-
-
-class ScalarSlots:
-    """Where NDArray scalars are snapshotted: one-element views into float64 host NDArrays
-    (rings of `size`), made once and reused. A capture is then a single engine copy into a free
-    view (no new array, no waiting); the writer thread reads a whole ring with one `asnumpy` and
-    frees the views it read. Only arrays of shape (1,) (what `loss.mean()` gives) fit a view;
-    others are snapshotted alone."""
-
-    def __init__(self, size=1024):
-        self._size = size
-        self._rings = []
-        self._free = collections.deque()  # (ring, slot, copy into the slot): appends and pops are atomic
-
-    def capture(self, array, shape=None):
-        """A `(ring, slot, copier)` holding `array`'s value as of now, or a Snapshot. (`shape`:
-        the array's, if the caller has it: reading it costs a call into MXNet.)"""
-        if (array.shape if shape is None else shape) != (1,):
-            return Snapshot(array)
-        try:
-            slot = self._free.popleft()
-        except IndexError:
-            slot = self._grow()
-        slot[2](sys.modules["mxnet"], array)
-        return slot
-
-    def _grow(self):
-        mx = sys.modules["mxnet"]
-        ring = mx.nd.zeros((self._size,), ctx=mx.cpu(), dtype=np.float64)
-        number = len(self._rings)
-        self._rings.append(ring)
-        slots = [(number, i, _IntoView(ring[i:i + 1])) for i in range(self._size)]
-        self._free.extend(slots[1:])
-        return slots[0]
-
-    def read(self, captured):
-        """On the writer thread: the float values of `captured` (slots or Snapshots), in order,
-        once MXNet has them; the slots are then free again."""
-        rings = {}
-        values = []
-        for item in captured:
-            if isinstance(item, Snapshot):
-                values.append(float(np.asarray(item.result()).reshape(())))
-                continue
-            number, index, _ = item
-            if number not in rings:
-                rings[number] = self._rings[number].asnumpy()  # waits for the copies into it
-            values.append(float(rings[number][index]))
-        self._free.extend(item for item in captured if not isinstance(item, Snapshot))
-        return values
-
-
-class DeviceHistogram:
-    """A histogram of an MXNet NDArray computed by MXNet's operators where the array lives (used
-    for GPU arrays: a CPU array is binned faster on the host),
-    queued at the call (after the array's pending writes, outside autograd): only the counts,
-    the finite min and max and the number of NaN/Inf values cross to the host, when the writer
-    thread calls `result()`. `bins`: 'default' (TensorBoard's buckets), an int (equal-width
-    between min and max), or increasing edges (numpy).
-
-    Default and int bins are counted as a uniform histogram of each value's bucket index (from a
-    logarithm, or linearly, settled exactly against the edges): MXNet's histogram with explicit
-    edges binary-searches them one value at a time, 50x slower on the engine."""
-
-    def __init__(self, array, bins):
-        from .summaries.histogram import default_edges, default_layout
-
-        mx = sys.modules["mxnet"]
-        nd = mx.nd
-        with mx.autograd.pause():
-            data = array.reshape(-1)
-            if data.dtype not in (np.float32, np.float64):  # float16 would overflow the edges
-                data = data.astype(np.float32)
-            finite = nd.contrib.isfinite(data)
-            inf = nd.full(data.shape, np.inf, ctx=data.context, dtype=data.dtype)
-            clean = nd.where(finite, data, inf)  # beyond every edge
-            low = nd.min(clean)
-            high = nd.max(nd.where(finite, data, -inf))
-            if isinstance(bins, str):  # TensorBoard's default buckets
-                self._edges = default_edges()
-                # from a logarithm, settled against the edges (see histogram.default_layout)
-                log_first, per_step, positive, middle = default_layout()
-                steps = nd.clip(nd.floor((nd.log(nd.abs(clean)) - log_first) * per_step), -1, positive - 1)
-                index = (middle + 1 + steps) - (clean < 0) * (3 + 2 * steps)
-                edges = self._device(nd, self._edges, data)
-                index = self._settle(nd, nd.clip(index, 0, len(self._edges) - 2), clean, edges)
-            elif isinstance(bins, int):  # equal-width between min and max, as numpy
-                self._edges = bins
-                span = nd.maximum(high - low, nd.full((1,), 1e-30, ctx=data.context, dtype=data.dtype))
-                index = nd.floor(nd.broadcast_div(nd.broadcast_sub(clean, low), span) * bins)
-                index = nd.clip(index, 0, bins - 1)  # the max goes in the last bin, as numpy
-            else:  # explicit edges: few, searched
-                self._edges = np.asarray(bins, dtype=np.float64)
-                edges = self._device(nd, self._edges, data)
-                counts, _ = nd.histogram(clean, bins=edges)
-                self._parts = (counts, low, high, nd.sum(finite))
-                index = None
-            if index is not None:
-                index = nd.where(finite, index, nd.full(data.shape, -1, ctx=data.context, dtype=data.dtype))
-                size = len(self._edges) - 1 if not isinstance(bins, int) else bins
-                counts, _ = nd.histogram(index, bins=size, range=(0, size))
-                self._parts = (counts, low, high, nd.sum(finite))
-        self._size = int(np.prod(array.shape))
-
-    def _device(self, nd, edges, data):
-        """`edges` (float64) as an NDArray beside `data`, in its dtype, each rounded up to the
-        next value of that dtype: then `v >= edge` is the same test in either precision (a
-        nearest rounding would put a value equal to a rounded-down edge one bucket over).
-        Without waiting for the engine (zero-copy: nd.array() would wait for pending work)."""
-        edges = np.asarray(edges, dtype=np.float64)
-        with np.errstate(over="ignore"):
-            rounded = edges.astype(data.dtype)
-        below = rounded.astype(np.float64) < edges
-        rounded[below] = np.nextafter(rounded[below], np.inf)
-        self._kept = np.ascontiguousarray(rounded)
-        device = nd.from_numpy(self._kept, zero_copy=True)
-        return device if device.context == data.context else device.copyto(data.context)
-
-    @staticmethod
-    def _settle(nd, index, values, edges):
-        """Bucket indices within one of the right one made exact: edges[i] <= v < edges[i+1]."""
-        index = index - (values < nd.take(edges, index))
-        index = index + (values >= nd.take(edges, index + 1))
-        return nd.clip(index, 0, edges.shape[0] - 2)
-
-    def result(self):
-        """(edges, counts, low, high, dropped), as numpy."""
-        counts, low, high, finite = (part.asnumpy() for part in self._parts)
-        low, high = float(low.reshape(-1)[0]), float(high.reshape(-1)[0])
-        edges = self._edges
-        if isinstance(edges, int):
-            edges = np.linspace(low, high, edges + 1)
-        return np.asarray(edges, np.float64), counts, low, high, self._size - int(finite.reshape(-1)[0])
-
-
-def resolve(value):
-    """What the writer thread builds from: a Snapshot's or DeviceHistogram's result, or the
-    value itself."""
-    return value.result() if isinstance(value, (Snapshot, DeviceHistogram)) else value
+                    "with __array__ or __dlpack__); got %s" % (name, describe(value)))
 
 
 def capture(value, name="value", numeric=True, defer=True, check=None):
@@ -268,6 +57,8 @@ def capture(value, name="value", numeric=True, defer=True, check=None):
     bool, and the array non-empty. `check(array)` checks the values: now, or for a Snapshot when
     the writer thread resolves it."""
     if defer and is_ndarray(value):
+        from .mxnet_capture import Snapshot  # mxnet is loaded: value is one of its arrays
+
         array = Snapshot(value, check)
         check = None
     else:
@@ -289,7 +80,7 @@ def to_float(value, name="value"):
     if isinstance(value, (bool, np.bool_)):
         return float(value)
     if isinstance(value, (str, bytes)) or value is None:
-        raise TypeError("%s must be a number or a one-element array; got %s" % (name, _describe(value)))
+        raise TypeError("%s must be a number or a one-element array; got %s" % (name, describe(value)))
     array = to_numpy(value, name)  # an NDArray waits for the engine here: see writer.add_scalar
     if array.size != 1:
         raise ValueError("%s must be a single number; got an array of shape %s" % (name, array.shape))
@@ -320,7 +111,7 @@ def to_int(value, name="global_step"):
             if array is None or array.size != 1 or not (np.issubdtype(array.dtype, np.integer)
                                                         or np.issubdtype(array.dtype, np.floating)):
                 raise TypeError("%s must be a number (an int, or a float taken as int(value)); got %s"
-                                % (name, _describe(value)))
+                                % (name, describe(value)))
             value = array.reshape(()).item()
             if isinstance(value, float) and not math.isfinite(value):
                 raise ValueError("%s must be finite; got %r" % (name, value))
@@ -330,21 +121,7 @@ def to_int(value, name="global_step"):
     return value
 
 
-def check_tag(tag, name="tag"):
-    """A tag is a non-empty str; returned as given (its text is kept in the event)."""
-    if not isinstance(tag, str):
-        raise TypeError("%s must be a str; got %s" % (name, _describe(tag)))
-    if not tag:
-        raise ValueError("%s must not be empty" % name)
-    try:
-        tag.encode("utf-8")
-    except UnicodeEncodeError as exc:
-        raise ValueError("%s must be valid Unicode text (protobuf strings are UTF-8); %r has %s"
-                         % (name, tag, exc.reason)) from None
-    return tag
-
-
-def _describe(value):
+def describe(value):
     text = repr(value)
     if len(text) > 60:
         text = text[:57] + "..."

@@ -4,11 +4,11 @@ runs in the background. Its public face is a handful of verbs:
     worker = Worker(flush_secs, max_queue)
     event_file = worker.open_file(directory, suffix)   # a new event file, written by this worker
     series = worker.add_series(event_file, tag)        # a scalar tag in a file, as a row id
-    worker.columns().append ...                        # this thread's scalar rows (the hot path)
+    worker.columns().append(series, value, step, wall) # this thread's scalar rows (the hot path)
     worker.put_scalar(PendingScalar(series, snapshot, step, wall))   # an MXNet scalar
     worker.put(Record(event_file, build, args, step, wall))   # every other item, see below
     worker.flush(); worker.close()
-    if worker.pending is not None: worker.report()     # after each call: what the thread has to say
+    if worker.attention: worker.report()               # after each call: what the thread has to say
 
 Scalars cross as rows of per-thread columns (`ScalarColumns`: no Python object per scalar, no
 lock), MXNet scalars as `PendingScalar`s batched the same way, everything else as a named item
@@ -16,12 +16,14 @@ lock), MXNet scalars as `PendingScalar`s batched the same way, everything else a
 queued, and each batch is written in that order per tag, so TensorBoard (which treats a step going backwards as a restart) shows every
 point, whatever thread logged it and whatever its type. The thread wakes when a batch of scalars
 or an item waits, on flush, and at least every `flush_secs`; it builds and encodes the batch
-(encoding.py, summaries/) and writes it with one `write` per file. What it raises is kept in
-`pending` and handed to the caller's next call, after that call's data is queued (a bad item never
-costs another call its data); it never leaves producers blocked.
+(encoding.py, summaries/) and writes it with one `write` per file. What it raises is kept and
+handed to the caller's next call, after that call's data is queued (a bad item never
+costs another call its data); it never leaves producers blocked. A worker is OPEN, CLOSED, or
+FORKED (a forked child's copy of its parent's, which writes nothing).
 """
 import bisect
 import collections
+import enum
 import itertools
 import logging
 import os
@@ -35,13 +37,14 @@ from typing import Any, Callable, NamedTuple
 import numpy as np
 
 from . import lifecycle
-from .convert import resolve
+from .mxnet_capture import resolve
 from .encoding import ScalarSeries, encode_event, encode_scalar_rows
 from .events import FILE_VERSION
 from .proto import Event, SessionLog
 from .storage import EventFile, Storage
 
-__all__ = ["PendingScalar", "Record", "ScalarColumns", "Task", "Worker", "WriterError", "WAKE_EVERY"]
+__all__ = ["PendingScalar", "Record", "ScalarColumns", "State", "Task", "Worker", "WriterError", "WAKE_EVERY",
+           "closed_error"]
 
 log = logging.getLogger("mxboard")
 
@@ -114,25 +117,41 @@ class _Barrier(NamedTuple):
     done: Pulse
 
 
-_FORKED = "forked"  # `pending` in a forked child's copy of a worker
-_CLOSED = "closed"  # `pending` once closed
+class State(enum.Enum):
+    OPEN = "open"
+    CLOSED = "closed"  # close() ran: a call's data can no longer be written
+    FORKED = "forked"  # a forked child's copy of its parent's worker: it writes nothing
+
+
+def closed_error(what="this writer"):
+    """The error of a call made on a closed writer."""
+    return RuntimeError("%s is closed: nothing more is written" % what)
 
 
 class ScalarColumns:
-    """The scalars one thread queued, as parallel columns. Only that thread appends, always in
-    the order values, steps, walls, seqs, series, so that `series` is the last to grow: the
-    writer thread takes as many rows as `series` has, and every other column has at least as
-    many. Slicing and deleting a prefix are single C calls, atomic under the GIL, and an append
-    that comes between them lands after the prefix: no lock is needed."""
+    """The scalars one thread queued, as parallel columns. Only that thread appends, and
+    `append` grows `series` last: the writer thread takes as many rows as `series` has, and
+    every other column has at least as many. Slicing and deleting a prefix are single C calls,
+    atomic under the GIL, and an append that comes between them lands after the prefix: no lock
+    is needed."""
 
     __slots__ = ("values", "steps", "walls", "seqs", "series", "append", "_owner")
 
     def __init__(self, next_seq):
         self.values, self.steps, self.walls = array("d"), array("q"), array("d")
         self.seqs, self.series = array("q"), array("q")
-        # bound appends for the caller's hot path: value, step, wall, the counter, series
-        self.append = (self.values.append, self.steps.append, self.walls.append,
-                       self.seqs.append, next_seq, self.series.append)
+        values, steps, walls, seqs, series = (self.values.append, self.steps.append, self.walls.append,
+                                              self.seqs.append, self.series.append)
+
+        def append(row_series, value, step, wall):
+            """Queue one row (the caller's hot path: bound appends, no attribute lookups)."""
+            values(value)
+            steps(step)
+            walls(wall)
+            seqs(next_seq())
+            series(row_series)  # last: see the class
+
+        self.append = append
         self._owner = weakref.ref(threading.current_thread())
 
     def take(self, limit):
@@ -165,7 +184,9 @@ class Worker:
         """`storage` (storage/): where event files go. `read_scalars(values)`: the floats of
         PendingScalars' captured values, in order."""
         self._storage = storage
-        self.pending = None  # something for the caller's next call: an exception, _FORKED, _CLOSED
+        self.state = State.OPEN
+        self.attention = False  # whether the caller's next call must `report()`: an error waits, or not OPEN
+        self._error = None  # the writer thread's error for the caller's next call
         self.max_scalars = max(max_queue, 1) * WAKE_EVERY
         self._read_scalars = read_scalars
         self._next_seq = itertools.count().__next__  # call order, shared by rows and items
@@ -182,9 +203,8 @@ class Worker:
         self._wake = Pulse()  # the caller's: something waits for the writer thread
         self._progress = Pulse()  # the thread's: a batch was written (room in the queues)
         self._write_error = None  # the I/O error after which nothing more is written
-        self._late = None  # an error of close()'s own last writes
+        self._close_error = None  # an error of close()'s own last writes
         self._stopping = False
-        self._closed = False
         self._pid = os.getpid()
         self._thread = threading.Thread(target=self._run, name="mxboard-writer", daemon=True)
         self._thread.start()
@@ -194,15 +214,15 @@ class Worker:
     @property
     def forked(self):
         """Whether this is a forked child's copy of the parent's worker (it writes nothing)."""
-        return self.pending is _FORKED
+        return self.state is State.FORKED
 
     def open_file(self, directory, suffix="", restart_at=None):
         """A new event file in `directory` (created if need be), its first record written. With
         `restart_at` (a step), it begins as a restarted run: TensorBoard's Python loader then
         hides the steps >= `restart_at` logged before (SessionLog.START: the first START of a
         run is its beginning, a later one a restart, so two are written)."""
-        if self._closed:
-            raise RuntimeError("this writer is closed: nothing more is written")
+        if self.state is State.CLOSED:
+            raise closed_error()
         event_file = self._storage.open_event_file(directory, suffix)
         now = time.time()
         head = encode_event(Event(file_version=FILE_VERSION), 0, now)
@@ -234,18 +254,18 @@ class Worker:
     def put_scalar(self, item):
         """Queue a PendingScalar, in call order: batched like scalar rows (no lock, no wake
         until a batch waits), bounded by `max_scalars`."""
-        if self._closed:
-            raise RuntimeError("this writer is closed: nothing more is written")
+        if self.state is State.CLOSED:
+            raise closed_error()
         self._scalars.append((self._next_seq(), item))
         if len(self._scalars) >= WAKE_EVERY:
             self._wake.set()
-            self._wait_for_writer(lambda: len(self._scalars) >= self.max_scalars and self.pending is None)
+            self._wait_for_writer(lambda: len(self._scalars) >= self.max_scalars and not self.attention)
 
     def put(self, item):
         """Queue a Record or Task, in call order. Blocks while `max_queue` slots (SLOT_BYTES)
         or `max_bytes` of array data wait (a larger item waits for an empty queue)."""
-        if self._closed:
-            raise RuntimeError("this writer is closed: nothing more is written")
+        if self.state is State.CLOSED:
+            raise closed_error()
         size = _footprint(item)
         shares = _shares(size)
         queued = self._queued
@@ -260,12 +280,12 @@ class Worker:
             queued[1] += size
         self._wake.set()
 
-    def nudge(self, columns):
-        """Called once a batch of scalars waits: wake the thread; if too many wait, block until
-        it took them (so memory stays bounded)."""
+    def hand_over(self, columns):
+        """Called once a batch of scalars waits in `columns`: wake the thread; if too many wait,
+        block until it took them (so memory stays bounded)."""
         self._wake.set()
         if len(columns.series) >= self.max_scalars:
-            self._wait_for_writer(lambda: len(columns.series) >= self.max_scalars and self.pending is None)
+            self._wait_for_writer(lambda: len(columns.series) >= self.max_scalars and not self.attention)
 
     def _wait_for_writer(self, blocked, closing_raises=False):
         """Wake the writer thread until `blocked()` is false. Closing, a caller's item can no
@@ -276,15 +296,15 @@ class Worker:
             if not self._progress.wait(0.05):  # one waiter takes a pulse: others look again soon
                 if self._stopping:
                     if closing_raises:
-                        raise RuntimeError("this writer is closed: nothing more is written")
+                        raise closed_error()
                     return
                 self._check_alive()
 
     def flush(self, timeout=None):
         """Return when everything queued before the call is written to the OS (False if
         `timeout` seconds passed first)."""
-        if self._closed:
-            raise RuntimeError("this writer is closed: nothing more is written")
+        if self.state is State.CLOSED:
+            raise closed_error()
         done = Pulse()
         self._items.append((self._next_seq(), _Barrier(done), 0))
         self._wake.set()
@@ -298,22 +318,22 @@ class Worker:
     def close(self):
         """Write what is queued, stop the thread, close the files. Returns the writer thread's
         error that no call has reported yet (or None). Safe to call twice."""
-        if self._pid != os.getpid() or self._closed:  # a forked child's copy, or done
+        if self._pid != os.getpid() or self.state is not State.OPEN:  # a forked child's copy, or done
             return None
         if self._thread.is_alive():
             self._stopping = True
             self.flush()
             self._thread.join()
-        self._closed = True
-        unreported, self.pending = self.pending, _CLOSED
-        self._drain()  # calls that raced close(): what they queued before `pending` said so
+        unreported, self._error = self._error, None
+        self.state, self.attention = State.CLOSED, True
+        self._drain()  # calls that raced close(): what they queued before `state` said so
         lifecycle.forget(self)
         for event_file in self._files:
             try:
                 event_file.close()
             except OSError as exc:
                 self._hold_for_caller(exc)
-        fault = unreported if isinstance(unreported, BaseException) else self._late
+        fault = unreported or self._close_error
         if isinstance(fault, WriterError):
             return None  # nothing new: a WriterError repeats an error already raised
         return fault
@@ -322,24 +342,26 @@ class Worker:
         """Raise what the writer thread has to say (once; after an I/O error, a WriterError on
         every call). Closed: raise if the call's data came too late to be written. (A forked
         copy, see `forked`, has nothing to say.)"""
-        pending = self.pending
-        if pending is _FORKED:
+        if self.state is State.FORKED:
             return
-        if pending is _CLOSED:
+        if self.state is State.CLOSED:
             if self._items or self._scalars or any(len(c.series) for c in self._columns):
                 self._items.clear()
                 self._scalars.clear()
                 for columns in self._columns:
                     columns.take(float("inf"))
-                raise RuntimeError("this writer is closed: nothing more is written")
+                raise closed_error()
             return
-        self.pending = None
+        error, self._error = self._error, None
         if self._write_error is not None:
-            self.pending = WriterError("the mxboard writer stopped writing after an earlier error: %r"
-                                       % (self._write_error,))
-            self.pending.__cause__ = self._write_error
-        if pending is not None:
-            raise pending
+            self._error = WriterError("the mxboard writer stopped writing after an earlier error: %r"
+                                      % (self._write_error,))
+            self._error.__cause__ = self._write_error
+        self.attention = False  # cleared first: an error the thread holds from now on sets it again
+        if self._error is not None:
+            self.attention = True
+        if error is not None:
+            raise error
 
     def abandon(self):
         """In a forked child: drop the parent's queues and file descriptors, write nothing."""
@@ -349,7 +371,7 @@ class Worker:
         self._pid = None
         for event_file in self._files:
             event_file.abandon()
-        self.pending = _FORKED
+        self.state, self.attention = State.FORKED, True
 
     def _check_alive(self):
         if not self._thread.is_alive():
@@ -451,10 +473,11 @@ class Worker:
                 self._hold_for_caller(exc)
 
     def _hold_for_caller(self, exc):
-        if self.pending is None:
-            self.pending = exc
-        elif self.pending is _CLOSED and self._late is None:  # while close() writes the rest
-            self._late = exc
+        if self.state is State.OPEN and self._error is None:
+            self._error = exc
+            self.attention = True
+        elif self.state is State.CLOSED and self._close_error is None:  # while close() writes the rest
+            self._close_error = exc
         else:
             log.error("mxboard: a further error on the writer thread: %r", exc)
 

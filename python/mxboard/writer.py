@@ -8,7 +8,6 @@ import logging
 import os
 import socket
 import sys
-import threading
 import warnings
 import weakref
 from collections.abc import Mapping
@@ -28,7 +27,9 @@ from .summaries.image import boxes_summary, figure_pixels, image_summary, video_
 from .summaries.mesh import mesh_summary
 from .summaries.pr_curve import pr_curve_raw_summary, pr_curve_summary
 from .summaries.text import text_summary
-from .worker import WAKE_EVERY, PendingScalar, Record, Task, Worker, WriterError
+from .mxnet_capture import DeviceHistogram, ScalarSlots
+from .scalars import Scalars
+from .worker import Record, Task, Worker, WriterError, closed_error
 
 __all__ = ["SummaryWriter"]
 
@@ -117,17 +118,14 @@ class SummaryWriter:
     def _open(self, purge_step=None):
         """Start a worker and the main event file (again after reopen, or in a forked child).
         `purge_step`: the main file begins as a restart at that step (the peers' purge_step)."""
-        self._lock = threading.RLock()  # guards new series and sub-run files
-        self._slots = convert.ScalarSlots()  # where NDArray scalars are snapshotted
-        self._worker = Worker(self._storage, self._flush_secs, self._max_queue, self._slots.read)
+        slots = ScalarSlots()  # where NDArray scalars are snapshotted
+        self._worker = Worker(self._storage, self._flush_secs, self._max_queue, slots.read)
         self._finalizer = weakref.finalize(self, _close_unattended, self._worker)
         self._finalizer.atexit = False  # at exit, lifecycle.py closes every worker (and tells)
-        self._local = threading.local()  # .columns: this thread's ScalarColumns
         self._files = []  # every event file opened, for export_scalars
         self._group_files = set()  # the sub-run files of named scalars
         self._file = self._new_file(self._storage.root, purge_step)
-        self._series = {}  # tag -> series id of the tag's scalars in the main file
-        self._runs = {}  # (tag, name) -> series id of the tag in its sub-run's file
+        self._scalars = Scalars(self._worker, self._file, slots, self._open_run)
         self._cleared = {}  # event file path -> offset export_scalars starts from
 
     def _new_file(self, directory, purge_step=None):
@@ -138,7 +136,7 @@ class SummaryWriter:
             log.info("mxboard: writing events to %s", event_file.path or "nowhere (write_to_disk=False)")
         return event_file
 
-    # -- scalars: the hot path --------------------------------------------------------------
+    # -- scalars: the hot path (scalars.py) --------------------------------------------------
     def add_scalar(self, tag, value=None, global_step=None, walltime=None, **peer):
         """Log a number under `tag`. `value` is a number, numpy scalar, one-element array or
         NDArray; or a `(name, value)` pair, a `[name, value]` list, or a mapping of them: each
@@ -152,18 +150,23 @@ class SummaryWriter:
             if kind is dict or kind is tuple or kind is list or isinstance(value, Mapping):
                 return self._add_scalar_group(tag, value, global_step, walltime)
             if convert.is_ndarray(value):
-                return self._add_ndarray_scalar(tag, value, global_step, walltime)
+                self._ready()
+                self._scalars.add_ndarray(tag, value, *checks.stamp(global_step, walltime))
+                return self._report()
             value = convert.to_float(value)
+        scalars = self._scalars
         try:
-            series = self._series[tag]
+            series = scalars.ids[tag]
         except (KeyError, TypeError):
-            series = self._series_of(tag)
+            self._ready()
+            scalars = self._scalars  # a forked child's own
+            series = scalars.series(tag)
         if global_step is None:
             global_step = 0
         elif type(global_step) is not int or not 0 <= global_step < 0x7FFFFFFFFFFFFFFF:
             global_step = checks.step(global_step)
-        self._append(series, value, global_step, _now() if walltime is None else checks.walltime(walltime))
-        if self._worker.pending is not None and self._attend():  # a forked child: once more
+        scalars.append(series, value, global_step, _now() if walltime is None else checks.walltime(walltime))
+        if self._worker.attention and self._report_or_reopen():  # a forked child: once more
             self.add_scalar(tag, value, global_step, walltime)
 
     def _add_scalar_peer(self, tag, value, global_step, walltime, scalar_value=None, new_style=False,
@@ -174,47 +177,6 @@ class SummaryWriter:
             value = scalar_value
         return self.add_scalar(tag, value, global_step, walltime)
 
-    def _add_ndarray_scalar(self, tag, value, global_step, walltime):
-        self._begin()
-        series = self._series.get(tag) if type(tag) is str else None  # a lock only the first time
-        if series is None:
-            series = self._series_of(tag)
-        snapshot = self._scalar_snapshot(value)
-        self._worker.put_scalar(PendingScalar(series, snapshot, *checks.stamp(global_step, walltime)))
-        self._end()
-
-    def _scalar_snapshot(self, value, name="value"):
-        """An NDArray scalar (say `loss.mean()`) as a snapshot the writer thread reads when the
-        engine has computed it: the training loop never waits."""
-        shape = value.shape
-        if shape != (1,) and int(np.prod(shape)) != 1:
-            raise ValueError("%s must be a single number; got an NDArray of shape %s" % (name, shape))
-        return self._slots.capture(value, shape)
-
-    def _series_of(self, tag):
-        """The series of `tag` in the main file, made on its first use."""
-        convert.check_tag(tag)
-        with self._lock:
-            if tag not in self._series:
-                self._begin()
-                self._series[tag] = self._worker.add_series(self._file, tag)
-            return self._series[tag]
-
-    def _append(self, series, value, step, wall):
-        """Queue one checked scalar. Nothing here can fail, so the columns stay aligned."""
-        try:
-            columns = self._local.columns
-        except AttributeError:
-            columns = self._local.columns = self._worker.columns()
-        add_value, add_step, add_wall, add_seq, next_seq, add_series = columns.append
-        add_value(value)
-        add_step(step)
-        add_wall(wall)
-        add_seq(next_seq())
-        add_series(series)
-        if len(columns.series) >= WAKE_EVERY:
-            self._worker.nudge(columns)
-
     def add_scalars(self, main_tag, tag_scalar_dict, global_step=None, walltime=None):
         """Lines in one chart, as `add_scalar(main_tag, dict)`: each name's values go to the sub-run
         `logdir/<main_tag>/<name>/` (tensorboardX's layout; torch's is `<main_tag>_<name>`)."""
@@ -224,38 +186,24 @@ class SummaryWriter:
         self._add_scalar_group(main_tag, tag_scalar_dict, global_step, walltime)
 
     def _add_scalar_group(self, tag, group, global_step, walltime):
-        self._begin()
-        convert.check_tag(tag)
-        if isinstance(group, (tuple, list)):
-            if len(group) != 2:
-                raise ValueError("a %s value must be a (name, value) pair; got %d elements"
-                                 % (type(group).__name__, len(group)))
-            group = {group[0]: group[1]}
-        if not group:
-            raise ValueError("value: the dict of named scalars for %r is empty" % tag)
-        step, wall = checks.stamp(global_step, walltime)
-        values = [(convert.check_tag(name, "scalar name"),
-                   self._scalar_snapshot(v, "value[%r]" % (name,)) if convert.is_ndarray(v)
-                   else convert.to_float(v, "value[%r]" % (name,)))
-                  for name, v in group.items()]
-        for name, value in values:
-            series = self._run_series(tag, name)
-            if isinstance(value, float):
-                self._append(series, value, step, wall)
-            else:  # an NDArray snapshot
-                self._worker.put_scalar(PendingScalar(series, value, step, wall))
-        self._end()
+        self._ready()
+        self._scalars.add_group(tag, group, *checks.stamp(global_step, walltime))
+        self._report()
 
-    def _run_series(self, tag, name):
-        """The series of `tag` in the sub-run `logdir/<tag>/<name>/`, made on its first use."""
-        with self._lock:
-            if (tag, name) not in self._runs:
-                run_file = self._new_file(self._storage.subdir(tag, name))
-                self._group_files.add(run_file)
-                self._runs[(tag, name)] = self._worker.add_series(run_file, tag)
-            return self._runs[(tag, name)]
+    def _open_run(self, tag, name):
+        """The event file of the sub-run `logdir/<tag>/<name>/` of a named scalar."""
+        run_file = self._new_file(self._storage.subdir(tag, name))
+        self._group_files.add(run_file)
+        return run_file
 
     # -- every other kind goes through here -------------------------------------------------
+    def _log(self, build, tag, args, global_step=None, walltime=None, event_file=None):
+        """Queue `build(tag, *args)` (a Summary or an Event; `args` checked already) for the
+        writer thread, then raise what it has to report."""
+        self._ready()
+        tag = checks.tag(tag)
+        self._put(build, (tag,) + tuple(args), global_step, walltime, event_file)
+
     def _put(self, build, args, global_step=None, walltime=None, event_file=None):
         """Queue `build(*args)` (a Summary or an Event) for the writer thread."""
         step, wall = checks.stamp(global_step, walltime)
@@ -263,22 +211,22 @@ class SummaryWriter:
 
     def _queue(self, item):
         self._worker.put(item)
-        self._end()
+        self._report()
 
-    def _begin(self):
-        """Before a call builds its item: a closed writer raises; a forked child opens a worker
+    def _ready(self):
+        """Before a call queues its item: a closed writer raises; a forked child opens a worker
         (and files) of its own."""
         if self._closed:
-            raise RuntimeError("this SummaryWriter (logdir %r) is closed" % self._logdir)
+            raise closed_error("this SummaryWriter (logdir %r)" % self._logdir)
         if self._worker.forked:
             self._reopen_in_child()
 
-    def _end(self):
+    def _report(self):
         """After a call queued its item: raise what the writer thread has to report."""
-        if self._worker.pending is not None:
+        if self._worker.attention:
             self._worker.report()
 
-    def _attend(self):
+    def _report_or_reopen(self):
         """The scalar hot path's one check, after queueing: raise what the writer thread has to
         report; True in a forked child, which now has a worker of its own for the call."""
         if self._worker.forked:
@@ -299,17 +247,15 @@ class SummaryWriter:
         buckets, trimmed to the occupied range), an int, a numpy rule name ('auto', 'fd',
         'doane', 'scott', 'stone', 'rice', 'sturges', 'sqrt') or increasing bin edges. NaN and
         ±Inf cannot be binned: they are dropped, with one warning a tag."""
-        self._begin()
-        tag = convert.check_tag(tag)
         bins = checks.bins(bins)
         if convert.on_accelerator(values) and not (isinstance(bins, str) and bins != "default"):
             # counted on the GPU: only the counts cross to the host
             if not values.size:
                 raise ValueError("values is empty (shape %s)" % (values.shape,))
-            values = convert.DeviceHistogram(values, bins)
+            values = DeviceHistogram(values, bins)
         else:  # numpy, or a CPU NDArray: one engine copy, binned on the writer thread
             values = convert.capture(values, "values")
-        self._put(histogram_of, (tag, values, bins), global_step, walltime)
+        self._log(histogram_of, tag, (values, bins), global_step, walltime)
 
     def add_histogram_raw(self, tag, min, max, num, sum, sum_squares, bucket_limits, bucket_counts,
                           global_step=None, walltime=None):
@@ -317,63 +263,49 @@ class SummaryWriter:
         `bucket_counts[i]` values up to `bucket_limits[i]`, the first from `min`. TensorBoard's
         histogram plugin draws buckets only: `max`, `num`, `sum` and `sum_squares` are accepted
         for compatibility and not written (the plugin would not show them)."""
-        self._begin()
-        tag = convert.check_tag(tag)
-        limits, counts, lowest = checks.histogram_raw(min, bucket_limits, bucket_counts)
-        self._put(histogram_raw_summary, (tag, limits, counts, lowest), global_step, walltime)
+        self._log(histogram_raw_summary, tag, checks.histogram_raw(min, bucket_limits, bucket_counts),
+                  global_step, walltime)
 
     @peer_names({"img_tensor": "image"})
     def add_image(self, tag, image, global_step=None, walltime=None, dataformats="CHW"):
         """An image: float pixels in [0, 1] (clipped, never wrapped), or integers in [0, 255].
         `dataformats`: 'CHW' (default; a 2-D array is taken as HW and a 4-D one as a batch NCHW
         shown as a grid, as mxboard did), 'HWC', 'HW', 'NCHW' or 'NHWC'. 1, 3 or 4 channels."""
-        self._begin()
-        tag = convert.check_tag(tag)
         if dataformats == "CHW" and getattr(image, "ndim", None) in (2, 4):  # mxboard took these
             dataformats = "HW" if image.ndim == 2 else "NCHW"
-        pixels, dataformats = checks.image(image, dataformats)
-        self._put(image_summary, (tag, pixels, dataformats), global_step, walltime)
+        self._log(image_summary, tag, checks.image(image, dataformats), global_step, walltime)
 
     def add_images(self, tag, img_tensor, global_step=None, walltime=None, dataformats="NCHW"):
         """A batch of images, shown as one grid (tensorboardX's add_images)."""
-        self._begin()
-        tag = convert.check_tag(tag)
-        pixels, dataformats = checks.image(img_tensor, dataformats, "img_tensor")
-        self._put(image_summary, (tag, pixels, dataformats), global_step, walltime)
+        self._log(image_summary, tag, checks.image(img_tensor, dataformats, "img_tensor"), global_step, walltime)
 
     def add_image_with_boxes(self, tag, img_tensor, box_tensor, global_step=None, walltime=None, rescale=1,
                              dataformats="CHW", labels=None):
         """An image with boxes drawn on it (tensorboardX's and torch's signature): `box_tensor`
         (N, 4) of [xmin, ymin, xmax, ymax] in pixels, `labels` one str a box, `rescale` scales
         the image and its boxes."""
-        self._begin()
-        tag = convert.check_tag(tag)
         pixels, dataformats = checks.image(img_tensor, dataformats, "img_tensor")
         boxes, labels, scale = checks.boxes(box_tensor, labels, rescale, dataformats, pixels.shape)
-        self._put(boxes_summary, (tag, pixels, dataformats, boxes, labels, scale), global_step, walltime)
+        self._log(boxes_summary, tag, (pixels, dataformats, boxes, labels, scale), global_step, walltime)
 
     def add_video(self, tag, vid_tensor, global_step=None, fps=4, walltime=None):
         """A video, (N, T, C, H, W) or (T, C, H, W), float in [0, 1] or uint8, as an animated GIF."""
-        self._begin()
-        tag = convert.check_tag(tag)
-        frames, fps = checks.video(vid_tensor, fps)
-        self._put(video_summary, (tag, frames, fps), global_step, walltime)
+        self._log(video_summary, tag, checks.video(vid_tensor, fps), global_step, walltime)
 
     def add_figure(self, tag, figure, global_step=None, close=True, walltime=None):
         """A matplotlib figure (or a list of them, shown as a grid), rendered here on the
         caller's thread (matplotlib is not thread-safe) and logged as an image."""
-        self._begin()
-        tag = convert.check_tag(tag)
+        checks.tag(tag)
         figures = figure if isinstance(figure, (list, tuple)) else [figure]
         rendered = [figure_pixels(f, close) for f in figures]
         if len(rendered) == 1:
-            self._put(image_summary, (tag, rendered[0], "HWC"), global_step, walltime)
+            self._log(image_summary, tag, (rendered[0], "HWC"), global_step, walltime)
         else:
             shape = rendered[0].shape
             if any(i.shape != shape for i in rendered):
                 raise ValueError("figures of a list must have one size; got %s"
                                  % sorted({i.shape for i in rendered}))
-            self._put(image_summary, (tag, np.stack(rendered), "NHWC"), global_step, walltime)
+            self._log(image_summary, tag, (np.stack(rendered), "NHWC"), global_step, walltime)
 
     @peer_names({"snd_tensor": "audio"}, check_positional=_audio_order)
     def add_audio(self, tag, audio, sample_rate=44100, global_step=None, walltime=None):
@@ -381,17 +313,12 @@ class SummaryWriter:
         (channels, frames) with 1 or 2 channels. Written as 16-bit WAV. The third argument is
         the sample rate (mxboard 0.1.0's order; the peers take the step there): a positional
         rate below 1 kHz is refused as a likely step."""
-        self._begin()
-        tag = convert.check_tag(tag)
-        samples, rate = checks.audio(audio, sample_rate)
-        self._put(audio_summary, (tag, samples, rate), global_step, walltime)
+        self._log(audio_summary, tag, checks.audio(audio, sample_rate), global_step, walltime)
 
     @peer_names({"text_string": "text"})
     def add_text(self, tag, text, global_step=None, walltime=None):
         """Markdown text; a list or 1-D array of strings, or a 2-D one, is shown as a table."""
-        self._begin()
-        tag = convert.check_tag(tag)
-        self._put(text_summary, (tag, checks.text(text)), global_step, walltime)
+        self._log(text_summary, tag, (checks.text(text),), global_step, walltime)
 
     @peer_names(check_positional=_pr_curve_order)
     def add_pr_curve(self, tag, labels, predictions, num_thresholds=127, global_step=None,
@@ -400,33 +327,26 @@ class SummaryWriter:
         (0/1 or bool), `num_thresholds` >= 2 thresholds. mxboard 0.1.0's argument order: the
         fourth is `num_thresholds` (the peers take the step there), so a fourth positional
         argument without a fifth warns; pass both by keyword."""
-        self._begin()
-        tag = convert.check_tag(tag)
-        args = checks.pr_curve(labels, predictions, num_thresholds, weights)
-        self._put(pr_curve_summary, (tag,) + args, global_step, walltime)
+        self._log(pr_curve_summary, tag, checks.pr_curve(labels, predictions, num_thresholds, weights),
+                  global_step, walltime)
 
     def add_pr_curve_raw(self, tag, true_positive_counts, false_positive_counts,
                          true_negative_counts, false_negative_counts, precision, recall,
                          global_step=None, num_thresholds=127, weights=None, walltime=None):
         """A precision-recall curve counted already (tensorboardX's signature; `weights` is
         accepted and ignored, as there)."""
-        self._begin()
-        tag = convert.check_tag(tag)
         columns, num_thresholds = checks.pr_curve_raw({
             "true_positive_counts": true_positive_counts, "false_positive_counts": false_positive_counts,
             "true_negative_counts": true_negative_counts, "false_negative_counts": false_negative_counts,
             "precision": precision, "recall": recall}, num_thresholds)
-        self._put(pr_curve_raw_summary, (tag, *columns, num_thresholds), global_step, walltime)
+        self._log(pr_curve_raw_summary, tag, (*columns, num_thresholds), global_step, walltime)
 
     def add_mesh(self, tag, vertices, colors=None, faces=None, config_dict=None, global_step=None,
                  walltime=None):
         """A mesh or point cloud for the Mesh dashboard: `vertices` (B, N, 3) or (N, 3) floats;
         `faces` (B, F, 3) integer vertex indices; `colors` (B, N, 3) uint8; `config_dict` JSON
         data for the viewer (copied at the call)."""
-        self._begin()
-        tag = convert.check_tag(tag)
-        self._put(mesh_summary, (tag,) + checks.mesh(vertices, colors, faces, config_dict),
-                  global_step, walltime)
+        self._log(mesh_summary, tag, checks.mesh(vertices, colors, faces, config_dict), global_step, walltime)
 
     @peer_names({"mat": "embedding", "metadata": "labels", "label_img": "images"},
                 peer_order=("mat", "metadata", "label_img", "global_step", "tag", "metadata_header"),
@@ -439,8 +359,8 @@ class SummaryWriter:
         projector_config.pbtxt (safe when many writers share the logdir). tensorboardX's
         `add_embedding(mat, metadata, label_img, global_step, tag)` works as well (an array
         first is its order)."""
-        self._begin()
-        tag = convert.check_tag(tag)
+        self._ready()
+        tag = checks.tag(tag)
         if embedding is None:
             raise TypeError("add_embedding() needs the embedding matrix (`embedding`, or `mat`)")
         matrix, labels, images, header = checks.embedding(embedding, labels, images, metadata_header)
@@ -455,15 +375,12 @@ class SummaryWriter:
         `logdir/<run_name>/` (default: the time): the hparams, and the metrics as scalars there.
         torch's signature; tensorboardX's `(hparam_dict, metric_dict, name, global_step)` works
         as well (a str third is its order)."""
-        self._begin()
+        self._ready()
         values, metrics, domains = checks.hparams(hparam_dict, metric_dict, hparam_domain_discrete)
         step, now = checks.stamp(global_step, None)
-        run = convert.check_tag(run_name, "run_name") if run_name is not None else "%.6f" % now
-        with self._lock:
-            run_file = self._new_file(self._storage.subdir(run))
-            series = [(self._worker.add_series(run_file, metric), value) for metric, value in metrics.items()]
-        for sid, value in series:
-            self._append(sid, value, step, now)
+        run = checks.tag(run_name, "run_name") if run_name is not None else "%.6f" % now
+        run_file = self._new_file(self._storage.subdir(run))
+        self._scalars.add_to_file(run_file, metrics, step, now)
         self._put(hparams_summary, (values, list(metrics), now, now, domains), global_step, now,
                   event_file=run_file)
 
@@ -474,7 +391,7 @@ class SummaryWriter:
         name -> shape), the edges carry tensor shapes."""
         from .graph import graph_def, graph_event
 
-        self._begin()
+        self._ready()
         self._put(graph_event, (graph_def(net, input_shape).SerializeToString(),))
 
     def add_onnx_graph(self, onnx_model_file):
@@ -482,21 +399,21 @@ class SummaryWriter:
         `onnx_model_file` is a path or a loaded `onnx.ModelProto`."""
         from .graph import graph_event, onnx_graph_def
 
-        self._begin()
+        self._ready()
         self._put(graph_event, (onnx_graph_def(onnx_model_file).SerializeToString(),))
 
     def add_custom_scalars(self, layout):
         """The Custom Scalars dashboard's charts: `{category: {title: ["Multiline", [tags]] or
         ["Margin", [value, lower, upper]]}}` (tensorboardX's layout)."""
-        self._begin()
+        self._ready()
         self._put(custom_scalars_summary, (layout_proto(layout),))
 
     # -- lifecycle --------------------------------------------------------------------------
     def flush(self):
         """Return when everything logged before the call is in the event files."""
-        self._begin()
+        self._ready()
         self._worker.flush()
-        self._end()
+        self._report()
 
     def add_custom_scalars_multilinechart(self, tags, category="default", title="untitled"):
         """A Custom Scalars chart of `tags` as lines (tensorboardX's shorthand)."""

@@ -38,7 +38,7 @@ def default_edges(dtype=np.float64):
 
 def default_layout():
     """The default edges' layout, for finding a value's bucket on an MXNet device without a
-    search (convert.DeviceHistogram): (log of the
+    search (mxnet_capture.DeviceHistogram): (log of the
     smallest positive limit, 1 / log of the growth factor, number of positive limits, index of
     the edge 0.0 in `default_edges()`). A bucket index is then
     `middle + 1 + steps` for v >= 0 and `middle - 2 - steps` for v < 0, with

@@ -1,0 +1,94 @@
+"""The scalars of one writer, its hot path: a series id for each tag (in the main event file) and
+for each named value (in its sub-run's file), the calling thread's columns, and MXNet scalars
+captured into slots without waiting for the engine. Everything here runs on the caller's thread,
+after the writer checked that it is open."""
+import threading
+
+import numpy as np
+
+from . import checks, convert
+from .worker import WAKE_EVERY, PendingScalar
+
+__all__ = ["Scalars"]
+
+
+class Scalars:
+    """`worker`: the writer thread's verbs; `main_file`: where tags' scalars go; `slots`
+    (mxnet_capture.ScalarSlots): where NDArray scalars are copied; `open_run(tag, name)`: a new event
+    file for the sub-run of a named value."""
+
+    def __init__(self, worker, main_file, slots, open_run):
+        self._worker = worker
+        self._file = main_file
+        self._slots = slots
+        self._open_run = open_run
+        self._lock = threading.Lock()  # guards new series
+        self.ids = {}  # tag -> series id in the main file (the hot path reads it directly)
+        self._runs = {}  # (tag, name) -> series id in the sub-run's file
+        self._local = threading.local()  # .columns: this thread's ScalarColumns
+
+    def series(self, tag):
+        """The series of `tag` in the main file, made on its first use."""
+        checks.tag(tag)
+        with self._lock:
+            if tag not in self.ids:
+                self.ids[tag] = self._worker.add_series(self._file, tag)
+            return self.ids[tag]
+
+    def append(self, series, value, step, wall):
+        """Queue one checked float. Nothing here can fail, so the columns stay aligned."""
+        try:
+            columns = self._local.columns
+        except AttributeError:
+            columns = self._local.columns = self._worker.columns()
+        columns.append(series, value, step, wall)
+        if len(columns.series) >= WAKE_EVERY:
+            self._worker.hand_over(columns)
+
+    def add_ndarray(self, tag, value, step, wall):
+        """An NDArray scalar, read by the writer thread once the engine has computed it."""
+        series = self.ids.get(tag) if type(tag) is str else None  # a lock only the first time
+        if series is None:
+            series = self.series(tag)
+        self._worker.put_scalar(PendingScalar(series, self._snapshot(value), step, wall))
+
+    def add_group(self, tag, group, step, wall):
+        """`{name: value}` (or one `(name, value)` pair): each name a line of its own in one chart,
+        from the sub-run `logdir/<tag>/<name>/`. Every value is checked before any is queued."""
+        checks.tag(tag)
+        if isinstance(group, (tuple, list)):
+            if len(group) != 2:
+                raise ValueError("a %s value must be a (name, value) pair; got %d elements"
+                                 % (type(group).__name__, len(group)))
+            group = {group[0]: group[1]}
+        if not group:
+            raise ValueError("value: the dict of named scalars for %r is empty" % tag)
+        values = [(checks.tag(name, "scalar name"),
+                   self._snapshot(v, "value[%r]" % (name,)) if convert.is_ndarray(v)
+                   else convert.to_float(v, "value[%r]" % (name,)))
+                  for name, v in group.items()]
+        for name, value in values:
+            series = self._run_series(tag, name)
+            if isinstance(value, float):
+                self.append(series, value, step, wall)
+            else:  # an NDArray snapshot
+                self._worker.put_scalar(PendingScalar(series, value, step, wall))
+
+    def add_to_file(self, event_file, values, step, wall):
+        """`{tag: float}` as scalars of a file of the caller's (an hparams run's metrics)."""
+        for tag, value in values.items():
+            self.append(self._worker.add_series(event_file, tag), value, step, wall)
+
+    def _run_series(self, tag, name):
+        with self._lock:
+            if (tag, name) not in self._runs:
+                self._runs[(tag, name)] = self._worker.add_series(self._open_run(tag, name), tag)
+            return self._runs[(tag, name)]
+
+    def _snapshot(self, value, name="value"):
+        """An NDArray scalar (say `loss.mean()`) as a snapshot the writer thread reads when the
+        engine has computed it: the training loop never waits."""
+        shape = value.shape
+        if shape != (1,) and int(np.prod(shape)) != 1:
+            raise ValueError("%s must be a single number; got an NDArray of shape %s" % (name, shape))
+        return self._slots.capture(value, shape)
