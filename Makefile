@@ -3,7 +3,8 @@
 # make demo        train a Gluon CNN on bundled digits, log every summary kind, serve it
 #                  (make demo SERVE=0 LOGDIR=DIR: into DIR, without serving; LOGDIR=s3://bucket/run:
 #                  into an S3 store, AWS_ENDPOINT_URL and credentials from the environment)
-# make test        set up .venv with what the tests need (idempotent) and run the test suite
+# make test        set up .venv with what the tests need (idempotent), lint (ruff), run the test suite
+# make test-fast   the tests that start no process (no server, S3, build): seconds, for a quick loop
 # make test-tools  the system tools a few tests need, skipping without them: headless Chromium
 #                  (pages drawn), iproute2 (network namespaces); needs root (apt-get); CI runs it
 # make bench       the benchmark, side by side with tensorboardX and torch.utils.tensorboard
@@ -27,7 +28,7 @@ SERVE ?= 1
 # passes -I, which older ones know too)
 export PYTHONSAFEPATH := 1
 
-.PHONY: setup demo test test-tools bench screenshots protos wheel wheelhouse clean
+.PHONY: setup demo test test-fast lint test-tools bench screenshots protos wheel wheelhouse clean
 
 setup: $(TESTS) $(INSTALLED)
 
@@ -73,8 +74,14 @@ demo: $(DEMO) $(INSTALLED)
 	    $(PY) -m pip install -q '.[demo,s3]';; esac
 	$(PY) -I -m mxboard.demo --logdir $(LOGDIR) $(if $(filter 0,$(SERVE)),--no-serve,)
 
-test: $(TESTS) $(INSTALLED)
+test: lint $(INSTALLED)
 	$(PY) -m pytest -q tests
+
+test-fast: $(TESTS) $(INSTALLED)
+	$(PY) -m pytest -q -m "not slow" tests
+
+lint: $(TESTS)
+	$(PY) -m ruff check .
 
 screenshots: $(DEMO) $(INSTALLED) test-tools
 	rm -rf runs/screenshots && $(PY) -I -m mxboard.demo --logdir runs/screenshots --no-serve

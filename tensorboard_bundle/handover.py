@@ -12,7 +12,8 @@ from tensorboard.plugins import base_plugin
 __all__ = ["Handover"]
 
 _RUNNING = "MXBOARD_TENSORBOARD_BUNDLE"  # set in the bundle's process: never hand over twice
-_LAUNCH = "import sys; del sys.path[0]; sys.argv[0] = 'tensorboard'; from tensorboard_bundle.launcher import main; main()"
+_LAUNCH = ("import sys; del sys.path[0]; sys.argv[0] = 'tensorboard'; "
+           "from tensorboard_bundle.launcher import main; main()")
 
 
 class Handover(base_plugin.TBLoader):

@@ -1,6 +1,7 @@
 """`python -m tensorboard_bundle` (and `tensorboard`, which hands over to it: handover.py):
-upstream TensorBoard with the bundle's fixes. Binds 127.0.0.1 unless --host or --bind_all says otherwise, reloads every 2 s; needs no
-TensorFlow and no network; prints one line with the URL, the data loader in use and the logdir."""
+upstream TensorBoard with the bundle's fixes. Binds 127.0.0.1 unless --host or --bind_all says
+otherwise, reloads every 2 s; needs no TensorFlow and no network; prints one line with the URL,
+the data loader in use and the logdir."""
 import importlib
 import logging
 import os
@@ -61,7 +62,6 @@ def main(argv=None):
     os.environ["MXBOARD_TENSORBOARD_BUNDLE"] = "1"  # handover.py: this process is the bundle
     import absl.logging
     from absl import app
-
     from tensorboard.plugins import base_plugin
 
     from tensorboard_bundle import locate

@@ -76,6 +76,27 @@ def pip_target(spec):
     return target
 
 
+# Fixtures that start processes (servers, S3, builds, training runs): their tests are slow.
+SLOW_FIXTURES = {"serve", "server", "seaweed", "bucket", "served", "demo_run", "fresh_venv"}
+
+
+def pytest_collection_modifyitems(items):
+    for item in items:
+        if SLOW_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.slow)
+
+
+@pytest.fixture(autouse=True)
+def _no_process_in_the_fast_tier(request, monkeypatch):
+    """`make test-fast` runs the tests not marked slow, and starts no process: a test that
+    starts one (a server, a build, a child Python) must say so with @pytest.mark.slow."""
+    if request.node.get_closest_marker("slow") is None:
+        def refuse(self, args, *rest, **kwargs):
+            raise AssertionError("this test starts a process (%r): mark it @pytest.mark.slow" % (args,))
+
+        monkeypatch.setattr(subprocess.Popen, "__init__", refuse)
+
+
 def needs(*tools):
     """Skip, naming what is missing, unless every command in `tools` is on PATH (CI installs them:
     make test-tools)."""
@@ -142,7 +163,7 @@ class Server:
         found.wait(60)
         if self.url is None:
             self.close()
-            raise ServerDidNotStart("".join(self.output))
+            raise ServerDidNotStartError("".join(self.output))
 
     @property
     def banner(self):
@@ -193,7 +214,7 @@ class Server:
             self.proc.kill()
 
 
-class ServerDidNotStart(AssertionError):
+class ServerDidNotStartError(AssertionError):
     pass
 
 

@@ -36,7 +36,8 @@ def main():
         w.add_image("digits", np.random.default_rng(0).random((4, 1, 8, 8)), 49)
         w.add_text("config", "offline run", 49)
         w.add_embedding("points", np.random.default_rng(1).random((8, 3)), labels=list("abcdefgh"))
-    server = subprocess.Popen(shlex.split(tensorboard) + ["--logdir", logdir, "--port", "6006", "--reload_interval", "1"],
+    args = shlex.split(tensorboard) + ["--logdir", logdir, "--port", "6006", "--reload_interval", "1"]
+    server = subprocess.Popen(args,
                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                               cwd=work, env=dict(os.environ, XDG_CACHE_HOME=os.path.join(work, "cache")))
     try:

@@ -8,7 +8,7 @@ import zipfile
 
 import pytest
 
-from conftest import ROOT, UPSTREAM, Server, ServerDidNotStart
+from conftest import ROOT, UPSTREAM, Server, ServerDidNotStartError
 from mxboard import SummaryWriter
 
 
@@ -22,7 +22,7 @@ def _env(**extra):
 def _points(server, run=".", tag="x"):
     try:
         return [step for _, step, _ in server.json("/data/plugin/scalars/scalars", {"run": run, "tag": tag})]
-    except Exception:
+    except Exception:  # noqa: BLE001 - not served (yet), whatever the reason
         return []
 
 
@@ -82,7 +82,7 @@ def test_data_server_without_exec_bit(tmp_path, logdir, serve):
     binary.chmod(binary.stat().st_mode & ~(stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH))
     env = _env(PYTHONPATH=os.pathsep.join([str(site), os.path.join(ROOT, "python")]),
                XDG_CACHE_HOME=str(tmp_path / "cache"))
-    with pytest.raises(ServerDidNotStart, match="PermissionError"):  # upstream: crashes
+    with pytest.raises(ServerDidNotStartError, match="PermissionError"):  # upstream: crashes
         Server(logdir, command=UPSTREAM, env=env)
     server = serve(logdir, env=env)  # the bundle: runs a cached executable copy
     assert "data loader: fast (Rust data server)" in server.banner
@@ -91,6 +91,7 @@ def test_data_server_without_exec_bit(tmp_path, logdir, serve):
     assert "data loader: Python (the data server could not start: " in server.banner
 
 
+@pytest.mark.slow
 def test_a_tampered_cached_data_server_is_replaced_before_it_runs(tmp_path):
     site = _target_copy(tmp_path, "tensorboard_data_server")
     binary = site / "tensorboard_data_server" / "bin" / "server"
@@ -160,7 +161,7 @@ def test_a_broken_plugin_entry_point_is_skipped(tmp_path, logdir, serve):
     (info / "METADATA").write_text("Metadata-Version: 2.1\nName: broken-tb-plugin\nVersion: 1.0\n")
     (info / "entry_points.txt").write_text("[tensorboard_plugins]\nbroken = no_such_module:Plugin\n")
     env = _env(PYTHONPATH=os.pathsep.join([str(site), os.path.join(ROOT, "python")]))
-    with pytest.raises(ServerDidNotStart, match="no_such_module"):
+    with pytest.raises(ServerDidNotStartError, match="no_such_module"):
         Server(logdir, command=UPSTREAM, env=env)
     server = serve(logdir, env=env)
     assert any("Skipping the TensorBoard plugin 'broken'" in line for line in server.output)
@@ -252,12 +253,14 @@ def test_samples_per_plugin_zero_shows_every_point(logdir, serve):
     assert upstream.json("/data/plugin/scalars/scalars", {"run": ".", "tag": "x"}) == []
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(shutil.which("patch") is None, reason="compares with GNU patch, which is not installed")
 def test_the_python_patch_applier_makes_what_gnu_patch_makes(tmp_path):
     """The build needs no `patch` binary; where one is installed, it must agree byte for byte
     (strict, as the build is: no fuzz)."""
     sys.path.insert(0, os.path.join(ROOT, "tools", "pip_package"))
     import tensorboard
+
     import vendor
 
     site = os.path.dirname(os.path.dirname(tensorboard.__file__))
@@ -285,6 +288,7 @@ def test_the_patch_applier_moves_hunks_that_shifted_and_refuses_changed_context(
             "@@ -8,2 +8,3 @@\n h\n i\n+j\n\\ No newline at end of file\n")
     _, hunks = vendor.parse(diff)
     original = ["new\n", "a\n", "b\n", "c\n", "d\n", "e\n", "f\n", "g\n", "h\n", "i\n"]  # a line added on top
-    assert vendor.apply(original, hunks) == ["new\n", "a\n", "b\n", "C\n", "d\n", "e\n", "f\n", "g\n", "h\n", "i\n", "j"]
+    assert vendor.apply(original, hunks) == ["new\n", "a\n", "b\n", "C\n", "d\n", "e\n", "f\n", "g\n", "h\n",
+                                             "i\n", "j"]
     with pytest.raises(ValueError, match=r"hunk #1 \(@@ -2,3 \+2,3 @@\) does not apply"):
         vendor.apply(["a\n", "b\n", "x\n", "d\n"], hunks)

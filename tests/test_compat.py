@@ -343,6 +343,7 @@ def test_onnx_graph_is_drawn(tmp_path, serve):
         assert expected in text, expected
 
 
+@pytest.mark.slow
 def test_mxboard_010_docstring_example_with_float_steps(logdir):
     """mxboard 0.1.0's own example: `sw.add_scalar('curves', ..., x * 100)` with float x."""
     code = (

@@ -12,6 +12,7 @@ from conftest import ROOT, plugin_accumulator, projector_config, tensor_values
 
 pytest.importorskip("mxnet")
 pytest.importorskip("sklearn")
+pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")

@@ -9,8 +9,8 @@ from conftest import event_files, tb_events, tb_scalars
 from mxboard import SummaryWriter
 from mxboard._crc32c import _crc32c_python, crc32c, masked_crc32c, masked_crc32c_rows
 from mxboard.events import frame
-from mxboard.storage import LocalEventFile as EventFile
 from mxboard.reader import DataLossError, TornRecordWarning, read_events, read_records
+from mxboard.storage import LocalEventFile as EventFile
 
 
 def test_crc32c_known_answers():

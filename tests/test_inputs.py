@@ -74,6 +74,7 @@ def test_long_clips_at_a_high_rate_are_taken_in_every_layout(logdir, shape):
     assert len(tensor_values(plugin_accumulator(logdir), "a")) == 1
 
 
+@pytest.mark.slow
 def test_mxnet_is_never_imported(tmp_path):
     out = run_python("LOGDIR = %r\n" % str(tmp_path) + r"""
 import sys
@@ -154,7 +155,8 @@ BAD = [
     ("add_mesh", ("m", np.ones((2, 3))), {"colors": [[-1, 0, 0], [0, 0, 0]]}, ValueError, "colors must be in"),
     ("add_mesh", ("m", np.ones((2, 3))), {"colors": np.full((2, 3), 0.5)}, ValueError,
      r"colors must be integers in \[0, 255\] .*got 0.5"),
-    ("add_histogram_raw", ("r", 0, 1, 1, 1, 1, [1, float("nan")], [1, 1]), ValueError, "bucket_limits must be numbers; got NaN"),
+    ("add_histogram_raw", ("r", 0, 1, 1, 1, 1, [1, float("nan")], [1, 1]), ValueError,
+     "bucket_limits must be numbers; got NaN"),
     ("add_histogram_raw", ("r", 0, 1, 1, 1, 1, [1, 2], [1, -1]), ValueError,
      "bucket_counts must be finite counts >= 0; got -1.0 at index 1"),
     ("add_histogram_raw", ("r", 0, 1, 1, 1, 1, [1, 2], [1, float("inf")]), ValueError, "bucket_counts must be finite"),
@@ -209,6 +211,7 @@ sw.close()
 """
 
 
+@pytest.mark.slow
 def test_an_mxboard_0_1_0_script_runs_unchanged(tmp_path):
     import json
 

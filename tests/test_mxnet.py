@@ -231,7 +231,8 @@ def test_graph_of_a_symbol(logdir):
     with SummaryWriter(logdir) as w:
         w.add_graph(out)
     nodes = _graph(logdir)
-    assert nodes["fc1/fc1"].op == "FullyConnected" and list(nodes["fc1/fc1"].input) == ["data", "fc1/weight", "fc1/bias"]
+    assert nodes["fc1/fc1"].op == "FullyConnected"
+    assert list(nodes["fc1/fc1"].input) == ["data", "fc1/weight", "fc1/bias"]
     assert nodes["softmax"].op == "SoftmaxOutput" and nodes["softmax_label"].op == "Placeholder"
 
 

@@ -11,9 +11,9 @@ import zipfile
 import numpy as np
 import pytest
 from PIL import Image
+from test_release import fresh_clone
 
 from conftest import ROOT, needs
-from test_release import fresh_clone
 
 pytestmark = [pytest.mark.slow, needs("unshare", "ip", "chromium"),
               pytest.mark.skipif(subprocess.run(["unshare", "-n", "true"], capture_output=True).returncode != 0,

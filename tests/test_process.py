@@ -60,8 +60,9 @@ def test_an_interrupt_anywhere_in_a_logging_loop_never_hangs_close_or_exit(tmp_p
     rng = random.Random(0)
     hung = []
     for round_ in range(8):
-        children = [subprocess.Popen([sys.executable, "-c", INTERRUPTED_LOOP, str(tmp_path / ("%d-%d" % (round_, i))), mode],
-                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for i in range(4)]
+        children = [subprocess.Popen([sys.executable, "-c", INTERRUPTED_LOOP, str(tmp_path / ("%d-%d" % (round_, i))),
+                                      mode], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                    for i in range(4)]
         try:
             for child in children:
                 assert child.stdout.readline().strip() == "ready"

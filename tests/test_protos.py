@@ -79,6 +79,7 @@ def test_field_numbers_and_types_are_tensorboards(ours):
         assert their_fields.get(path) == value, (ours, path)
 
 
+@pytest.mark.slow
 def test_descriptor_module_matches_the_proto_files():
     subprocess.run([sys.executable, os.path.join(ROOT, "tools", "gen_protos.py"), "--check"], check=True)
 
@@ -111,6 +112,7 @@ print(google.protobuf.__version__, numpy.__version__, len(list(read_events(LOGDI
     ("protobuf==4.21.12", "numpy==2.4.6"),  # the last protobuf without GetMessageClass; numpy 2
     (None, None),  # this environment's: the newest protobuf
 ])
+@pytest.mark.slow
 def test_loads_and_writes_on_protobuf_range(tmp_path, protobuf, numpy):
     paths = [pip_target(spec) for spec in (protobuf, numpy) if spec]
     code = "LOGDIR = %r\n" % str(tmp_path) + WRITE_AND_READ
@@ -123,9 +125,10 @@ def test_loads_and_writes_on_protobuf_range(tmp_path, protobuf, numpy):
     acc = accumulator(tmp_path)
     assert [(e.step, e.value) for e in acc.Scalars("loss")] == [(7, 0.25)]
     kinds = plugin_accumulator(tmp_path).PluginTagToContent
-    assert [(plugin, list(kinds(plugin))) for plugin in ("histograms", "images", "audio", "text", "pr_curves", "mesh")] \
-        == [("histograms", ["hist"]), ("images", ["image"]), ("audio", ["audio"]), ("text", ["text"]),
-            ("pr_curves", ["pr"]), ("mesh", ["mesh_VERTEX"])]
+    plugins = ("histograms", "images", "audio", "text", "pr_curves", "mesh")
+    assert [(plugin, list(kinds(plugin))) for plugin in plugins] == [
+        ("histograms", ["hist"]), ("images", ["image"]), ("audio", ["audio"]), ("text", ["text"]),
+        ("pr_curves", ["pr"]), ("mesh", ["mesh_VERTEX"])]
     assert [e.tensor_name for e in projector_config(tmp_path).embeddings] == ["emb"]
     assert [(e.step, e.value) for e in accumulator(tmp_path / "acc" / "val").Scalars("acc")] == [(7, 0.75)]
 
@@ -156,6 +159,7 @@ print("torch" if torch_loaded else "no-torch")
 """
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("order", ["mxboard-last", "mxboard-first"])
 def test_coexists_with_tensorboard_tensorboardx_and_torch(tmp_path, order):
     code = "LOGDIR = %r\n" % str(tmp_path) + COEXIST

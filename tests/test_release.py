@@ -44,7 +44,8 @@ def run(args, cwd, timeout=900, env=None):
     env = {k: v for k, v in dict(os.environ, **(env or {})).items() if v is not None}  # None: unset
     proc = subprocess.run([str(a) for a in args], cwd=str(cwd), capture_output=True, text=True, timeout=timeout,
                           env=env)
-    assert proc.returncode == 0, "%s failed (%d):\n%s\n%s" % (args, proc.returncode, proc.stdout[-3000:], proc.stderr[-3000:])
+    assert proc.returncode == 0, "%s failed (%d):\n%s\n%s" % (args, proc.returncode, proc.stdout[-3000:],
+                                                             proc.stderr[-3000:])
     return proc.stdout
 
 
@@ -64,7 +65,8 @@ def serve_a_logged_run(venv, work):
         deadline = time.monotonic() + 60
         while True:
             try:
-                with urllib.request.urlopen("http://%s/data/plugin/scalars/scalars?run=.&tag=loss" % url, timeout=10) as r:
+                page = "http://%s/data/plugin/scalars/scalars?run=.&tag=loss" % url
+                with urllib.request.urlopen(page, timeout=10) as r:
                     points = json.loads(r.read())
                 if len(points) == 20 or time.monotonic() > deadline:
                     return banner, points
@@ -126,7 +128,8 @@ def test_python_m_build_sdist_and_wheel_are_clean_and_alike(tmp_path):
     assert wheel.name == "mxboard-%s-py3-none-any.whl" % version and sdist.name == "mxboard-%s.tar.gz" % version
     names = set(zipfile.ZipFile(wheel).namelist())
     info = "mxboard-%s.dist-info/" % version
-    assert {n.split("/")[0] for n in names} == {"mxboard", "tensorboard_bundle", info.rstrip("/")}  # no tests/, docs/, tools/
+    # nothing from tests/, docs/, tools/
+    assert {n.split("/")[0] for n in names} == {"mxboard", "tensorboard_bundle", info.rstrip("/")}
     assert not [n for n in names if "__pycache__" in n or n.endswith((".pyc", ".orig", ".rej"))]
     assert PATCHED <= names and vendor.check(str(wheel)) == []
     assert {info + "licenses/LICENSE", info + "licenses/NOTICE"} <= names

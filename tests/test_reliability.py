@@ -38,6 +38,7 @@ while True:
 """
 
 
+@pytest.mark.slow
 def test_kill_9_loses_nothing_older_than_flush_secs(tmp_path):
     env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python"))
     proc = subprocess.Popen([sys.executable, "-c", "LOGDIR = %r\n" % str(tmp_path) + KILLED],
@@ -107,6 +108,7 @@ def test_a_vanished_logdir_raises_within_bounded_time_and_close_returns(logdir):
     writer.close()
 
 
+@pytest.mark.slow
 def test_a_read_only_logdir_raises_at_the_call(tmp_path):
     if os.geteuid() == 0:
         # root ignores permissions: a read-only bind mount is the honest test
@@ -251,6 +253,7 @@ print(json.dumps(results))
 """
 
 
+@pytest.mark.slow
 @needs("unshare", "ip")
 def test_the_server_listens_on_127_0_0_1_unless_told_otherwise(tmp_path):
     if subprocess.run(["unshare", "-n", "true"], capture_output=True).returncode != 0:

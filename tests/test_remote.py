@@ -10,7 +10,7 @@ import urllib.parse
 import numpy as np
 import pytest
 
-from conftest import ROOT, UPSTREAM, run_python
+from conftest import ROOT, UPSTREAM
 from mxboard import SummaryWriter, WriterError, reader
 from mxboard.storage import remote
 

@@ -41,7 +41,7 @@ def test_a_thread_pool_logging_one_tag_in_step_order_shows_every_point(logdir, s
     def work(index):
         for step in range(index, 1000, 4):
             with turn:
-                turn.wait_for(lambda: state["next"] == step, timeout=30)
+                turn.wait_for(lambda step=step: state["next"] == step, timeout=30)
                 w.add_scalar("loss", 1.0 / (step + 1), step)
                 state["next"] += 1
                 turn.notify_all()
@@ -88,6 +88,7 @@ print("logged, exiting without close()")
 """
 
 
+@pytest.mark.slow
 def test_a_write_error_at_exit_is_told_on_stderr_and_in_the_exit_status(tmp_path):
     proc = run_python("LOGDIR = %r\n" % str(tmp_path) + EXIT_WRITE_ERROR, check=False)
     assert proc.stdout.strip() == "logged, exiting without close()"
@@ -108,6 +109,7 @@ time.sleep(600)  # far longer than the test waits
 """
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("user_handler", [False, True])
 def test_sigterm_flushes_then_ends_the_process_by_the_signal_and_never_replaces_a_handler(tmp_path, user_handler):
     code = "LOGDIR = %r\nUSER_HANDLER = %r\n" % (str(tmp_path), user_handler) + SIGTERM_SCRIPT
@@ -133,7 +135,7 @@ def test_a_call_racing_close_is_either_written_or_raises(logdir):
         w = SummaryWriter(directory, flush_secs=3600)
         accepted, started = [], threading.Event()
 
-        def log():
+        def log(w=w, accepted=accepted, started=started):
             step = 0
             while True:
                 try:
@@ -235,6 +237,7 @@ def test_the_projector_config_keeps_entries_it_did_not_write(logdir):
     assert config.model_checkpoint_path == "ckpt/model"
 
 
+@pytest.mark.slow
 def test_projector_files_follow_the_umask(tmp_path):
     run_python("LOGDIR = %r\n" % str(tmp_path) + r"""
 import os

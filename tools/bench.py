@@ -387,8 +387,8 @@ def main():
         ("add_scalar x%d (us)" % args.scalars, SCALARS, "call_us"),
         ("add_histogram 1M float32 (ms)", ARRAYS.format(method="add_histogram",
                                                         data="np.random.rand(1 << 20).astype(np.float32)"), "call_ms"),
-        ("add_image 3x256x256 float (ms)", ARRAYS.format(method="add_image",
-                                                         data="np.random.rand(3, 256, 256).astype(np.float32)"), "call_ms"),
+        ("add_image 3x256x256 float (ms)",
+         ARRAYS.format(method="add_image", data="np.random.rand(3, 256, 256).astype(np.float32)"), "call_ms"),
     ]
     for name, body, key in cases:
         rows = results[name] = {lib: run(lib, body, args.scalars, args.calls) for lib in libraries}
@@ -399,7 +399,8 @@ def main():
             print("%-34s %-24s %12.3f %12s %12.3f %8.1f %8.1f" % (
                 name, lib, row[key], "%.3f" % row["call_cpu_us"] if "call_cpu_us" in row else "",
                 row["on_disk_s"], row["ratio_call"], row["ratio_on_disk"]))
-    if available("mxboard") and subprocess.run([sys.executable, "-c", "import mxnet"], capture_output=True).returncode == 0:
+    has_mxnet = subprocess.run([sys.executable, "-c", "import mxnet"], capture_output=True).returncode == 0
+    if available("mxboard") and has_mxnet:
         rows = results["add_histogram of a pending NDArray"] = {
             lib: run(lib, PENDING) for lib in libraries if lib != "torch.utils.tensorboard"}
         for lib, sizes in rows.items():

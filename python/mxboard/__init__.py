@@ -1,8 +1,8 @@
 """mxboard: log TensorBoard event files from MXNet (or anything numpy-speaking), without
 TensorFlow and without blocking the training loop."""
+from .global_writer import GlobalSummaryWriter
 from .worker import WriterError
 from .writer import SummaryWriter
-from .global_writer import GlobalSummaryWriter  # noqa: E402 - it builds on SummaryWriter
 
 __all__ = ["GlobalSummaryWriter", "SummaryWriter", "WriterError"]
 __version__ = "0.3.0"

@@ -19,7 +19,10 @@ def _table():
     return table
 
 
-def _crc32c_python(data, _table=_table()):
+_TABLE = _table()
+
+
+def _crc32c_python(data, _table=_TABLE):  # the table as a local: the loop is the slow path
     crc = 0xFFFFFFFF
     for byte in data:
         crc = _table[(crc ^ byte) & 0xFF] ^ (crc >> 8)

@@ -8,14 +8,28 @@ Tags are `<metric>/train`, `<metric>/validation`, `learning_rate`, `weights/<par
 `gradients/<parameter>`. Everything is logged without waiting for MXNet's engine. Importing this
 module imports mxnet (the rest of mxboard never does).
 """
+from __future__ import annotations
+
+from typing import Any, Optional
+
 from mxnet.gluon.contrib.estimator.event_handler import BatchEnd, EpochEnd, TrainBegin
 
 __all__ = ["ModuleLogger", "SummaryHandler", "log_parameters"]
 
 
-def log_parameters(writer, params, global_step, gradients=True):
+def log_parameters(writer: Any, params: Any, global_step: int, gradients: bool = True) -> None:
     """Histograms of every initialized parameter of a Gluon ParameterDict (on its own device),
-    and of its gradient where it has one."""
+    and of its gradient where it has one.
+
+    Args:
+        writer: a SummaryWriter.
+        params: a Gluon ParameterDict (`net.collect_params()`).
+        global_step: the histograms' step.
+        gradients: log `gradients/<name>` beside `weights/<name>`.
+
+    Example:
+        >>> log_parameters(sw, net.collect_params(), global_step=step)
+    """
     for name, param in params.items():
         if param._data is None:  # not initialized yet (deferred initialization)
             continue
@@ -40,27 +54,42 @@ def _metric_tags(metric):
 
 
 class SummaryHandler(TrainBegin, BatchEnd, EpochEnd):
-    """An event handler for `gluon.contrib.estimator.Estimator`: every `log_every` batches the
-    batch loss and the training metrics; every epoch the training and validation metrics and
-    the learning rate; every `histogram_every` batches (if set) the weights and gradients."""
+    """An event handler for `gluon.contrib.estimator.Estimator`.
 
-    def __init__(self, writer, log_every=1, histogram_every=None, priority=float("inf")):
+    Every `log_every` batches: the batch loss and the training metrics; every epoch: the
+    training and validation metrics and the learning rate; every `histogram_every` batches (if
+    set): the weights and gradients.
+
+    Args:
+        writer: a SummaryWriter.
+        log_every: batches between two batch-level points (0: none).
+        histogram_every: batches between two sets of histograms (None: none).
+        priority: the estimator's handler order (last: after its metric and validation handlers).
+
+    Example:
+        >>> est.fit(train, val, epochs=5, event_handlers=[SummaryHandler(sw, histogram_every=100)])
+    """
+
+    def __init__(self, writer: Any, log_every: int = 1, histogram_every: Optional[int] = None,
+                 priority: float = float("inf")) -> None:
         self.writer = writer
         self.log_every = log_every
         self.histogram_every = histogram_every
         self.priority = priority  # after the estimator's metric and validation handlers
         self.batch = self.epoch = 0
 
-    def train_begin(self, estimator, *args, **kwargs):
+    def train_begin(self, estimator: Any, *args: Any, **kwargs: Any) -> None:
+        """Count batches and epochs from 0."""
         self.batch = self.epoch = 0
 
-    def batch_end(self, estimator, *args, **kwargs):
+    def batch_end(self, estimator: Any, *args: Any, **kwargs: Any) -> bool:
+        """Log the batch (see the class). Returns False: training goes on."""
         self.batch += 1
         if self.log_every and self.batch % self.log_every == 0:
             loss = kwargs.get("loss")
             if loss is not None:
                 losses = loss if isinstance(loss, (list, tuple)) else [loss]
-                self.writer.add_scalar("loss/batch", sum(l.mean() for l in losses) / len(losses), self.batch)
+                self.writer.add_scalar("loss/batch", sum(x.mean() for x in losses) / len(losses), self.batch)
             for metric in estimator.train_metrics:
                 for tag, value in _metric_tags(metric):
                     self.writer.add_scalar(tag + "_batch", value, self.batch)
@@ -68,7 +97,8 @@ class SummaryHandler(TrainBegin, BatchEnd, EpochEnd):
             log_parameters(self.writer, estimator.net.collect_params(), self.batch)
         return False
 
-    def epoch_end(self, estimator, *args, **kwargs):
+    def epoch_end(self, estimator: Any, *args: Any, **kwargs: Any) -> bool:
+        """Log the epoch's metrics and learning rate. Returns False: training goes on."""
         self.epoch += 1
         for metric in list(estimator.train_metrics) + list(estimator.val_metrics):
             for tag, value in _metric_tags(metric):
@@ -78,18 +108,33 @@ class SummaryHandler(TrainBegin, BatchEnd, EpochEnd):
 
 
 class ModuleLogger:
-    """Module-API callbacks: `batch_end` (a `batch_end_callback`) logs the evaluation metric
-    every `log_every` batches, the learning rate, and every `histogram_every` batches the
-    weights and gradients; `epoch_end` (an `epoch_end_callback`) logs weight histograms."""
+    """Callbacks for MXNet's Module API.
 
-    def __init__(self, writer, log_every=1, histogram_every=None, phase="train"):
+    `batch_end` (a `batch_end_callback`) logs the evaluation metric and the learning rate every
+    `log_every` batches, and the weights and gradients every `histogram_every` batches;
+    `epoch_end` (an `epoch_end_callback`) logs weight histograms.
+
+    Args:
+        writer: a SummaryWriter.
+        log_every: batches between two metric points (0: none).
+        histogram_every: batches between two sets of histograms (None: none).
+        phase: the metric tags' suffix (`<metric>/<phase>`).
+
+    Example:
+        >>> logger = ModuleLogger(sw, histogram_every=100)
+        >>> mod.fit(train, batch_end_callback=logger.batch_end, epoch_end_callback=logger.epoch_end)
+    """
+
+    def __init__(self, writer: Any, log_every: int = 1, histogram_every: Optional[int] = None,
+                 phase: str = "train") -> None:
         self.writer = writer
         self.log_every = log_every
         self.histogram_every = histogram_every
         self.phase = phase
         self.batch = 0
 
-    def batch_end(self, param):
+    def batch_end(self, param: Any) -> None:
+        """A `batch_end_callback`: `param` is MXNet's BatchEndParam."""
         self.batch += 1
         module = (param.locals or {}).get("self")
         if self.log_every and self.batch % self.log_every == 0:
@@ -106,6 +151,7 @@ class ModuleLogger:
                 if grads and grads[0] is not None:
                     self.writer.add_histogram("gradients/" + name, grads[0], self.batch)
 
-    def epoch_end(self, epoch, symbol, arg_params, aux_params):
+    def epoch_end(self, epoch: int, symbol: Any, arg_params: dict, aux_params: dict) -> None:
+        """An `epoch_end_callback`: a histogram of every weight at step `epoch + 1`."""
         for name, value in sorted(arg_params.items()):
             self.writer.add_histogram("weights/" + name, value, epoch + 1)

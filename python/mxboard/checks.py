@@ -319,7 +319,8 @@ def _rgb(colors):
             raise ValueError("colors must be integers in [0, 255] (RGB bytes); got %r (colors in [0, 1]: "
                              "multiply by 255)" % flat[fractional][0].item())
     if flat.min() < 0 or flat.max() > 255:
-        raise ValueError("colors must be in [0, 255]; got values from %r to %r" % (flat.min().item(), flat.max().item()))
+        raise ValueError("colors must be in [0, 255]; got values from %r to %r"
+                         % (flat.min().item(), flat.max().item()))
     return colors
 
 

@@ -66,7 +66,7 @@ def capture(value, name="value", numeric=True, defer=True, check=None):
         if array is value or array.base is not None or not array.flags.owndata:
             array = np.array(array, copy=True)
     if numeric:
-        if not (array.dtype.kind in "biuf"):
+        if array.dtype.kind not in "biuf":
             raise TypeError("%s must hold real numbers; got dtype %s" % (name, array.dtype))
         if array.size == 0:
             raise ValueError("%s is empty (shape %s)" % (name, array.shape))

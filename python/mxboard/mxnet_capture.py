@@ -61,8 +61,8 @@ def _copyto_call():
 
 class _IntoView:
     """Copies into one fixed NDArray: `_copyto` called straight through MXNet's C API, one
-    engine push of about 8 us, where `copyto` spends ~45 us more in MXNet's Python wrapper
-    (building ctypes arrays, checking argument types)."""
+    engine push, without `copyto`'s Python wrapper (which builds ctypes arrays and checks argument
+    types at every call: README, "Where the time went")."""
 
     def __init__(self, target):
         self._target = target
@@ -142,7 +142,7 @@ class DeviceHistogram:
 
     Default and int bins are counted as a uniform histogram of each value's bucket index (from a
     logarithm, or linearly, settled exactly against the edges): MXNet's histogram with explicit
-    edges binary-searches them one value at a time, 50x slower on the engine."""
+    edges binary-searches them one value at a time, far slower on the engine."""
 
     def __init__(self, array, bins):
         from .summaries.histogram import default_edges, default_layout

@@ -18,16 +18,20 @@ with a `TornRecordWarning`; a corrupt record (a CRC that does not match, or byte
 Event) raises `DataLossError`. Only regular files are read (a FIFO named like an event file
 would block forever).
 """
+from __future__ import annotations
+
 import os
 import stat
 import warnings
+from typing import Any, Dict, Iterator, List, Union
 
 import numpy as np
 from google.protobuf.message import DecodeError
 
 from ._crc32c import masked_crc32c
 from .events import RECORD_HEADER, RECORD_TRAILER
-from .proto import Event, hparams as hparams_proto
+from .proto import Event
+from .proto import hparams as hparams_proto
 from .storage import is_url, run_of
 
 __all__ = ["DataLossError", "TornRecordWarning", "read_events", "read_records", "event_files", "table",
@@ -42,9 +46,22 @@ class TornRecordWarning(UserWarning):
     """The file ends inside a record: the writer stopped mid-write, or is still writing."""
 
 
-def read_records(path, offset=0):
-    """The payloads of the TFRecords in one file (from byte `offset`, a record boundary), each
-    checked against its CRCs. `path` may be a URL (storage/remote.py)."""
+def read_records(path: str, offset: int = 0) -> Iterator[bytes]:
+    """The payloads of the TFRecords in one file, each checked against its CRCs.
+
+    Args:
+        path: an event file, or its URL in an object store.
+        offset: the byte to start from (a record boundary).
+
+    Yields:
+        bytes: each record's payload (a serialized Event).
+
+    Raises:
+        DataLossError: a record whose CRCs do not match.
+
+    Warns:
+        TornRecordWarning: the file ends inside a record (its writer stopped or is writing).
+    """
     if is_url(path):
         import fsspec
 
@@ -80,10 +97,19 @@ def _torn(path, offset, size):
                   stacklevel=3)
 
 
-def event_files(logdir):
-    """Every event file below `logdir` (or `logdir` itself if it is a file), in name order
-    within each directory, directories in sorted order. `logdir` may be a URL: an object
-    store's event files, parts included (`<file>`, `<file>.part0001`... read in that order)."""
+def event_files(logdir: Union[str, os.PathLike]) -> List[str]:
+    """Every event file below `logdir`, in the order TensorBoard reads them.
+
+    Args:
+        logdir: a directory, one event file, or a logdir URL.
+
+    Returns:
+        list: paths (URLs for a store): in name order within each directory, directories
+        sorted; a store's parts included (`<file>`, `<file>.part0001`... in that order).
+
+    Raises:
+        ValueError: `logdir` is neither a regular file nor a directory.
+    """
     logdir = os.fspath(logdir)
     if is_url(logdir):
         return _remote_event_files(logdir)
@@ -120,8 +146,21 @@ def _regular(path):
         return False
 
 
-def read_events(path):
-    """The Events of an event file, or of every event file below a directory."""
+def read_events(path: Union[str, os.PathLike]) -> Iterator[Any]:
+    """The Events of an event file, or of every event file below a directory, CRCs checked.
+
+    Args:
+        path: an event file, a directory, or a URL (see `event_files`).
+
+    Yields:
+        mxboard.proto.Event: each event, in file order.
+
+    Raises:
+        DataLossError: a corrupt record, or one that is no Event.
+
+    Example:
+        >>> steps = [e.step for e in read_events("runs/exp1") if e.HasField("summary")]
+    """
     for event_file in event_files(path):
         for offset, payload in enumerate(read_records(event_file)):
             try:
@@ -142,9 +181,26 @@ _NUMPY = {1: "<f4", 2: "<f8", 3: "<i4", 4: "<u1", 5: "<i2", 6: "<i1", 9: "<i8", 
           19: "<f2", 22: "<u4", 23: "<u8"}  # TensorFlow DataType -> numpy dtype
 
 
-def table(logdir, kind="scalars"):
-    """The `kind` of data below `logdir` (see KINDS) as columns: a dict of lists, rows in file
-    order (within a run and tag, the order of the steps as written)."""
+def table(logdir: Union[str, os.PathLike], kind: str = "scalars") -> Dict[str, list]:
+    """The `kind` of data below `logdir` as columns, without pandas.
+
+    Reads any writer's files (mxboard's, tensorboardX's, torch's, TensorFlow's).
+
+    Args:
+        logdir: a directory (every event file below it), one event file, or a logdir URL
+            (`s3://...`, any fsspec URL: an object store's parts read in order).
+        kind: 'scalars', 'histograms', 'text' or 'hparams' (the columns: KINDS).
+
+    Returns:
+        dict: column name -> list, rows in file order (within a run and tag, the steps as written).
+
+    Raises:
+        ValueError: an unknown kind.
+        DataLossError: a corrupt record.
+
+    Example:
+        >>> columns = table("runs", "scalars"); columns["value"][:3]
+    """
     if kind not in KINDS:
         raise ValueError("kind must be one of %s; got %r" % (", ".join(KINDS), kind))
     logdir = os.fspath(logdir)
@@ -234,23 +290,79 @@ def _frame(kind, logdir):
     return pd.DataFrame(table(logdir, kind))
 
 
-def scalars(logdir):
-    """Every scalar below `logdir`: a DataFrame of run, tag, step, wall_time, value."""
+def scalars(logdir: Union[str, os.PathLike]) -> Any:
+    """Every scalar below `logdir` (needs pandas).
+
+    Args:
+        logdir: a directory (every event file below it), one event file, or a logdir URL
+            (`s3://...`, any fsspec URL: an object store's parts read in order).
+
+    Returns:
+        pandas.DataFrame: run, tag, step, wall_time, value.
+
+    Raises:
+        ImportError: pandas is not installed (`table` needs none).
+
+    Example:
+        >>> df = scalars("runs"); df[df.tag == "loss"].plot(x="step", y="value")
+    """
     return _frame("scalars", logdir)
 
 
-def histograms(logdir):
-    """Every histogram below `logdir`: a DataFrame of run, tag, step, wall_time, limits, counts
-    (bucket i holds counts[i] values up to limits[i])."""
+def histograms(logdir: Union[str, os.PathLike]) -> Any:
+    """Every histogram below `logdir` (needs pandas).
+
+    Args:
+        logdir: a directory (every event file below it), one event file, or a logdir URL
+            (`s3://...`, any fsspec URL: an object store's parts read in order).
+
+    Returns:
+        pandas.DataFrame: run, tag, step, wall_time, limits, counts (bucket i holds counts[i]
+        values up to limits[i]).
+
+    Raises:
+        ImportError: pandas is not installed.
+
+    Example:
+        >>> histograms("runs").groupby("tag").step.max()
+    """
     return _frame("histograms", logdir)
 
 
-def text(logdir):
-    """Every text summary below `logdir`: a DataFrame of run, tag, step, wall_time, text."""
+def text(logdir: Union[str, os.PathLike]) -> Any:
+    """Every text summary below `logdir` (needs pandas).
+
+    Args:
+        logdir: a directory (every event file below it), one event file, or a logdir URL
+            (`s3://...`, any fsspec URL: an object store's parts read in order).
+
+    Returns:
+        pandas.DataFrame: run, tag, step, wall_time, text.
+
+    Raises:
+        ImportError: pandas is not installed.
+
+    Example:
+        >>> text("runs").text.tolist()
+    """
     return _frame("text", logdir)
 
 
-def hparams(logdir):
-    """The hyper-parameters of each run below `logdir`: a DataFrame of run, then one column a
-    hyper-parameter (their metrics are scalars: see `scalars`)."""
+def hparams(logdir: Union[str, os.PathLike]) -> Any:
+    """The hyper-parameters of each run below `logdir` (needs pandas).
+
+    Args:
+        logdir: a directory (every event file below it), one event file, or a logdir URL
+            (`s3://...`, any fsspec URL: an object store's parts read in order).
+
+    Returns:
+        pandas.DataFrame: run, then one column a hyper-parameter (their metrics are scalars: see
+        `scalars`).
+
+    Raises:
+        ImportError: pandas is not installed.
+
+    Example:
+        >>> hparams("runs").sort_values("lr")
+    """
     return _frame("hparams", logdir)

@@ -13,13 +13,14 @@ runs in the background. Its public face is a handful of verbs:
 Scalars cross as rows of per-thread columns (`ScalarColumns`: no Python object per scalar, no
 lock), MXNet scalars as `PendingScalar`s batched the same way, everything else as a named item
 (`Record`, `Task`) in one deque. Every row and item takes a number from one counter when it is
-queued, and each batch is written in that order per tag, so TensorBoard (which treats a step going backwards as a restart) shows every
-point, whatever thread logged it and whatever its type. The thread wakes when a batch of scalars
-or an item waits, on flush, and at least every `flush_secs`; it builds and encodes the batch
-(encoding.py, summaries/) and writes it with one `write` per file. What it raises is kept and
-handed to the caller's next call, after that call's data is queued (a bad item never
-costs another call its data); it never leaves producers blocked. A worker is OPEN, CLOSED, or
-FORKED (a forked child's copy of its parent's, which writes nothing).
+queued, and each batch is written in that order per tag, so TensorBoard (which treats a step
+going backwards as a restart) shows every point, whatever thread logged it and whatever its type.
+The thread wakes when a batch of scalars or an item waits, on flush, and at least every
+`flush_secs`; it builds and encodes the batch (encoding.py, summaries/) and writes it with one
+`write` per file. What it raises is kept and handed to the caller's next call, after that call's
+data is queued (a bad item never costs another call its data); it never leaves producers
+blocked. A worker is OPEN, CLOSED, or FORKED (a forked child's copy of its parent's, which writes
+nothing).
 """
 import bisect
 import collections
@@ -37,9 +38,9 @@ from typing import Any, Callable, NamedTuple
 import numpy as np
 
 from . import lifecycle
-from .mxnet_capture import resolve
 from .encoding import ScalarSeries, encode_event, encode_scalar_rows
 from .events import FILE_VERSION
+from .mxnet_capture import resolve
 from .proto import Event, SessionLog
 from .storage import EventFile, Storage
 
@@ -404,7 +405,7 @@ class Worker:
                 chunks.extend(self._resolve(pending))
                 self._write(self._encode(items, chunks))
                 self._sync(force=any(type(item) is _Barrier for _, item, _ in items))
-        except Exception as exc:  # never let the thread die: the caller hears of it instead
+        except Exception as exc:  # noqa: BLE001 - never let the thread die: the caller hears of it instead
             self._hold_for_caller(exc)
         finally:
             shares = sum(_shares(size) for _, item, size in items if type(item) is not _Barrier)
@@ -428,7 +429,7 @@ class Worker:
                     out[item.file].append(encode_event(message, item.step, item.wall))
                 elif kind is Task:
                     item.fn(*[resolve(a) for a in item.args])
-            except Exception as exc:  # a bad item: report it, write the others
+            except Exception as exc:  # noqa: BLE001 - a bad item: report it, write the others
                 self._hold_for_caller(exc)
         if chunks:
             series, values, steps, walls, seqs = (np.concatenate(c) for c in zip(*chunks)) \

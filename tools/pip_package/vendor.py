@@ -109,7 +109,7 @@ def patches():
             try:
                 target, hunks = parse(f.read())
             except ValueError as e:
-                raise VendorError("%s %s" % (os.path.relpath(path, ROOT), e))
+                raise VendorError("%s %s" % (os.path.relpath(path, ROOT), e)) from None
         found.append((path, target, hunks))
     return found
 
@@ -137,7 +137,7 @@ def patched():
             files[target] = apply(files[target], hunks)
         except ValueError as e:
             raise VendorError("%s no longer applies to tensorboard %s (%s): %s"
-                              % (os.path.relpath(patch, ROOT), PINNED, target, e))
+                              % (os.path.relpath(patch, ROOT), PINNED, target, e)) from None
         applied.setdefault(target, []).append(os.path.basename(patch))
     # Apache-2.0 4(b): a changed file says so
     return {target: "# TensorBoard %s's %s, changed by mxboard's patches/%s (see NOTICE).\n%s"

@@ -29,7 +29,7 @@ __all__ = ["RemoteEventFile", "RemoteStorage", "UPLOAD_SECS", "MAX_OBJECT"]
 
 log = logging.getLogger("mxboard")
 
-UPLOAD_SECS = 10  # with TensorBoard's reload (2 s in the bundle), a point is served within ~15 s
+UPLOAD_SECS = 10  # seconds between uploads: with the bundle's 2 s reload, a point is served within seconds
 MAX_OBJECT = 16 << 20  # bytes an object grows to before the next part starts
 MAX_UNSENT = 64 << 20  # bytes kept for a store that does not answer
 MAX_FAILURES = 8  # uploads in a row that may fail (backoff 2, 4 ... 60 s: about 3 minutes)
@@ -142,7 +142,7 @@ class RemoteEventFile:
             return
         try:
             self._upload()
-        except Exception as exc:  # noqa: BLE001 - any failure of the store is retried
+        except Exception as exc:  # any failure of the store is retried
             self._failures += 1
             if force or self._failures >= MAX_FAILURES or len(self._unsent) > MAX_UNSENT:
                 raise OSError(errno.EIO, "%s: the store did not take %d bytes after %d tries: %s: %s"

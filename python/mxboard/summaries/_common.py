@@ -3,7 +3,7 @@ import numpy as np
 
 from ..proto import DataType, Summary, SummaryMetadata, TensorProto, TensorShapeProto
 
-__all__ = ["metadata", "scalar_summary", "summary", "tensor"]
+__all__ = ["metadata", "summary", "tensor"]
 
 _DTYPES = {
     np.dtype(np.float16): DataType.DT_HALF, np.dtype(np.float32): DataType.DT_FLOAT,
@@ -47,9 +47,3 @@ def summary(tag, meta=None, **value):
     if meta is not None:
         entry.metadata.CopyFrom(meta)
     return Summary(value=[entry])
-
-
-def scalar_summary(tag, value):
-    """A scalar as the legacy `simple_value` (what TensorBoard migrates to its scalars plugin);
-    `value` a number or a one-element array."""
-    return summary(tag, simple_value=float(np.asarray(value).reshape(())))

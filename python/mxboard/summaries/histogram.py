@@ -61,8 +61,8 @@ def _cells(rounded):
     The cells that hold exactly one edge between two finite buckets, sorted, with the bucket below
     that edge and the edge: `(cells, lower, edge)`. With `rounded`, for values rounded to float32
     from a wider type: a cell also counts as holding what the patterns just beyond its ends hold
-    (a value rounds into a cell from at most half a step beyond it). Built in ~13 ms from 2**16
-    cells 16 times as wide, only the few of those that hold an edge (or NaN) split finer."""
+    (a value rounds into a cell from at most half a step beyond it). Built from 2**16 cells 16
+    times as wide, only the few of those that hold an edge (or NaN) split finer."""
     nb = len(default_edges()) - 1
     low, high, finite = _ends(np.arange(1 << (32 - _COARSE), dtype=np.uint32), _COARSE, rounded)
     uniform = finite & (low == high)  # then so are the 16 fine cells inside
