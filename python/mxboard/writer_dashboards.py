@@ -1,0 +1,306 @@
+"""The calls of the Histograms, PR Curves, Mesh, Projector, HParams, Graphs and Custom Scalars
+dashboards. A part of `SummaryWriter` (writer.py), which gives it `_log`, `_put`, `_queue` and
+`_ready`: each call checks and captures its arguments (checks.py) and queues a summary builder
+(summaries/) or a task (projector.py)."""
+from __future__ import annotations
+
+import warnings
+from collections.abc import Mapping, Sequence
+from typing import Any, Optional
+
+from . import checks, convert, projector
+from .compat import peer_names
+from .mxnet_capture import DeviceHistogram
+from .summaries.custom_scalars import custom_scalars_summary, layout_proto
+from .summaries.histogram import histogram_of, histogram_raw_summary
+from .summaries.hparams import hparams_summary
+from .summaries.mesh import mesh_summary
+from .summaries.pr_curve import pr_curve_raw_summary, pr_curve_summary
+from .worker import Task
+
+__all__ = ["DashboardCalls"]
+
+
+def _pr_curve_order(args, kwargs):
+    """add_pr_curve(tag, labels, predictions, 10): thresholds here, the step in the peers' order."""
+    if len(args) == 4 and "global_step" not in kwargs:
+        warnings.warn(
+            "add_pr_curve: the fourth argument (%r) is num_thresholds in mxboard's order (0.1.0's); "
+            "tensorboardX and torch take global_step there. Pass num_thresholds= or global_step= "
+            "by keyword" % (args[3],), UserWarning, stacklevel=3)
+
+
+class DashboardCalls:
+    """`SummaryWriter`'s histogram, PR-curve, mesh, embedding, hparams, graph and custom-scalar
+    calls."""
+
+    def add_histogram(self, tag: str, values: Any, global_step: Optional[int] = None, bins: Any = "default",
+                      walltime: Optional[float] = None) -> None:
+        """A histogram of `values` (any shape), for the Histograms and Distributions dashboards.
+
+        Args:
+            tag: the chart's name.
+            values: an array of real numbers (numpy, NDArray, torch, list...). NaN and +-Inf
+                cannot be binned: they are dropped, with one warning a tag.
+            bins: 'default' (TensorBoard's exponential buckets, trimmed to the occupied range),
+                'tensorflow' (the same), an int, a numpy rule name ('auto', 'fd', 'doane',
+                'scott', 'stone', 'rice', 'sturges', 'sqrt') or increasing bin edges.
+            global_step: the step (x axis); an int, or a float taken as int(step). Default 0.
+            walltime: seconds since the epoch. Default: the time of the call.
+
+        Raises:
+            TypeError, ValueError: values that are empty or not real numbers; bad bins.
+
+        Example:
+            >>> for name, param in net.collect_params().items():
+            ...     sw.add_histogram(name, param.data(), global_step=step)
+        """
+        bins = checks.bins(bins)
+        if convert.on_accelerator(values) and not (isinstance(bins, str) and bins != "default"):
+            # counted on the GPU: only the counts cross to the host
+            if not values.size:
+                raise ValueError("values is empty (shape %s)" % (values.shape,))
+            values = DeviceHistogram(values, bins)
+        else:  # numpy, or a CPU NDArray: one engine copy, binned on the writer thread
+            values = convert.capture(values, "values")
+        self._log(histogram_of, tag, (values, bins), global_step, walltime)
+
+    def add_histogram_raw(self, tag: str, min: float, max: float, num: float, sum: float, sum_squares: float,
+                          bucket_limits: Any, bucket_counts: Any, global_step: Optional[int] = None,
+                          walltime: Optional[float] = None) -> None:
+        """A histogram counted already (tensorboardX's signature).
+
+        Args:
+            tag: the chart's name.
+            min: the lowest value (the first bucket's left edge).
+            max, num, sum, sum_squares: accepted for compatibility; the plugin shows buckets only.
+            bucket_limits: the buckets' right edges, increasing (the last may be +inf).
+            bucket_counts: values in each bucket, finite and >= 0.
+            global_step: the step (x axis); an int, or a float taken as int(step). Default 0.
+            walltime: seconds since the epoch. Default: the time of the call.
+
+        Raises:
+            ValueError: lengths that differ, limits that decrease or are NaN, counts < 0.
+
+        Example:
+            >>> sw.add_histogram_raw("h", min=0, max=3, num=6, sum=9, sum_squares=17,
+            ...                      bucket_limits=[1, 2, 3], bucket_counts=[1, 2, 3])
+        """
+        self._log(histogram_raw_summary, tag, checks.histogram_raw(min, bucket_limits, bucket_counts),
+                  global_step, walltime)
+
+    @peer_names(check_positional=_pr_curve_order)
+    def add_pr_curve(self, tag: str, labels: Any, predictions: Any, num_thresholds: int = 127,
+                     global_step: Optional[int] = None, weights: Any = None,
+                     walltime: Optional[float] = None) -> None:
+        """A precision-recall curve for the PR Curves dashboard.
+
+        Args:
+            tag: the curve's name.
+            labels: the truth, 0/1 or bool, one a prediction.
+            predictions: probabilities in [0, 1], finite.
+            num_thresholds: thresholds >= 2. Fourth, as in mxboard 0.1.0 (the peers take the step
+                there): a fourth positional argument without a fifth warns; pass both by keyword.
+            weights: a weight a prediction (broadcast to the labels' shape).
+            global_step: the step (x axis); an int, or a float taken as int(step). Default 0.
+            walltime: seconds since the epoch. Default: the time of the call.
+
+        Raises:
+            TypeError, ValueError: shapes that differ, labels outside {0, 1}, predictions NaN.
+
+        Example:
+            >>> sw.add_pr_curve("pr/cat", labels == 3, probabilities[:, 3], global_step=epoch)
+        """
+        self._log(pr_curve_summary, tag, checks.pr_curve(labels, predictions, num_thresholds, weights),
+                  global_step, walltime)
+
+    def add_pr_curve_raw(self, tag: str, true_positive_counts: Any, false_positive_counts: Any,
+                         true_negative_counts: Any, false_negative_counts: Any, precision: Any, recall: Any,
+                         global_step: Optional[int] = None, num_thresholds: int = 127, weights: Any = None,
+                         walltime: Optional[float] = None) -> None:
+        """A precision-recall curve counted already (tensorboardX's signature).
+
+        Args:
+            tag: the curve's name.
+            true_positive_counts, false_positive_counts, true_negative_counts,
+                false_negative_counts, precision, recall: one value a threshold each.
+            num_thresholds: how many thresholds each column has.
+            weights: accepted and ignored, as in tensorboardX.
+            global_step: the step (x axis); an int, or a float taken as int(step). Default 0.
+            walltime: seconds since the epoch. Default: the time of the call.
+
+        Raises:
+            ValueError: a column whose length is not `num_thresholds`.
+
+        Example:
+            >>> sw.add_pr_curve_raw("pr", tp, fp, tn, fn, precision, recall, num_thresholds=len(tp))
+        """
+        columns, num_thresholds = checks.pr_curve_raw({
+            "true_positive_counts": true_positive_counts, "false_positive_counts": false_positive_counts,
+            "true_negative_counts": true_negative_counts, "false_negative_counts": false_negative_counts,
+            "precision": precision, "recall": recall}, num_thresholds)
+        self._log(pr_curve_raw_summary, tag, (*columns, num_thresholds), global_step, walltime)
+
+    def add_mesh(self, tag: str, vertices: Any, colors: Any = None, faces: Any = None,
+                 config_dict: Optional[dict] = None, global_step: Optional[int] = None,
+                 walltime: Optional[float] = None) -> None:
+        """A mesh or point cloud for the Mesh dashboard.
+
+        Args:
+            tag: the mesh's name.
+            vertices: (B, N, 3) or (N, 3) floats.
+            colors: (B, N, 3) RGB, integers in [0, 255].
+            faces: (B, F, 3) integer vertex indices.
+            config_dict: JSON data for the viewer (copied at the call).
+            global_step: the step (x axis); an int, or a float taken as int(step). Default 0.
+            walltime: seconds since the epoch. Default: the time of the call.
+
+        Raises:
+            TypeError, ValueError: shapes that disagree, indices out of range, bad colors.
+
+        Example:
+            >>> sw.add_mesh("cloud", np.random.rand(100, 3), colors=np.full((100, 3), 200))
+        """
+        self._log(mesh_summary, tag, checks.mesh(vertices, colors, faces, config_dict), global_step, walltime)
+
+    @peer_names({"mat": "embedding", "metadata": "labels", "label_img": "images"},
+                peer_order=("mat", "metadata", "label_img", "global_step", "tag", "metadata_header"),
+                is_peer_order=lambda args: not isinstance(args[0], str))
+    def add_embedding(self, tag: str = "default", embedding: Any = None, labels: Any = None, images: Any = None,
+                      global_step: Optional[int] = None, metadata_header: Optional[Sequence[str]] = None) -> None:
+        """Data points for the Projector.
+
+        Assets go to `logdir/<tag>[_<step>]/`, registered in the logdir's projector_config.pbtxt
+        (safe when many writers and processes share the logdir). tensorboardX's
+        `add_embedding(mat, metadata, label_img, global_step, tag)` works as well (an array
+        first is its order).
+
+        Args:
+            tag: the embedding's name.
+            embedding: (N, D) points.
+            labels: N labels, or N rows of labels with `metadata_header` naming the columns.
+            images: (N, C, H, W) thumbnails for the sprite.
+            global_step: a step, to keep one embedding a step.
+            metadata_header: the labels' column names.
+
+        Raises:
+            TypeError, ValueError: shapes or label counts that disagree.
+
+        Example:
+            >>> sw.add_embedding("features", features, labels=list(y), images=x[:, None])
+        """
+        self._ready()
+        tag = checks.tag(tag)
+        if embedding is None:
+            raise TypeError("add_embedding() needs the embedding matrix (`embedding`, or `mat`)")
+        matrix, labels, images, header = checks.embedding(embedding, labels, images, metadata_header)
+        step = None if global_step is None else checks.step(global_step)
+        self._queue(Task(projector.write_embedding, (self._storage, tag, step, matrix, labels, header, images)))
+
+    @peer_names({"name": "run_name"}, peer_order=("hparam_dict", "metric_dict", "name", "global_step"),
+                is_peer_order=lambda args: len(args) > 2 and isinstance(args[2], str))
+    def add_hparams(self, hparam_dict: Mapping, metric_dict: Mapping, hparam_domain_discrete: Optional[Mapping] = None,
+                    run_name: Optional[str] = None, global_step: Optional[int] = None) -> None:
+        """One run of a hyper-parameter search for the HParams dashboard.
+
+        Written to the sub-run `logdir/<run_name>/`: the hparams, and the metrics as scalars
+        there. torch's signature; tensorboardX's `(hparam_dict, metric_dict, name, global_step)`
+        works as well (a str third is its order).
+
+        Args:
+            hparam_dict: `{name: bool, number or str}`.
+            metric_dict: `{metric tag: number}`.
+            hparam_domain_discrete: `{name: [the values it may take]}`.
+            run_name: the sub-run's name. Default: the time.
+            global_step: the metrics' step. Default 0.
+
+        Raises:
+            TypeError, ValueError: values of other types, a domain without the value.
+
+        Example:
+            >>> sw.add_hparams({"lr": 0.1, "batch": 64}, {"hparam/accuracy": 0.93})
+        """
+        self._ready()
+        values, metrics, domains = checks.hparams(hparam_dict, metric_dict, hparam_domain_discrete)
+        step, now = checks.stamp(global_step, None)
+        run = checks.tag(run_name, "run_name") if run_name is not None else "%.6f" % now
+        run_file = self._new_file(self._storage.subdir(run))
+        self._scalars.add_to_file(run_file, metrics, step, now)
+        self._put(hparams_summary, (values, list(metrics), now, now, domains), global_step, now,
+                  event_file=run_file)
+
+    def add_graph(self, net: Any, input_shape: Any = None) -> None:
+        """The network's graph for the Graphs dashboard.
+
+        Args:
+            net: an `mx.sym.Symbol`, or a Gluon `HybridBlock` (the graph it cached once
+                hybridized and run forward; else traced with a symbolic input `data`).
+            input_shape: a tuple for the input, or `{input name: shape}`: the edges then carry
+                tensor shapes.
+
+        Raises:
+            TypeError: a net of another kind.
+
+        Example:
+            >>> net.hybridize(); net(x)
+            >>> sw.add_graph(net)
+        """
+        from .graph import graph_def, graph_event
+
+        self._ready()
+        self._put(graph_event, (graph_def(net, input_shape).SerializeToString(),))
+
+    def add_onnx_graph(self, onnx_model_file: Any) -> None:
+        """An ONNX model's graph for the Graphs dashboard (needs the `onnx` package).
+
+        Args:
+            onnx_model_file: a path, or a loaded `onnx.ModelProto`.
+
+        Raises:
+            ImportError: `onnx` is not installed.
+
+        Example:
+            >>> sw.add_onnx_graph("model.onnx")
+        """
+        from .graph import graph_event, onnx_graph_def
+
+        self._ready()
+        self._put(graph_event, (onnx_graph_def(onnx_model_file).SerializeToString(),))
+
+    def add_custom_scalars(self, layout: Mapping) -> None:
+        """The Custom Scalars dashboard's charts (tensorboardX's layout).
+
+        Args:
+            layout: `{category: {title: ["Multiline", [tags]] or ["Margin", [value, lower,
+                upper]]}}`.
+
+        Raises:
+            TypeError, ValueError: a layout of another form.
+
+        Example:
+            >>> sw.add_custom_scalars({"loss": {"train vs val": ["Multiline", ["loss/train", "loss/val"]]}})
+        """
+        self._ready()
+        self._put(custom_scalars_summary, (layout_proto(layout),))
+
+    def add_custom_scalars_multilinechart(self, tags: Sequence[str], category: str = "default",
+                                          title: str = "untitled") -> None:
+        """A Custom Scalars chart of `tags` as lines (tensorboardX's shorthand).
+
+        Args:
+            tags: the scalar tags to draw.
+            category: the chart's section.
+            title: the chart's title.
+        """
+        self.add_custom_scalars({category: {title: ["Multiline", list(tags)]}})
+
+    def add_custom_scalars_marginchart(self, tags: Sequence[str], category: str = "default",
+                                       title: str = "untitled") -> None:
+        """A Custom Scalars chart of a value between two bounds (tensorboardX's shorthand).
+
+        Args:
+            tags: the scalar tags [value, lower, upper].
+            category: the chart's section.
+            title: the chart's title.
+        """
+        self.add_custom_scalars({category: {title: ["Margin", list(tags)]}})
