@@ -5,7 +5,7 @@ import warnings
 
 import pytest
 
-from conftest import event_files, tb_events, tb_scalars
+from conftest import event_files, run_python, tb_events, tb_scalars
 from mxboard import SummaryWriter
 from mxboard._crc32c import _crc32c_python, crc32c, masked_crc32c, masked_crc32c_rows
 from mxboard.events import frame
@@ -18,6 +18,57 @@ def test_crc32c_known_answers():
     assert crc32c(b"123456789") == _crc32c_python(b"123456789") == 0xE3069283
     assert crc32c(bytes(32)) == _crc32c_python(bytes(32)) == 0x8A9136AA
     assert crc32c(b"\xff" * 32) == _crc32c_python(b"\xff" * 32) == 0x62A8AB43
+
+
+def test_the_plain_install_has_the_c_crc32c():
+    from mxboard._crc32c import IMPLEMENTATION
+
+    assert IMPLEMENTATION == "google-crc32c"  # a dependency: `pip install mxboard` has it
+
+
+def test_every_kind_of_record_has_the_same_crc_with_and_without_the_c_implementation(logdir):
+    """Every record of every summary kind (and scalar rows, encoded in bulk), written with the C
+    CRC32C, checks against the pure-Python one: header and payload."""
+    import numpy as np
+
+    from mxboard.events import RECORD_HEADER, RECORD_TRAILER
+
+    rng = np.random.default_rng(0)
+    with SummaryWriter(logdir) as w:
+        for step in range(3):
+            w.add_scalar("s", float(step), step)
+            w.add_scalar("g", {"a": 1.0, "b": 2.0}, step)
+        w.add_histogram("h", rng.normal(size=1000), 0)
+        w.add_histogram_raw("r", 0, 3, 6, 9, 17, [1, 2, 3], [1, 2, 3])
+        w.add_image("i", rng.random((3, 64, 64)), 0)
+        w.add_images("n", rng.random((4, 3, 8, 8)), 0)
+        w.add_image_with_boxes("b", rng.random((3, 16, 16)), [[1, 1, 8, 8]], labels=["x"])
+        w.add_video("v", rng.random((4, 3, 8, 8)), 0)
+        w.add_audio("a", np.sin(np.arange(16000) / 10), sample_rate=16000)
+        w.add_text("t", "**text**")
+        w.add_pr_curve("p", rng.integers(0, 2, 50), rng.random(50))
+        w.add_pr_curve_raw("q", [3, 1], [2, 0], [0, 2], [0, 2], [0.6, 1.0], [1.0, 0.3], num_thresholds=2)
+        w.add_mesh("m", rng.random((5, 3)), colors=np.full((5, 3), 7))
+        w.add_hparams({"lr": 0.1}, {"hparam/acc": 0.5})
+        w.add_custom_scalars_multilinechart(["s"])
+    checked = 0
+    for path in event_files(logdir) + event_files(logdir + "/g/a") + event_files(next(
+            os.path.join(logdir, d) for d in os.listdir(logdir) if d[0].isdigit())):
+        data = open(path, "rb").read()
+        offset = 0
+        while offset < len(data):
+            length, length_crc = RECORD_HEADER.unpack_from(data, offset)
+            assert length_crc == _masked_python(data[offset:offset + 8])
+            payload = data[offset + 12:offset + 12 + length]
+            assert RECORD_TRAILER.unpack_from(data, offset + 12 + length)[0] == _masked_python(payload)
+            offset += 16 + length
+            checked += 1
+    assert checked >= 20  # every record of the three files
+
+
+def _masked_python(data):
+    crc = _crc32c_python(data)
+    return (((crc >> 15) | (crc << 17)) + 0xA282EAD8) & 0xFFFFFFFF
 
 
 def test_row_crc_matches_bytewise_crc():
@@ -143,3 +194,23 @@ def event_files_read(logdir):
     from mxboard.reader import event_files
 
     return event_files(logdir)
+
+
+@pytest.mark.slow
+def test_the_pure_python_fallback_writes_what_the_c_crc_reads(tmp_path):
+    """Where no C CRC32C can be had, the pure-Python one is used, and its files check out against
+    the C one (and TensorBoard's loader)."""
+    run_python("LOGDIR = %r\n" % str(tmp_path) + r"""
+import sys
+sys.modules["google_crc32c"] = sys.modules["crc32c"] = None  # neither can be imported
+import numpy as np
+import mxboard
+from mxboard import _crc32c
+assert _crc32c.IMPLEMENTATION == "python", _crc32c.IMPLEMENTATION
+with mxboard.SummaryWriter(LOGDIR) as w:
+    for step in range(100):
+        w.add_scalar("x", float(step), step)
+    w.add_image("i", np.random.default_rng(0).random((3, 32, 32)), 0)
+""")
+    assert [s for _, s, _ in tb_scalars(event_files(str(tmp_path))[0])] == list(range(100))
+    assert len(list(read_events(str(tmp_path)))) == 102  # file version, 100 scalars, the image
