@@ -401,3 +401,65 @@ def test_export_command_writes_csv_and_json(served, tmp_path):
     usage = subprocess.run([sys.executable, "-m", "mxboard", "export", str(root)], capture_output=True, text=True,
                            env=dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python")), timeout=120)
     assert usage.returncode == 2 and "--csv" in usage.stderr
+
+
+def _peer_calls(module, logdir):
+    """The same calls, as tensorboardX users write them, with `module`'s SummaryWriter."""
+    rng = np.random.default_rng(0)
+    writer = module.SummaryWriter(logdir)
+    writer.add_scalar("epoch0", 1.5, 0, walltime=0)  # walltime 0: the peers take it
+    writer.add_images("list", [rng.random((3, 8, 8)) for _ in range(4)], 2, dataformats="CHW")
+    counts = [[5, 4, 3, 2, 1], [5, 3, 2, 1, 0], [0, 2, 3, 4, 5], [0, 1, 2, 3, 4],
+              [0.5, 0.57, 0.6, 0.67, 1.0], [1.0, 0.8, 0.6, 0.4, 0.2]]
+    writer.add_pr_curve_raw("raw", *counts, global_step=3)  # no num_thresholds: 5, from the data
+    writer.close()
+
+
+def _bfloat16_calls(writer_class, logdir):
+    """torch tensors of a dtype numpy lacks, which torch's writer takes (tensorboardX does not)."""
+    import torch
+
+    writer = writer_class(logdir)
+    writer.add_scalar("bf16", torch.tensor(0.25, dtype=torch.bfloat16), 1)
+    writer.add_histogram("bf16h", torch.arange(8, dtype=torch.bfloat16), 1)
+    writer.close()
+
+
+@pytest.mark.slow
+def test_peer_calls_the_peers_take_are_served_like_theirs(tmp_path, serve):
+    """walltime=0, add_images of a list of CHW images and add_pr_curve_raw without
+    num_thresholds (run by tensorboardX and by mxboard), torch bfloat16 tensors (run by torch's
+    writer and by mxboard): served alike."""
+    tensorboardx = pytest.importorskip("tensorboardX")
+    pytest.importorskip("torch")
+    from torch.utils import tensorboard as torch_tensorboard
+
+    import mxboard
+
+    _peer_calls(tensorboardx, str(tmp_path / "tbx"))
+    _peer_calls(mxboard, str(tmp_path / "mxb"))
+    _bfloat16_calls(torch_tensorboard.SummaryWriter, str(tmp_path / "torch"))
+    _bfloat16_calls(mxboard.SummaryWriter, str(tmp_path / "mxb16"))
+    server = serve(tmp_path)
+    server.json("/data/runs", until=lambda runs: {"tbx", "mxb", "torch", "mxb16"} <= set(runs))
+
+    def both(plugin, tag, runs=("tbx", "mxb")):
+        return [server.json("/data/plugin/%s/%s" % (plugin, plugin), {"run": run, "tag": tag}, until=bool)
+                for run in runs]
+
+    peer, ours = both("scalars", "epoch0")
+    assert peer == ours == [[0.0, 0, 1.5]]
+    peer, ours = both("scalars", "bf16", ("torch", "mxb16"))
+    assert [p[1:] for p in peer] == [o[1:] for o in ours] == [[1, 0.25]]
+    peer, ours = both("histograms", "bf16h", ("torch", "mxb16"))
+    assert sum(b[2] for b in peer[0][2]) == sum(b[2] for b in ours[0][2]) == 8
+    images = both("images", "list")
+    sizes = [Image.open(io.BytesIO(server.get("/data/plugin/images/individualImage?" + e[0]["query"])[1])).size
+             for e in images]
+    # a grid of the four 8x8 images, not one (mxboard pads it by 2 px, as README says)
+    assert sizes[0] == (32, 8) and sizes[1] == (4 * 8 + 5 * 2, 8 + 2 * 2), sizes
+    peer, ours = both("pr_curves", "raw")
+    pick = lambda entries: [(e["step"], e["precision"], e["recall"], e["true_positives"])  # noqa: E731
+                            for e in entries]
+    # 5 thresholds, taken from the data
+    assert pick(peer["tbx"]) == pick(ours["mxb"]) and len(pick(ours["mxb"])[0][1]) == 5

@@ -126,7 +126,7 @@ def test_hundred_thousand_scalars_arrive_in_order(logdir):
     (lambda w: w.add_scalar("x", 1.0, float("nan")), ValueError, "global_step must be finite"),
     (lambda w: w.add_scalar("x", 1.0, "3"), TypeError, "global_step must be a number"),
     (lambda w: w.add_scalar("x", 1.0, 2**63), ValueError, "int64"),
-    (lambda w: w.add_scalar("x", 1.0, 0, walltime=-1), ValueError, "walltime"),
+    (lambda w: w.add_scalar("x", 1.0, 0, walltime=float("-inf")), ValueError, "walltime must be finite"),
     (lambda w: w.add_scalar("x", ("a", 1, 2)), ValueError, r"\(name, value\) pair; got 3"),
     (lambda w: w.add_scalar("x", (1, 2)), TypeError, "scalar name must be a str; got int"),
     (lambda w: w.add_scalar("x", {}), ValueError, "empty"),

@@ -36,8 +36,8 @@ def walltime(value):
     if value is None:
         return _now()
     wall = convert.to_float(value, "walltime")
-    if not (wall > 0 and math.isfinite(wall)):
-        raise ValueError("walltime must be finite seconds since the epoch (> 0); got %r" % (value,))
+    if not math.isfinite(wall):  # any finite time, 0 included, as the peers take it
+        raise ValueError("walltime must be finite seconds since the epoch; got %r" % (value,))
     return wall
 
 
@@ -121,6 +121,18 @@ def image(value, formats, name="image"):
     """(pixels, dataformats) of an image or a batch of them."""
     array = convert.capture(value, name, check=lambda a: pixels(a, name))
     return array, dataformats(array.shape, formats, name)
+
+
+def image_list(images, formats):
+    """(a stack, its dataformats) of a list of images of one shape, each in `formats` (or in
+    the stack's, with its leading N)."""
+    arrays = [convert.to_numpy(image, "img_tensor[%d]" % i) for i, image in enumerate(images)]
+    if not arrays:
+        raise ValueError("img_tensor is an empty list")
+    shapes = sorted({a.shape for a in arrays})
+    if len(shapes) > 1:
+        raise ValueError("img_tensor: the images of a list must have one shape; got %s" % shapes)
+    return np.stack(arrays), formats if formats.startswith("N") else "N" + formats
 
 
 def boxes(box_tensor, labels, rescale, formats, shape):
@@ -269,15 +281,14 @@ def pr_curve(labels, predictions, num_thresholds, weights):
 
 
 def pr_curve_raw(columns, num_thresholds):
-    """The six columns (TP, FP, TN, FN, precision, recall) and num_thresholds."""
-    num_thresholds = thresholds(num_thresholds)
-    checked = []
-    for name, column in columns.items():
-        column = convert.capture(column, name, defer=False).reshape(-1)
+    """The six columns (TP, FP, TN, FN, precision, recall) and num_thresholds (None: their
+    length, which all six must share)."""
+    checked = [convert.capture(column, name, defer=False).reshape(-1) for name, column in columns.items()]
+    num_thresholds = thresholds(len(checked[0]) if num_thresholds is None else num_thresholds)
+    for name, column in zip(columns, checked):
         if len(column) != num_thresholds:
             raise ValueError("%s must have num_thresholds (%d) values; got %d"
                              % (name, num_thresholds, len(column)))
-        checked.append(column)
     return checked, num_thresholds
 
 

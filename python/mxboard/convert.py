@@ -38,7 +38,11 @@ def to_numpy(value, name="value"):
     if is_ndarray(value):
         return value.asnumpy()
     if _torch_tensor(value):
-        return value.detach().cpu().numpy()
+        tensor = value.detach().cpu()
+        try:
+            return tensor.numpy()
+        except TypeError:  # a dtype numpy lacks (bfloat16, float8...): as float32, as torch's writer
+            return tensor.float().numpy()
     if isinstance(value, (numbers.Number, np.generic, list, tuple)) or hasattr(value, "__array__"):
         try:
             return np.asarray(value)

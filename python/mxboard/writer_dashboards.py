@@ -116,7 +116,7 @@ class DashboardCalls:
 
     def add_pr_curve_raw(self, tag: str, true_positive_counts: Any, false_positive_counts: Any,
                          true_negative_counts: Any, false_negative_counts: Any, precision: Any, recall: Any,
-                         global_step: Optional[int] = None, num_thresholds: int = 127, weights: Any = None,
+                         global_step: Optional[int] = None, num_thresholds: Optional[int] = None, weights: Any = None,
                          walltime: Optional[float] = None) -> None:
         """A precision-recall curve counted already (tensorboardX's signature).
 
@@ -124,7 +124,7 @@ class DashboardCalls:
             tag: the curve's name.
             true_positive_counts, false_positive_counts, true_negative_counts,
                 false_negative_counts, precision, recall: one value a threshold each.
-            num_thresholds: how many thresholds each column has.
+            num_thresholds: how many thresholds each column has (None: their length).
             weights: accepted and ignored, as in tensorboardX.
             global_step: the step (x axis); an int, or a float taken as int(step). Default 0.
             walltime: seconds since the epoch. Default: the time of the call.

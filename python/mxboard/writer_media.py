@@ -60,7 +60,9 @@ class MediaCalls:
 
         Args:
             tag: the grid's name.
-            img_tensor: (N, C, H, W) or (N, H, W, C) pixels, as `add_image` takes them.
+            img_tensor: (N, C, H, W) or (N, H, W, C) pixels, as `add_image` takes them; or a
+                list of images of one shape, stacked (`dataformats` then names each one's, 'CHW'
+                or 'HWC', or the stack's).
             dataformats: 'NCHW' or 'NHWC'.
             global_step: the step (x axis); an int, or a float taken as int(step). Default 0.
             walltime: seconds since the epoch. Default: the time of the call.
@@ -71,6 +73,8 @@ class MediaCalls:
         Example:
             >>> sw.add_images("batch", data.asnumpy()[:16], global_step=step)
         """
+        if isinstance(img_tensor, (list, tuple)):  # tensorboardX stacks a list of images
+            img_tensor, dataformats = checks.image_list(img_tensor, dataformats)
         self._log(image_summary, tag, checks.image(img_tensor, dataformats, "img_tensor"), global_step, walltime)
 
     def add_image_with_boxes(self, tag: str, img_tensor: Any, box_tensor: Any, global_step: Optional[int] = None,
