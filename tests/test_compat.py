@@ -284,7 +284,7 @@ def test_positional_arguments_that_cannot_mean_mxboards_order(logdir):
         with pytest.raises(TypeError, match="'value' and 'scalar_value'"):
             w.add_scalar("x", 1.0, scalar_value=2.0)
         with pytest.raises(TypeError, match="unexpected keyword"):
-            w.add_scalar("x", 1.0, display_name="shown")
+            w.add_scalar("x", 1.0, colour="red")  # no peer has it
 
 
 def test_keyword_names_show_in_the_signature():
@@ -334,9 +334,12 @@ def test_onnx_graph_is_drawn(tmp_path, serve):
     onnx.save(helper.make_model(graph), path)
     with SummaryWriter(str(tmp_path / "onnx")) as w:
         w.add_onnx_graph(path)
+    with SummaryWriter(str(tmp_path / "prototxt")) as w:
+        w.add_onnx_graph(prototxt=path)  # torch's keyword
     server = serve(tmp_path)
-    server.json("/data/runs", until=lambda runs: "onnx" in runs)
+    server.json("/data/runs", until=lambda runs: {"onnx", "prototxt"} <= set(runs))
     _, pbtxt = server.get("/data/plugin/graphs/graph", {"run": "onnx"})
+    assert server.get("/data/plugin/graphs/graph", {"run": "prototxt"})[1] == pbtxt
     text = pbtxt.decode()
     for expected in ('name: "x"', 'op: "Placeholder"', 'name: "W"', 'op: "MatMul"', 'input: "h"',
                      'op: "Softmax"', 'key: "axis"'):
@@ -463,3 +466,42 @@ def test_peer_calls_the_peers_take_are_served_like_theirs(tmp_path, serve):
                             for e in entries]
     # 5 thresholds, taken from the data
     assert pick(peer["tbx"]) == pick(ours["mxb"]) and len(pick(ours["mxb"])[0][1]) == 5
+
+
+@pytest.mark.slow
+def test_the_peers_other_names_work_or_say_why(tmp_path, serve):
+    """tensorboardX's display_name, summary_description, max_bins, add_video(dataformats=) and
+    comet_config, torch's add_tensor; add_openvino_graph says why it cannot."""
+    tensorboardx = pytest.importorskip("tensorboardX")
+    from tensorboard.util import tensor_util
+
+    import mxboard
+    from conftest import accumulator
+
+    values = np.random.default_rng(0).normal(size=1000)
+    for module, run in ((tensorboardx, "tbx"), (mxboard, "mxb")):
+        with module.SummaryWriter(str(tmp_path / run), comet_config={"disabled": True}) as w:
+            w.add_scalar("described", 0.5, 1, display_name="The loss", summary_description="lower is better")
+            w.add_histogram("capped", values, 1, bins="tensorflow", max_bins=10)
+    with mxboard.SummaryWriter(str(tmp_path / "mxb2")) as w:
+        w.add_video("clip", np.random.default_rng(1).random((1, 3, 8, 6, 3)), 0, dataformats="NTHWC")
+        w.add_tensor("table", np.arange(6, dtype=np.int64).reshape(2, 3), 4)
+        with pytest.raises(NotImplementedError, match="add_onnx_graph"):
+            w.add_openvino_graph("model.xml")
+    with pytest.raises(ValueError, match="not to Comet"):
+        mxboard.SummaryWriter(str(tmp_path / "comet"), comet_config={"api_key": "k"})
+    server = serve(tmp_path)
+    server.json("/data/runs", until=lambda runs: {"tbx", "mxb", "mxb2"} <= set(runs))
+    tags = server.json("/data/plugin/scalars/tags", until=lambda t: "described" in t.get("mxb", {}))
+    assert tags["mxb"]["described"] == tags["tbx"]["described"]  # served alike (the fast loader drops both)
+    written = [accumulator(tmp_path / run).SummaryMetadata("described") for run in ("tbx", "mxb")]
+    assert [(m.display_name, m.summary_description) for m in written] == [("The loss", "lower is better")] * 2
+    peer, ours = (server.json("/data/plugin/histograms/histograms", {"run": run, "tag": "capped"}, until=bool)
+                  for run in ("tbx", "mxb"))
+    for served in (peer, ours):
+        assert 1 <= len(served[0][2]) <= 10 and sum(b[2] for b in served[0][2]) == 1000
+    clip = server.json("/data/plugin/images/images", {"run": "mxb2", "tag": "clip"}, until=bool)
+    gif = Image.open(io.BytesIO(server.get("/data/plugin/images/individualImage?" + clip[0]["query"])[1]))
+    assert (gif.size, gif.n_frames) == ((6 + 4, 8 + 4), 3)  # W x H (a grid of one, 2 px padding), T frames
+    (event,) = accumulator(tmp_path / "mxb2").Tensors("table")  # TensorBoard's loader keeps it
+    assert event.step == 4 and tensor_util.make_ndarray(event.tensor_proto).tolist() == [[0, 1, 2], [3, 4, 5]]

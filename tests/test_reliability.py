@@ -81,6 +81,8 @@ def test_forked_data_loader_workers_log_to_files_of_their_own_and_nothing_hangs(
         pids = set(pool.map(_child_logs, range(4), chunksize=1))
         for step in range(2000, 3000):
             writer.add_scalar("parent", float(step), step)
+        pool.close()  # the workers end as they would in a data loader, not by terminate()'s SIGTERM
+        pool.join()
     writer.close()
     files = {os.path.basename(f).split(".")[5]: f for f in event_files(logdir)}
     parent = files.pop(str(os.getpid()))

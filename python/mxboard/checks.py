@@ -68,6 +68,13 @@ def bins(value):
     return edges
 
 
+def max_bins(value):
+    count = convert.to_int(value, "max_bins")
+    if not 1 <= count <= MAX_BINS:
+        raise ValueError("max_bins must be between 1 and %d; got %d" % (MAX_BINS, count))
+    return count
+
+
 def histogram_raw(min, bucket_limits, bucket_counts):
     """(limits, counts, lowest) of a histogram counted already."""
     limits = convert.capture(bucket_limits, "bucket_limits", defer=False).astype(np.float64).reshape(-1)
@@ -171,17 +178,27 @@ def boxes(box_tensor, labels, rescale, formats, shape):
     return array, labels, scale
 
 
-def video(vid_tensor, fps):
-    """(frames, fps) of a video: (N, T, C, H, W) or (T, C, H, W)."""
+def video(vid_tensor, fps, formats=None):
+    """(frames, fps, order) of a video: (N, T, C, H, W) or (T, C, H, W), or the axes `formats`
+    names (a permutation of NTCHW or TCHW; `order` takes them to those)."""
     frames = convert.capture(vid_tensor, "vid_tensor", check=lambda a: pixels(a, "vid_tensor"))
-    if frames.ndim not in (4, 5) or frames.shape[-3] not in _CHANNELS or 0 in frames.shape:
+    order = None
+    if formats is not None:
+        if not isinstance(formats, str) or sorted(formats) not in (sorted("NTCHW"), sorted("TCHW")):
+            raise ValueError("dataformats must order the axes N, T, C, H, W (or T, C, H, W); got %r" % (formats,))
+        if len(formats) != frames.ndim:
+            raise ValueError("vid_tensor has %d dimensions; dataformats %r names %d"
+                             % (frames.ndim, formats, len(formats)))
+        order = tuple(formats.index(axis) for axis in ("NTCHW" if len(formats) == 5 else "TCHW"))
+    shape = tuple(frames.shape[i] for i in order) if order else tuple(frames.shape)
+    if len(shape) not in (4, 5) or shape[-3] not in _CHANNELS or 0 in shape:
         raise ValueError("vid_tensor must be (N, T, C, H, W) or (T, C, H, W) with 1, 3 or 4 "
-                         "channels; got shape %s" % (frames.shape,))
+                         "channels; got shape %s" % (shape,))
     rate = convert.to_float(fps, "fps")
     if not (math.isfinite(rate) and rate >= 1.0 / _GIF_LONGEST_FRAME):
         raise ValueError("fps must be a finite number >= %.6f (a GIF frame lasts at most %.2f s); got %r"
                          % (1.0 / _GIF_LONGEST_FRAME, _GIF_LONGEST_FRAME, fps))
-    return frames, rate
+    return frames, rate, order
 
 
 def audio(value, sample_rate):

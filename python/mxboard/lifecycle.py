@@ -28,7 +28,7 @@ import threading
 import time
 import weakref
 
-__all__ = ["watch", "forget", "FLUSH_ON_SIGTERM"]
+__all__ = ["watch", "forget", "keep_signals_off_this_thread", "FLUSH_ON_SIGTERM"]
 
 FLUSH_ON_SIGTERM = 30  # seconds the writers may take to flush before SIGTERM ends the process
 
@@ -110,6 +110,14 @@ def _watch_sigterm():
         pass
 
 
+def keep_signals_off_this_thread():
+    """Block SIGTERM and SIGINT in the calling (mxboard) thread: the kernel then gives a
+    process-directed one to another thread, never to one of ours, where the main thread (which
+    alone runs Python's handlers) might not wake up for it."""
+    if hasattr(signal, "pthread_sigmask"):
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM, signal.SIGINT})
+
+
 def _on_sigterm(signum, frame):
     """Put the default action back (only the main thread may), then flush and re-raise from a
     thread: the re-raised signal ends the process at once, with the main thread in Python or in
@@ -119,6 +127,7 @@ def _on_sigterm(signum, frame):
 
 
 def _flush_then_die(signum):
+    keep_signals_off_this_thread()
     deadline = time.monotonic() + FLUSH_ON_SIGTERM
     for worker in list(_LIVE):
         try:

@@ -380,6 +380,7 @@ class Worker:
 
     # -- the thread's side ------------------------------------------------------------------
     def _run(self):
+        lifecycle.keep_signals_off_this_thread()
         while True:
             self._wake.wait(self._flush_secs)
             self._drain()

@@ -22,6 +22,7 @@ from .compat import peer_names
 from .mxnet_capture import ScalarSlots
 from .scalars import Scalars
 from .storage import open_storage
+from .summaries.scalar import described_scalar_summary
 from .worker import Record, Worker, WriterError, closed_error
 from .writer_dashboards import DashboardCalls
 from .writer_media import MediaCalls
@@ -58,6 +59,7 @@ class SummaryWriter(MediaCalls, DashboardCalls):
         comment: appended to the default logdir's name (ignored when `logdir` is given).
         purge_step: resume a run at this step: TensorBoard hides the steps >= it logged before.
         write_to_disk: False writes nothing (the calls are still checked).
+        comet_config: tensorboardX's; only `{'disabled': True}` (its default) is taken.
 
     Raises:
         TypeError, ValueError: an argument of the wrong type or value (named in the message).
@@ -74,7 +76,11 @@ class SummaryWriter(MediaCalls, DashboardCalls):
                 is_peer_order=lambda args: len(args) > 1 and isinstance(args[1], str))
     def __init__(self, logdir: Optional[Union[str, os.PathLike]] = None, max_queue: int = 10, flush_secs: float = 2,
                  filename_suffix: Optional[str] = None, verbose: bool = True, *, comment: str = "",
-                 purge_step: Optional[int] = None, write_to_disk: bool = True) -> None:
+                 purge_step: Optional[int] = None, write_to_disk: bool = True,
+                 comet_config: Optional[dict] = None) -> None:
+        if comet_config is not None and not (isinstance(comet_config, dict) and comet_config.get("disabled")):
+            raise ValueError("comet_config=%r: mxboard logs to TensorBoard only, not to Comet (tensorboardX's "
+                             "comet_config={'disabled': True}, its default, is taken)" % (comet_config,))
         if logdir is None:  # the peers' default: runs/<date>_<host><comment>
             if not isinstance(comment, str):
                 raise TypeError("comment must be a str; got %s" % type(comment).__name__)
@@ -148,8 +154,10 @@ class SummaryWriter(MediaCalls, DashboardCalls):
                 chart, from the sub-run `logdir/<tag>/<name>/`.
             global_step: the step (x axis); an int, or a float taken as int(step). Default 0.
             walltime: seconds since the epoch. Default: the time of the call.
-            **peer: the peers' `scalar_value=` (for `value`); torch's `new_style` and
-                `double_precision` are accepted (values are float32 either way).
+            **peer: the peers' `scalar_value=` (for `value`); tensorboardX's `display_name` and
+                `summary_description` (shown by TensorBoard; such a call is a summary of its
+                own, not a batched row); torch's `new_style` and `double_precision` are
+                accepted (values are float32 either way).
 
         Raises:
             TypeError, ValueError: a value that is no single real number, a bad tag or step.
@@ -186,11 +194,15 @@ class SummaryWriter(MediaCalls, DashboardCalls):
             self.add_scalar(tag, value, global_step, walltime)
 
     def _add_scalar_peer(self, tag, value, global_step, walltime, scalar_value=None, new_style=False,
-                         double_precision=False):
+                         double_precision=False, display_name="", summary_description=""):
         if scalar_value is not None:
             if value is not None:
                 raise TypeError("add_scalar() got both 'value' and 'scalar_value' (tensorboardX's name for it)")
             value = scalar_value
+        if display_name or summary_description:  # a summary of its own, with its metadata
+            value = convert.capture(value, "value") if convert.is_ndarray(value) else convert.to_float(value)
+            return self._log(described_scalar_summary, tag, (value, display_name, summary_description),
+                             global_step, walltime)
         return self.add_scalar(tag, value, global_step, walltime)
 
     def add_scalars(self, main_tag: str, tag_scalar_dict: Mapping, global_step: Optional[int] = None,

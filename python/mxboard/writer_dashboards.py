@@ -11,6 +11,7 @@ from typing import Any, Optional
 from . import checks, convert, projector
 from .compat import peer_names
 from .mxnet_capture import DeviceHistogram
+from .summaries._common import tensor_summary
 from .summaries.custom_scalars import custom_scalars_summary, layout_proto
 from .summaries.histogram import histogram_of, histogram_raw_summary
 from .summaries.hparams import hparams_summary
@@ -35,7 +36,7 @@ class DashboardCalls:
     calls."""
 
     def add_histogram(self, tag: str, values: Any, global_step: Optional[int] = None, bins: Any = "default",
-                      walltime: Optional[float] = None) -> None:
+                      walltime: Optional[float] = None, max_bins: Optional[int] = None) -> None:
         """A histogram of `values` (any shape), for the Histograms and Distributions dashboards.
 
         Args:
@@ -47,6 +48,7 @@ class DashboardCalls:
                 'scott', 'stone', 'rice', 'sturges', 'sqrt') or increasing bin edges.
             global_step: the step (x axis); an int, or a float taken as int(step). Default 0.
             walltime: seconds since the epoch. Default: the time of the call.
+            max_bins: at most this many buckets: neighbours are merged (tensorboardX's and torch's).
 
         Raises:
             TypeError, ValueError: values that are empty or not real numbers; bad bins.
@@ -56,6 +58,7 @@ class DashboardCalls:
             ...     sw.add_histogram(name, param.data(), global_step=step)
         """
         bins = checks.bins(bins)
+        max_bins = None if max_bins is None else checks.max_bins(max_bins)
         if convert.on_accelerator(values) and not (isinstance(bins, str) and bins != "default"):
             # counted on the GPU: only the counts cross to the host
             if not values.size:
@@ -63,7 +66,7 @@ class DashboardCalls:
             values = DeviceHistogram(values, bins)
         else:  # numpy, or a CPU NDArray: one engine copy, binned on the writer thread
             values = convert.capture(values, "values")
-        self._log(histogram_of, tag, (values, bins), global_step, walltime)
+        self._log(histogram_of, tag, (values, bins, max_bins), global_step, walltime)
 
     def add_histogram_raw(self, tag: str, min: float, max: float, num: float, sum: float, sum_squares: float,
                           bucket_limits: Any, bucket_counts: Any, global_step: Optional[int] = None,
@@ -250,6 +253,7 @@ class DashboardCalls:
         self._ready()
         self._put(graph_event, (graph_def(net, input_shape).SerializeToString(),))
 
+    @peer_names({"prototxt": "onnx_model_file"})  # torch's name
     def add_onnx_graph(self, onnx_model_file: Any) -> None:
         """An ONNX model's graph for the Graphs dashboard (needs the `onnx` package).
 
@@ -266,6 +270,35 @@ class DashboardCalls:
 
         self._ready()
         self._put(graph_event, (onnx_graph_def(onnx_model_file).SerializeToString(),))
+
+    def add_openvino_graph(self, xmlname: str) -> None:
+        """tensorboardX's OpenVINO graph: not drawn by mxboard.
+
+        Raises:
+            NotImplementedError: always, saying what to do instead.
+        """
+        raise NotImplementedError("add_openvino_graph(%r): mxboard does not read OpenVINO IR; export the model "
+                                  "to ONNX and log it with add_onnx_graph" % (xmlname,))
+
+    def add_tensor(self, tag: str, tensor: Any, global_step: Optional[int] = None,
+                   walltime: Optional[float] = None) -> None:
+        """A tensor as it is (torch's add_tensor): the TensorProto of `tensor` under the plugin
+        name 'tensor', which TensorBoard keeps and no dashboard draws (read it back with its
+        loaders or `mxboard.reader.read_events`).
+
+        Args:
+            tag: the tensor's name.
+            tensor: an array of numbers (or of str).
+            global_step: the step. Default 0.
+            walltime: seconds since the epoch. Default: the time of the call.
+
+        Raises:
+            TypeError: an array of another kind.
+
+        Example:
+            >>> sw.add_tensor("confusion", confusion_matrix, global_step=epoch)
+        """
+        self._log(tensor_summary, tag, (convert.capture(tensor, "tensor", numeric=False),), global_step, walltime)
 
     def add_custom_scalars(self, layout: Mapping) -> None:
         """The Custom Scalars dashboard's charts (tensorboardX's layout).

@@ -103,13 +103,15 @@ class MediaCalls:
         self._log(boxes_summary, tag, (pixels, dataformats, boxes, labels, scale), global_step, walltime)
 
     def add_video(self, tag: str, vid_tensor: Any, global_step: Optional[int] = None, fps: float = 4,
-                  walltime: Optional[float] = None) -> None:
+                  walltime: Optional[float] = None, dataformats: Optional[str] = None) -> None:
         """A video, shown as an animated GIF in the Images dashboard.
 
         Args:
             tag: the video's name.
             vid_tensor: (N, T, C, H, W) (a grid of N videos) or (T, C, H, W); float in [0, 1] or uint8.
             fps: frames a second.
+            dataformats: the axes' order, a permutation of 'NTCHW' or 'TCHW' (tensorboardX's).
+                Default: (N, T, C, H, W) or (T, C, H, W) by the number of dimensions.
             global_step: the step (x axis); an int, or a float taken as int(step). Default 0.
             walltime: seconds since the epoch. Default: the time of the call.
 
@@ -119,7 +121,7 @@ class MediaCalls:
         Example:
             >>> sw.add_video("rollout", np.random.rand(8, 3, 32, 32), fps=4)
         """
-        self._log(video_summary, tag, checks.video(vid_tensor, fps), global_step, walltime)
+        self._log(video_summary, tag, checks.video(vid_tensor, fps, dataformats), global_step, walltime)
 
     def add_figure(self, tag: str, figure: Any, global_step: Optional[int] = None, close: bool = True,
                    walltime: Optional[float] = None) -> None:

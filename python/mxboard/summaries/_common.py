@@ -3,7 +3,7 @@ import numpy as np
 
 from ..proto import DataType, Summary, SummaryMetadata, TensorProto, TensorShapeProto
 
-__all__ = ["metadata", "summary", "tensor"]
+__all__ = ["metadata", "summary", "tensor", "tensor_summary"]
 
 _DTYPES = {
     np.dtype(np.float16): DataType.DT_HALF, np.dtype(np.float32): DataType.DT_FLOAT,
@@ -47,3 +47,8 @@ def summary(tag, meta=None, **value):
     if meta is not None:
         entry.metadata.CopyFrom(meta)
     return Summary(value=[entry])
+
+
+def tensor_summary(tag, array):
+    """A Summary of a whole tensor under the plugin name 'tensor' (torch's add_tensor)."""
+    return summary(tag, metadata("tensor"), tensor=tensor(array))

@@ -175,10 +175,11 @@ def histogram_summary(tag, buckets):
     return summary(tag, meta, tensor=tensor(np.asarray(buckets, dtype=np.float64).reshape(-1, 3)))
 
 
-def histogram_of(tag, values, bins="default"):
+def histogram_of(tag, values, bins="default", max_bins=None):
     """Summary of a histogram of `values` (numpy, any shape), or of a device histogram's result
     `(edges, counts, low, high, dropped)`. NaN and ±Inf cannot be binned: they are dropped with
-    a warning (shown once a tag)."""
+    a warning (shown once a tag). With `max_bins`, neighbouring buckets are merged into at most
+    that many."""
     if isinstance(values, tuple):
         edges, counts, low, high, dropped = values
         if not counts.sum():  # nothing finite
@@ -199,7 +200,19 @@ def histogram_of(tag, values, bins="default"):
     if dropped:
         warnings.warn("add_histogram(%r): NaN or infinite values were dropped (they cannot be binned)"
                       % tag, RuntimeWarning, stacklevel=2)
+    if max_bins is not None and len(buckets) > max_bins:
+        buckets = merged(buckets, max_bins)
     return histogram_summary(tag, buckets)
+
+
+def merged(buckets, max_bins):
+    """(k, 3) buckets merged in runs of ceil(k / max_bins) neighbours: the first's left edge, the
+    last's right edge, the sum of their counts."""
+    buckets = np.asarray(buckets, dtype=np.float64)
+    size = -(-len(buckets) // max_bins)
+    starts = np.arange(0, len(buckets), size)
+    ends = np.minimum(starts + size, len(buckets)) - 1
+    return np.stack([buckets[starts, 0], buckets[ends, 1], np.add.reduceat(buckets[:, 2], starts)], axis=1)
 
 
 def histogram_raw_summary(tag, bucket_limits, bucket_counts, min_value):

@@ -128,11 +128,12 @@ def boxes_summary(tag, array, dataformats, boxes, labels=None, rescale=1.0):
     return image_summary(tag, np.asarray(picture), "HWC")
 
 
-def video_summary(tag, frames, fps=4):
-    """Summary of a video, NTCHW (a grid of N videos) or TCHW, as an animated GIF."""
+def video_summary(tag, frames, fps=4, order=None):
+    """Summary of a video, NTCHW (a grid of N videos) or TCHW (after transposing by `order`),
+    as an animated GIF."""
     from PIL import Image
 
-    frames = np.asarray(frames)
+    frames = np.asarray(frames) if order is None else np.asarray(frames).transpose(order)
     if frames.ndim == 4:
         frames = frames[None]
     frames = to_uint8(frames)
