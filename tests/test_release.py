@@ -94,6 +94,8 @@ def test_installer_into_a_fresh_venv_then_tensorboard_serves(tmp_path):
     out = run([clone / "installer.sh"], cwd=clone, env={"PYTHON": str(venv / "bin" / "python")})
     _assert_serves(venv, tmp_path)
     print("fresh clone to a served run by installer.sh: %.0f s" % (time.monotonic() - start))
+    crc = "from mxboard import _crc32c; print(_crc32c.IMPLEMENTATION)"
+    assert run([venv / "bin" / "python", "-c", crc], cwd=tmp_path).strip() == "google-crc32c"  # a plain install's
     assert "installed" in out
     assert not list((clone / "tensorboard_bundle" / "_patched").glob("[!_]*.py"))  # never the source tree
 

@@ -11,6 +11,8 @@ import sys
 
 import numpy as np
 
+from .mxnet_capture import Snapshot
+
 __all__ = ["capture", "describe", "is_ndarray", "on_accelerator", "to_float", "to_int", "to_numpy"]
 
 
@@ -61,8 +63,6 @@ def capture(value, name="value", numeric=True, defer=True, check=None):
     bool, and the array non-empty. `check(array)` checks the values: now, or for a Snapshot when
     the writer thread resolves it."""
     if defer and is_ndarray(value):
-        from .mxnet_capture import Snapshot  # mxnet is loaded: value is one of its arrays
-
         array = Snapshot(value, check)
         check = None
     else:
