@@ -418,6 +418,16 @@ def _peer_calls(module, logdir):
     writer.close()
 
 
+def _reopen_calls(module, logdir):
+    """Logging after close(): the next call reopens the writer, with a new event file."""
+    writer = module.SummaryWriter(logdir)
+    writer.add_scalar("before_close", 1.5, 0)
+    writer.close()
+    writer.add_scalar("after_close", 2.5, 4)
+    writer.add_histogram("after_close_h", np.arange(10.0), 4)
+    writer.close()
+
+
 def _bfloat16_calls(writer_class, logdir):
     """torch tensors of a dtype numpy lacks, which torch's writer takes (tensorboardX does not)."""
     import torch
@@ -430,8 +440,8 @@ def _bfloat16_calls(writer_class, logdir):
 
 @pytest.mark.slow
 def test_peer_calls_the_peers_take_are_served_like_theirs(tmp_path, serve):
-    """walltime=0, add_images of a list of CHW images and add_pr_curve_raw without
-    num_thresholds (run by tensorboardX and by mxboard), torch bfloat16 tensors (run by torch's
+    """walltime=0, add_images of a list of CHW images, add_pr_curve_raw without num_thresholds
+    and calls after close() (run by tensorboardX and by mxboard), torch bfloat16 tensors (run by torch's
     writer and by mxboard): served alike."""
     tensorboardx = pytest.importorskip("tensorboardX")
     pytest.importorskip("torch")
@@ -441,10 +451,12 @@ def test_peer_calls_the_peers_take_are_served_like_theirs(tmp_path, serve):
 
     _peer_calls(tensorboardx, str(tmp_path / "tbx"))
     _peer_calls(mxboard, str(tmp_path / "mxb"))
+    _reopen_calls(tensorboardx, str(tmp_path / "tbx_reopened"))
+    _reopen_calls(mxboard, str(tmp_path / "mxb_reopened"))
     _bfloat16_calls(torch_tensorboard.SummaryWriter, str(tmp_path / "torch"))
     _bfloat16_calls(mxboard.SummaryWriter, str(tmp_path / "mxb16"))
     server = serve(tmp_path)
-    server.json("/data/runs", until=lambda runs: {"tbx", "mxb", "torch", "mxb16"} <= set(runs))
+    server.json("/data/runs", until=lambda runs: {"tbx", "mxb", "torch", "mxb16", "mxb_reopened"} <= set(runs))
 
     def both(plugin, tag, runs=("tbx", "mxb")):
         return [server.json("/data/plugin/%s/%s" % (plugin, plugin), {"run": run, "tag": tag}, until=bool)
@@ -452,6 +464,14 @@ def test_peer_calls_the_peers_take_are_served_like_theirs(tmp_path, serve):
 
     peer, ours = both("scalars", "epoch0")
     assert peer == ours == [[0.0, 0, 1.5]]
+    reopened = ("tbx_reopened", "mxb_reopened")
+    peer, ours = both("scalars", "after_close", reopened)
+    assert [p[1:] for p in peer] == [o[1:] for o in ours] == [[4, 2.5]]
+    peer, ours = both("histograms", "after_close_h", reopened)
+    assert sum(b[2] for b in peer[0][2]) == sum(b[2] for b in ours[0][2]) == 10
+    # mxboard's reopened file has a name of its own; tensorboardX's, reopened within the same
+    # second, has its first file's name and replaces it
+    assert [o[1:] for o in both("scalars", "before_close", ["mxb_reopened"])[0]] == [[0, 1.5]]
     peer, ours = both("scalars", "bf16", ("torch", "mxb16"))
     assert [p[1:] for p in peer] == [o[1:] for o in ours] == [[1, 0.25]]
     peer, ours = both("histograms", "bf16h", ("torch", "mxb16"))

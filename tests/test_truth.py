@@ -129,21 +129,22 @@ def test_sigterm_flushes_then_ends_the_process_by_the_signal_and_never_replaces_
         proc.communicate()
 
 
-def test_a_call_racing_close_is_either_written_or_raises(logdir):
+def test_a_call_racing_close_is_written_once_or_raises_and_later_calls_reopen(logdir):
+    """A call that races close() is written before it, or raises; the calls after it reopen the
+    writer (a new event file, as tensorboardX and torch): every accepted step is served once."""
     for attempt in range(5):
         directory = os.path.join(logdir, str(attempt))
         w = SummaryWriter(directory, flush_secs=3600)
-        accepted, started = [], threading.Event()
+        accepted, started, stop = [], threading.Event(), threading.Event()
 
-        def log(w=w, accepted=accepted, started=started):
+        def log(w=w, accepted=accepted, started=started, stop=stop):
             step = 0
-            while True:
+            while not stop.is_set():
                 try:
                     w.add_scalar("x", 1.0, step)
+                    accepted.append(step)
                 except RuntimeError as exc:
                     assert "closed" in str(exc)
-                    return
-                accepted.append(step)
                 step += 1
                 started.set()
                 if step % 500 == 0:
@@ -154,8 +155,13 @@ def test_a_call_racing_close_is_either_written_or_raises(logdir):
         started.wait(10)
         time.sleep(0.01 * attempt)
         w.close()
+        time.sleep(0.05)
+        stop.set()
         thread.join(10)
-        written = [s for _, s, _ in tb_scalars(event_files(directory)[0])]
+        w.close()
+        files = event_files(directory)
+        assert len(files) == 2  # the reopened writer's file follows the first
+        written = [s for f in files for _, s, _ in tb_scalars(f)]
         assert written == accepted and accepted
 
 

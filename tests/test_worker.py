@@ -144,21 +144,30 @@ def test_a_write_error_surfaces_to_the_caller_and_close_returns(tmp_path):
     assert events[0].file_version and len(events) > 1000
 
 
-def test_writing_after_close_raises(logdir):
+def test_a_call_after_close_reopens_the_writer_with_a_new_event_file(logdir):
+    """As tensorboardX and torch do (their users close at an epoch's end and go on logging)."""
     w = SummaryWriter(logdir)
+    w.add_scalar("x", 1.0, 0)
     w.close()
     w.close()
-    for call in (lambda: w.add_scalar("x", 1.0), lambda: w.add_scalars("x", {"a": 1}), w.flush):
-        with pytest.raises(RuntimeError, match="closed"):
-            call()
+    w.flush()  # nothing to flush: no reopening
+    assert w.closed and len(event_files(logdir)) == 1
+    w.add_scalar("x", 2.0, 1)
+    assert not w.closed
+    w.add_scalars("g", {"a": 3.0}, 2)
+    w.close()
+    w.add_text("t", "after", 3)  # any call reopens
+    w.close()
+    first, second, third = event_files(logdir)
+    assert tb_scalars(first) == [("x", 0, 1.0)] and tb_scalars(second) == [("x", 1, 2.0)]
+    assert tb_scalars(event_files(os.path.join(logdir, "g", "a"))[0]) == [("g", 2, 3.0)]
 
 
 def test_context_manager_and_get_logdir(logdir):
     with SummaryWriter(logdir) as w:
         assert w.get_logdir() == logdir
         w.add_scalar("x", 1.0)
-    with pytest.raises(RuntimeError, match="closed"):
-        w.add_scalar("x", 1.0)
+    assert w.closed
 
 
 def test_an_unreferenced_writer_is_collected_and_its_file_completed(logdir):

@@ -7,7 +7,7 @@ import threading
 import numpy as np
 
 from . import checks, convert
-from .worker import WAKE_EVERY, PendingScalar
+from .intake import WAKE_EVERY, PendingScalar
 
 __all__ = ["Scalars"]
 

@@ -1,6 +1,6 @@
 """The calls of the Histograms, PR Curves, Mesh, Projector, HParams, Graphs and Custom Scalars
-dashboards. A part of `SummaryWriter` (writer.py), which gives it `_log`, `_put`, `_queue` and
-`_ready`: each call checks and captures its arguments (checks.py) and queues a summary builder
+dashboards. Parts of `SummaryWriter` (writer.py); `WriterCore` (writer_core.py) gives them `_log`, `_put`,
+`_queue` and `_ready`: each call checks and captures its arguments (checks.py) and queues a summary builder
 (summaries/) or a task (projector.py)."""
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from typing import Any, Optional
 
 from . import checks, convert, projector
 from .compat import peer_names
+from .intake import Task
 from .mxnet_capture import DeviceHistogram
 from .summaries._common import tensor_summary
 from .summaries.custom_scalars import custom_scalars_summary, layout_proto
@@ -17,9 +18,9 @@ from .summaries.histogram import histogram_of, histogram_raw_summary
 from .summaries.hparams import hparams_summary
 from .summaries.mesh import mesh_summary
 from .summaries.pr_curve import pr_curve_raw_summary, pr_curve_summary
-from .worker import Task
+from .writer_core import WriterCore
 
-__all__ = ["DashboardCalls"]
+__all__ = ["HistogramCalls", "LayoutCalls", "ModelCalls"]
 
 
 def _pr_curve_order(args, kwargs):
@@ -31,9 +32,8 @@ def _pr_curve_order(args, kwargs):
             "by keyword" % (args[3],), UserWarning, stacklevel=3)
 
 
-class DashboardCalls:
-    """`SummaryWriter`'s histogram, PR-curve, mesh, embedding, hparams, graph and custom-scalar
-    calls."""
+class HistogramCalls(WriterCore):
+    """`SummaryWriter`'s histogram, PR-curve and tensor calls."""
 
     def add_histogram(self, tag: str, values: Any, global_step: Optional[int] = None, bins: Any = "default",
                       walltime: Optional[float] = None, max_bins: Optional[int] = None) -> None:
@@ -144,93 +144,29 @@ class DashboardCalls:
             "precision": precision, "recall": recall}, num_thresholds)
         self._log(pr_curve_raw_summary, tag, (*columns, num_thresholds), global_step, walltime)
 
-    def add_mesh(self, tag: str, vertices: Any, colors: Any = None, faces: Any = None,
-                 config_dict: Optional[dict] = None, global_step: Optional[int] = None,
-                 walltime: Optional[float] = None) -> None:
-        """A mesh or point cloud for the Mesh dashboard.
+    def add_tensor(self, tag: str, tensor: Any, global_step: Optional[int] = None,
+                   walltime: Optional[float] = None) -> None:
+        """A tensor as it is (torch's add_tensor): the TensorProto of `tensor` under the plugin
+        name 'tensor', which TensorBoard keeps and no dashboard draws (read it back with its
+        loaders or `mxboard.reader.read_events`).
 
         Args:
-            tag: the mesh's name.
-            vertices: (B, N, 3) or (N, 3) floats.
-            colors: (B, N, 3) RGB, integers in [0, 255].
-            faces: (B, F, 3) integer vertex indices.
-            config_dict: JSON data for the viewer (copied at the call).
-            global_step: the step (x axis); an int, or a float taken as int(step). Default 0.
+            tag: the tensor's name.
+            tensor: an array of numbers (or of str).
+            global_step: the step. Default 0.
             walltime: seconds since the epoch. Default: the time of the call.
 
         Raises:
-            TypeError, ValueError: shapes that disagree, indices out of range, bad colors.
+            TypeError: an array of another kind.
 
         Example:
-            >>> sw.add_mesh("cloud", np.random.rand(100, 3), colors=np.full((100, 3), 200))
+            >>> sw.add_tensor("confusion", confusion_matrix, global_step=epoch)
         """
-        self._log(mesh_summary, tag, checks.mesh(vertices, colors, faces, config_dict), global_step, walltime)
+        self._log(tensor_summary, tag, (convert.capture(tensor, "tensor", numeric=False),), global_step, walltime)
 
-    @peer_names({"mat": "embedding", "metadata": "labels", "label_img": "images"},
-                peer_order=("mat", "metadata", "label_img", "global_step", "tag", "metadata_header"),
-                is_peer_order=lambda args: not isinstance(args[0], str))
-    def add_embedding(self, tag: str = "default", embedding: Any = None, labels: Any = None, images: Any = None,
-                      global_step: Optional[int] = None, metadata_header: Optional[Sequence[str]] = None) -> None:
-        """Data points for the Projector.
 
-        Assets go to `logdir/<tag>[_<step>]/`, registered in the logdir's projector_config.pbtxt
-        (safe when many writers and processes share the logdir). tensorboardX's
-        `add_embedding(mat, metadata, label_img, global_step, tag)` works as well (an array
-        first is its order).
-
-        Args:
-            tag: the embedding's name.
-            embedding: (N, D) points.
-            labels: N labels, or N rows of labels with `metadata_header` naming the columns.
-            images: (N, C, H, W) thumbnails for the sprite.
-            global_step: a step, to keep one embedding a step.
-            metadata_header: the labels' column names.
-
-        Raises:
-            TypeError, ValueError: shapes or label counts that disagree.
-
-        Example:
-            >>> sw.add_embedding("features", features, labels=list(y), images=x[:, None])
-        """
-        self._ready()
-        tag = checks.tag(tag)
-        if embedding is None:
-            raise TypeError("add_embedding() needs the embedding matrix (`embedding`, or `mat`)")
-        matrix, labels, images, header = checks.embedding(embedding, labels, images, metadata_header)
-        step = None if global_step is None else checks.step(global_step)
-        self._queue(Task(projector.write_embedding, (self._storage, tag, step, matrix, labels, header, images)))
-
-    @peer_names({"name": "run_name"}, peer_order=("hparam_dict", "metric_dict", "name", "global_step"),
-                is_peer_order=lambda args: len(args) > 2 and isinstance(args[2], str))
-    def add_hparams(self, hparam_dict: Mapping, metric_dict: Mapping, hparam_domain_discrete: Optional[Mapping] = None,
-                    run_name: Optional[str] = None, global_step: Optional[int] = None) -> None:
-        """One run of a hyper-parameter search for the HParams dashboard.
-
-        Written to the sub-run `logdir/<run_name>/`: the hparams, and the metrics as scalars
-        there. torch's signature; tensorboardX's `(hparam_dict, metric_dict, name, global_step)`
-        works as well (a str third is its order).
-
-        Args:
-            hparam_dict: `{name: bool, number or str}`.
-            metric_dict: `{metric tag: number}`.
-            hparam_domain_discrete: `{name: [the values it may take]}`.
-            run_name: the sub-run's name. Default: the time.
-            global_step: the metrics' step. Default 0.
-
-        Raises:
-            TypeError, ValueError: values of other types, a domain without the value.
-
-        Example:
-            >>> sw.add_hparams({"lr": 0.1, "batch": 64}, {"hparam/accuracy": 0.93})
-        """
-        self._ready()
-        values, metrics, domains = checks.hparams(hparam_dict, metric_dict, hparam_domain_discrete)
-        step, now = checks.stamp(global_step, None)
-        run = checks.tag(run_name, "run_name") if run_name is not None else "%.6f" % now
-        run_file = self._new_file(self._storage.subdir(run))
-        self._scalars.add_to_file(run_file, metrics, step, now)
-        self._put(hparams_summary, (values, list(metrics), now, now, domains), global_step, now,
-                  event_file=run_file)
+class ModelCalls(WriterCore):
+    """`SummaryWriter`'s graph, embedding and mesh calls."""
 
     def add_graph(self, net: Any, input_shape: Any = None) -> None:
         """The network's graph for the Graphs dashboard.
@@ -280,25 +216,97 @@ class DashboardCalls:
         raise NotImplementedError("add_openvino_graph(%r): mxboard does not read OpenVINO IR; export the model "
                                   "to ONNX and log it with add_onnx_graph" % (xmlname,))
 
-    def add_tensor(self, tag: str, tensor: Any, global_step: Optional[int] = None,
-                   walltime: Optional[float] = None) -> None:
-        """A tensor as it is (torch's add_tensor): the TensorProto of `tensor` under the plugin
-        name 'tensor', which TensorBoard keeps and no dashboard draws (read it back with its
-        loaders or `mxboard.reader.read_events`).
+    @peer_names({"mat": "embedding", "metadata": "labels", "label_img": "images"},
+                peer_order=("mat", "metadata", "label_img", "global_step", "tag", "metadata_header"),
+                is_peer_order=lambda args: not isinstance(args[0], str))
+    def add_embedding(self, tag: str = "default", embedding: Any = None, labels: Any = None, images: Any = None,
+                      global_step: Optional[int] = None, metadata_header: Optional[Sequence[str]] = None) -> None:
+        """Data points for the Projector.
+
+        Assets go to `logdir/<tag>[_<step>]/`, registered in the logdir's projector_config.pbtxt
+        (safe when many writers and processes share the logdir). tensorboardX's
+        `add_embedding(mat, metadata, label_img, global_step, tag)` works as well (an array
+        first is its order).
 
         Args:
-            tag: the tensor's name.
-            tensor: an array of numbers (or of str).
-            global_step: the step. Default 0.
+            tag: the embedding's name.
+            embedding: (N, D) points.
+            labels: N labels, or N rows of labels with `metadata_header` naming the columns.
+            images: (N, C, H, W) thumbnails for the sprite.
+            global_step: a step, to keep one embedding a step.
+            metadata_header: the labels' column names.
+
+        Raises:
+            TypeError, ValueError: shapes or label counts that disagree.
+
+        Example:
+            >>> sw.add_embedding("features", features, labels=list(y), images=x[:, None])
+        """
+        self._ready()
+        tag = checks.tag(tag)
+        if embedding is None:
+            raise TypeError("add_embedding() needs the embedding matrix (`embedding`, or `mat`)")
+        matrix, labels, images, header = checks.embedding(embedding, labels, images, metadata_header)
+        step = None if global_step is None else checks.step(global_step)
+        self._queue(Task(projector.write_embedding, (self._storage, tag, step, matrix, labels, header, images)))
+
+    def add_mesh(self, tag: str, vertices: Any, colors: Any = None, faces: Any = None,
+                 config_dict: Optional[dict] = None, global_step: Optional[int] = None,
+                 walltime: Optional[float] = None) -> None:
+        """A mesh or point cloud for the Mesh dashboard.
+
+        Args:
+            tag: the mesh's name.
+            vertices: (B, N, 3) or (N, 3) floats.
+            colors: (B, N, 3) RGB, integers in [0, 255].
+            faces: (B, F, 3) integer vertex indices.
+            config_dict: JSON data for the viewer (copied at the call).
+            global_step: the step (x axis); an int, or a float taken as int(step). Default 0.
             walltime: seconds since the epoch. Default: the time of the call.
 
         Raises:
-            TypeError: an array of another kind.
+            TypeError, ValueError: shapes that disagree, indices out of range, bad colors.
 
         Example:
-            >>> sw.add_tensor("confusion", confusion_matrix, global_step=epoch)
+            >>> sw.add_mesh("cloud", np.random.rand(100, 3), colors=np.full((100, 3), 200))
         """
-        self._log(tensor_summary, tag, (convert.capture(tensor, "tensor", numeric=False),), global_step, walltime)
+        self._log(mesh_summary, tag, checks.mesh(vertices, colors, faces, config_dict), global_step, walltime)
+
+
+class LayoutCalls(WriterCore):
+    """`SummaryWriter`'s hparams and custom-scalar layout calls."""
+
+    @peer_names({"name": "run_name"}, peer_order=("hparam_dict", "metric_dict", "name", "global_step"),
+                is_peer_order=lambda args: len(args) > 2 and isinstance(args[2], str))
+    def add_hparams(self, hparam_dict: Mapping, metric_dict: Mapping, hparam_domain_discrete: Optional[Mapping] = None,
+                    run_name: Optional[str] = None, global_step: Optional[int] = None) -> None:
+        """One run of a hyper-parameter search for the HParams dashboard.
+
+        Written to the sub-run `logdir/<run_name>/`: the hparams, and the metrics as scalars
+        there. torch's signature; tensorboardX's `(hparam_dict, metric_dict, name, global_step)`
+        works as well (a str third is its order).
+
+        Args:
+            hparam_dict: `{name: bool, number or str}`.
+            metric_dict: `{metric tag: number}`.
+            hparam_domain_discrete: `{name: [the values it may take]}`.
+            run_name: the sub-run's name. Default: the time.
+            global_step: the metrics' step. Default 0.
+
+        Raises:
+            TypeError, ValueError: values of other types, a domain without the value.
+
+        Example:
+            >>> sw.add_hparams({"lr": 0.1, "batch": 64}, {"hparam/accuracy": 0.93})
+        """
+        self._ready()
+        values, metrics, domains = checks.hparams(hparam_dict, metric_dict, hparam_domain_discrete)
+        step, now = checks.stamp(global_step, None)
+        run = checks.tag(run_name, "run_name") if run_name is not None else "%.6f" % now
+        run_file = self._new_file(self._storage.subdir(run))
+        self._scalars.add_to_file(run_file, metrics, step, now)
+        self._put(hparams_summary, (values, list(metrics), now, now, domains), global_step, now,
+                  event_file=run_file)
 
     def add_custom_scalars(self, layout: Mapping) -> None:
         """The Custom Scalars dashboard's charts (tensorboardX's layout).

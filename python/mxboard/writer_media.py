@@ -1,5 +1,5 @@
 """The calls of the Images, Audio and Text dashboards: images, batches, boxes, videos, figures,
-audio and text. A part of `SummaryWriter` (writer.py), which gives it `_log`: each call checks
+audio and text. Parts of `SummaryWriter` (writer.py); `WriterCore` (writer_core.py) gives them `_log`: each call checks
 and captures its arguments (checks.py) and queues a summary builder (summaries/)."""
 from __future__ import annotations
 
@@ -12,8 +12,9 @@ from .compat import peer_names
 from .summaries.audio import audio_summary
 from .summaries.image import boxes_summary, figure_pixels, image_summary, video_summary
 from .summaries.text import text_summary
+from .writer_core import WriterCore
 
-__all__ = ["MediaCalls"]
+__all__ = ["AudioTextCalls", "ImageCalls"]
 
 
 def _audio_order(args, kwargs):
@@ -27,8 +28,8 @@ def _audio_order(args, kwargs):
             "if you mean it" % (args[2], args[2], args[2]))
 
 
-class MediaCalls:
-    """`SummaryWriter`'s image, video, figure, audio and text calls."""
+class ImageCalls(WriterCore):
+    """`SummaryWriter`'s image, video and figure calls."""
 
     @peer_names({"img_tensor": "image"})
     def add_image(self, tag: str, image: Any, global_step: Optional[int] = None, walltime: Optional[float] = None,
@@ -154,6 +155,10 @@ class MediaCalls:
                 raise ValueError("figures of a list must have one size; got %s"
                                  % sorted({i.shape for i in rendered}))
             self._log(image_summary, tag, (np.stack(rendered), "NHWC"), global_step, walltime)
+
+
+class AudioTextCalls(WriterCore):
+    """`SummaryWriter`'s audio and text calls."""
 
     @peer_names({"snd_tensor": "audio"}, check_positional=_audio_order)
     def add_audio(self, tag: str, audio: Any, sample_rate: int = 44100, global_step: Optional[int] = None,

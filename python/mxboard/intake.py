@@ -1,0 +1,310 @@
+"""What callers queue for the writer thread, in call order, and the bounds a caller waits on.
+
+Scalars cross as rows of per-thread columns (`ScalarColumns`: no Python object per scalar, no
+lock), MXNet scalars as `PendingScalar`s batched the same way, everything else as a named item
+(`Record`, `Task`) in one deque. Every row and item takes a number from one counter when it is
+queued, so a batch (`Intake.take`) is everything queued before a moment, in call order. A caller
+waits here only while the documented bounds are full (`max_queue` slots, 64 MiB of array data,
+`max_queue` * 8192 scalars), and a wait is signal-safe (`Pulse`).
+"""
+import bisect
+import collections
+import itertools
+import queue
+import threading
+import time
+import weakref
+from array import array
+from typing import Any, Callable, NamedTuple
+
+import numpy as np
+
+from .storage import EventFile
+
+__all__ = ["Batch", "Intake", "PendingScalar", "Pulse", "Record", "ScalarColumns", "Task", "WriterError", "WAKE_EVERY",
+           "closed_error"]
+
+WAKE_EVERY = 8192  # scalars a thread queues before it wakes the writer thread
+RECLAIM_EVERY = 256  # threads' scalar columns registered before the writer thread reclaims ended ones
+MAX_QUEUE_BYTES = 64 << 20  # array data waiting for the writer thread, at most (one larger item alone)
+SLOT_BYTES, SLOT_SHARES = 1 << 20, 64  # a `max_queue` slot: one item of 1 MiB or more, or smaller
+# ones sharing it by size, each taking at least 1/64 (16 KiB): a step's few dozen small histograms
+# fit in a slot or two instead of blocking the training loop at the tenth
+
+
+class WriterError(RuntimeError):
+    """The writer thread could not write; raised on the caller's next call, `__cause__` says why."""
+
+
+class Record(NamedTuple):
+    """An event to build on the writer thread: `build(*args)` returns a Summary or an Event (MXNet
+    snapshots among `args` are resolved first); written to `file` at `step` and `wall` time."""
+    file: EventFile
+    build: Callable
+    args: tuple
+    step: int
+    wall: float
+
+
+class PendingScalar(NamedTuple):
+    """A scalar whose value is an MXNet snapshot: resolved on the writer thread, it joins the
+    scalar rows of `series` in call order."""
+    series: int
+    value: Any
+    step: int
+    wall: float
+
+
+class Task(NamedTuple):
+    """File work that is no event (an embedding's assets): `fn(*args)` on the writer thread."""
+    fn: Callable
+    args: tuple
+
+
+class Pulse:
+    """A wake-up that a signal cannot break: `set()` from any thread, `wait(timeout)` until the
+    next one. A `threading.Event` is a Condition written in Python: a KeyboardInterrupt (or a
+    signal handler's `sys.exit`) raised just after its lock was taken leaves that lock held for
+    ever, and the next `set()`, from any thread, blocks for ever. A SimpleQueue's put and get are
+    single C calls, which an exception cannot split."""
+
+    __slots__ = ("_queue",)
+
+    def __init__(self):
+        self._queue = queue.SimpleQueue()
+
+    def set(self):
+        self._queue.put(None)
+
+    def wait(self, timeout):
+        """True if set since the last wait (set any number of times), False after `timeout` s."""
+        try:
+            self._queue.get(timeout=timeout)
+        except queue.Empty:
+            return False
+        try:
+            while True:
+                self._queue.get_nowait()
+        except queue.Empty:
+            return True
+
+
+class _Barrier(NamedTuple):
+    done: Pulse
+
+
+class Batch(NamedTuple):
+    """What the writer thread takes at once (`Intake.take`): `items` ((seq, Record or Task,
+    bytes), in call order), `pending` ((seq, PendingScalar)), `chunks` (scalar rows as numpy
+    columns: series, values, steps, walls, seqs), and `barriers`: the flushes that wait for it."""
+    items: list
+    pending: list
+    chunks: list
+    barriers: list
+
+
+def closed_error(what="this writer"):
+    """The error of a call made on a closed writer."""
+    return RuntimeError("%s is closed: nothing more is written" % what)
+
+
+class ScalarColumns:
+    """The scalars one thread queued, as parallel columns. Only that thread appends, and
+    `append` grows `series` last: the writer thread takes as many rows as `series` has, and
+    every other column has at least as many. Slicing and deleting a prefix are single C calls,
+    atomic under the GIL, and an append that comes between them lands after the prefix: no lock
+    is needed."""
+
+    __slots__ = ("values", "steps", "walls", "seqs", "series", "append", "_owner")
+
+    def __init__(self, next_seq):
+        self.values, self.steps, self.walls = array("d"), array("q"), array("d")
+        self.seqs, self.series = array("q"), array("q")
+        values, steps, walls, seqs, series = (self.values.append, self.steps.append, self.walls.append,
+                                              self.seqs.append, self.series.append)
+
+        def append(row_series, value, step, wall):
+            """Queue one row (the caller's hot path: bound appends, no attribute lookups)."""
+            values(value)
+            steps(step)
+            walls(wall)
+            seqs(next_seq())
+            series(row_series)  # last: see the class
+
+        self.append = append
+        self._owner = weakref.ref(threading.current_thread())
+
+    def take(self, limit):
+        """Remove and return the complete rows numbered below `limit` as numpy columns (series,
+        values, steps, walls, seqs), or None."""
+        count = len(self.series)
+        if count and self.seqs[count - 1] >= limit:  # rows queued after the batch began wait
+            count = bisect.bisect_left(self.seqs, limit, 0, count)
+        if not count:
+            return None
+        taken = []
+        for column, dtype in ((self.series, np.int64), (self.values, np.float64), (self.steps, np.int64),
+                              (self.walls, np.float64), (self.seqs, np.int64)):
+            taken.append(np.frombuffer(column[:count], dtype=dtype))
+            del column[:count]
+        return taken
+
+    def abandoned(self):
+        """Whether the thread that appends here has ended (and left no row behind)."""
+        owner = self._owner()
+        return (owner is None or not owner.is_alive()) and not len(self.series)
+
+
+class Intake:
+    """The queues between callers and one writer thread. Callers `put`, `put_scalar` and append
+    to their `columns()`; the thread `take`s a batch and `release`s it once written, which makes
+    room. `wake` is the callers' pulse to the thread, `progress` the thread's to waiting callers;
+    `thread` is the writer thread (a caller waiting for a dead one gets a WriterError) and
+    `stopping` says that close() began. `held()`: whether something waits for the caller (an
+    error), so that a caller blocked for room goes on to hear it."""
+
+    def __init__(self, max_queue, max_bytes=MAX_QUEUE_BYTES, held=lambda: False):
+        self._held = held
+        self.max_scalars = max(max_queue, 1) * WAKE_EVERY
+        self._max_shares, self._max_bytes = max(max_queue, 1) * SLOT_SHARES, max_bytes
+        self._next_seq = itertools.count().__next__  # call order, shared by rows and items
+        self._items = collections.deque()  # (seq, item, bytes)
+        self._scalars = collections.deque()  # (seq, PendingScalar)
+        self._columns = []  # ScalarColumns, one per producing thread
+        self._lock = threading.Lock()  # guards registering columns, and `_queued` (a C lock: `with`
+        # takes it in one C call, which a signal cannot split from its release)
+        self._queued = [0, 0]  # slot shares, bytes put and not yet written
+        self.wake = Pulse()
+        self.progress = Pulse()
+        self.thread = None
+        self.stopping = False
+
+    def columns(self):
+        """New scalar columns for the calling thread (keep them per thread: only their thread
+        may append). Reclaimed once the thread has ended and its rows are written: with many
+        short threads, the writer thread is woken to reclaim them every RECLAIM_EVERY."""
+        columns = ScalarColumns(self._next_seq)
+        with self._lock:
+            self._columns.append(columns)
+            crowded = len(self._columns) % RECLAIM_EVERY == 0
+        if crowded:
+            self.wake.set()
+        return columns
+
+    def put_scalar(self, item):
+        """Queue a PendingScalar: batched like scalar rows (no lock, no wake until a batch
+        waits), bounded by `max_scalars`."""
+        self._scalars.append((self._next_seq(), item))
+        if len(self._scalars) >= WAKE_EVERY:
+            self.wake.set()
+            self.wait_for_writer(lambda: len(self._scalars) >= self.max_scalars and not self._held())
+
+    def put(self, item):
+        """Queue a Record or Task. Blocks while `max_queue` slots (SLOT_BYTES) or `max_bytes` of
+        array data wait (a larger item waits for an empty queue)."""
+        size = _footprint(item)
+        shares = _shares(size)
+        queued = self._queued
+        self.wait_for_writer(lambda: queued[0] > 0 and (queued[0] + shares > self._max_shares
+                                                        or queued[1] + size > self._max_bytes),
+                             closing_raises=True)
+        # queued, then counted: a signal between the two can only undercount (never block a
+        # later call for room that is free); concurrent callers may pass the bound by one item each
+        self._items.append((self._next_seq(), item, size))
+        with self._lock:
+            queued[0] += shares
+            queued[1] += size
+        self.wake.set()
+
+    def hand_over(self, columns):
+        """Called once a batch of scalars waits in `columns`: wake the thread; if too many wait,
+        block until it took them (so memory stays bounded)."""
+        self.wake.set()
+        if len(columns.series) >= self.max_scalars:
+            self.wait_for_writer(lambda: len(columns.series) >= self.max_scalars and not self._held())
+
+    def flush(self, timeout=None):
+        """Return when everything queued before the call is written (a barrier queued behind it
+        is released); False if `timeout` seconds passed first."""
+        done = Pulse()
+        self._items.append((self._next_seq(), _Barrier(done), 0))
+        self.wake.set()
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while not done.wait(0.5):
+            self.check_alive()
+            if deadline is not None and time.monotonic() > deadline:
+                return False
+        return True
+
+    def wait_for_writer(self, blocked, closing_raises=False):
+        """Wake the writer thread until `blocked()` is false. Closing, a caller's item can no
+        longer be taken (`closing_raises`), or the call's own check says whether its row made
+        it; a writer thread that died is an error. Signal-safe (Pulse)."""
+        while blocked():
+            self.wake.set()
+            if not self.progress.wait(0.05):  # one waiter takes a pulse: others look again soon
+                if self.stopping:
+                    if closing_raises:
+                        raise closed_error()
+                    return
+                self.check_alive()
+
+    def check_alive(self):
+        if not self.thread.is_alive():
+            raise WriterError("the mxboard writer thread is not running")
+
+    def take(self):
+        """The Batch queued before now."""
+        limit = self._next_seq()
+        items = []
+        while self._items and self._items[0][0] < limit:
+            items.append(self._items.popleft())
+        pending = []
+        while self._scalars and self._scalars[0][0] < limit:
+            pending.append(self._scalars.popleft())
+        with self._lock:
+            chunks = [c for c in (columns.take(limit) for columns in self._columns) if c is not None]
+            self._columns = [c for c in self._columns if not c.abandoned()]
+        barriers = [item for _, item, _ in items if type(item) is _Barrier]
+        if barriers:
+            items = [entry for entry in items if type(entry[1]) is not _Barrier]
+        return Batch(items, pending, chunks, barriers)
+
+    def release(self, batch):
+        """A taken batch is done with: its room is free, its flush barriers set."""
+        items = batch.items
+        shares = sum(_shares(size) for _, _, size in items)
+        with self._lock:
+            self._queued[0] -= shares
+            self._queued[1] -= sum(size for _, _, size in items)
+        for barrier in batch.barriers:
+            barrier.done.set()
+
+    def waiting(self, rows=True):
+        """Whether anything is queued (scalar rows of the threads' columns too, if `rows`)."""
+        return bool(self._items or self._scalars or rows and any(len(c.series) for c in self._columns))
+
+    def clear(self):
+        """Drop everything queued (a closed writer's late calls, a forked child's copies)."""
+        self._items.clear()
+        self._scalars.clear()
+        for columns in self._columns:
+            columns.take(float("inf"))
+
+
+def _shares(size):
+    """The shares of a `max_queue` slot (SLOT_SHARES to a slot) an item of `size` bytes takes."""
+    return min(SLOT_SHARES, max(1, size * SLOT_SHARES // SLOT_BYTES))
+
+
+def _footprint(item):
+    """Bytes of array data an item holds (numpy arrays, MXNet snapshots, text)."""
+    total = 0
+    for arg in item.args:
+        if isinstance(arg, (str, bytes)):
+            total += len(arg)
+        elif isinstance(arg, np.ndarray) and arg.dtype == object:
+            total += sum(len(s) for s in arg.flat if isinstance(s, (str, bytes)))
+        elif hasattr(arg, "nbytes"):
+            total += int(arg.nbytes)
+    return total

@@ -1,0 +1,124 @@
+"""A writer thread's output: its event files, the scalar series in them, and each batch built,
+encoded and written with one `write` per file.
+
+Scalar rows are encoded by series, then by call order; other records follow in call order, so
+TensorBoard (which treats a step going backwards as a restart) shows every point, whatever thread
+logged it and whatever its type. A bad item is reported through `hold(exc)` and the rest written;
+after an I/O error (`write_error`) nothing more is written.
+"""
+import collections
+import threading
+import time
+
+import numpy as np
+
+from .encoding import ScalarSeries, encode_event, encode_scalar_rows
+from .events import FILE_VERSION
+from .intake import Batch, Record, Task
+from .mxnet_capture import resolve
+from .proto import Event, SessionLog
+from .storage import Storage
+
+__all__ = ["Output"]
+
+
+class Output:
+    """`storage` (storage/): where event files go. `read_scalars(values)`: the floats of
+    PendingScalars' captured values, in order. `hold(exc)`: keep an error for the caller."""
+
+    def __init__(self, storage: Storage, read_scalars, hold):
+        self._storage = storage
+        self._read_scalars = read_scalars
+        self._hold = hold
+        self.files = []  # every EventFile opened, closed with the worker
+        self._series = []  # ScalarSeries by id
+        self._lock = threading.Lock()  # callers' threads add series
+        self.write_error = None  # the I/O error after which nothing more is written
+
+    def open_file(self, directory, suffix="", restart_at=None):
+        """A new event file in `directory` (created if need be), its first record written. With
+        `restart_at` (a step), it begins as a restarted run: TensorBoard's Python loader then
+        hides the steps >= `restart_at` logged before (SessionLog.START: the first START of a
+        run is its beginning, a later one a restart, so two are written)."""
+        event_file = self._storage.open_event_file(directory, suffix)
+        now = time.time()
+        head = encode_event(Event(file_version=FILE_VERSION), 0, now)
+        if restart_at is not None:
+            head += 2 * encode_event(Event(session_log=SessionLog(status=SessionLog.START)), restart_at, now)
+        event_file.write(head)
+        self.files.append(event_file)
+        return event_file
+
+    def add_series(self, event_file, tag):
+        """An id for the scalar rows of `tag` in `event_file`."""
+        with self._lock:
+            self._series.append(ScalarSeries(event_file, tag))
+            return len(self._series) - 1  # appended before any row names it
+
+    def write_batch(self, batch: Batch):
+        """Build, encode and write one batch (intake.py); sync files that keep data back (now, if
+        a flush waits for the batch)."""
+        if self.write_error is not None:
+            return
+        chunks = batch.chunks + self._resolve(batch.pending)
+        for event_file, data in self._encode(batch.items, chunks).items():
+            try:
+                event_file.write(data)
+            except OSError as exc:
+                return self._failed(exc)
+        for event_file in self.files:  # an object store's files upload when it is time (storage/remote.py)
+            try:
+                event_file.sync(bool(batch.barriers))
+            except OSError as exc:
+                return self._failed(exc)
+
+    def _failed(self, exc):
+        self.write_error = exc
+        self._hold(exc)
+
+    def _encode(self, items, chunks):
+        """{file: bytes} of one batch."""
+        out = collections.defaultdict(list)
+        for _, item, _ in items:
+            kind = type(item)
+            try:
+                if kind is Record:
+                    message = item.build(*[resolve(a) for a in item.args])
+                    out[item.file].append(encode_event(message, item.step, item.wall))
+                elif kind is Task:
+                    item.fn(*[resolve(a) for a in item.args])
+            except Exception as exc:  # noqa: BLE001 - a bad item: report it, write the others
+                self._hold(exc)
+        if chunks:
+            series, values, steps, walls, seqs = (np.concatenate(c) for c in zip(*chunks)) \
+                if len(chunks) > 1 else chunks[0]
+            for event_file, records in encode_scalar_rows(self._series, series, values, steps, walls, seqs):
+                out[event_file].insert(0, records)
+        return {event_file: b"".join(pieces) for event_file, pieces in out.items()}
+
+    def _resolve(self, pending):
+        """Scalar rows (numpy columns) of the PendingScalars: their values, once MXNet has them.
+        A value that cannot be had is reported, the others kept."""
+        if not pending:
+            return []
+        try:
+            values = self._read_scalars([item.value for _, item in pending])
+        except Exception as exc:  # noqa: BLE001 - reported to the caller
+            self._hold(exc)
+            return []
+        series, steps, walls, seqs = zip(*[(item.series, item.step, item.wall, seq) for seq, item in pending])
+        return [[np.array(series, np.int64), np.array(values, np.float64), np.array(steps, np.int64),
+                 np.array(walls, np.float64), np.array(seqs, np.int64)]]
+
+    def close(self):
+        """Close every file; an error is held, the other files still closed."""
+        for event_file in self.files:
+            try:
+                event_file.close()
+            except OSError as exc:
+                self._hold(exc)
+
+    def abandon(self):
+        """In a forked child: let go of the parent's descriptors, write nothing."""
+        for event_file in self.files:
+            event_file.abandon()

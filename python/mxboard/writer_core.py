@@ -1,0 +1,183 @@
+"""What every `SummaryWriter` call goes through (`WriterCore`), and the writer's lifecycle.
+
+A call checks its arguments and captures its data on the caller's thread (checks.py), then
+queues one item for the writer thread through the worker's verbs (worker.py); building, encoding
+and writing happen there. After queueing, a call hears what the writer thread has to report (an
+error raised), so that a bad item never costs a later call its data. A call on a closed writer
+reopens it, with a new event file (as tensorboardX and torch do); a forked child's first call
+opens a worker and files of its own.
+"""
+from __future__ import annotations
+
+import logging
+import sys
+import weakref
+from types import MappingProxyType, SimpleNamespace
+from typing import Any, Optional
+
+from . import checks
+from .intake import Record, WriterError
+from .mxnet_capture import ScalarSlots
+from .scalars import Scalars
+from .storage import open_storage
+from .worker import Worker
+
+__all__ = ["WriterCore"]
+
+log = logging.getLogger("mxboard")
+
+_CLOSED = SimpleNamespace(ids=MappingProxyType({}))  # a closed writer's scalars: no tag is known
+
+
+class WriterCore:
+    """A writer's worker, files and lifecycle; its calls (writer_*.py) queue through `_log`,
+    `_put` and `_queue`. Arguments: those of `SummaryWriter`, checked."""
+
+    def __init__(self, logdir: str, max_queue: int, flush_secs: float, suffix: str, verbose: bool,
+                 purge_step: Optional[int], write_to_disk: bool) -> None:
+        self._logdir = logdir
+        self._storage = open_storage(logdir, write_to_disk)
+        self._max_queue = max_queue
+        self._flush_secs = flush_secs
+        self._suffix = suffix
+        self._verbose = verbose
+        self._closed = False
+        self._open(purge_step)
+
+    @property
+    def closed(self) -> bool:
+        """Whether `close()` was called (and no call or `reopen()` since)."""
+        return self._closed
+
+    @property
+    def logdir(self) -> str:
+        """Where this writer writes (tensorboardX's attribute; torch's is `log_dir`)."""
+        return self._logdir
+
+    log_dir = logdir
+
+    def get_logdir(self) -> str:
+        """Where this writer writes (torch's method)."""
+        return self._logdir
+
+    def _open(self, purge_step=None):
+        """Start a worker and the main event file (again after close, or in a forked child).
+        `purge_step`: the main file begins as a restart at that step (the peers' purge_step)."""
+        slots = ScalarSlots()  # where NDArray scalars are snapshotted
+        self._worker = Worker(self._storage, self._flush_secs, self._max_queue, slots.read)
+        self._finalizer = weakref.finalize(self, _close_unattended, self._worker)
+        self._finalizer.atexit = False  # at exit, lifecycle.py closes every worker (and tells)
+        self._files = []  # every event file opened, for export_scalars
+        self._group_files = set()  # the sub-run files of named scalars
+        self._file = self._new_file(self._storage.root, purge_step)
+        self._scalars = Scalars(self._worker, self._file, slots, self._open_run)
+        self._cleared = {}  # event file path -> offset export_scalars starts from
+
+    def _new_file(self, directory, purge_step=None):
+        event_file = self._worker.open_file(directory, self._suffix, purge_step)
+        if event_file.path is not None:  # None: write_to_disk=False
+            self._files.append(event_file)
+        if self._verbose:
+            log.info("mxboard: writing events to %s", event_file.path or "nowhere (write_to_disk=False)")
+        return event_file
+
+    def _open_run(self, tag, name):
+        """The event file of the sub-run `logdir/<tag>/<name>/` of a named scalar."""
+        run_file = self._new_file(self._storage.subdir(tag, name))
+        self._group_files.add(run_file)
+        return run_file
+
+    # -- every call goes through here ---------------------------------------------------------
+    def _log(self, build, tag, args, global_step=None, walltime=None, event_file=None):
+        """Queue `build(tag, *args)` (a Summary or an Event; `args` checked already) for the
+        writer thread, then raise what it has to report."""
+        self._ready()
+        tag = checks.tag(tag)
+        self._put(build, (tag,) + tuple(args), global_step, walltime, event_file)
+
+    def _put(self, build, args, global_step=None, walltime=None, event_file=None):
+        """Queue `build(*args)` (a Summary or an Event) for the writer thread."""
+        step, wall = checks.stamp(global_step, walltime)
+        self._queue(Record(event_file or self._file, build, args, step, wall))
+
+    def _queue(self, item):
+        self._worker.put(item)
+        self._report()
+
+    def _ready(self):
+        """Before a call queues its item: a closed writer reopens; a forked child opens a worker
+        (and files) of its own."""
+        if self._closed or self._worker.forked:
+            self._reopen_for_call()
+
+    def _report(self):
+        """After a call queued its item: raise what the writer thread has to report."""
+        if self._worker.attention:
+            self._worker.report()
+
+    def _report_or_reopen(self):
+        """The scalar hot path's one check, after queueing: raise what the writer thread has to
+        report (a call racing close() was written, or raises); True in a forked child, which now
+        has a worker of its own for the call, to be made once more."""
+        if self._worker.forked:
+            self._reopen_for_call()
+            return True
+        self._worker.report()
+        return False
+
+    def _reopen_for_call(self):
+        """A call after close() reopens the writer (a new event file); a forked child logs to
+        files of its own, named with its own pid (closed at its exit, multiprocessing's too:
+        lifecycle.py)."""
+        self._finalizer.detach()
+        self._closed = False
+        self._open()
+
+    # -- lifecycle --------------------------------------------------------------------------
+    def flush(self) -> None:
+        """Return when everything logged before the call is in the event files (or the store).
+
+        Raises:
+            WriterError: the writer thread failed.
+        """
+        if self._closed:
+            return
+        self._ready()
+        self._worker.flush()
+        self._report()
+
+    def close(self) -> None:
+        """Write everything queued and close the files. Safe to call twice. A later call
+        reopens the writer, with a new event file (as tensorboardX and torch do).
+
+        Raises:
+            OSError, WriterError: a writer-thread error that no earlier call has reported.
+        """
+        if self._closed:
+            return
+        self._closed = True
+        self._scalars = _CLOSED  # a later add_scalar misses the hot path's lookup, and reopens
+        self._finalizer.detach()
+        fault = self._worker.close()
+        if fault is not None:
+            raise fault
+
+    def reopen(self) -> None:
+        """After `close()`, start logging again, into a new event file (mxboard's reopen; any
+        call does it too)."""
+        if self._closed:
+            self._reopen_for_call()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc_info: Any) -> None:
+        self.close()
+
+
+def _close_unattended(worker):
+    """A writer collected without close(): close its worker; an error has nobody to raise to,
+    so it is told on stderr."""
+    fault = worker.close()
+    if fault is not None and not isinstance(fault, WriterError):
+        sys.stderr.write("mxboard: a SummaryWriter collected unclosed could not write everything: %r\n" % (fault,))
