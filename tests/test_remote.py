@@ -276,3 +276,47 @@ def test_make_demo_logs_to_s3(seaweed):
     assert proc.returncode == 0, proc.stderr
     for kind in ("scalars", "histograms", "text", "hparams"):
         assert reader.table("s3://%s/demo" % bucket, kind)["run"], kind
+
+
+FORK_POOL = r"""
+import multiprocessing, os, sys
+import mxboard
+
+writer = mxboard.SummaryWriter(sys.argv[1], flush_secs=0.5)
+writer.add_scalar("parent", 1.0, 0)
+
+
+def log(first):  # a fork-Pool worker logs through the parent's writer (a DataLoader worker does)
+    for step in range(first, first + 50):
+        writer.add_scalar("child/%d" % first, float(step), step)
+    writer.flush()
+    return os.getpid()
+
+
+if __name__ == "__main__":
+    with multiprocessing.get_context("fork").Pool(2) as pool:
+        pids = pool.map(log, [0, 50, 100, 150])
+        pool.close()
+        pool.join()
+    writer.close()
+    print(len(set(pids)))
+"""
+
+
+def test_a_forked_child_logs_through_its_parents_remote_writer(bucket, tmp_path, serve):
+    """The child's worker opens a store connection of its own (the parent's fsspec instance is
+    not fork-safe) and objects of its own: 200 of 200 points, stored and served."""
+    script = tmp_path / "fork_pool.py"
+    script.write_text(FORK_POOL)
+    url = "s3://%s/forked" % bucket
+    proc = subprocess.run([sys.executable, str(script), url], capture_output=True, text=True, timeout=240,
+                          env=dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python")))
+    assert proc.returncode == 0, proc.stderr
+    assert "Error" not in proc.stderr, proc.stderr
+    rows = [(e.step, e.summary.value[0].simple_value) for e in reader.read_events(url)
+            if e.summary.value and e.summary.value[0].tag.startswith("child")]
+    assert sorted(rows) == [(s, float(s)) for s in range(200)]
+    server = serve("s3://%s" % bucket)
+    for first in (0, 50, 100, 150):
+        served = _losses(server, "forked", "child/%d" % first, until=lambda r: len(r) == 50)
+        assert served == [(s, float(s)) for s in range(first, first + 50)]

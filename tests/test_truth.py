@@ -17,7 +17,6 @@ import pytest
 
 from conftest import ROOT, event_files, projector_config, run_python, tb_scalars
 from mxboard import SummaryWriter
-from mxboard.storage import LocalStorage
 from mxboard.worker import Record, Worker
 
 
@@ -203,7 +202,7 @@ def test_the_queue_is_bounded_in_bytes_as_well_as_items(logdir):
         from mxboard.summaries.text import text_summary
         return text_summary(tag, text)
 
-    worker = Worker(LocalStorage(logdir), flush_secs=3600, max_queue=10, max_bytes=64 << 20)
+    worker = Worker(logdir, flush_secs=3600, max_queue=10, max_bytes=64 << 20)
     event_file = worker.open_file(logdir)
     text = "x" * (20 << 20)  # 20 MB a call
     queued = []

@@ -17,17 +17,18 @@ from .events import FILE_VERSION
 from .intake import Batch, Record, Task
 from .mxnet_capture import resolve
 from .proto import Event, SessionLog
-from .storage import Storage
+from .storage import open_storage
 
 __all__ = ["Output"]
 
 
 class Output:
-    """`storage` (storage/): where event files go. `read_scalars(values)`: the floats of
-    PendingScalars' captured values, in order. `hold(exc)`: keep an error for the caller."""
+    """`logdir`: where event files go, a directory or an object-store URL (storage/; False
+    `write_to_disk`: nowhere). `read_scalars(values)`: the floats of PendingScalars' captured
+    values, in order. `hold(exc)`: keep an error for the caller."""
 
-    def __init__(self, storage: Storage, read_scalars, hold):
-        self._storage = storage
+    def __init__(self, logdir, write_to_disk, read_scalars, hold):
+        self.storage = open_storage(logdir, write_to_disk)
         self._read_scalars = read_scalars
         self._hold = hold
         self.files = []  # every EventFile opened, closed with the worker
@@ -35,12 +36,13 @@ class Output:
         self._lock = threading.Lock()  # callers' threads add series
         self.write_error = None  # the I/O error after which nothing more is written
 
-    def open_file(self, directory, suffix="", restart_at=None):
-        """A new event file in `directory` (created if need be), its first record written. With
+    def open_file(self, directory=None, suffix="", restart_at=None):
+        """A new event file in `directory` (the logdir if None; created if need be), its first
+        record written. With
         `restart_at` (a step), it begins as a restarted run: TensorBoard's Python loader then
         hides the steps >= `restart_at` logged before (SessionLog.START: the first START of a
         run is its beginning, a later one a restart, so two are written)."""
-        event_file = self._storage.open_event_file(directory, suffix)
+        event_file = self.storage.open_event_file(self.storage.root if directory is None else directory, suffix)
         now = time.time()
         head = encode_event(Event(file_version=FILE_VERSION), 0, now)
         if restart_at is not None:

@@ -1,8 +1,8 @@
 """The writer thread: the seam between the caller's side (`SummaryWriter`) and everything that
 runs in the background. Its public face is a handful of verbs:
 
-    worker = Worker(storage, flush_secs, max_queue)
-    event_file = worker.open_file(directory, suffix)   # a new event file, written by this worker
+    worker = Worker(logdir, flush_secs, max_queue)     # worker.storage: where its files go (storage/)
+    event_file = worker.open_file(directory, suffix)   # a new event file (directory None: the logdir)
     series = worker.add_series(event_file, tag)        # a scalar tag in a file, as a row id
     worker.columns().append(series, value, step, wall) # this thread's scalar rows (the hot path)
     worker.put_scalar(PendingScalar(series, snapshot, step, wall))   # an MXNet scalar
@@ -25,7 +25,6 @@ import threading
 from . import lifecycle
 from .intake import MAX_QUEUE_BYTES, WAKE_EVERY, Intake, PendingScalar, Record, Task, WriterError, closed_error
 from .output import Output
-from .storage import Storage
 
 __all__ = ["PendingScalar", "Record", "State", "Task", "Worker", "WriterError", "WAKE_EVERY"]
 
@@ -43,16 +42,19 @@ class Worker:
     writer that feeds it (so that the exit hook, which holds the worker, never keeps a
     SummaryWriter alive)."""
 
-    def __init__(self, storage: Storage, flush_secs, max_queue, read_scalars=None, max_bytes=MAX_QUEUE_BYTES):
-        """`storage` (storage/): where event files go. `read_scalars(values)`: the floats of
-        PendingScalars' captured values, in order. `max_bytes`: array data that may wait."""
+    def __init__(self, logdir, flush_secs, max_queue, read_scalars=None, max_bytes=MAX_QUEUE_BYTES,
+                 write_to_disk=True):
+        """`logdir`: a directory or an object-store URL (storage/; False `write_to_disk`: nowhere).
+        `read_scalars(values)`: the floats of PendingScalars' captured values, in order.
+        `max_bytes`: array data that may wait."""
         self.state = State.OPEN
         self.attention = False  # whether the caller's next call must `report()`: an error waits, or not OPEN
         self._error = None  # the writer thread's error for the caller's next call
         self._close_error = None  # an error of close()'s own last writes
         self._flush_secs = flush_secs
         self._intake = Intake(max_queue, max_bytes, held=lambda: self.attention)
-        self._output = Output(storage, read_scalars, self._hold_for_caller)
+        self._output = Output(logdir, write_to_disk, read_scalars, self._hold_for_caller)
+        self.storage = self._output.storage
         self._pid = os.getpid()
         self._thread = self._intake.thread = threading.Thread(target=self._run, name="mxboard-writer", daemon=True)
         self._thread.start()
@@ -64,8 +66,8 @@ class Worker:
         """Whether this is a forked child's copy of the parent's worker (it writes nothing)."""
         return self.state is State.FORKED
 
-    def open_file(self, directory, suffix="", restart_at=None):
-        """A new event file in `directory` (output.py)."""
+    def open_file(self, directory=None, suffix="", restart_at=None):
+        """A new event file in `directory` (the logdir if None; output.py)."""
         self._check_open()
         return self._output.open_file(directory, suffix, restart_at)
 

@@ -19,7 +19,6 @@ from . import checks
 from .intake import Record, WriterError
 from .mxnet_capture import ScalarSlots
 from .scalars import Scalars
-from .storage import open_storage
 from .worker import Worker
 
 __all__ = ["WriterCore"]
@@ -36,7 +35,7 @@ class WriterCore:
     def __init__(self, logdir: str, max_queue: int, flush_secs: float, suffix: str, verbose: bool,
                  purge_step: Optional[int], write_to_disk: bool) -> None:
         self._logdir = logdir
-        self._storage = open_storage(logdir, write_to_disk)
+        self._write_to_disk = write_to_disk
         self._max_queue = max_queue
         self._flush_secs = flush_secs
         self._suffix = suffix
@@ -64,12 +63,14 @@ class WriterCore:
         """Start a worker and the main event file (again after close, or in a forked child).
         `purge_step`: the main file begins as a restart at that step (the peers' purge_step)."""
         slots = ScalarSlots()  # where NDArray scalars are snapshotted
-        self._worker = Worker(self._storage, self._flush_secs, self._max_queue, slots.read)
+        self._worker = Worker(self._logdir, self._flush_secs, self._max_queue, slots.read,
+                              write_to_disk=self._write_to_disk)
+        self._storage = self._worker.storage  # where the files go (storage/): a forked child's own
         self._finalizer = weakref.finalize(self, _close_unattended, self._worker)
         self._finalizer.atexit = False  # at exit, lifecycle.py closes every worker (and tells)
         self._files = []  # every event file opened, for export_scalars
         self._group_files = set()  # the sub-run files of named scalars
-        self._file = self._new_file(self._storage.root, purge_step)
+        self._file = self._new_file(None, purge_step)
         self._scalars = Scalars(self._worker, self._file, slots, self._open_run)
         self._cleared = {}  # event file path -> offset export_scalars starts from
 
