@@ -320,3 +320,61 @@ def test_a_forked_child_logs_through_its_parents_remote_writer(bucket, tmp_path,
     for first in (0, 50, 100, 150):
         served = _losses(server, "forked", "child/%d" % first, until=lambda r: len(r) == 50)
         assert served == [(s, float(s)) for s in range(first, first + 50)]
+
+
+def test_parts_past_10000_are_read_in_order_while_tensorboard_tails_the_run(bucket, serve, monkeypatch):
+    """Part names sort in creation order for ever (part9999, then partz10000): the reader and
+    TensorBoard's Python loader, which only moves on to greater names while it tails a run, read
+    every part in order (FIRST_PART starts the parts just below 10000)."""
+    monkeypatch.setattr(remote, "FIRST_PART", 9995)
+    monkeypatch.setattr(remote, "MAX_OBJECT", 400)  # a few points an object
+    monkeypatch.setattr(remote, "UPLOAD_SECS", 0)
+    logdir = "s3://%s/long" % bucket
+    writer = SummaryWriter(logdir + "/run", flush_secs=0.2)
+    server = serve(logdir)
+    for step in range(120):
+        writer.add_scalar("loss", float(step), step)
+        if step % 10 == 9:
+            writer.flush()
+            if step == 29:  # the server has found the run and tails it from here
+                assert _losses(server, "run", until=lambda r: len(r) == 30) == [(s, float(s)) for s in range(30)]
+    writer.close()
+    names = [p.rsplit(".", 1)[-1] for p in reader.event_files(logdir + "/run")]
+    assert "part9999" in names and "partz10000" in names, names
+    assert [e.step for e in reader.read_events(logdir) if e.summary.value] == list(range(120))
+    assert _losses(server, "run", until=lambda r: len(r) == 120) == [(s, float(s)) for s in range(120)]
+
+
+SAME_HOST_AND_PID = r"""
+import os, socket, sys, time
+os.getpid = lambda: 1  # two containers' pid 1 on one host name (hostNetwork pods)
+socket.gethostname = lambda: "node"
+import mxboard
+start, logdir, name = float(sys.argv[1]), sys.argv[2], sys.argv[3]
+time.sleep(max(0.0, start - time.time()))  # both start in the same second
+with mxboard.SummaryWriter(logdir, flush_secs=0.5) as w:
+    for step in range(100):
+        w.add_scalar(name, float(step), step)
+"""
+
+
+def test_two_processes_with_one_host_name_and_pid_never_overwrite_each_other(bucket, tmp_path, serve):
+    script = tmp_path / "same.py"
+    script.write_text(SAME_HOST_AND_PID)
+    logdir = "s3://%s/same/run" % bucket
+    start = str(float(int(time.time()) + 3))
+    env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python"))
+    procs = [subprocess.Popen([sys.executable, str(script), start, logdir, name], env=env, stderr=subprocess.PIPE,
+                              text=True) for name in ("a", "b")]
+    try:
+        for proc in procs:
+            assert proc.wait(timeout=120) == 0, proc.stderr.read()
+    finally:
+        for proc in procs:
+            proc.kill()
+    events = [e for e in reader.read_events(logdir) if e.summary.value]
+    for name in ("a", "b"):
+        assert [e.step for e in events if e.summary.value[0].tag == name] == list(range(100)), name
+    server = serve("s3://%s/same" % bucket)
+    for name in ("a", "b"):
+        assert _losses(server, "run", name, until=lambda r: len(r) == 100) == [(s, float(s)) for s in range(100)]

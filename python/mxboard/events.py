@@ -32,10 +32,11 @@ def frame(payload):
     return b"".join((record_header(len(payload)), payload, RECORD_TRAILER.pack(masked_crc32c(payload))))
 
 
-def event_file_name(suffix=""):
-    """`events.out.tfevents.<secs>.<host>.<pid>.<n><suffix>`, `<n>` a zero-padded counter of this
-    process: never the same twice in a process, never the same across processes on one host
-    (the pid), and, since loaders read a run's files in name order, sorted in creation order
-    among the files of one process."""
-    return "events.out.tfevents.%010d.%s.%d.%06d%s" % (
-        int(time.time()), socket.gethostname(), os.getpid(), next(_counter), suffix)
+def event_file_name(suffix="", token=""):
+    """`events.out.tfevents.<secs>.<host>.<pid>.<n><token><suffix>`, `<n>` a zero-padded counter
+    of this process: never the same twice in a process, never the same across processes on one
+    host (the pid), and, since loaders read a run's files in name order, sorted in creation
+    order among the files of one process. `token`: more entropy, where hosts and pids may repeat
+    and no exclusive create guards the name (an object store)."""
+    return "events.out.tfevents.%010d.%s.%d.%06d%s%s" % (
+        int(time.time()), socket.gethostname(), os.getpid(), next(_counter), token, suffix)

@@ -2,7 +2,11 @@
 installed: `gs://`, `az://`, `hdfs://`, `memory://`...).
 
 Objects cannot be appended to, so an event file becomes a series of objects, each a valid event
-file on its own, named so that they sort in order (`<file>`, `<file>.part0001`, ...):
+file on its own, named so that they sort in creation order for ever (`<file>`, `<file>.part0001`,
+... `<file>.part9999`, `<file>.partz10000`, ... `<file>.partzz100000`: a `z` for each digit past
+four, which sorts after every digit). A file's name carries a random token besides host and pid
+(ranks in containers may share both, and a store has no exclusive create), and a name already
+taken in the store is never used:
 
 - Every `UPLOAD_SECS` (and on `flush()`/`close()`), what was written since the last upload is
   uploaded. It extends the current object (re-uploaded whole: a reader that read its start
@@ -20,6 +24,7 @@ import contextlib
 import errno
 import logging
 import posixpath
+import secrets
 import time
 
 from ..events import event_file_name
@@ -34,6 +39,7 @@ MAX_OBJECT = 16 << 20  # bytes an object grows to before the next part starts
 MAX_UNSENT = 64 << 20  # bytes kept for a store that does not answer
 MAX_FAILURES = 8  # uploads in a row that may fail (backoff 2, 4 ... 60 s: about 3 minutes)
 RETRY_SECS = 2  # the first backoff, doubled at each failure, at most 60 s
+FIRST_PART = 1  # the number of a file's second object (a test knob: parts past 9999 without 10,000 uploads)
 
 
 class RemoteStorage:
@@ -117,7 +123,7 @@ class RemoteEventFile:
         self._fs = storage.fs
         self._url = storage.url
         self.directory = directory
-        self._base = posixpath.join(directory, event_file_name(suffix))
+        self._base = self._free_name(directory, suffix)
         self.path = storage.url(self._base)
         self._object = b""  # the current object, as uploaded
         self._sizes = []  # bytes of each object, as uploaded
@@ -168,8 +174,18 @@ class RemoteEventFile:
         del self._unsent[:len(new)]
         self._last_upload = time.monotonic()
 
+    def _free_name(self, directory, suffix):
+        """A new event file's key: with a random token, and never one the store holds already."""
+        while True:
+            key = posixpath.join(directory, event_file_name(suffix, token=".%s" % secrets.token_hex(4)))
+            if not self._fs.exists(key):
+                return key
+
     def _key(self, part):
-        return self._base if part == 0 else "%s.part%04d" % (self._base, part)
+        if part == 0:
+            return self._base
+        digits = "%04d" % (part - 1 + FIRST_PART)
+        return "%s.part%s%s" % (self._base, "z" * (len(digits) - 4), digits)
 
     def pieces(self):
         """(URL, bytes) of each object uploaded so far, in order."""
