@@ -41,20 +41,20 @@ def _losses(server, run, tag="loss", until=None, timeout=40):
 
 
 class _CountedPuts:
-    """Counts the bytes a writer's store is sent (wrapping its fsspec filesystem's pipe_file,
+    """Counts the bytes a writer's store is sent (wrapping its fsspec filesystem's _pipe_file,
     which still does the upload)."""
 
     def __init__(self, writer):
         self.bytes = self.puts = 0
         fs = writer._storage.fs
-        upload = fs.pipe_file
+        upload = fs._pipe_file
 
-        def counted(path, value, **kwargs):
+        async def counted(path, value, **kwargs):
             self.bytes += len(value)
             self.puts += 1
-            return upload(path, value, **kwargs)
+            return await upload(path, value, **kwargs)
 
-        fs.pipe_file = counted
+        fs._pipe_file = counted
 
 
 def test_a_point_is_served_within_30_s_uploads_stay_within_twice_the_bytes(bucket, serve):
@@ -234,7 +234,7 @@ def test_the_store_going_away_keeps_the_data_then_uploads_it(seaweed, serve, mon
 def test_a_store_gone_for_good_is_a_writer_error_and_close_returns(seaweed, monkeypatch):
     monkeypatch.setattr(remote, "UPLOAD_SECS", 0.2)
     monkeypatch.setattr(remote, "RETRY_SECS", 0.1)
-    monkeypatch.setattr(remote, "MAX_FAILURES", 3)
+    monkeypatch.setattr(remote, "GIVE_UP_SECS", 1)
     bucket = seaweed.bucket("gone-%d" % os.getpid())
     writer = SummaryWriter("s3://%s/run" % bucket, flush_secs=0.2)
     seaweed.stop()

@@ -8,23 +8,34 @@ four, which sorts after every digit). A file's name carries a random token besid
 (ranks in containers may share both, and a store has no exclusive create), and a name already
 taken in the store is never used:
 
-- Every `UPLOAD_SECS` (and on `flush()`/`close()`), what was written since the last upload is
-  uploaded. It extends the current object (re-uploaded whole: a reader that read its start
+- An uploader thread of the file's own puts objects, so a slow or hung store never holds the
+  writer thread: it goes on draining the callers' queue into the bytes that wait.
+- Every `UPLOAD_SECS`, on `flush()`/`close()`, and as soon as MAX_OBJECT bytes wait, what waits
+  is uploaded. It extends the current object (re-uploaded whole: a reader that read its start
   carries on from where it stopped) while that keeps the bytes uploaded for the file within
   twice the bytes logged and the object within `MAX_OBJECT`; otherwise it starts the next part.
-  So uploads stay within 2x what is logged, and an object is closed at least every 16 MiB (with
-  slow, steady logging about every third upload: `make bench` counts them).
-- Memory: the current object (<= MAX_OBJECT) and what waits for the store (<= MAX_UNSENT).
-- The store going away: uploads are retried with backoff (data kept, uploaded when the store
-  returns) until MAX_UNSENT waits or MAX_FAILURES uploads in a row failed; then writing stops
-  and the error reaches the caller (a WriterError on later calls). `close()` tries once more
-  and raises if it cannot. Every request is bounded by the client's timeouts: nothing hangs.
+  Objects hold whole records, so each is a valid event file, and none passes MAX_OBJECT (but a
+  single larger record).
+- Memory: the current object (<= MAX_OBJECT) and what waits for the store (<= MAX_UNSENT; the
+  writer thread waits beyond it, and callers only once their own queue is full).
+- Exactly once: a put that was not acknowledged (a lost answer, a timeout: the store may hold
+  it) is repeated on the same object, with the same bytes first, before the next part begins.
+- Bounded waits: every request is bounded as a whole (REQUEST_SECS: connecting, the wait for
+  100-continue, the body, the answer), with one try per request (botocore's and s3fs's own
+  retries are off; the uploader retries with backoff). A store that is down or hung keeps the
+  data (within the bounds) until uploads have failed for GIVE_UP_SECS; then writing stops and
+  the error reaches the caller (a WriterError on later calls). `flush()` waits for the store at
+  most FLUSH_SECS; `close()` too, and raises if the store did not take everything.
 """
+import asyncio
+import collections
+import concurrent.futures
 import contextlib
 import errno
 import logging
 import posixpath
 import secrets
+import threading
 import time
 
 from ..events import event_file_name
@@ -35,10 +46,12 @@ __all__ = ["RemoteEventFile", "RemoteStorage", "UPLOAD_SECS", "MAX_OBJECT"]
 log = logging.getLogger("mxboard")
 
 UPLOAD_SECS = 10  # seconds between uploads: with the bundle's 2 s reload, a point is served within seconds
-MAX_OBJECT = 16 << 20  # bytes an object grows to before the next part starts
-MAX_UNSENT = 64 << 20  # bytes kept for a store that does not answer
-MAX_FAILURES = 8  # uploads in a row that may fail (backoff 2, 4 ... 60 s: about 3 minutes)
+MAX_OBJECT = 16 << 20  # bytes an object grows to before the next part starts (and that start an upload)
+MAX_UNSENT = 64 << 20  # bytes that may wait for the store before the writer thread waits
+REQUEST_SECS = 30  # one request, as a whole (connection, 100-continue, body, answer)
 RETRY_SECS = 2  # the first backoff, doubled at each failure, at most 60 s
+GIVE_UP_SECS = 180  # uploads failing for this long: writing stops, the caller hears of it
+FLUSH_SECS = 30  # flush() and close() wait at most this long for the store
 FIRST_PART = 1  # the number of a file's second object (a test knob: parts past 9999 without 10,000 uploads)
 
 
@@ -59,9 +72,9 @@ class RemoteStorage:
             raise ValueError("logdir %r: unknown URL scheme %r (fsspec knows %s)"
                              % (url, protocol + "://", ", ".join(sorted(fsspec.available_protocols())[:12]) + "..."))
         options = {}
-        if protocol in ("s3", "s3a"):  # bounded requests: an unreachable endpoint fails in seconds
-            options["config_kwargs"] = {"connect_timeout": 5, "read_timeout": 20,
-                                        "retries": {"max_attempts": 2, "mode": "standard"}}
+        if protocol in ("s3", "s3a"):  # bounded requests: an unreachable endpoint fails in seconds; one
+            options["config_kwargs"] = {"connect_timeout": 5, "read_timeout": 20,  # try a request (the
+                                        "retries": {"max_attempts": 1, "mode": "standard"}}  # uploader retries)
             options["skip_instance_cache"] = True
         try:
             self.fs, self.root = fsspec.core.url_to_fs(url, **options)
@@ -69,6 +82,8 @@ class RemoteStorage:
             raise ImportError("logdir %r needs a package for %s:// (for S3: pip install 'mxboard[s3]'): %s"
                               % (url, protocol, exc)) from None
         self.root = self.root.rstrip("/")
+        if protocol in ("s3", "s3a"):
+            self.fs.retries = 1  # s3fs's own retries: one budget, the uploader's, not their product
         try:
             self.fs.makedirs(self.root, exist_ok=True)
             self.fs.ls(self.root, detail=False)
@@ -116,8 +131,9 @@ class RemoteStorage:
 
 
 class RemoteEventFile:
-    """An event file as objects in a store (see the module's docstring); `sync(force)`, which
-    the writer thread calls after every batch, uploads."""
+    """An event file as objects in a store (see the module's docstring). The writer thread
+    `write`s whole records; an uploader thread of the file's own puts them, so that a slow or
+    hung store never holds the thread that drains the callers' queue."""
 
     def __init__(self, storage, directory, suffix=""):
         self._fs = storage.fs
@@ -125,54 +141,176 @@ class RemoteEventFile:
         self.directory = directory
         self._base = self._free_name(directory, suffix)
         self.path = storage.url(self._base)
-        self._object = b""  # the current object, as uploaded
-        self._sizes = []  # bytes of each object, as uploaded
-        self._unsent = bytearray()
+        self._lock = threading.Condition(threading.Lock())  # guards everything below
+        self._waiting = collections.deque()  # whole records (bytes) not yet in an upload
+        self._waiting_bytes = 0
+        self._part = 0  # the current part's number
+        self._object = b""  # the current part's bytes, as last put (or tried)
+        self._confirmed = True  # whether the store acknowledged `_object`
+        self._sizes = []  # acknowledged bytes of each part
         self._logged = self._uploaded = 0
-        self._last_upload = time.monotonic() - UPLOAD_SECS  # the first batch goes at once
-        self._failures = 0
-        self._next_try = 0.0
+        self._flushes = 0  # forced uploads asked for
+        self._error = None  # the OSError after which the uploader gave up
+        self._stopping = False
+        self._uploader = None
 
+    # -- the writer thread's side -----------------------------------------------------------
     def write(self, data):
-        self._unsent += data
-        self._logged += len(data)
-        self.sync(force=False)
+        """Queue whole records for upload. Blocks while MAX_UNSENT bytes wait for the store;
+        raises the OSError of an uploader that gave up."""
+        with self._lock:
+            self._raise_error()
+            self._waiting.append(bytes(data))
+            self._waiting_bytes += len(data)
+            self._logged += len(data)
+            if self._uploader is None:
+                self._uploader = threading.Thread(target=self._upload_loop, name="mxboard-upload", daemon=True)
+                self._uploader.start()
+            self._lock.notify_all()  # the uploader: at its time, or now if a part's worth waits
+            while self._waiting_bytes > MAX_UNSENT and self._error is None:
+                self._lock.wait(1)
+            self._raise_error()
 
     def sync(self, force):
-        """Upload what waits, if it is time (or `force`d); raise OSError once the store has
-        failed too often or too much waits."""
-        if not self._unsent:
-            return
-        now = time.monotonic()
-        if not force and (now - self._last_upload < UPLOAD_SECS or now < self._next_try):
-            return
-        try:
-            self._upload()
-        except Exception as exc:  # any failure of the store is retried
-            self._failures += 1
-            if force or self._failures >= MAX_FAILURES or len(self._unsent) > MAX_UNSENT:
-                raise OSError(errno.EIO, "%s: the store did not take %d bytes after %d tries: %s: %s"
-                              % (self.path, len(self._unsent), self._failures, type(exc).__name__, exc)) from exc
-            self._next_try = now + min(60, RETRY_SECS * 2 ** (self._failures - 1))
-            log.warning("mxboard: upload to %s failed (%s); %d bytes kept, retrying in %d s",
-                        self.path, exc, len(self._unsent), self._next_try - now)
-        else:
-            self._failures = 0
+        """Raise the uploader's error; `force` (flush): wait until what was written is in the
+        store, at most FLUSH_SECS (a store that is down keeps the data, and is retried)."""
+        with self._lock:
+            self._raise_error()
+            if force and self._pending():
+                self._flushes += 1
+                self._lock.notify_all()
+                deadline = time.monotonic() + FLUSH_SECS
+                while self._pending() and self._error is None and time.monotonic() < deadline:
+                    self._lock.wait(deadline - time.monotonic())
+                self._raise_error()
+                if self._pending():
+                    log.warning("mxboard: %s: the store has not taken %d bytes after %d s; they are kept and "
+                                "retried", self.path, self._waiting_bytes, FLUSH_SECS)
 
-    def _upload(self):
-        new = bytes(self._unsent)
-        extend = len(self._object) + len(new)
-        if self._object and (extend > MAX_OBJECT or self._uploaded + extend > 2 * self._logged):
-            self._object = b""  # the current object stays as it is; the next part begins
-        body = self._object + new
-        part = len(self._sizes) - (1 if self._object else 0)
-        self._fs.pipe_file(self._key(part), body)
-        if not self._object:
-            self._sizes.append(0)
-        self._sizes[part] = len(body)
-        self._object, self._uploaded = body, self._uploaded + len(body)
-        del self._unsent[:len(new)]
-        self._last_upload = time.monotonic()
+    def close(self):
+        """Upload what waits (at most FLUSH_SECS) and stop the uploader; raise if the store did
+        not take it all."""
+        try:
+            self.sync(force=True)
+        finally:
+            with self._lock:
+                self._stopping = True
+                self._lock.notify_all()
+        with self._lock:
+            if self._pending():
+                raise OSError(errno.EIO, "%s: the store did not take %d bytes within %d s"
+                              % (self.path, self._waiting_bytes + (0 if self._confirmed else len(self._object)),
+                                 FLUSH_SECS))
+
+    def abandon(self):
+        """In a forked child: drop the parent's data (the parent uploads it)."""
+        self._waiting.clear()
+        self._waiting_bytes = 0
+        self._confirmed = True
+        self._stopping = True
+
+    def pieces(self):
+        """(URL, bytes) of each object the store acknowledged, in order."""
+        with self._lock:
+            return [(self._url(self._key(i)), size) for i, size in enumerate(self._sizes)]
+
+    def _pending(self):
+        return self._waiting_bytes or not self._confirmed
+
+    def _raise_error(self):
+        if self._error is not None:
+            raise self._error
+
+    # -- the uploader thread ----------------------------------------------------------------
+    def _upload_loop(self):
+        last_upload, failures, failing_since, next_try, flushes = float("-inf"), 0, None, 0.0, 0
+        while True:
+            with self._lock:
+                while True:
+                    if not self._pending():
+                        if self._stopping:
+                            return
+                        self._lock.wait()
+                        continue
+                    urgent = self._flushes != flushes or self._waiting_bytes >= MAX_OBJECT or self._stopping
+                    when = next_try if urgent else max(next_try, last_upload + UPLOAD_SECS)
+                    now = time.monotonic()
+                    if now >= when:
+                        break
+                    self._lock.wait(when - now)
+                flushes = self._flushes
+                part, body = self._next_body()
+            try:
+                self._put(self._key(part), body)
+            except Exception as exc:  # noqa: BLE001 - any failure of the store is retried
+                failures += 1
+                now = time.monotonic()
+                failing_since = failing_since or now
+                with self._lock:
+                    if now - failing_since >= GIVE_UP_SECS or self._stopping:
+                        self._error = OSError(errno.EIO, "%s: the store did not take %d bytes after %d tries in %d s: "
+                                              "%s: %s" % (self.path, self._waiting_bytes + len(body), failures,
+                                                          now - failing_since, type(exc).__name__, exc))
+                        self._error.__cause__ = exc
+                        self._lock.notify_all()
+                        return
+                    next_try = now + min(60, RETRY_SECS * 2 ** (failures - 1))
+                    kept = self._waiting_bytes + len(body)
+                log.warning("mxboard: upload to %s failed (%s: %s); %d bytes kept, retrying in %.0f s",
+                            self.path, type(exc).__name__, exc, kept, next_try - now)
+                continue
+            with self._lock:
+                failures, failing_since, last_upload = 0, None, time.monotonic()
+                if part == len(self._sizes):
+                    self._sizes.append(0)
+                self._sizes[part] = len(body)
+                self._uploaded += len(body)
+                self._confirmed = True
+                self._lock.notify_all()
+
+    def _next_body(self):
+        """(part, body) of the next put, under the lock. The current part is extended while it
+        stays within MAX_OBJECT and the file's uploads within twice its logged bytes; otherwise
+        the next part begins. A part whose last put was not acknowledged (the store may hold it)
+        is put again, its bytes first: no record is ever in two objects."""
+        extend = len(self._object) + self._waiting_bytes
+        if self._confirmed and self._object and (extend > MAX_OBJECT or self._uploaded + extend > 2 * self._logged):
+            self._part, self._object = self._part + 1, b""  # the current part stays as it is
+        room = MAX_OBJECT - len(self._object)
+        taken = []
+        while self._waiting and (room > 0 or not (self._object or taken)):
+            piece = self._waiting[0]
+            if len(piece) > room:
+                cut = _whole_records(piece, room, at_least_one=not (self._object or taken))
+                if not cut:
+                    break
+                if cut < len(piece):
+                    self._waiting[0], piece = piece[cut:], piece[:cut]
+                else:
+                    self._waiting.popleft()
+            else:
+                self._waiting.popleft()
+            taken.append(piece)
+            room -= len(piece)
+            self._waiting_bytes -= len(piece)
+        self._object = self._object + b"".join(taken)
+        self._confirmed = False
+        self._lock.notify_all()  # room for the writer thread
+        return self._part, self._object
+
+    def _put(self, key, body):
+        """One PUT, bounded as a whole by REQUEST_SECS (the connection, the wait for
+        100-continue, the body, the answer)."""
+        loop = getattr(self._fs, "loop", None)
+        if loop is None or not hasattr(self._fs, "_pipe_file"):  # a filesystem that is not async
+            self._fs.pipe_file(key, body)
+            return
+        request = asyncio.run_coroutine_threadsafe(self._fs._pipe_file(key, body), loop)
+        try:
+            request.result(REQUEST_SECS)
+        except concurrent.futures.TimeoutError:
+            request.cancel()  # its connection is dropped: a late answer changes nothing
+            raise TimeoutError("no answer within %d s" % REQUEST_SECS) from None
 
     def _free_name(self, directory, suffix):
         """A new event file's key: with a random token, and never one the store holds already."""
@@ -187,12 +325,14 @@ class RemoteEventFile:
         digits = "%04d" % (part - 1 + FIRST_PART)
         return "%s.part%s%s" % (self._base, "z" * (len(digits) - 4), digits)
 
-    def pieces(self):
-        """(URL, bytes) of each object uploaded so far, in order."""
-        return [(self._url(self._key(i)), size) for i, size in enumerate(self._sizes)]
 
-    def close(self):
-        self.sync(force=True)
-
-    def abandon(self):
-        self._unsent = bytearray()
+def _whole_records(buffer, limit, at_least_one=False):
+    """The length of the longest run of whole TFRecords at the start of `buffer` within `limit`
+    bytes (the first record alone if it is longer and `at_least_one`; else 0)."""
+    offset = 0
+    while offset < len(buffer):
+        end = offset + 16 + int.from_bytes(buffer[offset:offset + 8], "little")
+        if end > limit and not (at_least_one and offset == 0):
+            break
+        offset = end
+    return offset
