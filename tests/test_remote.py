@@ -378,3 +378,139 @@ def test_two_processes_with_one_host_name_and_pid_never_overwrite_each_other(buc
     server = serve("s3://%s/same" % bucket)
     for name in ("a", "b"):
         assert _losses(server, "run", name, until=lambda r: len(r) == 100) == [(s, float(s)) for s in range(100)]
+
+
+@pytest.fixture
+def proxied(seaweed, bucket, monkeypatch):
+    """A writer's way to the store through a FaultProxy (tests/faultproxy.py); readers and the
+    server go straight to the store."""
+    from faultproxy import FaultProxy
+
+    proxy = FaultProxy(seaweed.endpoint)
+    monkeypatch.setenv("AWS_ENDPOINT_URL", proxy.endpoint)
+    yield proxy, bucket
+    monkeypatch.setenv("AWS_ENDPOINT_URL", seaweed.endpoint)
+    proxy.close()
+
+
+def _timed(call, *args, **kwargs):
+    start = time.monotonic()
+    call(*args, **kwargs)
+    return time.monotonic() - start
+
+
+def test_a_hung_store_is_a_writer_error_within_the_budget_and_close_returns(proxied, monkeypatch):
+    """A store that takes the connection and never answers (nor says 100 Continue): logging goes
+    on without waiting, the error comes after GIVE_UP_SECS, close() returns within FLUSH_SECS."""
+    proxy, bucket = proxied
+    monkeypatch.setattr(remote, "REQUEST_SECS", 2)
+    monkeypatch.setattr(remote, "GIVE_UP_SECS", 6)
+    monkeypatch.setattr(remote, "FLUSH_SECS", 3)
+    monkeypatch.setattr(remote, "UPLOAD_SECS", 0.5)
+    writer = SummaryWriter("s3://%s/hung/run" % bucket, flush_secs=0.5)
+    writer.add_scalar("loss", 0.0, 0)
+    writer.flush()
+    proxy.set("hang")
+    slowest, start, step = 0.0, time.monotonic(), 1
+    with pytest.raises((OSError, WriterError)) as raised:
+        while time.monotonic() - start < 60:
+            slowest = max(slowest, _timed(writer.add_scalar, "loss", float(step), step))
+            step += 1
+            time.sleep(0.05)
+    assert 6 <= time.monotonic() - start < 6 + 2 * 2 + 5, "the error comes after the budget"
+    assert slowest < 1.0, slowest
+    assert "did not take" in str(raised.value) + str(raised.value.__cause__)
+    start = time.monotonic()
+    try:
+        writer.close()  # the error was raised already: close() need not raise it again
+    except (OSError, WriterError):
+        pass
+    assert time.monotonic() - start < 3 + 2 + 2
+    proxy.set("pass")
+
+
+def test_a_slow_store_never_makes_a_call_wait(proxied, monkeypatch, seaweed):
+    """Every answer 25 s late: a scalar every 50 ms and a 100k-value histogram every 10th step
+    never wait (each call under 1 s), and everything reaches the store once it answers."""
+    proxy, bucket = proxied
+    monkeypatch.setattr(remote, "UPLOAD_SECS", 1)
+    url = "s3://%s/slow/run" % bucket
+    writer = SummaryWriter(url, flush_secs=0.5)
+    proxy.set("slow", delay=25.0)
+    rng = np.random.default_rng(0)
+    slowest = 0.0
+    for step in range(300):  # 15 s
+        slowest = max(slowest, _timed(writer.add_scalar, "loss", float(step), step))
+        if step % 10 == 0:
+            slowest = max(slowest, _timed(writer.add_histogram, "weights", rng.normal(size=100_000), step))
+        time.sleep(0.05)
+    assert slowest < 1.0, slowest
+    proxy.set("pass")
+    writer.close()
+    monkeypatch.setenv("AWS_ENDPOINT_URL", seaweed.endpoint)
+    steps = [e.step for e in reader.read_events(url) if e.summary.value and e.summary.value[0].tag == "loss"]
+    assert steps == list(range(300))
+
+
+def test_a_lost_acknowledgement_never_stores_a_record_twice(proxied, monkeypatch, seaweed, serve):
+    """PUTs performed by the store but answered 504 (a gateway's lost answer), six in a row
+    every other six (past botocore's and s3fs's own retries); small objects make retries cross
+    part boundaries. Each step is stored, and served, once."""
+    proxy, bucket = proxied
+    monkeypatch.setattr(remote, "MAX_OBJECT", 700)
+    monkeypatch.setattr(remote, "UPLOAD_SECS", 0)
+    monkeypatch.setattr(remote, "RETRY_SECS", 0.05)
+    url = "s3://%s/lost/run" % bucket
+    writer = SummaryWriter(url, flush_secs=0.2)
+    proxy.set("lost_ack", lose_run=6)
+    for step in range(150):
+        writer.add_scalar("loss", float(step), step)
+        if step % 7 == 6:
+            time.sleep(0.3)
+    time.sleep(2)
+    proxy.set("pass")
+    writer.close()
+    monkeypatch.setenv("AWS_ENDPOINT_URL", seaweed.endpoint)
+    steps = [e.step for e in reader.read_events(url) if e.summary.value]
+    assert steps == list(range(150))
+    assert proxy.puts > 12  # answers were lost
+    server = serve("s3://%s/lost" % bucket)
+    assert _losses(server, "run", until=lambda r: len(r) >= 150) == [(s, float(s)) for s in range(150)]
+
+
+def test_fast_logging_keeps_objects_and_waiting_bytes_bounded(bucket, tmp_path, seaweed):
+    """20 s of 3 MB images as fast as they come: every object within 16 MiB, and the process's
+    memory within the documented bounds (64 MiB queued for the writer thread, 64 MiB waiting for
+    the store, the current object), not everything logged between uploads."""
+    script = tmp_path / "images.py"
+    script.write_text(r'''
+import resource, sys, time
+import numpy as np
+import mxboard
+rng = np.random.default_rng(0)
+images = [rng.integers(0, 256, (1000, 1000, 3), dtype=np.uint8) for _ in range(4)]  # 3 MB PNGs
+w = mxboard.SummaryWriter(sys.argv[1])
+w.add_image("warm", images[0], 0, dataformats="HWC")
+w.flush()
+base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+start, step = time.monotonic(), 0
+while time.monotonic() - start < 20:
+    w.add_image("noise", images[step % 4], step, dataformats="HWC")
+    step += 1
+w.close()
+print(step, (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - base) // 1024)
+''')
+    url = "s3://%s/images/run" % bucket
+    proc = subprocess.run([sys.executable, str(script), url], capture_output=True, text=True, timeout=240,
+                          env=dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python")))
+    assert proc.returncode == 0, proc.stderr
+    logged, grown_mib = map(int, proc.stdout.split())
+    import fsspec
+
+    fs = fsspec.filesystem("s3", skip_instance_cache=True, endpoint_url=seaweed.endpoint)
+    sizes = [o["size"] for o in fs.ls("%s/images/run" % bucket, detail=True, refresh=True)]
+    assert logged * 3 > 16 * 4 and sum(sizes) > 3 * logged * 1000_000  # more than an object's worth
+    assert max(sizes) <= 16 << 20, sizes
+    assert grown_mib < 64 + 64 + 16 * 3 + 64, grown_mib  # the bounds, the objects' copies, numpy's work
+    steps = [e.step for e in reader.read_events(url) if e.summary.value and e.summary.value[0].tag == "noise"]
+    assert steps == list(range(logged))

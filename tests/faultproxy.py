@@ -1,0 +1,112 @@
+"""An HTTP proxy in front of a real S3 server (SeaweedFS) that injects the faults of a hostile
+network: it forwards every request as it is (the Host header kept, so signatures hold), and by
+`mode` it stops answering mid-request, answers late, or answers 504 after the store performed a
+request. No mock: the store behind it is real."""
+import http.client
+import http.server
+import threading
+import time
+import urllib.parse
+
+MODES = ("pass", "hang", "slow", "lost_ack")
+
+
+class FaultProxy:
+    """`FaultProxy(endpoint)` listens on 127.0.0.1 (`self.endpoint`). `mode`: 'pass' forwards;
+    'hang' reads a request and never answers (nor says 100 Continue); 'slow' answers `delay`
+    seconds late; 'lost_ack' forwards a PUT, then answers 504 (its answer lost), in runs of
+    `lose_run` PUTs (more than a client's own retries) every other run. `puts` counts the PUTs
+    the store performed."""
+
+    def __init__(self, upstream):
+        self.upstream = urllib.parse.urlsplit(upstream).netloc
+        self.mode, self.delay, self.lose_run = "pass", 25.0, 6
+        self.puts = 0
+        self._lock = threading.Lock()
+        self._released = threading.Event()
+        proxy = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args):
+                pass
+
+            def handle_expect_100(self):
+                if proxy.mode == "hang":
+                    proxy._released.wait()  # the client waits for 100 Continue for ever
+                    return False
+                return super().handle_expect_100()
+
+            def _any(self):
+                body = self._read_body()
+                if proxy.mode == "hang":
+                    proxy._released.wait()
+                    self.close_connection = True
+                    return
+                if proxy.mode == "slow":
+                    time.sleep(proxy.delay)
+                status, headers, data = proxy._forward(self.command, self.path, self.headers, body)
+                if self.command == "PUT" and status < 300:
+                    with proxy._lock:
+                        proxy.puts += 1
+                        lost = proxy.mode == "lost_ack" and (proxy.puts // proxy.lose_run) % 2 == 1
+                    if lost:
+                        status, headers, data = 504, [], b"gateway timeout"
+                self.send_response(status)
+                for name, value in headers:
+                    if name.lower() not in ("transfer-encoding", "connection", "content-length"):
+                        self.send_header(name, value)
+                self.send_header("Content-Length", "0" if self.command == "HEAD" else str(len(data)))
+                self.end_headers()
+                if self.command != "HEAD":
+                    self.wfile.write(data)
+
+            def _read_body(self):
+                if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
+                    chunks = []
+                    while True:
+                        size = int(self.rfile.readline().split(b";")[0], 16)
+                        chunks.append(self.rfile.read(size))
+                        self.rfile.readline()
+                        if size == 0:
+                            while self.rfile.readline() not in (b"\r\n", b""):
+                                pass  # trailers
+                            return b"".join(chunks)
+                return self.rfile.read(int(self.headers.get("Content-Length") or 0))
+
+            do_GET = do_PUT = do_POST = do_HEAD = do_DELETE = _any  # noqa: N815 - http.server's names
+
+        self._server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server.daemon_threads = True
+        self.endpoint = "http://127.0.0.1:%d" % self._server.server_address[1]
+        threading.Thread(target=self._server.serve_forever, daemon=True).start()
+
+    def _forward(self, method, path, headers, body):
+        connection = http.client.HTTPConnection(self.upstream, timeout=60)
+        try:
+            connection.putrequest(method, path, skip_host=True, skip_accept_encoding=True)
+            for name, value in headers.items():
+                if name.lower() not in ("expect", "transfer-encoding", "content-length", "connection"):
+                    connection.putheader(name, value)
+            connection.putheader("Content-Length", str(len(body)))
+            connection.endheaders(body)
+            response = connection.getresponse()
+            return response.status, response.getheaders(), response.read()
+        finally:
+            connection.close()
+
+    def set(self, mode, **knobs):
+        assert mode in MODES, mode
+        for name, value in knobs.items():
+            setattr(self, name, value)
+        if self.mode == "hang" and mode != "hang":
+            self._released.set()
+        if mode == "hang":
+            self._released.clear()
+        self.mode = mode
+
+    def close(self):
+        self._released.set()
+        self._server.shutdown()
+        self._server.server_close()
