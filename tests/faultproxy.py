@@ -14,13 +14,12 @@ MODES = ("pass", "hang", "slow", "lost_ack")
 class FaultProxy:
     """`FaultProxy(endpoint)` listens on 127.0.0.1 (`self.endpoint`). `mode`: 'pass' forwards;
     'hang' reads a request and never answers (nor says 100 Continue); 'slow' answers `delay`
-    seconds late; 'lost_ack' forwards a PUT, then answers 504 (its answer lost), in runs of
-    `lose_run` PUTs (more than a client's own retries) every other run. `puts` counts the PUTs
-    the store performed."""
+    seconds late; 'lost_ack' forwards a PUT, then answers 504 (its answer lost), for the next
+    `lose_next` PUTs. `puts` counts the PUTs the store performed."""
 
     def __init__(self, upstream):
         self.upstream = urllib.parse.urlsplit(upstream).netloc
-        self.mode, self.delay, self.lose_run = "pass", 25.0, 6
+        self.mode, self.delay, self.lose_next = "pass", 25.0, 0
         self.puts = 0
         self._lock = threading.Lock()
         self._released = threading.Event()
@@ -50,7 +49,8 @@ class FaultProxy:
                 if self.command == "PUT" and status < 300:
                     with proxy._lock:
                         proxy.puts += 1
-                        lost = proxy.mode == "lost_ack" and (proxy.puts // proxy.lose_run) % 2 == 1
+                        lost = proxy.mode == "lost_ack" and proxy.lose_next > 0
+                        proxy.lose_next -= lost
                     if lost:
                         status, headers, data = 504, [], b"gateway timeout"
                 self.send_response(status)

@@ -453,27 +453,31 @@ def test_a_slow_store_never_makes_a_call_wait(proxied, monkeypatch, seaweed):
 
 
 def test_a_lost_acknowledgement_never_stores_a_record_twice(proxied, monkeypatch, seaweed, serve):
-    """PUTs performed by the store but answered 504 (a gateway's lost answer), six in a row
-    every other six (past botocore's and s3fs's own retries); small objects make retries cross
-    part boundaries. Each step is stored, and served, once."""
+    """The store performs six PUTs whose answers are lost (a gateway's 504, past botocore's and
+    s3fs's own retries) while a part is extended; then a burst no longer fits that part. Each
+    step is stored, and served, once."""
     proxy, bucket = proxied
-    monkeypatch.setattr(remote, "MAX_OBJECT", 700)
+    monkeypatch.setattr(remote, "MAX_OBJECT", 2000)
     monkeypatch.setattr(remote, "UPLOAD_SECS", 0)
     monkeypatch.setattr(remote, "RETRY_SECS", 0.05)
     url = "s3://%s/lost/run" % bucket
     writer = SummaryWriter(url, flush_secs=0.2)
-    proxy.set("lost_ack", lose_run=6)
-    for step in range(150):
+    for step in range(10):
         writer.add_scalar("loss", float(step), step)
-        if step % 7 == 6:
-            time.sleep(0.3)
-    time.sleep(2)
-    proxy.set("pass")
+    writer.flush()
+    proxy.set("lost_ack", lose_next=6)
+    for step in range(10, 20):  # extends the first part: stored, but the answers are lost
+        writer.add_scalar("loss", float(step), step)
+    deadline = time.monotonic() + 30
+    while proxy.lose_next and time.monotonic() < deadline:
+        time.sleep(0.01)
+    for step in range(20, 150):  # more than the part has room for
+        writer.add_scalar("loss", float(step), step)
     writer.close()
+    assert proxy.lose_next == 0
     monkeypatch.setenv("AWS_ENDPOINT_URL", seaweed.endpoint)
     steps = [e.step for e in reader.read_events(url) if e.summary.value]
     assert steps == list(range(150))
-    assert proxy.puts > 12  # answers were lost
     server = serve("s3://%s/lost" % bucket)
     assert _losses(server, "run", until=lambda r: len(r) >= 150) == [(s, float(s)) for s in range(150)]
 
