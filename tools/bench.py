@@ -289,13 +289,13 @@ def remote(seconds=60):
 
         writer = SummaryWriter("s3://%s/exp/run" % bucket)
         fs, sent = writer._storage.fs, [0]
-        upload = fs.pipe_file
+        upload = fs._pipe_file  # what each put sends (the uploader calls it on fsspec's loop)
 
-        def counted(path, value, **kwargs):
+        async def counted(path, value, **kwargs):
             sent[0] += len(value)
-            return upload(path, value, **kwargs)
+            return await upload(path, value, **kwargs)
 
-        fs.pipe_file = counted
+        fs._pipe_file = counted
         url = "http://127.0.0.1:%d/data/plugin/scalars/scalars?run=run&tag=loss" % port
         start = time.monotonic()
         writer.add_scalar("loss", 0.0, 0)
