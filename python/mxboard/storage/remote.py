@@ -38,6 +38,7 @@ import secrets
 import threading
 import time
 
+from .. import lifecycle
 from ..events import event_file_name
 from .names import components, run_of
 
@@ -223,6 +224,7 @@ class RemoteEventFile:
 
     # -- the uploader thread ----------------------------------------------------------------
     def _upload_loop(self):
+        lifecycle.keep_signals_off_this_thread()
         last_upload, failures, failing_since, next_try, flushes = float("-inf"), 0, None, 0.0, 0
         while True:
             with self._lock:
