@@ -8,6 +8,7 @@ import re
 import subprocess
 import sys
 import threading
+import time
 import urllib.parse
 import warnings
 import wave
@@ -68,6 +69,90 @@ writer.add_custom_scalars_marginchart(["Loss/train", "Loss/test", "Loss/train"],
 writer.close()
 '''
 
+
+# tensorboardX's own examples/demo.py, call for call (lanpa/tensorboardX): torchvision's pieces
+# (make_grid, resnet18, MNIST, which needs a download) replaced by tensors of the same shapes
+TENSORBOARDX_DEMO = r'''
+import sys
+import numpy as np
+import torch
+from tensorboardX import SummaryWriter
+
+torch.manual_seed(0)
+resnet18 = torch.nn.Sequential()
+resnet18.add_module("conv1", torch.nn.Conv2d(3, 8, 3))
+resnet18.add_module("bn1", torch.nn.BatchNorm2d(8))
+resnet18.add_module("fc", torch.nn.Linear(8, 10))
+writer = SummaryWriter(sys.argv[1])
+sample_rate = 44100
+freqs = [262, 294, 330, 349, 392, 440, 440, 440, 440, 440, 440]
+
+true_positive_counts = [75, 64, 21, 5, 0]
+false_positive_counts = [150, 105, 18, 0, 0]
+true_negative_counts = [0, 45, 132, 150, 150]
+false_negative_counts = [0, 11, 54, 70, 75]
+precision = [0.3333333, 0.3786982, 0.5384616, 1.0, 0.0]
+recall = [1.0, 0.8533334, 0.28, 0.0666667, 0.0]
+
+for n_iter in range(100):
+    s1 = torch.rand(1)
+    s2 = torch.rand(1)
+    writer.add_scalar('data/scalar_systemtime', s1[0], n_iter)
+    writer.add_scalar('data/scalar_customtime', s1[0], n_iter, walltime=n_iter)
+    writer.add_scalars('data/scalar_group', {"xsinx": n_iter * np.sin(n_iter),
+                                             "xcosx": n_iter * np.cos(n_iter),
+                                             "arctanx": np.arctan(n_iter)}, n_iter)
+    x = torch.rand(32, 3, 64, 64)
+    if n_iter % 10 == 0:
+        x = torch.rand(3, 274, 546)  # vutils.make_grid(x, normalize=True, scale_each=True)
+        writer.add_image('Image', x, n_iter)
+        writer.add_image_with_boxes('imagebox', x, torch.Tensor([[10, 10, 40, 40], [40, 40, 60, 60]]), n_iter)
+        x = torch.zeros(sample_rate * 2)
+        x[:] = torch.cos(freqs[n_iter // 10] * np.pi * torch.arange(x.size(0), dtype=torch.float64) / sample_rate)
+        writer.add_audio('myAudio', x, n_iter)
+        writer.add_text('Text', 'text logged at step:' + str(n_iter), n_iter)
+        writer.add_text('markdown Text', 'a|b\n-|-\nc|d', n_iter)
+        for name, param in resnet18.named_parameters():
+            if 'bn' not in name:
+                writer.add_histogram(name, param, n_iter)
+        writer.add_pr_curve('xoxo', np.random.randint(2, size=100), np.random.rand(
+            100), n_iter)
+        writer.add_pr_curve_raw('prcurve with raw data', true_positive_counts,
+                                false_positive_counts,
+                                true_negative_counts,
+                                false_negative_counts,
+                                precision,
+                                recall, n_iter)
+writer.export_scalars_to_json(sys.argv[1] + "/all_scalars.json")
+
+test_data = torch.randint(0, 256, (100, 28, 28), dtype=torch.uint8)  # dataset.test_data[:100]
+images = test_data[:100].float()
+label = torch.randint(0, 10, (100,))
+features = images.view(100, 784)
+writer.add_embedding(features, metadata=label, label_img=images.unsqueeze(1))
+writer.add_embedding(features, global_step=1, tag='noMetadata')
+train_data = torch.randint(0, 256, (16 * 48, 28, 28), dtype=torch.uint8)  # dataset.train_data
+images_train = train_data[:100].float()
+labels_train = torch.randint(0, 10, (100,))
+features_train = images_train.view(100, 784)
+
+all_features = torch.cat((features, features_train))
+all_labels = torch.cat((label, labels_train))
+all_images = torch.cat((images, images_train))
+dataset_label = ['test'] * 100 + ['train'] * 100
+all_labels = list(zip(all_labels, dataset_label))
+
+writer.add_embedding(all_features, metadata=all_labels, label_img=all_images.unsqueeze(1),
+                     metadata_header=['digit', 'dataset'], global_step=2)
+
+vid_images = train_data[:16 * 48]
+vid = vid_images.view(16, 48, 1, 28, 28)  # BxTxCxHxW
+
+writer.add_video('video', vid_tensor=vid)
+writer.add_video('video_1_fps', vid_tensor=vid, fps=1)
+
+writer.close()
+'''
 
 def _run_script(script, library, cwd, *args):
     """Run a peer script as written ('peer') or with mxboard imported in its place ('mxboard')."""
@@ -272,15 +357,19 @@ def test_the_peers_constructor_order_and_names(tmp_path, monkeypatch):
 
 def test_positional_arguments_that_cannot_mean_mxboards_order(logdir):
     with SummaryWriter(logdir) as w:
-        with pytest.raises(ValueError, match="5 Hz is no audio rate.*global_step=5"):
-            w.add_audio("a", np.zeros(100), 5)  # tensorboardX: step 5
-        w.add_audio("a", np.zeros(100), sample_rate=500)  # a low rate, by keyword, is taken
-        with pytest.warns(UserWarning, match="fourth argument .10. is num_thresholds"):
-            w.add_pr_curve("p", [0, 1], [0.2, 0.8], 10)
         with warnings.catch_warnings():
             warnings.simplefilter("error")
-            w.add_pr_curve("p", [0, 1], [0.2, 0.8], 10, 3)  # both given: clear
-            w.add_pr_curve("p", [0, 1], [0.2, 0.8], global_step=4)
+            w.add_audio("a", np.zeros(100), 5)  # tensorboardX's order: step 5, no warning
+            w.add_audio("a", np.zeros(100), 16000, 6)  # a usual rate: mxboard's order
+            w.add_audio("a", np.zeros(100), sample_rate=500)  # a low rate, by keyword, is taken
+        with pytest.warns(UserWarning, match="no usual audio rate is read as global_step"):
+            w.add_audio("a", np.zeros(100), 1500)
+        with pytest.warns(UserWarning, match="lone fourth positional argument is read as global_step"):
+            w.add_pr_curve("p", [0, 1], [0.2, 0.8], 10)
+        with pytest.warns(UserWarning, match=r"positional \(num_thresholds, global_step\), mxboard 0.1.0's"):
+            w.add_pr_curve("p", [0, 1], [0.2, 0.8], 10, 3)
+        with pytest.warns(UserWarning, match=r"positional \(global_step, num_thresholds\): the fourth, below 2"):
+            w.add_pr_curve("p", [0, 1], [0.2, 0.8], 1, 50)
         with pytest.raises(TypeError, match="'value' and 'scalar_value'"):
             w.add_scalar("x", 1.0, scalar_value=2.0)
         with pytest.raises(TypeError, match="unexpected keyword"):
@@ -415,6 +504,12 @@ def _peer_calls(module, logdir):
     counts = [[5, 4, 3, 2, 1], [5, 3, 2, 1, 0], [0, 2, 3, 4, 5], [0, 1, 2, 3, 4],
               [0.5, 0.57, 0.6, 0.67, 1.0], [1.0, 0.8, 0.6, 0.4, 0.2]]
     writer.add_pr_curve_raw("raw", *counts, global_step=3)  # no num_thresholds: 5, from the data
+    labels, predictions = rng.integers(2, size=50), rng.random(50)
+    writer.add_pr_curve("pr_thresholds", labels, predictions, num_thresholds=10)  # mxboard 0.1.0's reading
+    writer.add_pr_curve("pr_step", labels, predictions, global_step=10)  # the peers' reading
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # mxboard says which reading it took
+        writer.add_pr_curve("pr_positional", labels, predictions, 10)  # tensorboardX's demo: the step
     writer.close()
 
 
@@ -486,6 +581,12 @@ def test_peer_calls_the_peers_take_are_served_like_theirs(tmp_path, serve):
                             for e in entries]
     # 5 thresholds, taken from the data
     assert pick(peer["tbx"]) == pick(ours["mxb"]) and len(pick(ours["mxb"])[0][1]) == 5
+    lengths = {}
+    for tag, step in (("pr_thresholds", 0), ("pr_step", 10), ("pr_positional", 10)):
+        peer, ours = both("pr_curves", tag)
+        assert pick(peer["tbx"]) == pick(ours["mxb"]) and [e[0] for e in pick(ours["mxb"])] == [step]
+        lengths[tag] = len(pick(ours["mxb"])[0][1])
+    assert lengths["pr_thresholds"] < lengths["pr_step"] == lengths["pr_positional"]  # 10 thresholds, 127
 
 
 @pytest.mark.slow
@@ -525,3 +626,174 @@ def test_the_peers_other_names_work_or_say_why(tmp_path, serve):
     assert (gif.size, gif.n_frames) == ((6 + 4, 8 + 4), 3)  # W x H (a grid of one, 2 px padding), T frames
     (event,) = accumulator(tmp_path / "mxb2").Tensors("table")  # TensorBoard's loader keeps it
     assert event.step == 4 and tensor_util.make_ndarray(event.tensor_proto).tolist() == [[0, 1, 2], [3, 4, 5]]
+
+
+def _resumed_run(module, logdir):
+    """A run resumed from a checkpoint at step 50 (the peers' purge_step): 100 + 30 points logged."""
+    with module.SummaryWriter(logdir) as writer:
+        for step in range(100):
+            writer.add_scalar("loss", float(step), step)
+    time.sleep(1.1)  # resumed later: tensorboardX's file name, to the second, would be the first's
+    with module.SummaryWriter(logdir, purge_step=50) as writer:
+        for step in range(50, 80):
+            writer.add_scalar("loss", 1000.0 + step, step)
+
+
+@pytest.mark.slow
+def test_the_reader_returns_what_tensorboard_shows_of_a_resumed_run(tmp_path, serve):
+    """A resumed run (purge_step), by mxboard and by tensorboardX: the reader and the export
+    return the 80 points the server shows, not the 130 written; raw=True gives all 130."""
+    tensorboardx = pytest.importorskip("tensorboardX")
+    import mxboard
+    from mxboard import reader
+
+    _resumed_run(mxboard, str(tmp_path / "mxb"))
+    _resumed_run(tensorboardx, str(tmp_path / "tbx"))
+    server = serve(tmp_path)
+    expected = [(s, float(s)) for s in range(50)] + [(s, 1000.0 + s) for s in range(50, 80)]
+    for run in ("mxb", "tbx"):
+        served = [(s, v) for _, s, v in server.json("/data/plugin/scalars/scalars", {"run": run, "tag": "loss"},
+                                                     until=lambda rows: len(rows) == 80)]
+        assert served == expected, run
+        columns = reader.table(str(tmp_path / run))
+        assert list(zip(columns["step"], columns["value"])) == served
+        assert len(reader.table(str(tmp_path / run), raw=True)["step"]) == 130
+    printed = subprocess.run([sys.executable, "-m", "mxboard", "export", str(tmp_path), "--json"],
+                             env=dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python")), capture_output=True,
+                             text=True, timeout=120, check=True).stdout
+    assert len([r for r in json.loads(printed) if r["run"] == "mxb"]) == 80
+
+
+@pytest.mark.slow
+def test_one_corrupt_record_is_skipped_with_a_warning_as_tensorboard_does(tmp_path, serve):
+    """A flipped byte in one record: TensorBoard warns and serves the rest; so do the reader and
+    `python -m mxboard export` (naming the file and the byte), unless asked to be strict."""
+    import struct
+
+    from mxboard import reader
+
+    for run in ("good", "bad"):
+        with SummaryWriter(str(tmp_path / run)) as writer:
+            for step in range(20):
+                writer.add_scalar("loss", float(step), step)
+    (path,) = [str(tmp_path / "bad" / n) for n in os.listdir(tmp_path / "bad")]
+    data = bytearray(open(path, "rb").read())
+    offset = 0
+    for _ in range(6):  # the file-version record, then steps 0-4: step 5's record is hit
+        offset += 16 + struct.unpack("<Q", data[offset:offset + 8])[0]
+    data[offset + 14] ^= 0x40
+    open(path, "wb").write(bytes(data))
+    server = serve(tmp_path)
+    served = {run: [(s, v) for _, s, v in server.json("/data/plugin/scalars/scalars", {"run": run, "tag": "loss"},
+                                                       until=lambda rows, run=run: len(rows) >= 19)]
+              for run in ("good", "bad")}
+    assert served["good"] == [(s, float(s)) for s in range(20)]
+    with pytest.warns(reader.CorruptRecordWarning, match="%s: corrupt record payload at byte %d" % (re.escape(path),
+                                                                                                    offset)):
+        columns = reader.table(str(tmp_path))
+    # the rest as served (the fast loader checks no payload CRC: it serves the corrupt record as it
+    # parses, where the reader skips it)
+    for run in ("good", "bad"):
+        assert [(s, v) for r, s, v in zip(columns["run"], columns["step"], columns["value"]) if r == run] == [
+            (s, v) for s, v in served[run] if run == "good" or s != 5]
+    proc = subprocess.run([sys.executable, "-m", "mxboard", "export", str(tmp_path), "--json"],
+                          env=dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python")), capture_output=True,
+                          text=True, timeout=120)
+    assert proc.returncode == 0 and "corrupt record payload at byte %d" % offset in proc.stderr
+    assert len(json.loads(proc.stdout)) == 39
+    strict = subprocess.run([sys.executable, "-m", "mxboard", "export", str(tmp_path), "--json", "--strict"],
+                            env=dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python")), capture_output=True,
+                            text=True, timeout=120)
+    assert strict.returncode == 1 and "corrupt record payload" in strict.stderr and not strict.stdout
+
+
+@pytest.mark.slow
+def test_every_layout_call_of_a_writer_is_shown(tmp_path, serve):
+    """A multiline chart, then a margin chart, then a layout of its own: TensorBoard shows a
+    run's last layout, so tensorboardX's run shows its last call's chart only; mxboard merges a
+    writer's layout calls, and shows them all (a chart given again replaces its namesake)."""
+    tensorboardx = pytest.importorskip("tensorboardX")
+    import mxboard
+
+    for module, run in ((tensorboardx, "tbx"), (mxboard, "mxb")):
+        with module.SummaryWriter(str(tmp_path / run / "run")) as writer:
+            writer.add_scalar("loss", 1.0, 0)
+            writer.add_custom_scalars_multilinechart(["loss", "acc"], category="c", title="lines")
+            writer.add_custom_scalars_marginchart(["loss", "lo", "hi"], category="c", title="band")
+            writer.add_custom_scalars({"d": {"alone": ["Multiline", ["loss"]]},
+                                       "c": {"lines": ["Multiline", ["loss"]]}})
+    charts = {}
+    for run in ("tbx", "mxb"):  # the layout route merges every run's: one server a logdir
+        server = serve(tmp_path / run)
+        layout = server.json("/data/plugin/custom_scalars/layout", until=lambda layout: layout.get("category"))
+        charts[run] = {(cat["title"], c["title"]): c for cat in layout["category"] for c in cat["chart"]}
+    assert sorted(charts["tbx"]) == [("c", "lines"), ("d", "alone")]
+    assert sorted(charts["mxb"]) == [("c", "band"), ("c", "lines"), ("d", "alone")]
+    assert charts["mxb"][("c", "lines")] == charts["tbx"][("c", "lines")]  # replaced by the last call
+
+
+@pytest.mark.slow
+def test_a_torch_module_is_drawn_as_torchs_writer_draws_it(tmp_path, serve):
+    """add_graph(model, input_to_model): torch's own tracer, the same GraphDef served."""
+    torch = pytest.importorskip("torch")
+    from torch.utils import tensorboard as torch_tensorboard
+
+    import mxboard
+
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3), torch.nn.ReLU(), torch.nn.Flatten(),
+                                torch.nn.Linear(4 * 6 * 6, 2))
+    example = torch.rand(1, 3, 8, 8)
+    for module, run in ((torch_tensorboard, "torch"), (mxboard, "mxb")):
+        writer = module.SummaryWriter(str(tmp_path / run))
+        writer.add_graph(model, example)
+        writer.close()
+    with mxboard.SummaryWriter(str(tmp_path / "mxb_keywords")) as writer:
+        writer.add_graph(model=model, input_to_model=(example,))
+        with pytest.raises(ValueError, match="needs input_to_model"):
+            writer.add_graph(model)
+    server = serve(tmp_path)
+    server.json("/data/runs", until=lambda runs: {"torch", "mxb", "mxb_keywords"} <= set(runs))
+    graphs = {run: server.get("/data/plugin/graphs/graph", {"run": run})[1].decode()
+              for run in ("torch", "mxb", "mxb_keywords")}
+    assert graphs["mxb"] == graphs["torch"] == graphs["mxb_keywords"]
+    for expected in ('op: "aten::_convolution"', 'op: "aten::relu"', 'op: "aten::linear"'):
+        assert expected in graphs["mxb"], expected
+
+
+@pytest.mark.slow
+def test_tensorboardx_own_demo_runs_unchanged_and_is_served_like_tensorboardxs(tmp_path, serve):
+    pytest.importorskip("tensorboardX")
+    pytest.importorskip("torch")
+    _run_script(TENSORBOARDX_DEMO, "peer", str(tmp_path), str(tmp_path / "tbx"))
+    ours = _run_script(TENSORBOARDX_DEMO, "mxboard", str(tmp_path), str(tmp_path / "mxb"))
+    assert "Traceback" not in ours.stderr
+    server = serve(tmp_path)
+    server.json("/data/runs", until=lambda runs: {"tbx", "mxb"} <= set(runs))
+    for plugin in ("scalars", "images", "audio", "histograms", "text", "pr_curves"):
+        tags = server.json("/data/plugin/%s/tags" % plugin, until=lambda t: t.get("mxb") and t.get("tbx"))
+        peer = {t.replace("/text_summary", "") for t in tags["tbx"]}
+        # tensorboardX writes videos only with moviepy installed (else it says so and writes none)
+        videos = {"video", "video_1_fps"} if plugin == "images" else set()
+        assert peer - videos == set(tags["mxb"]) - videos and videos <= set(tags["mxb"]), plugin
+    for tag in ("data/scalar_systemtime", "data/scalar_customtime"):
+        peer, ours = (server.json("/data/plugin/scalars/scalars", {"run": run, "tag": tag}) for run in ("tbx", "mxb"))
+        assert [s for _, s, _ in ours] == [s for _, s, _ in peer] == list(range(100))
+    peer, ours = (server.json("/data/plugin/scalars/scalars", {"run": run, "tag": "data/scalar_customtime"})
+                  for run in ("tbx", "mxb"))
+    assert [w for w, _, _ in ours] == [w for w, _, _ in peer] == list(range(100))  # walltime=n_iter
+    for plugin, tag in (("pr_curves", "xoxo"), ("pr_curves", "prcurve with raw data")):
+        peer, ours = (server.json("/data/plugin/%s/%s" % (plugin, plugin), {"run": run, "tag": tag})[run]
+                      for run in ("tbx", "mxb"))
+        assert [e["step"] for e in ours] == [e["step"] for e in peer] == list(range(0, 100, 10)), tag
+    for plugin, tag in (("images", "Image"), ("images", "imagebox"), ("audio", "myAudio")):
+        peer, ours = (server.json("/data/plugin/%s/%s" % (plugin, "audio" if plugin == "audio" else "images"),
+                                  {"run": run, "tag": tag}) for run in ("tbx", "mxb"))
+        assert [e["step"] for e in ours] == [e["step"] for e in peer], tag
+    peer, ours = (server.json("/data/plugin/histograms/histograms", {"run": run, "tag": "conv1.weight"})
+                  for run in ("tbx", "mxb"))
+    assert [e[1] for e in ours] == [e[1] for e in peer] == list(range(0, 100, 10))
+    assert [sum(b[2] for b in e[2]) for e in ours] == [sum(b[2] for b in e[2]) for e in peer]
+    projector = {run: server.json("/data/plugin/projector/info", {"run": run}) for run in ("tbx", "mxb")}
+    assert len(projector["mxb"]["embeddings"]) == len(projector["tbx"]["embeddings"]) == 3
+    assert json.load(open(tmp_path / "mxb" / "all_scalars.json"))

@@ -1,5 +1,6 @@
 """Event files: framing, CRC, names, and the reader."""
 import os
+import re
 import struct
 import warnings
 
@@ -9,7 +10,7 @@ from conftest import event_files, run_python, tb_events, tb_scalars
 from mxboard import SummaryWriter
 from mxboard._crc32c import _crc32c_python, crc32c, masked_crc32c, masked_crc32c_rows
 from mxboard.events import frame
-from mxboard.reader import DataLossError, TornRecordWarning, read_events, read_records
+from mxboard.reader import CorruptRecordWarning, DataLossError, TornRecordWarning, read_events, read_records
 from mxboard.storage import LocalEventFile as EventFile
 
 
@@ -157,7 +158,7 @@ def test_reader_tolerates_and_reports_a_torn_last_record(logdir, cut):
 
 
 @pytest.mark.parametrize("where", ["length", "payload"])
-def test_reader_raises_on_a_bad_crc(logdir, where):
+def test_reader_skips_a_bad_crc_with_a_warning_or_raises_when_strict(logdir, where):
     path = _written(logdir)
     data = bytearray(open(path, "rb").read())
     first_len = struct.unpack("<Q", data[:8])[0] + 16
@@ -165,7 +166,12 @@ def test_reader_raises_on_a_bad_crc(logdir, where):
     data[offset] ^= 0x01
     open(path, "wb").write(bytes(data))
     with pytest.raises(DataLossError, match=where):
-        list(read_records(path))
+        list(read_records(path, strict=True))
+    with pytest.warns(CorruptRecordWarning, match="%s: corrupt record %s at byte %d" % (re.escape(path), where,
+                                                                                          first_len)):
+        steps = [e.step for e in read_events(path)][1:]
+    # a bad payload skips its record; a bad length leaves nothing after it that can be framed
+    assert steps == ([1, 2, 3, 4] if where == "payload" else [])
 
 
 def test_reader_of_an_empty_file_yields_nothing(tmp_path):
@@ -180,7 +186,9 @@ def test_a_crc_valid_record_that_is_no_event_is_data_loss(tmp_path):
     path = tmp_path / "events.out.tfevents.garbage"
     path.write_bytes(frame(b"\xff\xff\xff"))  # framed correctly, but no protobuf message
     with pytest.raises(DataLossError, match="record 0 has a valid CRC but is no Event"):
-        list(read_events(str(path)))
+        list(read_events(str(path), strict=True))
+    with pytest.warns(CorruptRecordWarning, match="record 0 has a valid CRC but is no Event"):
+        assert list(read_events(str(path))) == []
 
 
 def test_a_fifo_named_like_an_event_file_is_skipped_not_waited_on(logdir):

@@ -216,7 +216,7 @@ def test_fuzzed_files_never_crash_the_reader_nor_pass_a_bad_record(tmp_path, pay
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", TornRecordWarning)
         try:
-            for payload in read_records(str(path)):
+            for payload in read_records(str(path), strict=True):
                 returned.append(payload)
         except DataLossError:
             pass

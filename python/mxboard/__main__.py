@@ -1,5 +1,7 @@
-"""`python -m mxboard export LOGDIR --csv|--json [--kind scalars|histograms|text|hparams]`: what a
-logdir holds, as a table for scripts (to stdout, or to --output). Needs no pandas."""
+"""`python -m mxboard export LOGDIR --csv|--json [--kind scalars|histograms|text|hparams] [--raw]
+[--strict]`: what a logdir holds (what TensorBoard shows, or `--raw` every record), as a table for
+scripts (to stdout, or to --output). A corrupt record is skipped with a warning on stderr
+(`--strict`: an error, exit status 1). Needs no pandas."""
 import argparse
 import csv
 import json
@@ -19,6 +21,9 @@ def _parse(argv):
     formats.add_argument("--json", action="store_const", const="json", dest="format",
                          help="a list of row objects")
     export.add_argument("--output", "-o", help="a file to write (default: standard output)")
+    export.add_argument("--raw", action="store_true",
+                        help="every record, also the points TensorBoard hides (a resumed run's older ones)")
+    export.add_argument("--strict", action="store_true", help="a corrupt record is an error, not a warning")
     return parser.parse_args(argv)
 
 
@@ -27,8 +32,8 @@ def _cell(value):
     return value.tolist() if hasattr(value, "tolist") else value
 
 
-def export(logdir, kind, fmt, out):
-    columns = reader.table(logdir, kind)
+def export(logdir, kind, fmt, out, raw=False, strict=False):
+    columns = reader.table(logdir, kind, raw=raw, strict=strict)
     names = list(columns)
     rows = [dict(zip(names, (_cell(v) for v in row))) for row in zip(*columns.values())]
     if fmt == "json":
@@ -43,11 +48,15 @@ def export(logdir, kind, fmt, out):
 
 def main(argv=None):
     args = _parse(argv)
-    if args.output:
-        with open(args.output, "w", newline="") as out:
-            export(args.logdir, args.kind, args.format, out)
-    else:
-        export(args.logdir, args.kind, args.format, sys.stdout)
+    options = {"raw": args.raw, "strict": args.strict}
+    try:
+        if args.output:
+            with open(args.output, "w", newline="") as out:
+                export(args.logdir, args.kind, args.format, out, **options)
+        else:
+            export(args.logdir, args.kind, args.format, sys.stdout, **options)
+    except reader.DataLossError as exc:
+        sys.exit("mxboard export: %s" % exc)
 
 
 if __name__ == "__main__":

@@ -151,7 +151,8 @@ def train(args, writer):
     # The finished model, seen from the validation set.
     probabilities = mx.nd.softmax(val_output).asnumpy()
     for digit in range(10):
-        writer.add_pr_curve("pr/digit_%d" % digit, y_val == digit, probabilities[:, digit], 200, args.epochs)
+        writer.add_pr_curve("pr/digit_%d" % digit, y_val == digit, probabilities[:, digit], num_thresholds=200,
+                            global_step=args.epochs)
     features = net[:6](mx.nd.array(x_val)).asnumpy()  # the 64-d layer before the classifier
     writer.add_embedding("validation_features", features, labels=[str(int(y)) for y in y_val],
                          images=x_val, global_step=args.epochs)

@@ -1,13 +1,15 @@
-"""MXNet networks as TensorBoard graphs: an `mx.sym.Symbol` or a Gluon `HybridBlock` to a
-`GraphDef` that the Graphs dashboard draws, with name scopes from MXNet's names
+"""Networks as TensorBoard graphs: an `mx.sym.Symbol` or a Gluon `HybridBlock` to a `GraphDef`
+that the Graphs dashboard draws, with name scopes from MXNet's names
 (`hybridsequential0_conv0_weight` -> `hybridsequential0/conv0/weight`), op types, attributes,
-and, given input shapes, tensor shapes on the edges."""
+and, given input shapes, tensor shapes on the edges. A torch module's graph is the one torch's
+own tracer gives (what torch's writer and tensorboardX draw); ONNX models' nodes as they are."""
 import json
 import re
+import sys
 
 from .proto import AttrValue, Event, GraphDef, NodeDef, TensorShapeProto, VersionDef
 
-__all__ = ["graph_def", "graph_event", "onnx_graph_def", "symbol_of"]
+__all__ = ["graph_def", "graph_event", "is_torch_module", "onnx_graph_def", "symbol_of", "torch_graph_def"]
 
 _BLOCK = re.compile(r"^[A-Za-z]+\d+$")  # an MXNet block or op instance name: conv0, dense1, fc1
 
@@ -167,6 +169,23 @@ def onnx_graph_def(model):
             proto.attr[attribute.name].CopyFrom(AttrValue(s=str(value).encode("utf-8")))
         out.node.append(proto)
     return out
+
+
+def is_torch_module(net):
+    """Whether `net` is a torch.nn.Module (torch not imported for it)."""
+    torch = sys.modules.get("torch")
+    return torch is not None and isinstance(net, torch.nn.Module)
+
+
+def torch_graph_def(module, example_input, verbose=False, use_strict_trace=True):
+    """The serialized GraphDef of a torch module, traced with `example_input` by torch's own
+    tracer (torch.utils.tensorboard's, as torch's writer and tensorboardX use it)."""
+    if example_input is None:
+        raise ValueError("add_graph of a torch module needs input_to_model, an example input to trace it with")
+    from torch.utils.tensorboard._pytorch_graph import graph
+
+    graph_def, _ = graph(module, example_input, verbose, use_strict_trace)
+    return graph_def.SerializeToString()
 
 
 def graph_event(serialized):

@@ -13,10 +13,15 @@ Any writer's files are read (mxboard's, tensorboardX's, torch's, TensorFlow's): 
 `table(logdir, kind)` gives the same as plain columns (a dict of lists) without pandas;
 `python -m mxboard export LOGDIR --csv|--json` writes them for scripts.
 
-A torn last record (a writer killed mid-write, or a file still being written) ends the file
-with a `TornRecordWarning`; a corrupt record (a CRC that does not match, or bytes that are no
-Event) raises `DataLossError`. Only regular files are read (a FIFO named like an event file
-would block forever).
+What is returned is what TensorBoard shows (its default, fast loader): when a tag is logged
+again at a step <= its last one (a run resumed from a checkpoint, `purge_step`), its points from
+that step on are dropped; `raw=True` returns every record. A torn last record (a writer killed
+mid-write, or a file still being written) ends the file with a `TornRecordWarning`. A corrupt
+record (a CRC that does not match, or bytes that are no Event) is skipped with a
+`CorruptRecordWarning` naming the file and byte offset, as TensorBoard warns and serves the rest
+(a corrupt length ends that file: nothing after it can be framed); `strict=True` raises
+`DataLossError` instead. Only regular files are read (a FIFO named like an event file would
+block forever).
 """
 from __future__ import annotations
 
@@ -34,8 +39,8 @@ from .proto import Event
 from .proto import hparams as hparams_proto
 from .storage import is_url, run_of
 
-__all__ = ["DataLossError", "TornRecordWarning", "read_events", "read_records", "event_files", "table",
-           "scalars", "histograms", "text", "hparams", "KINDS"]
+__all__ = ["CorruptRecordWarning", "DataLossError", "TornRecordWarning", "read_events", "read_records", "event_files",
+           "table", "scalars", "histograms", "text", "hparams", "KINDS"]
 
 
 class DataLossError(ValueError):
@@ -46,21 +51,27 @@ class TornRecordWarning(UserWarning):
     """The file ends inside a record: the writer stopped mid-write, or is still writing."""
 
 
-def read_records(path: str, offset: int = 0) -> Iterator[bytes]:
+class CorruptRecordWarning(UserWarning):
+    """A corrupt record was skipped (its CRC does not match, or it is no Event)."""
+
+
+def read_records(path: str, offset: int = 0, strict: bool = False) -> Iterator[bytes]:
     """The payloads of the TFRecords in one file, each checked against its CRCs.
 
     Args:
         path: an event file, or its URL in an object store.
         offset: the byte to start from (a record boundary).
+        strict: raise on a corrupt record, instead of warning and skipping it.
 
     Yields:
         bytes: each record's payload (a serialized Event).
 
     Raises:
-        DataLossError: a record whose CRCs do not match.
+        DataLossError: with `strict`, a record whose CRCs do not match.
 
     Warns:
         TornRecordWarning: the file ends inside a record (its writer stopped or is writing).
+        CorruptRecordWarning: a corrupt record was skipped (a corrupt length ends the file).
     """
     if is_url(path):
         import fsspec
@@ -79,16 +90,25 @@ def read_records(path: str, offset: int = 0) -> Iterator[bytes]:
             return
         length, length_crc = unpack_header(data, offset)
         if crc(data[offset:offset + 8]) != length_crc:
-            raise DataLossError("%s: corrupt record length at byte %d" % (path, start + offset))
+            _corrupt("%s: corrupt record length at byte %d; the rest of the file cannot be framed"
+                     % (path, start + offset), strict)
+            return
         end = offset + 16 + length
         if end > size:
             _torn(path, start + offset, start + size)
             return
         payload = data[offset + 12:end - 4]
-        if crc(payload) != unpack_trailer(data, end - 4)[0]:
-            raise DataLossError("%s: corrupt record payload at byte %d" % (path, start + offset))
-        yield payload
+        if crc(payload) == unpack_trailer(data, end - 4)[0]:
+            yield payload
+        else:
+            _corrupt("%s: corrupt record payload at byte %d; the record is skipped" % (path, start + offset), strict)
         offset = end
+
+
+def _corrupt(message, strict):
+    if strict:
+        raise DataLossError(message)
+    warnings.warn(CorruptRecordWarning(message), stacklevel=4)
 
 
 def _torn(path, offset, size):
@@ -146,28 +166,32 @@ def _regular(path):
         return False
 
 
-def read_events(path: Union[str, os.PathLike]) -> Iterator[Any]:
+def read_events(path: Union[str, os.PathLike], strict: bool = False) -> Iterator[Any]:
     """The Events of an event file, or of every event file below a directory, CRCs checked.
 
     Args:
         path: an event file, a directory, or a URL (see `event_files`).
+        strict: raise on a corrupt record, instead of warning and skipping it.
 
     Yields:
-        mxboard.proto.Event: each event, in file order.
+        mxboard.proto.Event: each event, in file order (every record: no point is hidden).
 
     Raises:
-        DataLossError: a corrupt record, or one that is no Event.
+        DataLossError: with `strict`, a corrupt record, or one that is no Event.
+
+    Warns:
+        CorruptRecordWarning: a corrupt record was skipped (without `strict`).
 
     Example:
         >>> steps = [e.step for e in read_events("runs/exp1") if e.HasField("summary")]
     """
     for event_file in event_files(path):
-        for offset, payload in enumerate(read_records(event_file)):
+        for number, payload in enumerate(read_records(event_file, strict=strict)):
             try:
                 yield Event.FromString(payload)
             except DecodeError as exc:
-                raise DataLossError("%s: record %d has a valid CRC but is no Event: %s"
-                                    % (event_file, offset, exc)) from None
+                _corrupt("%s: record %d has a valid CRC but is no Event (%s); it is skipped"
+                         % (event_file, number, exc), strict)
 
 
 # -- tables ------------------------------------------------------------------------------------
@@ -181,7 +205,8 @@ _NUMPY = {1: "<f4", 2: "<f8", 3: "<i4", 4: "<u1", 5: "<i2", 6: "<i1", 9: "<i8", 
           19: "<f2", 22: "<u4", 23: "<u8"}  # TensorFlow DataType -> numpy dtype
 
 
-def table(logdir: Union[str, os.PathLike], kind: str = "scalars") -> Dict[str, list]:
+def table(logdir: Union[str, os.PathLike], kind: str = "scalars", raw: bool = False,
+          strict: bool = False) -> Dict[str, list]:
     """The `kind` of data below `logdir` as columns, without pandas.
 
     Reads any writer's files (mxboard's, tensorboardX's, torch's, TensorFlow's).
@@ -190,13 +215,16 @@ def table(logdir: Union[str, os.PathLike], kind: str = "scalars") -> Dict[str, l
         logdir: a directory (every event file below it), one event file, or a logdir URL
             (`s3://...`, any fsspec URL: an object store's parts read in order).
         kind: 'scalars', 'histograms', 'text' or 'hparams' (the columns: KINDS).
+        raw: every record, also the points TensorBoard hides (a tag logged again at a step <=
+            its last one hides its points from that step on: a resumed run).
+        strict: raise on a corrupt record, instead of warning and skipping it.
 
     Returns:
         dict: column name -> list, rows in file order (within a run and tag, the steps as written).
 
     Raises:
         ValueError: an unknown kind.
-        DataLossError: a corrupt record.
+        DataLossError: with `strict`, a corrupt record.
 
     Example:
         >>> columns = table("runs", "scalars"); columns["value"][:3]
@@ -209,7 +237,7 @@ def table(logdir: Union[str, os.PathLike], kind: str = "scalars") -> Dict[str, l
     for path in event_files(logdir):
         run = "." if one_file else run_of(logdir, path.rsplit("/", 1)[0] if is_url(path) else os.path.dirname(path))
         plugins = {}  # tag -> plugin name: writers put the metadata in a tag's first value only
-        for event in read_events(path):
+        for event in read_events(path, strict=strict):
             if not event.HasField("summary"):
                 continue
             step, wall = event.step, event.wall_time
@@ -222,7 +250,22 @@ def table(logdir: Union[str, os.PathLike], kind: str = "scalars") -> Dict[str, l
                     rows.append((run, tag, step, wall) + row)
     if kind == "hparams":
         return _hparam_columns(rows)
+    if not raw:
+        rows = _shown(rows)
     return {name: [row[i] for row in rows] for i, name in enumerate(KINDS[kind])}
+
+
+def _shown(rows):
+    """The rows TensorBoard shows: in each run and tag, a step <= the last one drops the points
+    from that step on (its fast loader's rule; a resumed run logs its tags again from there)."""
+    kept = {}  # (run, tag) -> [(step, index)], steps increasing
+    hidden = set()
+    for index, row in enumerate(rows):
+        series = kept.setdefault(row[:2], [])
+        while series and series[-1][0] >= row[2]:
+            hidden.add(series.pop()[1])
+        series.append((row[2], index))
+    return [row for index, row in enumerate(rows) if index not in hidden] if hidden else rows
 
 
 def _row(kind, value, plugin):
@@ -281,21 +324,23 @@ def _ndarray(tensor):
     return np.zeros(shape, dtype=dtype)
 
 
-def _frame(kind, logdir):
+def _frame(kind, logdir, raw, strict):
     try:
         import pandas as pd
     except ImportError:
         raise ImportError("mxboard.reader.%s needs pandas: pip install pandas (or use "
                           "mxboard.reader.table(logdir, %r) for plain columns)" % (kind, kind)) from None
-    return pd.DataFrame(table(logdir, kind))
+    return pd.DataFrame(table(logdir, kind, raw=raw, strict=strict))
 
 
-def scalars(logdir: Union[str, os.PathLike]) -> Any:
+def scalars(logdir: Union[str, os.PathLike], raw: bool = False, strict: bool = False) -> Any:
     """Every scalar below `logdir` (needs pandas).
 
     Args:
         logdir: a directory (every event file below it), one event file, or a logdir URL
             (`s3://...`, any fsspec URL: an object store's parts read in order).
+        raw, strict: as `table`: every record, not what TensorBoard shows; raise on a corrupt
+            record.
 
     Returns:
         pandas.DataFrame: run, tag, step, wall_time, value.
@@ -306,15 +351,17 @@ def scalars(logdir: Union[str, os.PathLike]) -> Any:
     Example:
         >>> df = scalars("runs"); df[df.tag == "loss"].plot(x="step", y="value")
     """
-    return _frame("scalars", logdir)
+    return _frame("scalars", logdir, raw, strict)
 
 
-def histograms(logdir: Union[str, os.PathLike]) -> Any:
+def histograms(logdir: Union[str, os.PathLike], raw: bool = False, strict: bool = False) -> Any:
     """Every histogram below `logdir` (needs pandas).
 
     Args:
         logdir: a directory (every event file below it), one event file, or a logdir URL
             (`s3://...`, any fsspec URL: an object store's parts read in order).
+        raw, strict: as `table`: every record, not what TensorBoard shows; raise on a corrupt
+            record.
 
     Returns:
         pandas.DataFrame: run, tag, step, wall_time, limits, counts (bucket i holds counts[i]
@@ -326,15 +373,17 @@ def histograms(logdir: Union[str, os.PathLike]) -> Any:
     Example:
         >>> histograms("runs").groupby("tag").step.max()
     """
-    return _frame("histograms", logdir)
+    return _frame("histograms", logdir, raw, strict)
 
 
-def text(logdir: Union[str, os.PathLike]) -> Any:
+def text(logdir: Union[str, os.PathLike], raw: bool = False, strict: bool = False) -> Any:
     """Every text summary below `logdir` (needs pandas).
 
     Args:
         logdir: a directory (every event file below it), one event file, or a logdir URL
             (`s3://...`, any fsspec URL: an object store's parts read in order).
+        raw, strict: as `table`: every record, not what TensorBoard shows; raise on a corrupt
+            record.
 
     Returns:
         pandas.DataFrame: run, tag, step, wall_time, text.
@@ -345,15 +394,16 @@ def text(logdir: Union[str, os.PathLike]) -> Any:
     Example:
         >>> text("runs").text.tolist()
     """
-    return _frame("text", logdir)
+    return _frame("text", logdir, raw, strict)
 
 
-def hparams(logdir: Union[str, os.PathLike]) -> Any:
+def hparams(logdir: Union[str, os.PathLike], strict: bool = False) -> Any:
     """The hyper-parameters of each run below `logdir` (needs pandas).
 
     Args:
         logdir: a directory (every event file below it), one event file, or a logdir URL
             (`s3://...`, any fsspec URL: an object store's parts read in order).
+        strict: raise on a corrupt record, instead of warning and skipping it.
 
     Returns:
         pandas.DataFrame: run, then one column a hyper-parameter (their metrics are scalars: see
@@ -365,4 +415,4 @@ def hparams(logdir: Union[str, os.PathLike]) -> Any:
     Example:
         >>> hparams("runs").sort_values("lr")
     """
-    return _frame("hparams", logdir)
+    return _frame("hparams", logdir, False, strict)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import sys
+import threading
 import weakref
 from types import MappingProxyType, SimpleNamespace
 from typing import Any, Optional
@@ -41,6 +42,7 @@ class WriterCore:
         self._suffix = suffix
         self._verbose = verbose
         self._closed = False
+        self._layout, self._layout_lock = {}, threading.Lock()  # the Custom Scalars charts logged so far
         self._open(purge_step)
 
     @property

@@ -8,6 +8,8 @@ import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any, Optional
 
+import numpy as np
+
 from . import checks, convert, projector
 from .compat import peer_names
 from .intake import Task
@@ -23,13 +25,25 @@ from .writer_core import WriterCore
 __all__ = ["HistogramCalls", "LayoutCalls", "ModelCalls"]
 
 
-def _pr_curve_order(args, kwargs):
-    """add_pr_curve(tag, labels, predictions, 10): thresholds here, the step in the peers' order."""
-    if len(args) == 4 and "global_step" not in kwargs:
-        warnings.warn(
-            "add_pr_curve: the fourth argument (%r) is num_thresholds in mxboard's order (0.1.0's); "
-            "tensorboardX and torch take global_step there. Pass num_thresholds= or global_step= "
-            "by keyword" % (args[3],), UserWarning, stacklevel=3)
+def _pr_curve_peer_order(args):
+    """add_pr_curve(tag, labels, predictions, N[, M]): mxboard 0.1.0 took (num_thresholds,
+    global_step) there, tensorboardX and torch take (global_step, num_thresholds). A lone N is the
+    step (the peers' idiom: tensorboardX's own demo passes it so; mxboard 0.1.0's examples pass
+    num_thresholds by keyword); with M too, 0.1.0's order holds, unless N < 2 cannot be
+    num_thresholds. Either reading is said in a warning: by keyword, nothing is guessed."""
+    if len(args) < 4:
+        return False
+    lone = len(args) == 4
+    peers = lone or (isinstance(args[3], (int, float, np.integer)) and args[3] < 2)
+    if lone:
+        message = "a lone fourth positional argument is read as global_step (tensorboardX's and torch's order)"
+    elif peers:
+        message = "positional (global_step, num_thresholds): the fourth, below 2, is no num_thresholds"
+    else:
+        message = "positional (num_thresholds, global_step), mxboard 0.1.0's order"
+    warnings.warn("add_pr_curve: %s; pass num_thresholds= and global_step= by keyword" % message, UserWarning,
+                  stacklevel=3)
+    return peers
 
 
 class HistogramCalls(WriterCore):
@@ -92,7 +106,8 @@ class HistogramCalls(WriterCore):
         self._log(histogram_raw_summary, tag, checks.histogram_raw(min, bucket_limits, bucket_counts),
                   global_step, walltime)
 
-    @peer_names(check_positional=_pr_curve_order)
+    @peer_names(peer_order=("tag", "labels", "predictions", "global_step", "num_thresholds", "weights", "walltime"),
+                is_peer_order=_pr_curve_peer_order)
     def add_pr_curve(self, tag: str, labels: Any, predictions: Any, num_thresholds: int = 127,
                      global_step: Optional[int] = None, weights: Any = None,
                      walltime: Optional[float] = None) -> None:
@@ -102,8 +117,9 @@ class HistogramCalls(WriterCore):
             tag: the curve's name.
             labels: the truth, 0/1 or bool, one a prediction.
             predictions: probabilities in [0, 1], finite.
-            num_thresholds: thresholds >= 2. Fourth, as in mxboard 0.1.0 (the peers take the step
-                there): a fourth positional argument without a fifth warns; pass both by keyword.
+            num_thresholds: thresholds >= 2. By keyword: mxboard 0.1.0 took it fourth, the peers
+                take the step there; a lone fourth positional argument is read as the step, and
+                with a fifth as (num_thresholds, global_step), each with a warning.
             weights: a weight a prediction (broadcast to the labels' shape).
             global_step: the step (x axis); an int, or a float taken as int(step). Default 0.
             walltime: seconds since the epoch. Default: the time of the call.
@@ -168,26 +184,38 @@ class HistogramCalls(WriterCore):
 class ModelCalls(WriterCore):
     """`SummaryWriter`'s graph, embedding and mesh calls."""
 
-    def add_graph(self, net: Any, input_shape: Any = None) -> None:
+    @peer_names({"model": "net", "input_to_model": "input_shape"})
+    def add_graph(self, net: Any, input_shape: Any = None, verbose: bool = False,
+                  use_strict_trace: bool = True) -> None:
         """The network's graph for the Graphs dashboard.
 
         Args:
             net: an `mx.sym.Symbol`, or a Gluon `HybridBlock` (the graph it cached once
-                hybridized and run forward; else traced with a symbolic input `data`).
-            input_shape: a tuple for the input, or `{input name: shape}`: the edges then carry
-                tensor shapes.
+                hybridized and run forward; else traced with a symbolic input `data`); or a
+                torch `nn.Module` (traced by torch's own tracer, as torch's writer and
+                tensorboardX do).
+            input_shape: for MXNet, a tuple for the input, or `{input name: shape}`: the edges
+                then carry tensor shapes. For torch, the example input to trace with (torch's
+                `input_to_model`: a tensor or a tuple of them).
+            verbose, use_strict_trace: torch's tracer's options.
 
         Raises:
             TypeError: a net of another kind.
+            ValueError: a torch module without an example input.
 
         Example:
             >>> net.hybridize(); net(x)
             >>> sw.add_graph(net)
+            >>> sw.add_graph(torch_model, torch.rand(1, 3, 32, 32))
         """
-        from .graph import graph_def, graph_event
+        from .graph import graph_def, graph_event, is_torch_module, torch_graph_def
 
         self._ready()
-        self._put(graph_event, (graph_def(net, input_shape).SerializeToString(),))
+        if is_torch_module(net):  # traced here: the module is the caller's, and may change
+            serialized = torch_graph_def(net, input_shape, verbose, use_strict_trace)
+        else:
+            serialized = graph_def(net, input_shape).SerializeToString()
+        self._put(graph_event, (serialized,))
 
     @peer_names({"prototxt": "onnx_model_file"})  # torch's name
     def add_onnx_graph(self, onnx_model_file: Any) -> None:
@@ -309,7 +337,9 @@ class LayoutCalls(WriterCore):
                   event_file=run_file)
 
     def add_custom_scalars(self, layout: Mapping) -> None:
-        """The Custom Scalars dashboard's charts (tensorboardX's layout).
+        """The Custom Scalars dashboard's charts (tensorboardX's layout), merged with this
+        writer's earlier ones (a chart of the same category and title is replaced): TensorBoard
+        shows a run's last layout, so each call writes them all.
 
         Args:
             layout: `{category: {title: ["Multiline", [tags]] or ["Margin", [value, lower,
@@ -321,8 +351,12 @@ class LayoutCalls(WriterCore):
         Example:
             >>> sw.add_custom_scalars({"loss": {"train vs val": ["Multiline", ["loss/train", "loss/val"]]}})
         """
+        layout_proto(layout)  # checked as given
         self._ready()
-        self._put(custom_scalars_summary, (layout_proto(layout),))
+        with self._layout_lock:  # every call's charts in one layout: TensorBoard shows a run's last
+            for category, charts in layout.items():
+                self._layout.setdefault(category, {}).update(charts)
+            self._put(custom_scalars_summary, (layout_proto(self._layout),))
 
     def add_custom_scalars_multilinechart(self, tags: Sequence[str], category: str = "default",
                                           title: str = "untitled") -> None:

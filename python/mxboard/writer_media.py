@@ -3,6 +3,7 @@ audio and text. Parts of `SummaryWriter` (writer.py); `WriterCore` (writer_core.
 and captures its arguments (checks.py) and queues a summary builder (summaries/)."""
 from __future__ import annotations
 
+import warnings
 from typing import Any, Optional, Sequence
 
 import numpy as np
@@ -17,15 +18,23 @@ from .writer_core import WriterCore
 __all__ = ["AudioTextCalls", "ImageCalls"]
 
 
-def _audio_order(args, kwargs):
-    """add_audio(tag, audio, 5): a rate below 1 kHz given third is a step in the peers' order."""
-    if len(args) > 2 and isinstance(args[2], (int, float, np.number)) and not isinstance(args[2], bool) \
-            and args[2] < 1000:
-        raise ValueError(
-            "add_audio: the third argument is sample_rate in mxboard's order (0.1.0's); %r Hz is "
-            "no audio rate. tensorboardX and torch take global_step there: write "
-            "add_audio(tag, audio, global_step=%r, sample_rate=...), or sample_rate=%r by keyword "
-            "if you mean it" % (args[2], args[2], args[2]))
+AUDIO_RATES = {8000, 11025, 12000, 16000, 22050, 24000, 32000, 44100, 48000, 64000, 88200, 96000, 176400, 192000}
+
+
+def _audio_peer_order(args):
+    """add_audio(tag, audio, N[, M]): mxboard 0.1.0 took (sample_rate, global_step) there,
+    tensorboardX and torch take (global_step, sample_rate). N is a sample rate if it is one of
+    the audio rates (8 kHz ... 192 kHz); else it is the peers' step (tensorboardX's demo passes
+    the step third), with a warning where it could be a rate (1 kHz or more)."""
+    if len(args) < 3 or isinstance(args[2], bool) or not isinstance(args[2], (int, float, np.number)):
+        return False
+    if args[2] in AUDIO_RATES:
+        return False
+    if args[2] >= 1000:
+        warnings.warn("add_audio: a third positional argument that is no usual audio rate is read as "
+                      "global_step (tensorboardX's and torch's order); pass sample_rate= and global_step= by keyword",
+                      UserWarning, stacklevel=3)
+    return True
 
 
 class ImageCalls(WriterCore):
@@ -160,7 +169,8 @@ class ImageCalls(WriterCore):
 class AudioTextCalls(WriterCore):
     """`SummaryWriter`'s audio and text calls."""
 
-    @peer_names({"snd_tensor": "audio"}, check_positional=_audio_order)
+    @peer_names({"snd_tensor": "audio"}, peer_order=("tag", "audio", "global_step", "sample_rate", "walltime"),
+                is_peer_order=_audio_peer_order)
     def add_audio(self, tag: str, audio: Any, sample_rate: int = 44100, global_step: Optional[int] = None,
                   walltime: Optional[float] = None) -> None:
         """Audio, written as 16-bit WAV, for the Audio dashboard.
@@ -169,8 +179,9 @@ class AudioTextCalls(WriterCore):
             tag: the clip's name.
             audio: float in [-1, 1] (clipped) or int16: (frames,) mono, or (frames, channels) /
                 (channels, frames) with 1 or 2 channels.
-            sample_rate: Hz. Third, as in mxboard 0.1.0 (the peers take the step there): a
-                positional rate below 1 kHz is refused as a likely step.
+            sample_rate: Hz. Third, as in mxboard 0.1.0 (the peers take the step there): a third
+                positional value that is no usual audio rate (8 kHz ... 192 kHz) is the step, in
+                the peers' order (with a warning from 1000 up).
             global_step: the step (x axis); an int, or a float taken as int(step). Default 0.
             walltime: seconds since the epoch. Default: the time of the call.
 
