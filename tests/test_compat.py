@@ -505,6 +505,10 @@ def _peer_calls(module, logdir):
               [0.5, 0.57, 0.6, 0.67, 1.0], [1.0, 0.8, 0.6, 0.4, 0.2]]
     writer.add_pr_curve_raw("raw", *counts, global_step=3)  # no num_thresholds: 5, from the data
     labels, predictions = rng.integers(2, size=50), rng.random(50)
+    with writer.use_metadata(global_step=5, walltime=1000.0):  # tensorboardX's defaults for the calls within
+        writer.add_scalar("defaulted", 3.0)
+        writer.add_histogram("defaulted_h", np.arange(10.0))
+    writer.add_scalar("defaulted", 4.0, 6)
     writer.add_pr_curve("pr_thresholds", labels, predictions, num_thresholds=10)  # mxboard 0.1.0's reading
     writer.add_pr_curve("pr_step", labels, predictions, global_step=10)  # the peers' reading
     with warnings.catch_warnings():
@@ -535,8 +539,9 @@ def _bfloat16_calls(writer_class, logdir):
 
 @pytest.mark.slow
 def test_peer_calls_the_peers_take_are_served_like_theirs(tmp_path, serve):
-    """walltime=0, add_images of a list of CHW images, add_pr_curve_raw without num_thresholds
-    and calls after close() (run by tensorboardX and by mxboard), torch bfloat16 tensors (run by torch's
+    """walltime=0, add_images of a list of CHW images, add_pr_curve_raw without num_thresholds,
+    use_metadata, both readings of add_pr_curve and calls after close() (run by tensorboardX and
+    by mxboard), torch bfloat16 tensors (run by torch's
     writer and by mxboard): served alike."""
     tensorboardx = pytest.importorskip("tensorboardX")
     pytest.importorskip("torch")
@@ -581,6 +586,11 @@ def test_peer_calls_the_peers_take_are_served_like_theirs(tmp_path, serve):
                             for e in entries]
     # 5 thresholds, taken from the data
     assert pick(peer["tbx"]) == pick(ours["mxb"]) and len(pick(ours["mxb"])[0][1]) == 5
+    peer, ours = both("scalars", "defaulted")
+    assert [p[1:] for p in peer] == [p[1:] for p in ours] == [[5, 3.0], [6, 4.0]]
+    assert peer[0][0] == ours[0][0] == 1000.0 and ours[1][0] > 1000.0
+    peer, ours = both("histograms", "defaulted_h")
+    assert [p[:2] for p in peer] == [p[:2] for p in ours] == [[1000.0, 5]]
     lengths = {}
     for tag, step in (("pr_thresholds", 0), ("pr_step", 10), ("pr_positional", 10)):
         peer, ours = both("pr_curves", tag)

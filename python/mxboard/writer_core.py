@@ -9,6 +9,7 @@ opens a worker and files of its own.
 """
 from __future__ import annotations
 
+import contextlib
 import logging
 import sys
 import threading
@@ -43,6 +44,7 @@ class WriterCore:
         self._verbose = verbose
         self._closed = False
         self._layout, self._layout_lock = {}, threading.Lock()  # the Custom Scalars charts logged so far
+        self._default_step, self._default_wall = 0, None  # a call's step and time when it gives none
         self._open(purge_step)
 
     @property
@@ -98,9 +100,14 @@ class WriterCore:
         tag = checks.tag(tag)
         self._put(build, (tag,) + tuple(args), global_step, walltime, event_file)
 
+    def _stamp(self, global_step, walltime):
+        """(step, walltime) of a call: those given, checked, else `use_metadata`'s, else 0 and now."""
+        return checks.stamp(self._default_step if global_step is None else global_step,
+                            self._default_wall if walltime is None else walltime)
+
     def _put(self, build, args, global_step=None, walltime=None, event_file=None):
         """Queue `build(*args)` (a Summary or an Event) for the writer thread."""
-        step, wall = checks.stamp(global_step, walltime)
+        step, wall = self._stamp(global_step, walltime)
         self._queue(Record(event_file or self._file, build, args, step, wall))
 
     def _queue(self, item):
@@ -135,6 +142,26 @@ class WriterCore:
         self._finalizer.detach()
         self._closed = False
         self._open()
+
+    @contextlib.contextmanager
+    def use_metadata(self, *, global_step: Optional[int] = None, walltime: Optional[float] = None):
+        """The step and walltime of the enclosed calls that give none (tensorboardX's).
+
+        Args:
+            global_step: their step.
+            walltime: their time, seconds since the epoch (default: each call's own).
+
+        Example:
+            >>> with sw.use_metadata(global_step=10):
+            ...     sw.add_scalar("loss", 3.0)
+        """
+        saved = self._default_step, self._default_wall
+        step, wall = checks.stamp(saved[0] if global_step is None else global_step, walltime)
+        self._default_step, self._default_wall = step, None if walltime is None else wall
+        try:
+            yield self
+        finally:
+            self._default_step, self._default_wall = saved
 
     # -- lifecycle --------------------------------------------------------------------------
     def flush(self) -> None:

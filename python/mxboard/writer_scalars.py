@@ -51,7 +51,7 @@ class ScalarCalls(WriterCore):
                 return self._add_scalar_group(tag, value, global_step, walltime)
             if convert.is_ndarray(value):
                 self._ready()
-                self._scalars.add_ndarray(tag, value, *checks.stamp(global_step, walltime))
+                self._scalars.add_ndarray(tag, value, *self._stamp(global_step, walltime))
                 return self._report()
             value = convert.to_float(value)
         scalars = self._scalars
@@ -62,10 +62,14 @@ class ScalarCalls(WriterCore):
             scalars = self._scalars  # a forked child's own
             series = scalars.series(tag)
         if global_step is None:
-            global_step = 0
+            global_step = self._default_step
         elif type(global_step) is not int or not 0 <= global_step < 0x7FFFFFFFFFFFFFFF:
             global_step = checks.step(global_step)
-        scalars.append(series, value, global_step, _now() if walltime is None else checks.walltime(walltime))
+        if walltime is None:
+            walltime = _now() if self._default_wall is None else self._default_wall
+        else:
+            walltime = checks.walltime(walltime)
+        scalars.append(series, value, global_step, walltime)
         if self._worker.attention and self._report_or_reopen():  # a forked child: once more
             self.add_scalar(tag, value, global_step, walltime)
 
@@ -105,7 +109,7 @@ class ScalarCalls(WriterCore):
 
     def _add_scalar_group(self, tag, group, global_step, walltime):
         self._ready()
-        self._scalars.add_group(tag, group, *checks.stamp(global_step, walltime))
+        self._scalars.add_group(tag, group, *self._stamp(global_step, walltime))
         self._report()
 
     def export_scalars(self, path: str) -> None:
