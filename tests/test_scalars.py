@@ -154,3 +154,33 @@ def test_bad_writer_arguments(logdir, kwargs, error):
 def test_logdir_must_be_a_path():
     with pytest.raises(TypeError, match="logdir"):
         SummaryWriter(3)
+
+
+def test_a_batch_over_many_tags_files_and_step_sizes_is_encoded_in_call_order_per_tag(tmp_path):
+    """One vectorized pass over rows of 300 tags of many lengths, in two files, with steps of
+    every varint length: each file's records pass their CRCs and parse to the rows, each tag's
+    in call order."""
+    from mxboard.encoding import encode_scalar_rows
+    from mxboard.reader import read_records
+
+    rng = np.random.default_rng(0)
+    files = ["a", "b"]
+    series = [ScalarSeries(files[i % 2], "t%d/%s" % (i, "x" * int(rng.integers(0, 40)))) for i in range(300)]
+    n = 5000
+    ids = rng.integers(0, 300, n)
+    steps = rng.choice([0, 1, 127, 128, 16384, 2**35, 2**62, -1], n)
+    values, walls, seqs = rng.normal(size=n), rng.random(n) * 1e9, rng.permutation(n)
+    written = dict(encode_scalar_rows(series, ids, values, steps, walls, seqs))
+    assert sorted(written) == files
+    for name in files:
+        path = tmp_path / name
+        path.write_bytes(written[name])
+        got = {}
+        for payload in read_records(str(path), strict=True):  # every CRC checked
+            event = proto.Event.FromString(payload)
+            value = event.summary.value[0]
+            got.setdefault(value.tag, []).append((event.step, event.wall_time, value.simple_value))
+        for sid in {int(i) for i in ids if series[i].file == name}:
+            rows = sorted(np.flatnonzero(ids == sid), key=lambda r: seqs[r])
+            tag = proto.Event.FromString(bytes(encode_scalars(series[sid].prefix, [0.0], [1], [0.0])[0][0][12:-4]))
+            assert got[tag.summary.value[0].tag] == [(int(steps[r]), walls[r], np.float32(values[r])) for r in rows]

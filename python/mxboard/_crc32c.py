@@ -7,7 +7,7 @@ CRC).
 
 import numpy as np
 
-__all__ = ["IMPLEMENTATION", "crc32c", "masked_crc32c", "masked_crc32c_rows"]
+__all__ = ["IMPLEMENTATION", "crc32c", "crc32c_linear_rows", "masked_crc32c", "masked_crc32c_rows"]
 
 
 def _table():
@@ -53,11 +53,12 @@ def masked_crc32c(data, _crc=crc32c):
     return (((crc >> 15) | (crc << 17)) + 0xA282EAD8) & 0xFFFFFFFF
 
 
-def masked_crc32c_rows(rows, columns):
+def masked_crc32c_rows(rows, columns, extra=None):
     """Masked CRC32C of every row of a (k, n) uint8 array, where only `columns` differ between
-    rows (the others are equal in all rows). Vectorized over the rows: CRC32C is affine, so a
-    row's CRC is that of row 0 with those columns zeroed, XOR the contribution of each varying
-    byte, looked up by its value and by how many bytes follow it (`_shifted`)."""
+    rows (the others are equal in all rows, but for columns whose linear part the caller gives
+    per row in `extra`, zeroed here). Vectorized over the rows: CRC32C is affine, so a row's CRC
+    is that of row 0 with those columns zeroed, XOR the contribution of each varying byte, looked
+    up by its value and by how many bytes follow it (`_shifted`)."""
     width = rows.shape[1]
     template = rows[0].copy()
     template[columns] = 0
@@ -65,7 +66,21 @@ def masked_crc32c_rows(rows, columns):
     tables = _shifted(width)
     for column in columns:
         crc ^= tables[width - 1 - column][rows[:, column]]
+    if extra is not None:
+        crc ^= extra
     return ((crc >> 15) | (crc << 17)) + np.uint32(0xA282EAD8)
+
+
+def crc32c_linear_rows(block, after):
+    """The linear CRC32C part of each row of a (k, m) uint8 `block`, when `after` bytes follow
+    it in the checksummed data (what `masked_crc32c_rows` takes as `extra`, for bytes that are
+    zero in its rows)."""
+    width = block.shape[1] + after
+    tables = _shifted(width)
+    linear = np.zeros(block.shape[0], dtype=np.uint32)
+    for column in range(block.shape[1]):
+        linear ^= tables[width - 1 - column][block[:, column]]
+    return linear
 
 
 _SHIFTED = []

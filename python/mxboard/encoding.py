@@ -10,7 +10,7 @@ Two kinds of input:
 """
 import numpy as np
 
-from ._crc32c import masked_crc32c_rows
+from ._crc32c import crc32c_linear_rows, masked_crc32c_rows
 from .events import frame, record_header
 from .proto import Event
 
@@ -52,40 +52,49 @@ _VARINT_LIMITS = np.array([1 << shift for shift in range(7, 64, 7)], dtype=np.ui
 
 
 def encode_scalars(prefix, values, steps, walls):
-    """Framed records of many scalar events of one tag, vectorized over the events.
-
-    `values`, `steps`, `walls`: equal-length sequences. Returns a list of 2-D uint8 arrays, one
-    record a row, whose rows in order are the events in order (records differ in size with the
-    step's varint, so there is a block for every run of equal sizes). Each record parses as
+    """Framed records of many scalar events of one tag (`prefix`: `scalar_prefix(tag)`), as a
+    list of 2-D uint8 arrays, one record a row, the events in order. Each record parses as
     `Event(wall_time, step, summary{value{tag, simple_value}})`; the step is always written, also
-    when 0 (valid protobuf, the same message).
-    """
+    when 0 (valid protobuf, the same message)."""
+    return [block for _, block in _records([prefix], np.zeros(len(steps), np.intp), values, steps, walls)]
+
+
+def _records(prefixes, tags, values, steps, walls):
+    """Records of scalar rows, vectorized over all rows whatever their tags: `tags[i]` indexes
+    `prefixes` (each a tag's `scalar_prefix`). A record's layout is set by its prefix's length
+    and its step's varint length; rows are built a layout at a time, each tag's bytes gathered by
+    row, and their CRC part computed once a tag (CRC32C is affine). Returns `(first row, block)`
+    pairs in row order, a block the 2-D records of a run of rows of one tag and one layout."""
     steps = np.asarray(steps, dtype=np.int64).view(np.uint64)  # int64 varints: two's complement
     step_len = 1 + np.searchsorted(_VARINT_LIMITS, steps, side="right")
     with np.errstate(over="ignore"):  # beyond float32: infinity, as protobuf does it
         value_bytes = np.asarray(values, dtype=np.float64).astype("<f4").view(np.uint8).reshape(-1, 4)
     wall_bytes = np.asarray(walls, dtype="<f8").view(np.uint8).reshape(-1, 8)
-    prefix = np.frombuffer(prefix, dtype=np.uint8)
-    by_length = {}
-    lengths = np.unique(step_len).tolist()
-    for length in lengths:
-        rows = slice(None) if len(lengths) == 1 else step_len == length
-        by_length[length] = _scalar_records(prefix, length, value_bytes[rows], steps[rows], wall_bytes[rows])
-    if len(by_length) == 1:
-        return list(by_length.values())
-    starts = np.concatenate(([0], np.flatnonzero(np.diff(step_len)) + 1, [len(step_len)]))
-    taken = dict.fromkeys(by_length, 0)
-    blocks = []
-    for start, end in zip(starts[:-1].tolist(), starts[1:].tolist()):
-        length = int(step_len[start])
-        blocks.append(by_length[length][taken[length]:taken[length] + end - start])
-        taken[length] += end - start
-    return blocks
+    prefix_len = np.array([len(p) for p in prefixes], dtype=np.int64)
+    table = np.zeros((len(prefixes), int(prefix_len.max())), dtype=np.uint8)  # a tag's prefix a row
+    for i, prefix in enumerate(prefixes):
+        table[i, :len(prefix)] = np.frombuffer(prefix, np.uint8)
+    layout = prefix_len[tags] * 16 + step_len  # varints are at most 10 bytes
+    starts = np.flatnonzero(np.diff(tags) | np.diff(layout)) + 1  # runs of one tag and one layout
+    runs = np.concatenate(([0], starts, [len(tags)]))
+    blocks = {}
+    for key in np.unique(layout).tolist():
+        rows = np.flatnonzero(layout == key) if len(blocks) or (layout != key).any() else slice(None)
+        blocks[key] = _layout_records(table, prefix_len, key // 16, key % 16, tags[rows], value_bytes[rows],
+                                      steps[rows], wall_bytes[rows])
+    taken = dict.fromkeys(blocks, 0)
+    out = []
+    for first, end in zip(runs[:-1].tolist(), runs[1:].tolist()):
+        key = int(layout[first])
+        out.append((first, blocks[key][taken[key]:taken[key] + end - first]))
+        taken[key] += end - first
+    return out
 
 
-def _scalar_records(prefix, step_len, value_bytes, steps, wall_bytes):
-    """Records of scalar events whose steps all have a varint of `step_len` bytes."""
-    size = 9 + 1 + step_len + len(prefix) + 4  # wall_time, step, summary, value
+def _layout_records(table, prefix_len, size_of_prefix, step_len, tags, value_bytes, steps, wall_bytes):
+    """Records of rows that share a layout: prefixes of `size_of_prefix` bytes, steps whose
+    varint is `step_len` bytes."""
+    size = 9 + 1 + step_len + size_of_prefix + 4  # wall_time, step, summary, value
     records = np.empty((len(steps), 12 + size + 4), dtype=np.uint8)
     records[:, :12] = np.frombuffer(record_header(size), np.uint8)
     payload = records[:, 12:12 + size]
@@ -94,10 +103,15 @@ def _scalar_records(prefix, step_len, value_bytes, steps, wall_bytes):
     payload[:, 9] = 0x10  # field 2, varint: step
     for j in range(step_len):
         payload[:, 10 + j] = ((steps >> np.uint64(7 * j)) & np.uint64(0x7F)) | (0x80 if j < step_len - 1 else 0)
-    payload[:, 10 + step_len:size - 4] = prefix
+    start = 10 + step_len
+    present, which = np.unique(tags, return_inverse=True)
+    payload[:, start:size - 4] = 0
+    tag_part = crc32c_linear_rows(table[present, :size_of_prefix], after=4)[which]  # once a tag
     payload[:, size - 4:] = value_bytes
-    varying = list(range(1, 9)) + list(range(10, 10 + step_len)) + list(range(size - 4, size))
-    records[:, 12 + size:] = masked_crc32c_rows(payload, varying).astype("<u4").view(np.uint8).reshape(-1, 4)
+    varying = list(range(1, 9)) + list(range(10, start)) + list(range(size - 4, size))
+    crc = masked_crc32c_rows(payload, varying, extra=tag_part)
+    records[:, 12 + size:] = crc.astype("<u4").view(np.uint8).reshape(-1, 4)
+    payload[:, start:size - 4] = table[tags if len(present) > 1 else present[0], :size_of_prefix]
     return records
 
 
@@ -112,16 +126,21 @@ def encode_event(message, step, wall_time):
 
 def encode_scalar_rows(series, ids, values, steps, walls, seqs):
     """Scalar rows (numpy columns; `ids` index `series`, the ScalarSeries) to framed records,
-    as `(file, bytes)` pairs: each series' records in the order of `seqs` (call order)."""
-    if (ids == ids[0]).all():  # the common case: one tag
-        order = np.argsort(seqs, kind="stable") if (np.diff(seqs) < 0).any() else slice(None)
-        groups = [(int(ids[0]), order)]
+    as `(file, bytes)` pairs: each series' records in the order of `seqs` (call order). One
+    vectorized pass over the batch, however many tags it holds (`_records`)."""
+    present, tags = np.unique(ids, return_inverse=True)
+    targets = [series[i] for i in present.tolist()]
+    file_index = {}
+    file_of = np.array([file_index.setdefault(t.file, len(file_index)) for t in targets], dtype=np.intp)
+    if len(present) == 1 and not (np.diff(seqs) < 0).any():
+        order = slice(None)
     else:
-        order = np.lexsort((seqs, ids))
-        present, starts = np.unique(ids[order], return_index=True)
-        ends = list(starts[1:]) + [len(ids)]
-        groups = [(int(i), order[start:end]) for i, start, end in zip(present, starts, ends)]
-    for sid, rows in groups:
-        target = series[sid]
-        blocks = encode_scalars(target.prefix, values[rows], steps[rows], walls[rows])
-        yield target.file, b"".join(block.tobytes() for block in blocks)
+        order = np.lexsort((seqs, tags, file_of[tags]))  # by file, then tag, then call
+        tags = tags[order]
+    runs = _records([t.prefix for t in targets], tags, values[order], steps[order], walls[order])
+    files = list(file_index)
+    pieces = [[] for _ in files]
+    for first, block in runs:
+        pieces[file_of[tags[first]]].append(block)
+    for event_file, blocks in zip(files, pieces):
+        yield event_file, b"".join(blocks)
