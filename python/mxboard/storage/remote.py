@@ -234,8 +234,10 @@ class RemoteEventFile:
                             return
                         self._lock.wait()
                         continue
-                    urgent = self._flushes != flushes or self._waiting_bytes >= MAX_OBJECT or self._stopping
+                    urgent = self._waiting_bytes >= MAX_OBJECT or self._stopping
                     when = next_try if urgent else max(next_try, last_upload + UPLOAD_SECS)
+                    if self._flushes != flushes:
+                        when = 0.0  # a flush, or close(): one more try now, whatever the backoff
                     now = time.monotonic()
                     if now >= when:
                         break
