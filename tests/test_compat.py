@@ -807,3 +807,34 @@ def test_tensorboardx_own_demo_runs_unchanged_and_is_served_like_tensorboardxs(t
     projector = {run: server.json("/data/plugin/projector/info", {"run": run}) for run in ("tbx", "mxb")}
     assert len(projector["mxb"]["embeddings"]) == len(projector["tbx"]["embeddings"]) == 3
     assert json.load(open(tmp_path / "mxb" / "all_scalars.json"))
+
+
+@pytest.mark.slow
+def test_histograms_are_histograms_to_every_reader(tmp_path, serve):
+    """Written in the `histo` form, as the peers write theirs: EventAccumulator's Histograms()
+    (what tbparse reads) gives mxboard's as tensorboardX's, raw ones field for field, and the
+    fast loader serves both alike."""
+    tensorboardx = pytest.importorskip("tensorboardX")
+    import mxboard
+    from conftest import accumulator
+
+    values = np.random.default_rng(0).normal(size=10_000).astype(np.float32)
+    raw = dict(min=0.0, max=3.0, num=6, sum=9.0, sum_squares=17.0, bucket_limits=[1.0, 2.0, 3.0],
+               bucket_counts=[1, 2, 3])
+    for module, run in ((tensorboardx, "tbx"), (mxboard, "mxb")):
+        with module.SummaryWriter(str(tmp_path / run)) as w:
+            w.add_histogram("h", values, 1, bins="tensorflow")
+            w.add_histogram_raw("raw", global_step=2, **raw)
+    peer, ours = (accumulator(tmp_path / run) for run in ("tbx", "mxb"))
+    (p,), (o,) = peer.Histograms("h"), ours.Histograms("h")
+    assert (o.step, o.histogram_value.num, o.histogram_value.min, o.histogram_value.max) == (
+        p.step, p.histogram_value.num, p.histogram_value.min, p.histogram_value.max) == (
+        1, 10_000, float(values.min()), float(values.max()))
+    assert o.histogram_value.sum == pytest.approx(float(values.astype(np.float64).sum()), abs=1e-3)
+    assert o.histogram_value.sum_squares == pytest.approx(p.histogram_value.sum_squares, rel=1e-5)
+    (p,), (o,) = peer.Histograms("raw"), ours.Histograms("raw")
+    assert o.histogram_value == p.histogram_value
+    server = serve(tmp_path)
+    served = [server.json("/data/plugin/histograms/histograms", {"run": run, "tag": "raw"}, until=bool)
+              for run in ("tbx", "mxb")]
+    assert served[0][0][1:] == served[1][0][1:]

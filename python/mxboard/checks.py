@@ -75,8 +75,8 @@ def max_bins(value):
     return count
 
 
-def histogram_raw(min, bucket_limits, bucket_counts):
-    """(limits, counts, lowest) of a histogram counted already."""
+def histogram_raw(min, max, num, sum, sum_squares, bucket_limits, bucket_counts):
+    """The HistogramProto fields of a histogram counted already (a dict)."""
     limits = convert.capture(bucket_limits, "bucket_limits", defer=False).astype(np.float64).reshape(-1)
     counts = convert.capture(bucket_counts, "bucket_counts", defer=False).astype(np.float64).reshape(-1)
     if len(limits) != len(counts):
@@ -90,12 +90,14 @@ def histogram_raw(min, bucket_limits, bucket_counts):
     if bad.any():
         i = np.flatnonzero(bad)[0]
         raise ValueError("bucket_counts must be finite counts >= 0; got %r at index %d" % (counts[i], i))
-    lowest = convert.to_float(min, "min")
-    if math.isnan(lowest):
-        raise ValueError("min must be a number; got NaN")
-    if len(limits) and lowest > limits[0]:
-        raise ValueError("min (%r) must not exceed the first bucket limit (%r)" % (lowest, limits[0]))
-    return limits, counts, lowest
+    fields = {name: convert.to_float(value, name) for name, value in
+              (("min", min), ("max", max), ("num", num), ("sum", sum), ("sum_squares", sum_squares))}
+    for name, value in fields.items():
+        if math.isnan(value):
+            raise ValueError("%s must be a number; got NaN" % name)
+    if len(limits) and fields["min"] > limits[0]:
+        raise ValueError("min (%r) must not exceed the first bucket limit (%r)" % (fields["min"], limits[0]))
+    return dict(fields, bucket_limit=limits.tolist(), bucket=counts.tolist())
 
 
 # -- images, video, audio -------------------------------------------------------------------

@@ -90,7 +90,9 @@ class HistogramCalls(WriterCore):
         Args:
             tag: the chart's name.
             min: the lowest value (the first bucket's left edge).
-            max, num, sum, sum_squares: accepted for compatibility; the plugin shows buckets only.
+            max, num, sum, sum_squares: the highest value (the last bucket's right edge as
+                TensorBoard draws it), how many, their sum and sum of squares (written as given,
+                for readers such as tbparse; TensorBoard's dashboards show the buckets).
             bucket_limits: the buckets' right edges, increasing (the last may be +inf).
             bucket_counts: values in each bucket, finite and >= 0.
             global_step: the step (x axis); an int, or a float taken as int(step). Default 0.
@@ -103,8 +105,8 @@ class HistogramCalls(WriterCore):
             >>> sw.add_histogram_raw("h", min=0, max=3, num=6, sum=9, sum_squares=17,
             ...                      bucket_limits=[1, 2, 3], bucket_counts=[1, 2, 3])
         """
-        self._log(histogram_raw_summary, tag, checks.histogram_raw(min, bucket_limits, bucket_counts),
-                  global_step, walltime)
+        fields = checks.histogram_raw(min, max, num, sum, sum_squares, bucket_limits, bucket_counts)
+        self._log(histogram_raw_summary, tag, (fields,), global_step, walltime)
 
     @peer_names(peer_order=("tag", "labels", "predictions", "global_step", "num_thresholds", "weights", "walltime"),
                 is_peer_order=_pr_curve_peer_order)

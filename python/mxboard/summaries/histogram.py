@@ -1,16 +1,19 @@
-"""Histograms: the `histograms` plugin's (k, 3) tensor of [left edge, right edge, count]."""
+"""Histograms, written in the `histo` form (a HistogramProto) that every reader reads: both
+TensorBoard loaders (which turn it into the histograms plugin's buckets: lefts `[min] +
+limits[:-1]`, rights `limits[:-1] + [max]`), EventAccumulator's `Histograms()`, tbparse,
+tensorboardX's and torch's files alike. Buckets are built as (k, 3) [left edge, right edge,
+count] arrays, contiguous, so the form holds them exactly."""
 import functools
 import warnings
 
 import numpy as np
 
-from ..proto import HistogramPluginData
-from ._common import metadata, summary, tensor
+from ..proto import HistogramProto
+from ._common import summary
 
 __all__ = ["default_bucket_counts", "default_bucket_limits", "default_edges", "default_layout", "histogram_buckets",
-           "histogram_summary", "histogram_of", "histogram_raw_summary", "trimmed_buckets"]
+           "histogram_summary", "histogram_of", "histogram_raw_summary", "moments", "trimmed_buckets"]
 
-PLUGIN = "histograms"
 
 
 @functools.lru_cache(maxsize=1)
@@ -169,10 +172,29 @@ def histogram_buckets(values, bins):
     return np.stack([edges[:-1], edges[1:], counts.astype(np.float64)], axis=1)
 
 
-def histogram_summary(tag, buckets):
-    """Summary of a histogram as (k, 3) buckets [left edge, right edge, count]."""
-    meta = metadata(PLUGIN, HistogramPluginData(version=0).SerializeToString())
-    return summary(tag, meta, tensor=tensor(np.asarray(buckets, dtype=np.float64).reshape(-1, 3)))
+def histogram_summary(tag, buckets, moments=None):
+    """Summary of a histogram as contiguous (k, 3) buckets [left edge, right edge, count], with
+    `moments` `(sum, sum of squares)` of the values (estimated from the buckets' middles where
+    the values are not at hand: a device histogram)."""
+    buckets = np.asarray(buckets, dtype=np.float64).reshape(-1, 3)
+    if not len(buckets):
+        return summary(tag, histo=HistogramProto())
+    counts = buckets[:, 2]
+    if moments is None:
+        middles = (buckets[:, 0] + buckets[:, 1]) / 2
+        moments = float(np.dot(middles, counts)), float(np.dot(middles * middles, counts))
+    return summary(tag, histo=HistogramProto(min=buckets[0, 0], max=buckets[-1, 1], num=float(counts.sum()),
+                                             sum=moments[0], sum_squares=moments[1],
+                                             bucket_limit=buckets[:, 1].tolist(), bucket=counts.tolist()))
+
+
+def moments(values):
+    """(sum, sum of squares) of finite `values`, accumulated in their float precision (float32's
+    pairwise sum and BLAS dot: 0.4 ms per 1M values) or in float64."""
+    values = values.reshape(-1)
+    if values.dtype != np.float32:
+        values = values.astype(np.float64)
+    return float(values.sum()), float(np.dot(values, values))
 
 
 def histogram_of(tag, values, bins="default", max_bins=None):
@@ -180,6 +202,7 @@ def histogram_of(tag, values, bins="default", max_bins=None):
     `(edges, counts, low, high, dropped)`. NaN and ±Inf cannot be binned: they are dropped with
     a warning (shown once a tag). With `max_bins`, neighbouring buckets are merged into at most
     that many."""
+    stats = None  # a device histogram's: estimated from its buckets
     if isinstance(values, tuple):
         edges, counts, low, high, dropped = values
         if not counts.sum():  # nothing finite
@@ -197,12 +220,14 @@ def histogram_of(tag, values, bins="default", max_bins=None):
         finite = np.isfinite(values)
         dropped = values.size - int(np.count_nonzero(finite))
         buckets = histogram_buckets(values[finite] if dropped else values, bins)
+    if not isinstance(values, tuple):
+        stats = moments(values[np.isfinite(values)] if dropped else values)
     if dropped:
         warnings.warn("add_histogram(%r): NaN or infinite values were dropped (they cannot be binned)"
                       % tag, RuntimeWarning, stacklevel=2)
     if max_bins is not None and len(buckets) > max_bins:
         buckets = merged(buckets, max_bins)
-    return histogram_summary(tag, buckets)
+    return histogram_summary(tag, buckets, stats)
 
 
 def merged(buckets, max_bins):
@@ -215,9 +240,7 @@ def merged(buckets, max_bins):
     return np.stack([buckets[starts, 0], buckets[ends, 1], np.add.reduceat(buckets[:, 2], starts)], axis=1)
 
 
-def histogram_raw_summary(tag, bucket_limits, bucket_counts, min_value):
-    """Summary of a histogram already counted: bucket `i` spans (limits[i-1], limits[i]], the
-    first starting at `min_value`."""
-    limits = np.asarray(bucket_limits, dtype=np.float64)
-    lefts = np.concatenate([[min_value], limits[:-1]])
-    return histogram_summary(tag, np.stack([lefts, limits, np.asarray(bucket_counts, np.float64)], axis=1))
+def histogram_raw_summary(tag, histo):
+    """Summary of a histogram already counted: `histo`, a checked HistogramProto's fields
+    (`checks.histogram_raw`), written as given (as the peers do)."""
+    return summary(tag, histo=HistogramProto(**histo))
