@@ -518,3 +518,38 @@ print(step, (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - base) // 1024)
     assert grown_mib < 64 + 64 + 16 * 3 + 64, grown_mib  # the bounds, the objects' copies, numpy's work
     steps = [e.step for e in reader.read_events(url) if e.summary.value and e.summary.value[0].tag == "noise"]
     assert steps == list(range(logged))
+
+
+def test_the_python_loaders_s3_filesystem_makes_one_client_a_thread(bucket, seaweed, monkeypatch):
+    """patches/0007: upstream's gfile builds a boto3 client (or resource) for every request; the
+    bundle's makes one a thread, and reads the same."""
+    import importlib.util
+
+    import boto3
+    from tensorboard.compat.tensorflow_stub.io import gfile as upstream
+
+    import tensorboard_bundle
+
+    path = os.path.join(os.path.dirname(tensorboard_bundle.__file__), "_patched", "gfile.py")
+    spec = importlib.util.spec_from_file_location("bundled_gfile", path)
+    bundled = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bundled)
+    with SummaryWriter("s3://%s/loader/run" % bucket) as w:
+        w.add_scalar("loss", 1.0, 0)
+    monkeypatch.setenv("S3_ENDPOINT", seaweed.endpoint)
+    made = []
+    for name in ("client", "resource"):
+        real = getattr(boto3, name)
+        monkeypatch.setattr(boto3, name, lambda *a, real=real, name=name, **k: made.append(name) or real(*a, **k))
+    read = {}
+    for module in (upstream, bundled):
+        fs = module.S3FileSystem()
+        made.clear()
+        names = []
+        for _ in range(10):
+            names = fs.listdir("s3://%s/loader/run" % bucket)
+            assert fs.isdir("s3://%s/loader" % bucket) and fs.exists("s3://%s/loader/run/%s" % (bucket, names[0]))
+            data = fs.read("s3://%s/loader/run/%s" % (bucket, names[0]), binary_mode=True)
+        read[module] = (len(made), names, data)
+    assert read[upstream][0] >= 40 and read[bundled][0] <= 2, (read[upstream][0], read[bundled][0])
+    assert read[upstream][1:] == read[bundled][1:]
