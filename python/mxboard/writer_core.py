@@ -23,14 +23,46 @@ from .mxnet_capture import ScalarSlots
 from .scalars import Scalars
 from .worker import Worker
 
-__all__ = ["WriterCore"]
+__all__ = ["CallStamps", "WriterCore"]
 
 log = logging.getLogger("mxboard")
 
 _CLOSED = SimpleNamespace(ids=MappingProxyType({}))  # a closed writer's scalars: no tag is known
 
 
-class WriterCore:
+class CallStamps:
+    """The step and walltime a call is stamped with: those it gives, checked; else those of the
+    enclosing `use_metadata`; else step 0 and the time of the call."""
+
+    _default_step, _default_wall = 0, None  # use_metadata's, on the instance while it lasts
+
+    def _stamp(self, global_step, walltime):
+        """(step, walltime) of a call: those given, checked, else `use_metadata`'s, else 0 and now."""
+        return checks.stamp(self._default_step if global_step is None else global_step,
+                            self._default_wall if walltime is None else walltime)
+
+    @contextlib.contextmanager
+    def use_metadata(self, *, global_step: Optional[int] = None, walltime: Optional[float] = None):
+        """The step and walltime of the enclosed calls that give none (tensorboardX's).
+
+        Args:
+            global_step: their step.
+            walltime: their time, seconds since the epoch (default: each call's own).
+
+        Example:
+            >>> with sw.use_metadata(global_step=10):
+            ...     sw.add_scalar("loss", 3.0)
+        """
+        saved = self._default_step, self._default_wall
+        step, wall = checks.stamp(saved[0] if global_step is None else global_step, walltime)
+        self._default_step, self._default_wall = step, None if walltime is None else wall
+        try:
+            yield self
+        finally:
+            self._default_step, self._default_wall = saved
+
+
+class WriterCore(CallStamps):
     """A writer's worker, files and lifecycle; its calls (writer_*.py) queue through `_log`,
     `_put` and `_queue`. Arguments: those of `SummaryWriter`, checked."""
 
@@ -44,7 +76,6 @@ class WriterCore:
         self._verbose = verbose
         self._closed = False
         self._layout, self._layout_lock = {}, threading.Lock()  # the Custom Scalars charts logged so far
-        self._default_step, self._default_wall = 0, None  # a call's step and time when it gives none
         self._open(purge_step)
 
     @property
@@ -100,11 +131,6 @@ class WriterCore:
         tag = checks.tag(tag)
         self._put(build, (tag,) + tuple(args), global_step, walltime, event_file)
 
-    def _stamp(self, global_step, walltime):
-        """(step, walltime) of a call: those given, checked, else `use_metadata`'s, else 0 and now."""
-        return checks.stamp(self._default_step if global_step is None else global_step,
-                            self._default_wall if walltime is None else walltime)
-
     def _put(self, build, args, global_step=None, walltime=None, event_file=None):
         """Queue `build(*args)` (a Summary or an Event) for the writer thread."""
         step, wall = self._stamp(global_step, walltime)
@@ -142,26 +168,6 @@ class WriterCore:
         self._finalizer.detach()
         self._closed = False
         self._open()
-
-    @contextlib.contextmanager
-    def use_metadata(self, *, global_step: Optional[int] = None, walltime: Optional[float] = None):
-        """The step and walltime of the enclosed calls that give none (tensorboardX's).
-
-        Args:
-            global_step: their step.
-            walltime: their time, seconds since the epoch (default: each call's own).
-
-        Example:
-            >>> with sw.use_metadata(global_step=10):
-            ...     sw.add_scalar("loss", 3.0)
-        """
-        saved = self._default_step, self._default_wall
-        step, wall = checks.stamp(saved[0] if global_step is None else global_step, walltime)
-        self._default_step, self._default_wall = step, None if walltime is None else wall
-        try:
-            yield self
-        finally:
-            self._default_step, self._default_wall = saved
 
     # -- lifecycle --------------------------------------------------------------------------
     def flush(self) -> None:

@@ -140,16 +140,12 @@ class RemoteEventFile:
         self._fs = storage.fs
         self._url = storage.url
         self.directory = directory
-        self._base = self._free_name(directory, suffix)
-        self.path = storage.url(self._base)
+        self._parts = Parts(storage.fs, directory, suffix)
+        self.path = storage.url(self._parts.base)
         self._lock = threading.Condition(threading.Lock())  # guards everything below
         self._waiting = collections.deque()  # whole records (bytes) not yet in an upload
         self._waiting_bytes = 0
-        self._part = 0  # the current part's number
-        self._object = b""  # the current part's bytes, as last put (or tried)
-        self._confirmed = True  # whether the store acknowledged `_object`
-        self._sizes = []  # acknowledged bytes of each part
-        self._logged = self._uploaded = 0
+        self._logged = 0
         self._flushes = 0  # forced uploads asked for
         self._error = None  # the OSError after which the uploader gave up
         self._stopping = False
@@ -200,23 +196,22 @@ class RemoteEventFile:
         with self._lock:
             if self._pending():
                 raise OSError(errno.EIO, "%s: the store did not take %d bytes within %d s"
-                              % (self.path, self._waiting_bytes + (0 if self._confirmed else len(self._object)),
-                                 FLUSH_SECS))
+                              % (self.path, self._waiting_bytes + self._parts.unconfirmed(), FLUSH_SECS))
 
     def abandon(self):
         """In a forked child: drop the parent's data (the parent uploads it)."""
         self._waiting.clear()
         self._waiting_bytes = 0
-        self._confirmed = True
+        self._parts.abandon()
         self._stopping = True
 
     def pieces(self):
         """(URL, bytes) of each object the store acknowledged, in order."""
         with self._lock:
-            return [(self._url(self._key(i)), size) for i, size in enumerate(self._sizes)]
+            return [(self._url(key), size) for key, size in self._parts.acknowledged()]
 
     def _pending(self):
-        return self._waiting_bytes or not self._confirmed
+        return self._waiting_bytes or self._parts.unconfirmed()
 
     def _raise_error(self):
         if self._error is not None:
@@ -245,7 +240,7 @@ class RemoteEventFile:
                 flushes = self._flushes
                 part, body = self._next_body()
             try:
-                self._put(self._key(part), body)
+                put_within(self._fs, self._parts.key(part), body)
             except Exception as exc:  # noqa: BLE001 - any failure of the store is retried
                 failures += 1
                 now = time.monotonic()
@@ -265,69 +260,16 @@ class RemoteEventFile:
                 continue
             with self._lock:
                 failures, failing_since, last_upload = 0, None, time.monotonic()
-                if part == len(self._sizes):
-                    self._sizes.append(0)
-                self._sizes[part] = len(body)
-                self._uploaded += len(body)
-                self._confirmed = True
+                self._parts.acknowledge(part, body)
                 self._lock.notify_all()
 
     def _next_body(self):
-        """(part, body) of the next put, under the lock. The current part is extended while it
-        stays within MAX_OBJECT and the file's uploads within twice its logged bytes; otherwise
-        the next part begins. A part whose last put was not acknowledged (the store may hold it)
-        is put again, its bytes first: no record is ever in two objects."""
-        extend = len(self._object) + self._waiting_bytes
-        if self._confirmed and self._object and (extend > MAX_OBJECT or self._uploaded + extend > 2 * self._logged):
-            self._part, self._object = self._part + 1, b""  # the current part stays as it is
-        room = MAX_OBJECT - len(self._object)
-        taken = []
-        while self._waiting and (room > 0 or not (self._object or taken)):
-            piece = self._waiting[0]
-            if len(piece) > room:
-                cut = _whole_records(piece, room, at_least_one=not (self._object or taken))
-                if not cut:
-                    break
-                if cut < len(piece):
-                    self._waiting[0], piece = piece[cut:], piece[:cut]
-                else:
-                    self._waiting.popleft()
-            else:
-                self._waiting.popleft()
-            taken.append(piece)
-            room -= len(piece)
-            self._waiting_bytes -= len(piece)
-        self._object = self._object + b"".join(taken)
-        self._confirmed = False
+        """(part, body) of the next put (under the lock): whole records taken from the waiting
+        ones into the current or the next part (Parts.body)."""
+        part, body, taken = self._parts.body(self._waiting, self._waiting_bytes, self._logged)
+        self._waiting_bytes -= taken
         self._lock.notify_all()  # room for the writer thread
-        return self._part, self._object
-
-    def _put(self, key, body):
-        """One PUT, bounded as a whole by REQUEST_SECS (the connection, the wait for
-        100-continue, the body, the answer)."""
-        loop = getattr(self._fs, "loop", None)
-        if loop is None or not hasattr(self._fs, "_pipe_file"):  # a filesystem that is not async
-            self._fs.pipe_file(key, body)
-            return
-        request = asyncio.run_coroutine_threadsafe(self._fs._pipe_file(key, body), loop)
-        try:
-            request.result(REQUEST_SECS)
-        except concurrent.futures.TimeoutError:
-            request.cancel()  # its connection is dropped: a late answer changes nothing
-            raise TimeoutError("no answer within %d s" % REQUEST_SECS) from None
-
-    def _free_name(self, directory, suffix):
-        """A new event file's key: with a random token, and never one the store holds already."""
-        while True:
-            key = posixpath.join(directory, event_file_name(suffix, token=".%s" % secrets.token_hex(4)))
-            if not self._fs.exists(key):
-                return key
-
-    def _key(self, part):
-        if part == 0:
-            return self._base
-        digits = "%04d" % (part - 1 + FIRST_PART)
-        return "%s.part%s%s" % (self._base, "z" * (len(digits) - 4), digits)
+        return part, body
 
 
 def _whole_records(buffer, limit, at_least_one=False):
@@ -340,3 +282,95 @@ def _whole_records(buffer, limit, at_least_one=False):
             break
         offset = end
     return offset
+
+
+def take_records(waiting, room, at_least_one):
+    """Take whole records from the front of `waiting` (a deque of bytes, each whole records)
+    within `room` bytes (the first record alone if it is longer and `at_least_one`), splitting a
+    piece at a record boundary where it does not fit. Returns the pieces taken."""
+    taken = []
+    while waiting and (room > 0 or at_least_one and not taken):
+        piece = waiting[0]
+        if len(piece) > room:
+            cut = _whole_records(piece, room, at_least_one=at_least_one and not taken)
+            if not cut:
+                break
+            if cut < len(piece):
+                waiting[0], piece = piece[cut:], piece[:cut]
+            else:
+                waiting.popleft()
+        else:
+            waiting.popleft()
+        taken.append(piece)
+        room -= len(piece)
+    return taken
+
+
+def put_within(fs, key, body):
+    """One PUT, bounded as a whole by REQUEST_SECS (the connection, the wait for 100-continue,
+    the body, the answer)."""
+    loop = getattr(fs, "loop", None)
+    if loop is None or not hasattr(fs, "_pipe_file"):  # a filesystem that is not async
+        fs.pipe_file(key, body)
+        return
+    request = asyncio.run_coroutine_threadsafe(fs._pipe_file(key, body), loop)
+    try:
+        request.result(REQUEST_SECS)
+    except concurrent.futures.TimeoutError:
+        request.cancel()  # its connection is dropped: a late answer changes nothing
+        raise TimeoutError("no answer within %d s" % REQUEST_SECS) from None
+
+
+class Parts:
+    """The objects of an event file: their keys, `base` (with a random token, never a key the
+    store holds already), then `<base>.part0001` ... `.part9999`, `.partz10000`,
+    `.partzz100000` (a `z` a digit past four: names sort in creation order for ever); the
+    current part's bytes as last put, whether the store acknowledged them, and the acknowledged
+    size of each part. Its owner's lock guards it."""
+
+    def __init__(self, fs, directory, suffix):
+        while True:
+            self.base = posixpath.join(directory, event_file_name(suffix, token=".%s" % secrets.token_hex(4)))
+            if not fs.exists(self.base):
+                break
+        self._part, self._object, self._confirmed = 0, b"", True
+        self._sizes = []
+        self._uploaded = 0  # bytes put, for the 2x budget
+
+    def abandon(self):
+        """In a forked child: nothing left to confirm (the parent uploads it)."""
+        self._confirmed = True
+
+    def key(self, part):
+        if part == 0:
+            return self.base
+        digits = "%04d" % (part - 1 + FIRST_PART)
+        return "%s.part%s%s" % (self.base, "z" * (len(digits) - 4), digits)
+
+    def body(self, waiting, waiting_bytes, logged):
+        """(part, body, bytes taken from `waiting`) of the next put. The current part is extended
+        while it stays within MAX_OBJECT and the file's uploads within twice its `logged` bytes;
+        otherwise the next part begins. A part whose last put was not acknowledged (the store may
+        hold it) is put again, its bytes first: no record is ever in two objects."""
+        extend = len(self._object) + waiting_bytes
+        if self._confirmed and self._object and (extend > MAX_OBJECT or self._uploaded + extend > 2 * logged):
+            self._part, self._object = self._part + 1, b""  # the current part stays as it is
+        taken = take_records(waiting, MAX_OBJECT - len(self._object), at_least_one=not self._object)
+        self._object = self._object + b"".join(taken)
+        self._confirmed = False
+        return self._part, self._object, sum(len(piece) for piece in taken)
+
+    def acknowledge(self, part, body):
+        if part == len(self._sizes):
+            self._sizes.append(0)
+        self._sizes[part] = len(body)
+        self._uploaded += len(body)
+        self._confirmed = True
+
+    def unconfirmed(self):
+        """Bytes of the current part that the store has not acknowledged."""
+        return 0 if self._confirmed else len(self._object)
+
+    def acknowledged(self):
+        """(key, bytes) of each object the store acknowledged, in order."""
+        return [(self.key(i), size) for i, size in enumerate(self._sizes)]
