@@ -513,7 +513,7 @@ print(step, (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - base) // 1024)
 
     fs = fsspec.filesystem("s3", skip_instance_cache=True, endpoint_url=seaweed.endpoint)
     sizes = [o["size"] for o in fs.ls("%s/images/run" % bucket, detail=True, refresh=True)]
-    assert logged * 3 > 16 * 4 and sum(sizes) > 3 * logged * 1000_000  # more than an object's worth
+    assert logged * 3 > 16 * 4 and sum(sizes) > 3 * logged * 1000_000  # more than the 64 MiB that may wait
     assert max(sizes) <= 16 << 20, sizes
     assert grown_mib < 64 + 64 + 16 * 3 + 64, grown_mib  # the bounds, the objects' copies, numpy's work
     steps = [e.step for e in reader.read_events(url) if e.summary.value and e.summary.value[0].tag == "noise"]

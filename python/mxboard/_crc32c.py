@@ -63,9 +63,7 @@ def masked_crc32c_rows(rows, columns, extra=None):
     template = rows[0].copy()
     template[columns] = 0
     crc = np.full(rows.shape[0], crc32c(template.tobytes()), dtype=np.uint32)
-    tables = _shifted(width)
-    for column in columns:
-        crc ^= tables[width - 1 - column][rows[:, column]]
+    crc ^= _linear(rows, columns, width)
     if extra is not None:
         crc ^= extra
     return ((crc >> 15) | (crc << 17)) + np.uint32(0xA282EAD8)
@@ -75,11 +73,16 @@ def crc32c_linear_rows(block, after):
     """The linear CRC32C part of each row of a (k, m) uint8 `block`, when `after` bytes follow
     it in the checksummed data (what `masked_crc32c_rows` takes as `extra`, for bytes that are
     zero in its rows)."""
-    width = block.shape[1] + after
+    return _linear(block, range(block.shape[1]), block.shape[1] + after)
+
+
+def _linear(rows, columns, width):
+    """XOR of the linear CRC32C parts of `rows[:, column]` for each of `columns`, in data of
+    `width` bytes."""
     tables = _shifted(width)
-    linear = np.zeros(block.shape[0], dtype=np.uint32)
-    for column in range(block.shape[1]):
-        linear ^= tables[width - 1 - column][block[:, column]]
+    linear = np.zeros(rows.shape[0], dtype=np.uint32)
+    for column in columns:
+        linear ^= tables[width - 1 - column][rows[:, column]]
     return linear
 
 

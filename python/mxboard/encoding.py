@@ -14,7 +14,7 @@ from ._crc32c import crc32c_linear_rows, masked_crc32c_rows
 from .events import frame, record_header
 from .proto import Event
 
-__all__ = ["ScalarSeries", "encode_event", "encode_scalar_rows", "encode_scalars", "scalar_prefix"]
+__all__ = ["ScalarSeries", "encode_event", "encode_scalar_rows", "scalar_prefix"]
 
 
 class ScalarSeries:
@@ -51,20 +51,14 @@ def scalar_prefix(tag):
 _VARINT_LIMITS = np.array([1 << shift for shift in range(7, 64, 7)], dtype=np.uint64)
 
 
-def encode_scalars(prefix, values, steps, walls):
-    """Framed records of many scalar events of one tag (`prefix`: `scalar_prefix(tag)`), as a
-    list of 2-D uint8 arrays, one record a row, the events in order. Each record parses as
-    `Event(wall_time, step, summary{value{tag, simple_value}})`; the step is always written, also
-    when 0 (valid protobuf, the same message)."""
-    return [block for _, block in _records([prefix], np.zeros(len(steps), np.intp), values, steps, walls)]
-
-
 def _records(prefixes, tags, values, steps, walls):
     """Records of scalar rows, vectorized over all rows whatever their tags: `tags[i]` indexes
     `prefixes` (each a tag's `scalar_prefix`). A record's layout is set by its prefix's length
     and its step's varint length; rows are built a layout at a time, each tag's bytes gathered by
     row, and their CRC part computed once a tag (CRC32C is affine). Returns `(first row, block)`
-    pairs in row order, a block the 2-D records of a run of rows of one tag and one layout."""
+    pairs in row order, a block the 2-D records of a run of rows of one tag and one layout. Each
+    record parses as `Event(wall_time, step, summary{value{tag, simple_value}})`; the step is
+    always written, also when 0 (valid protobuf, the same message)."""
     steps = np.asarray(steps, dtype=np.int64).view(np.uint64)  # int64 varints: two's complement
     step_len = 1 + np.searchsorted(_VARINT_LIMITS, steps, side="right")
     with np.errstate(over="ignore"):  # beyond float32: infinity, as protobuf does it

@@ -172,19 +172,19 @@ def histogram_buckets(values, bins):
     return np.stack([edges[:-1], edges[1:], counts.astype(np.float64)], axis=1)
 
 
-def histogram_summary(tag, buckets, moments=None):
+def histogram_summary(tag, buckets, sums=None):
     """Summary of a histogram as contiguous (k, 3) buckets [left edge, right edge, count], with
-    `moments` `(sum, sum of squares)` of the values (estimated from the buckets' middles where
-    the values are not at hand: a device histogram)."""
+    `sums` `(sum, sum of squares)` of the values (estimated from the buckets' middles where the
+    values are not at hand: a device histogram)."""
     buckets = np.asarray(buckets, dtype=np.float64).reshape(-1, 3)
     if not len(buckets):
         return summary(tag, histo=HistogramProto())
     counts = buckets[:, 2]
-    if moments is None:
+    if sums is None:
         middles = (buckets[:, 0] + buckets[:, 1]) / 2
-        moments = float(np.dot(middles, counts)), float(np.dot(middles * middles, counts))
+        sums = float(np.dot(middles, counts)), float(np.dot(middles * middles, counts))
     return summary(tag, histo=HistogramProto(min=buckets[0, 0], max=buckets[-1, 1], num=float(counts.sum()),
-                                             sum=moments[0], sum_squares=moments[1],
+                                             sum=sums[0], sum_squares=sums[1],
                                              bucket_limit=buckets[:, 1].tolist(), bucket=counts.tolist()))
 
 
@@ -216,12 +216,13 @@ def histogram_of(tag, values, bins="default", max_bins=None):
     elif isinstance(bins, str) and bins == "default":
         counts, low, high, dropped = default_bucket_counts(values)
         buckets = trimmed_buckets(default_edges(), counts, low, high)
+        stats = moments(values[np.isfinite(values)] if dropped else values)
     else:
         finite = np.isfinite(values)
         dropped = values.size - int(np.count_nonzero(finite))
-        buckets = histogram_buckets(values[finite] if dropped else values, bins)
-    if not isinstance(values, tuple):
-        stats = moments(values[np.isfinite(values)] if dropped else values)
+        kept = values[finite] if dropped else values
+        buckets = histogram_buckets(kept, bins)
+        stats = moments(kept)
     if dropped:
         warnings.warn("add_histogram(%r): NaN or infinite values were dropped (they cannot be binned)"
                       % tag, RuntimeWarning, stacklevel=2)
