@@ -1,7 +1,8 @@
 """`python -m tensorboard_bundle` (and `tensorboard`, which hands over to it: handover.py):
 upstream TensorBoard with the bundle's fixes. Binds 127.0.0.1 unless --host or --bind_all says
 otherwise, reloads every 2 s; needs no TensorFlow and no network; prints one line with the URL,
-the data loader in use and the logdir."""
+the data loader in use and the logdir. A logdir in an object store is served from a local mirror
+by the fast loader (logdirs.py)."""
 import importlib
 import logging
 import os
@@ -64,7 +65,7 @@ def main(argv=None):
     from absl import app
     from tensorboard.plugins import base_plugin
 
-    from tensorboard_bundle import locate
+    from tensorboard_bundle import locate, logdirs
 
     # What tensorboard.main_lib.global_init does, less its TensorFlow notice: this bundle
     # needs no TensorFlow, and says which data loader it uses instead.
@@ -79,6 +80,7 @@ def main(argv=None):
         else:  # the banner then names the Python loader; this says why there is no other
             sys.stderr.write("note: no fast data loader: %s\n" % why_not)
     _use_patched_s3()
+    argv = logdirs.mirror_remote_logdirs(argv)
     tensorboard = patched("program").TensorBoard(plugins=plugins(), assets_zip_provider=locate.assets_zip_provider())
     try:
         app.run(tensorboard.main, argv=_defaults(argv), flags_parser=tensorboard.configure)

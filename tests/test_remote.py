@@ -61,7 +61,8 @@ def test_a_point_is_served_within_30_s_uploads_stay_within_twice_the_bytes(bucke
     writer = SummaryWriter("s3://%s/exp/run" % bucket)
     counted = _CountedPuts(writer)
     server = serve("s3://%s/exp" % bucket)
-    assert "data loader: Python" in server.banner  # it says which loader reads S3
+    assert "data loader: fast (Rust data server)" in server.banner  # S3 served from a local mirror
+    assert any(line.startswith("mirror: s3://%s/exp in /" % bucket) for line in server.output), server.output
     start = time.monotonic()
     writer.add_scalar("loss", 0.0, 0)
     assert _losses(server, "run", until=bool, timeout=40) == [(0, 0.0)]

@@ -5,12 +5,13 @@ import os
 import posixpath
 import re
 
-__all__ = ["components", "is_url", "run_of"]
+__all__ = ["components", "is_url", "part_key", "run_of", "stitched_name"]
 
 _UNSAFE = re.compile(r'[\x00-\x1f\x7f<>:"|?*]')
 _MAX_COMPONENT = 120  # bytes; filesystems allow 255, the hash suffix and margins need the rest
 _MAX_DEPTH = 8  # directory levels a name may become; deeper ones are folded into the last
 _URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
+_PART = re.compile(r"^(.+tfevents.+)\.part(z*)(\d{4,})$")
 
 
 def is_url(path: object) -> bool:
@@ -55,3 +56,20 @@ def run_of(logdir: str, directory: str) -> str:
     else:
         relative = os.path.relpath(directory, logdir).replace(os.sep, "/")
     return relative if relative not in ("", ".") else "."
+
+
+def part_key(base: str, number: int) -> str:
+    """The name of an event file's object `number` (1, 2, ...) after `base` in a store:
+    `<base>.part0001` ... `.part9999`, `.partz10000`, `.partzz100000` (a `z` a digit past four, which
+    sorts after every digit: names sort in creation order for ever)."""
+    digits = "%04d" % number
+    return "%s.part%s%s" % (base, "z" * (len(digits) - 4), digits)
+
+
+def stitched_name(name: str) -> str:
+    """The event file an object `name` belongs to: `<base>` for `<base>.partNNNN` (part_key's
+    names), else `name` itself."""
+    match = _PART.match(name)
+    if match and len(match.group(3)) == 4 + len(match.group(2)):
+        return match.group(1)
+    return name

@@ -40,9 +40,9 @@ import time
 
 from .. import lifecycle
 from ..events import event_file_name
-from .names import components, run_of
+from .names import components, part_key, run_of
 
-__all__ = ["RemoteEventFile", "RemoteStorage", "UPLOAD_SECS", "MAX_OBJECT"]
+__all__ = ["RemoteEventFile", "RemoteStorage", "open_filesystem", "UPLOAD_SECS", "MAX_OBJECT"]
 
 log = logging.getLogger("mxboard")
 
@@ -56,6 +56,34 @@ FLUSH_SECS = 30  # flush() and close() wait at most this long for the store
 FIRST_PART = 1  # the number of a file's second object (a test knob: parts past 9999 without 10,000 uploads)
 
 
+def open_filesystem(url):
+    """(fsspec filesystem, path) of a URL, a new instance (never fsspec's shared one: a forked
+    child or another thread must not share its connections). An unknown scheme or a missing
+    package is a clear error. On S3, every request is bounded (an unreachable endpoint fails in
+    seconds) and tried once: callers retry on their own clock, not botocore's times s3fs's."""
+    try:
+        import fsspec
+    except ImportError:
+        raise ImportError("logdir %r is a URL: install fsspec and the package of its filesystem "
+                          "(for S3: pip install 'mxboard[s3]')" % url) from None
+    protocol = url.split("://", 1)[0].lower()
+    if protocol not in fsspec.available_protocols():
+        raise ValueError("logdir %r: unknown URL scheme %r (fsspec knows %s)"
+                         % (url, protocol + "://", ", ".join(sorted(fsspec.available_protocols())[:12]) + "..."))
+    options = {"skip_instance_cache": True}
+    if protocol in ("s3", "s3a"):
+        options["config_kwargs"] = {"connect_timeout": 5, "read_timeout": 20,
+                                    "retries": {"max_attempts": 1, "mode": "standard"}}
+    try:
+        fs, root = fsspec.core.url_to_fs(url, **options)
+    except ImportError as exc:
+        raise ImportError("logdir %r needs a package for %s:// (for S3: pip install 'mxboard[s3]'): %s"
+                          % (url, protocol, exc)) from None
+    if protocol in ("s3", "s3a"):
+        fs.retries = 1
+    return fs, root.rstrip("/")
+
+
 class RemoteStorage:
     """An fsspec filesystem under a logdir URL: where event files, sub-runs and projector files
     go. Checked at construction: an unknown scheme, a missing package, a store that cannot be
@@ -63,28 +91,7 @@ class RemoteStorage:
     protocol); `url` makes one a URL again."""
 
     def __init__(self, url):
-        try:
-            import fsspec
-        except ImportError:
-            raise ImportError("logdir %r is a URL: install fsspec and the package of its filesystem "
-                              "(for S3: pip install 'mxboard[s3]')" % url) from None
-        protocol = url.split("://", 1)[0].lower()
-        if protocol not in fsspec.available_protocols():
-            raise ValueError("logdir %r: unknown URL scheme %r (fsspec knows %s)"
-                             % (url, protocol + "://", ", ".join(sorted(fsspec.available_protocols())[:12]) + "..."))
-        options = {}
-        if protocol in ("s3", "s3a"):  # bounded requests: an unreachable endpoint fails in seconds; one
-            options["config_kwargs"] = {"connect_timeout": 5, "read_timeout": 20,  # try a request (the
-                                        "retries": {"max_attempts": 1, "mode": "standard"}}  # uploader retries)
-            options["skip_instance_cache"] = True
-        try:
-            self.fs, self.root = fsspec.core.url_to_fs(url, **options)
-        except ImportError as exc:
-            raise ImportError("logdir %r needs a package for %s:// (for S3: pip install 'mxboard[s3]'): %s"
-                              % (url, protocol, exc)) from None
-        self.root = self.root.rstrip("/")
-        if protocol in ("s3", "s3a"):
-            self.fs.retries = 1  # s3fs's own retries: one budget, the uploader's, not their product
+        self.fs, self.root = open_filesystem(url)
         try:
             self.fs.makedirs(self.root, exist_ok=True)
             self.fs.ls(self.root, detail=False)
@@ -342,10 +349,7 @@ class Parts:
         self._confirmed = True
 
     def key(self, part):
-        if part == 0:
-            return self.base
-        digits = "%04d" % (part - 1 + FIRST_PART)
-        return "%s.part%s%s" % (self.base, "z" * (len(digits) - 4), digits)
+        return part_key(self.base, part - 1 + FIRST_PART) if part else self.base
 
     def body(self, waiting, waiting_bytes, logged):
         """(part, body, bytes taken from `waiting`) of the next put. The current part is extended

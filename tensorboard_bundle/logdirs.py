@@ -1,0 +1,146 @@
+"""Logdirs in object stores on the fast loader: the command line's `--logdir` URL, or the URLs of
+`--logdir_spec`, become local mirrors (mirror.py) that the Rust data server reads. `gs://` and
+local paths are left as they are (the data server reads both), and so is everything with
+`--load_fast=false` (TensorBoard's Python loader then reads the store itself).
+
+The launcher's own flags, taken off the command line before TensorBoard parses it:
+    --mirror_dir DIR        keep the mirror in DIR (empty, or a mirror of the same logdir, which
+                            is then reused); by default a temporary directory, removed at exit
+    --mirror_max_bytes N    the most the mirror may hold on disk (suffixes K, M, G, T); by default
+                            80% of the space free where it lives, at start
+    --mirror_interval SECS  seconds between passes over the store, at least (default 2)
+
+A `--logdir_spec` whose entries all have names becomes one local tree served as `--logdir` (a
+mirror or a link a name), so that mixed specs (`a:s3://bucket/x,b:/local/y`) are read by the fast
+loader too, runs named as the spec names them; with unnamed entries, the spec stays a spec (the
+Python loader, as upstream), its URLs replaced by their mirrors.
+"""
+import atexit
+import os
+import re
+import shutil
+import sys
+import tempfile
+
+from mxboard.storage.names import components, is_url
+
+__all__ = ["mirror_remote_logdirs"]
+
+_UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
+
+
+def _flag(argv, name):
+    """(value of --name, argv without it); the value None where it is not given."""
+    value, rest, i = None, [], 0
+    while i < len(argv):
+        arg = argv[i]
+        if arg == "--" + name and i + 1 < len(argv):
+            value, i = argv[i + 1], i + 2
+            continue
+        if arg.startswith("--%s=" % name):
+            value = arg.split("=", 1)[1]
+        else:
+            rest.append(arg)
+        i += 1
+    return value, rest
+
+
+def _bytes(text):
+    match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([KMGT]?)i?B?\s*", text or "", re.IGNORECASE)
+    if not match:
+        sys.exit("Error: --mirror_max_bytes %r: a number of bytes, with K, M, G or T after it if you like" % text)
+    return int(float(match.group(1)) * _UNITS[match.group(2).upper()])
+
+
+def _mirrored(path):
+    """Whether `path` is a URL the mirror serves (gs:// the data server reads itself)."""
+    return is_url(path) and not path.lower().startswith("gs://")
+
+
+def mirror_remote_logdirs(argv):
+    """`argv` for TensorBoard, with remote logdirs replaced by mirrors that are being filled
+    (started here, stopped and, unless the user named their place, removed at exit)."""
+    directory, argv = _flag(argv, "mirror_dir")
+    max_bytes, argv = _flag(argv, "mirror_max_bytes")
+    interval, argv = _flag(argv, "mirror_interval")
+    logdir, _ = _flag(argv, "logdir")
+    spec, _ = _flag(argv, "logdir_spec")
+    load_fast, _ = _flag(argv, "load_fast")
+    urls = [path for path in ([logdir] if logdir else list(_entries(spec)) if spec else []) if _mirrored(path)]
+    if load_fast == "false" or not urls:
+        return argv
+    try:
+        from mxboard.storage.remote import open_filesystem
+        from tensorboard_bundle.mirror import Mirror
+
+        open_filesystem(urls[0])
+    except ImportError as exc:  # fsspec or the scheme's package missing: TensorBoard's own reader
+        sys.stderr.write("note: no mirror of the remote logdir, the Python loader reads it: %s\n" % exc)
+        return argv
+    root = directory or tempfile.mkdtemp(prefix="mxboard-mirror-")
+    os.makedirs(root, exist_ok=True)
+    limit = _bytes(max_bytes) if max_bytes else int(shutil.disk_usage(root).free * 0.8)
+    mirrors = []
+
+    def mirror(url, where):
+        mirrors.append(Mirror(url, where, limit, float(interval or 2)))
+        sys.stderr.write("mirror: %s in %s (%s), at most %.1f GB (--mirror_max_bytes)\n" % (
+            url, where, "kept" if directory else "removed at exit; --mirror_dir DIR keeps one", limit / 1e9))
+        return where
+
+    try:
+        if logdir and _mirrored(logdir):
+            argv = _replace(argv, "logdir", mirror(logdir, root))
+        if spec:
+            argv = _spec(argv, spec, root, mirror)
+    except ValueError as exc:
+        sys.exit("Error: %s" % exc)
+    for m in mirrors:
+        m.start()
+    atexit.register(_stop, mirrors, None if directory else root)
+    return argv
+
+
+def _entries(spec):
+    """{path: name or None} of a --logdir_spec, parsed as TensorBoard parses it."""
+    from tensorboard.backend.event_processing.data_ingester import _parse_event_files_spec
+
+    return _parse_event_files_spec(spec)
+
+
+def _spec(argv, spec, root, mirror):
+    entries = _entries(spec)
+    if all(entries.values()):  # one tree, served by the fast loader
+        places = {}
+        for path, name in entries.items():
+            where = os.path.join(root, *components(name))
+            if where in places:
+                raise ValueError("--logdir_spec names two logdirs %r" % name)
+            places[where] = path
+            if _mirrored(path):
+                mirror(path, where)
+                continue
+            os.makedirs(os.path.dirname(where), exist_ok=True)
+            if os.path.islink(where):
+                os.unlink(where)
+            os.symlink(os.path.abspath(path), where)
+        _, argv = _flag(argv, "logdir_spec")
+        return argv + ["--logdir", root]
+    items = []
+    for i, (path, name) in enumerate(entries.items()):
+        if _mirrored(path):
+            path = mirror(path, os.path.join(root, str(i)))
+        items.append("%s:%s" % (name, path) if name else path)
+    return _replace(argv, "logdir_spec", ",".join(items))
+
+
+def _replace(argv, name, value):
+    _, argv = _flag(argv, name)
+    return argv + ["--" + name, value]
+
+
+def _stop(mirrors, temporary):
+    for m in mirrors:
+        m.stop(5)
+    if temporary:
+        shutil.rmtree(temporary, ignore_errors=True)
