@@ -1,6 +1,7 @@
 import os
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -134,13 +135,15 @@ UPSTREAM = [sys.executable, "-m", "tensorboard.main"]  # upstream's launcher, to
 
 class Server:
     """A real TensorBoard serving `logdir`, on a port of its choosing; the bundle's unless
-    `command` says otherwise (it binds 127.0.0.1 by itself; upstream is told to)."""
+    `command` says otherwise (it binds 127.0.0.1 by itself; upstream is told to); logdir None: the
+    `extra` arguments say what it serves (--logdir_spec)."""
 
     def __init__(self, logdir, *extra, command=BUNDLE, env=None, cwd=None):
         import re
         import threading
 
-        args = command + ["--logdir", str(logdir), "--port", "0", "--reload_interval", "1"] + list(extra)
+        args = command + (["--logdir", str(logdir)] if logdir is not None else [])
+        args += ["--port", "0", "--reload_interval", "1"] + list(extra)
         if command is UPSTREAM:
             args += ["--host", "127.0.0.1"]
         self.proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
@@ -249,3 +252,26 @@ def seaweed(tmp_path_factory):
             os.environ.pop(key, None)
         else:
             os.environ[key] = value
+_BUCKETS = iter(range(10_000))  # bucket names unique in the session
+
+
+@pytest.fixture
+def bucket(seaweed):
+    return seaweed.bucket("test-%d-%d" % (os.getpid(), next(_BUCKETS)))
+
+
+def served_losses(server, run, tag="loss", until=None, timeout=40):
+    """(step, value) served for a tag, polled until `until(rows)` (the run may not be known yet:
+    the server answers 404 until its loader has found it)."""
+    import urllib.error
+
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            rows = server.json("/data/plugin/scalars/scalars", {"run": run, "tag": tag},
+                               timeout=max(1, deadline - time.monotonic()), until=until or bool)
+            return [(step, value) for _, step, value in rows]
+        except urllib.error.HTTPError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.5)

@@ -1,6 +1,6 @@
 """Logdirs in object stores: a real S3 server (SeaweedFS, tests/seaweed.py) and fsspec's
-memory://, read back by the bundled TensorBoard over HTTP (its Python loader: the fast one
-reads no S3) and by mxboard.reader."""
+memory://, read back by the bundled TensorBoard over HTTP (its fast loader, over the mirror it
+keeps: tests/test_mirror.py) and by mxboard.reader."""
 import os
 import subprocess
 import sys
@@ -10,36 +10,11 @@ import urllib.parse
 import numpy as np
 import pytest
 
-from conftest import ROOT, UPSTREAM
+from conftest import ROOT, UPSTREAM, served_losses
 from mxboard import SummaryWriter, WriterError, reader
 from mxboard.storage import remote
 
 pytest.importorskip("s3fs")
-_BUCKETS = iter(range(10_000))
-
-
-@pytest.fixture
-def bucket(seaweed):
-    return seaweed.bucket("test-%d-%d" % (os.getpid(), next(_BUCKETS)))
-
-
-def _losses(server, run, tag="loss", until=None, timeout=40):
-    """(step, value) served for a tag, polled until `until(rows)` (the run may not be known yet:
-    the server answers 404 until its loader has found it)."""
-    import urllib.error
-
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            rows = server.json("/data/plugin/scalars/scalars", {"run": run, "tag": tag},
-                               timeout=max(1, deadline - time.monotonic()), until=until or bool)
-            return [(step, value) for _, step, value in rows]
-        except urllib.error.HTTPError:
-            if time.monotonic() > deadline:
-                raise
-            time.sleep(0.5)
-
-
 class _CountedPuts:
     """Counts the bytes a writer's store is sent (wrapping its fsspec filesystem's _pipe_file,
     which still does the upload)."""
@@ -65,7 +40,7 @@ def test_a_point_is_served_within_30_s_uploads_stay_within_twice_the_bytes(bucke
     assert any(line.startswith("mirror: s3://%s/exp in /" % bucket) for line in server.output), server.output
     start = time.monotonic()
     writer.add_scalar("loss", 0.0, 0)
-    assert _losses(server, "run", until=bool, timeout=40) == [(0, 0.0)]
+    assert served_losses(server, "run", until=bool, timeout=40) == [(0, 0.0)]
     assert time.monotonic() - start < 30
     for step in range(1, 250):  # 25 s of steady logging, a histogram every 50 steps
         writer.add_scalar("loss", float(step), step)
@@ -73,7 +48,7 @@ def test_a_point_is_served_within_30_s_uploads_stay_within_twice_the_bytes(bucke
             writer.add_histogram("weights", np.random.default_rng(step).normal(size=1000), step)
         time.sleep(0.1)
     writer.close()
-    served = _losses(server, "run", until=lambda rows: len(rows) == 250)
+    served = served_losses(server, "run", until=lambda rows: len(rows) == 250)
     assert served == [(s, float(s)) for s in range(250)]  # one ordered stream over the objects
     fs = writer._storage.fs
     objects = [o for o in fs.ls("%s/exp/run" % bucket, detail=False, refresh=True) if "tfevents" in o]
@@ -155,7 +130,8 @@ def test_ranks_write_one_remote_logdir_projector_and_hparams_included(bucket, se
     server = serve(logdir)
     server.json("/data/runs", until=lambda runs: {".", "hp0", "hp1", "hp2"} <= set(runs))
     for rank in range(3):
-        assert _losses(server, ".", "rank%d/acc" % rank, until=lambda r: len(r) == 100)[-1] == (99, pytest.approx(0.99))
+        served = served_losses(server, ".", "rank%d/acc" % rank, until=lambda r: len(r) == 100)
+        assert served[-1] == (99, pytest.approx(0.99))
     table = reader.scalars(logdir, raw=True)  # every record: three ranks log one tag in one run, which
     loss = table[(table.run == ".") & (table.tag == "loss")]  # TensorBoard shows as restarts
     assert sorted(loss.value) == sorted(rank * 1000.0 + s for rank in range(3) for s in range(100))
@@ -178,7 +154,7 @@ def test_the_server_reads_a_bucket_root_and_a_prefix(seaweed, serve):
     for logdir, run in (("s3://%s/" % bucket, "exp/run"), ("s3://%s" % bucket, "exp/run"),
                         ("s3://%s/exp" % bucket, "run"), ("s3://%s/exp/" % bucket, "run")):
         server = serve(logdir)
-        assert _losses(server, run) == [(3, 1.5)], logdir
+        assert served_losses(server, run) == [(3, 1.5)], logdir
         server.close()
     # upstream's launcher on the bucket root: no run (its loader fails on the root)
     upstream = serve("s3://%s/" % bucket, command=UPSTREAM)
@@ -229,7 +205,7 @@ def test_the_store_going_away_keeps_the_data_then_uploads_it(seaweed, serve, mon
         seaweed.start()
     writer.close()
     server = serve("s3://%s" % bucket)
-    assert _losses(server, "run", until=lambda r: len(r) == 30) == [(s, float(s)) for s in range(30)]
+    assert served_losses(server, "run", until=lambda r: len(r) == 30) == [(s, float(s)) for s in range(30)]
 
 
 def test_a_store_gone_for_good_is_a_writer_error_and_close_returns(seaweed, monkeypatch):
@@ -319,7 +295,7 @@ def test_a_forked_child_logs_through_its_parents_remote_writer(bucket, tmp_path,
     assert sorted(rows) == [(s, float(s)) for s in range(200)]
     server = serve("s3://%s" % bucket)
     for first in (0, 50, 100, 150):
-        served = _losses(server, "forked", "child/%d" % first, until=lambda r: len(r) == 50)
+        served = served_losses(server, "forked", "child/%d" % first, until=lambda r: len(r) == 50)
         assert served == [(s, float(s)) for s in range(first, first + 50)]
 
 
@@ -338,12 +314,12 @@ def test_parts_past_10000_are_read_in_order_while_tensorboard_tails_the_run(buck
         if step % 10 == 9:
             writer.flush()
             if step == 29:  # the server has found the run and tails it from here
-                assert _losses(server, "run", until=lambda r: len(r) == 30) == [(s, float(s)) for s in range(30)]
+                assert served_losses(server, "run", until=lambda r: len(r) == 30) == [(s, float(s)) for s in range(30)]
     writer.close()
     names = [p.rsplit(".", 1)[-1] for p in reader.event_files(logdir + "/run")]
     assert "part9999" in names and "partz10000" in names, names
     assert [e.step for e in reader.read_events(logdir) if e.summary.value] == list(range(120))
-    assert _losses(server, "run", until=lambda r: len(r) == 120) == [(s, float(s)) for s in range(120)]
+    assert served_losses(server, "run", until=lambda r: len(r) == 120) == [(s, float(s)) for s in range(120)]
 
 
 SAME_HOST_AND_PID = r"""
@@ -378,7 +354,7 @@ def test_two_processes_with_one_host_name_and_pid_never_overwrite_each_other(buc
         assert [e.step for e in events if e.summary.value[0].tag == name] == list(range(100)), name
     server = serve("s3://%s/same" % bucket)
     for name in ("a", "b"):
-        assert _losses(server, "run", name, until=lambda r: len(r) == 100) == [(s, float(s)) for s in range(100)]
+        assert served_losses(server, "run", name, until=lambda r: len(r) == 100) == [(s, float(s)) for s in range(100)]
 
 
 @pytest.fixture
@@ -480,7 +456,7 @@ def test_a_lost_acknowledgement_never_stores_a_record_twice(proxied, monkeypatch
     steps = [e.step for e in reader.read_events(url) if e.summary.value]
     assert steps == list(range(150))
     server = serve("s3://%s/lost" % bucket)
-    assert _losses(server, "run", until=lambda r: len(r) >= 150) == [(s, float(s)) for s in range(150)]
+    assert served_losses(server, "run", until=lambda r: len(r) >= 150) == [(s, float(s)) for s in range(150)]
 
 
 def test_fast_logging_keeps_objects_and_waiting_bytes_bounded(bucket, tmp_path, seaweed):

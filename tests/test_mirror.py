@@ -1,0 +1,267 @@
+"""The bundled server's mirror of an object-store logdir (tensorboard_bundle/mirror.py): what it
+fetches, what it keeps, and what the fast loader serves from it. Fast tests use fsspec's
+memory:// store (real fsspec, real files, TensorBoard's own loader on the mirror); the slow ones a
+real S3 server (SeaweedFS) and the real bundled server over HTTP."""
+import logging
+import os
+import subprocess
+import sys
+import time
+
+import fsspec
+import numpy as np
+import pytest
+
+from conftest import event_files, served_losses, tb_scalars
+from mxboard import SummaryWriter
+from mxboard.storage import remote
+from tensorboard_bundle.mirror import MANIFEST, Mirror
+
+
+@pytest.fixture
+def small_objects(monkeypatch):
+    """Objects of a few records each (MAX_OBJECT lowered), uploaded at every flush."""
+    monkeypatch.setattr(remote, "MAX_OBJECT", 500)
+    monkeypatch.setattr(remote, "UPLOAD_SECS", 0)
+
+
+def _store_bytes(url):
+    fs, root = remote.open_filesystem(url)
+    return sum(info["size"] for info in fs.find(root, detail=True).values())
+
+
+def _log(writer, steps, tag="loss"):
+    for step in steps:
+        writer.add_scalar(tag, float(step), step)
+        if step % 7 == 0:
+            writer.flush()
+    writer.flush()
+
+
+def test_parts_are_stitched_into_one_file_and_every_byte_is_read_once(small_objects, tmp_path):
+    fs = fsspec.filesystem("memory")
+    url = "memory://stitch/exp"
+    writer = SummaryWriter(url + "/run")
+    _log(writer, range(40))
+    fs.pipe_file("/stitch/exp/tbx/events.out.tfevents.1.other", open(_other_writers_file(tmp_path), "rb").read())
+    mirror = Mirror(url, str(tmp_path / "mirror"), 1 << 30)
+    mirror.sync()
+    assert len([o for o in fs.ls("/stitch/exp/run", detail=False) if "tfevents" in o]) > 3  # several parts
+    _log(writer, range(40, 100))
+    writer.close()
+    mirror.sync()
+    mirror.sync()  # nothing new: nothing read
+    bases = [os.path.basename(o) for o in fs.ls("/stitch/exp/run", detail=False) if ".part" not in o]
+    assert [os.path.basename(p) for p in event_files(tmp_path / "mirror" / "run")] == bases  # one file for all
+    assert _scalars(tmp_path / "mirror" / "run") == [("loss", s, float(s)) for s in range(100)]
+    assert _scalars(tmp_path / "mirror" / "tbx") == [("other", 0, 1.0), ("other", 1, 2.0)]  # copied as it is
+    assert mirror.bytes_read == _store_bytes(url)  # each byte once, though the last object grew
+
+
+def _scalars(run):
+    """What TensorBoard's own loader reads of the run's one event file."""
+    (path,) = event_files(run)
+    return tb_scalars(path)
+
+
+def _other_writers_file(tmp_path):
+    """An event file of another writer (written locally, as tensorboardX's would be)."""
+    with SummaryWriter(str(tmp_path / "other")) as w:
+        w.add_scalar("other", 1.0, 0)
+        w.add_scalar("other", 2.0, 1)
+    return event_files(tmp_path / "other")[0]
+
+
+def test_a_changed_object_is_fetched_anew_and_a_dropped_one_removed(tmp_path):
+    fs = fsspec.filesystem("memory")
+    url = "memory://changes/exp"
+    with SummaryWriter(url + "/a") as w:
+        w.add_scalar("x", 1.0, 0)
+    fs.pipe_file("/changes/exp/a/projector_config.pbtxt", b"embeddings {}\n")
+    mirror = Mirror(url, str(tmp_path / "m"), 1 << 30)
+    mirror.sync()
+    assert (tmp_path / "m" / "a" / "projector_config.pbtxt").read_bytes() == b"embeddings {}\n"
+    fs.pipe_file("/changes/exp/a/projector_config.pbtxt", b"embeddings { tensor_name: 't' }\n")
+    mirror.sync()
+    assert (tmp_path / "m" / "a" / "projector_config.pbtxt").read_bytes() == b"embeddings { tensor_name: 't' }\n"
+    fs.rm("/changes/exp/a", recursive=True)
+    mirror.sync()
+    assert not [p for p in (tmp_path / "m").rglob("*") if p.is_file() and p.name != MANIFEST]
+
+
+def test_a_key_that_would_leave_the_mirror_is_skipped(tmp_path, caplog):
+    fs = fsspec.filesystem("memory")
+    fs.pipe_file("/escape/exp/run/../../../../outside.tfevents.1", b"x")
+    fs.pipe_file("/escape/exp/run/events.out.tfevents.2", b"")
+    with caplog.at_level(logging.WARNING, "tensorboard_bundle"):
+        Mirror("memory://escape/exp", str(tmp_path / "deep" / "m"), 1 << 30).sync()
+    assert "is not a path below the logdir" in caplog.text
+    assert sorted(p.name for p in tmp_path.rglob("*") if p.is_file()) == [MANIFEST, "events.out.tfevents.2"]
+
+
+def test_the_mirror_stays_within_its_bytes_and_says_so(small_objects, tmp_path, caplog):
+    url = "memory://bounded/exp"
+    for run in ("a", "b", "c"):
+        with SummaryWriter("%s/%s" % (url, run)) as w:
+            w.add_histogram("h", np.arange(10000.0), 0)  # about 6 KB a run
+    bound = _store_bytes(url + "/a") + 100
+    with caplog.at_level(logging.WARNING, "tensorboard_bundle"):
+        mirror = Mirror(url, str(tmp_path / "m"), bound)
+        mirror.sync()
+        mirror.sync()
+    held = sum(p.stat().st_size for p in (tmp_path / "m").rglob("*") if p.is_file() and p.name != MANIFEST)
+    assert 0 < held <= bound
+    assert sorted(p.parent.name for p in (tmp_path / "m").rglob("*tfevents*")) == ["a"]
+    assert caplog.text.count("the most it may (--mirror_max_bytes)") == 1
+
+
+def test_a_directory_is_a_mirror_only_when_empty_or_one_already(tmp_path):
+    (tmp_path / "busy").mkdir()
+    (tmp_path / "busy" / "notes.txt").write_text("mine")
+    with pytest.raises(ValueError, match="not empty and not a mirror"):
+        Mirror("memory://claim/exp", str(tmp_path / "busy"), 1 << 30)
+    Mirror("memory://claim/exp", str(tmp_path / "m"), 1 << 30).sync()
+    with pytest.raises(ValueError, match="mirrors memory://claim/exp, not memory://claim/other"):
+        Mirror("memory://claim/other", str(tmp_path / "m"), 1 << 30)
+    assert (tmp_path / "busy" / "notes.txt").read_text() == "mine"
+
+
+RANK = r"""
+import sys, time
+from mxboard.storage import remote
+remote.MAX_OBJECT, remote.UPLOAD_SECS = 3000, 0.3  # many parts, each point soon in the store
+from mxboard import SummaryWriter
+logdir, rank = sys.argv[1], int(sys.argv[2])
+with SummaryWriter("%s/rank%d" % (logdir, rank), flush_secs=0.3) as w:
+    for step in range(400):
+        w.add_scalar("loss", rank + step / 1000, step)
+        time.sleep(0.02)
+"""
+
+
+def _mirror_dir(server):
+    line = next(line for line in server.output if line.startswith("mirror: "))
+    return line.split(" in ", 1)[1].split(" (", 1)[0]
+
+
+def test_ranks_still_writing_and_a_tensorboardx_run_are_served_by_the_fast_loader(bucket, serve):
+    """Three ranks write one logdir in S3 (each event file many objects) while the bundled server
+    serves it; tensorboardX writes a run into the same store. The fast loader, over the mirror,
+    serves every point of each, as TensorBoard's Python loader reading S3 does (--load_fast=false)."""
+    tbx_module = pytest.importorskip("tensorboardX")
+    logdir = "s3://%s/ranks" % bucket
+    server = serve(logdir)
+    assert "data loader: fast (Rust data server)" in server.banner
+    ranks = [subprocess.Popen([sys.executable, "-c", RANK, logdir, str(rank)]) for rank in range(3)]
+    try:
+        with tbx_module.SummaryWriter(logdir + "/tbx") as tbx:
+            for step in range(50):
+                tbx.add_scalar("loss", step / 10, step)
+        during = served_losses(server, "rank0", until=lambda rows: len(rows) >= 50)
+        assert 50 <= len(during) < 400 and ranks[0].poll() is None  # served while rank 0 still writes
+        assert [r.wait(120) for r in ranks] == [0, 0, 0]
+    finally:
+        for r in ranks:
+            r.kill()
+    python = serve(logdir, "--load_fast", "false")
+    assert "data loader: Python (--load_fast=false)" in python.banner
+    for rank in range(3):
+        expected = [(s, pytest.approx(rank + s / 1000)) for s in range(400)]
+        assert served_losses(server, "rank%d" % rank, until=lambda rows: len(rows) == 400) == expected
+        assert served_losses(python, "rank%d" % rank, until=lambda rows: len(rows) == 400) == expected
+    tbx_points = [(s, pytest.approx(s / 10)) for s in range(50)]
+    assert served_losses(server, "tbx", until=lambda rows: len(rows) == 50) == tbx_points
+    assert served_losses(python, "tbx", until=lambda rows: len(rows) == 50) == tbx_points
+    fs, _ = remote.open_filesystem(logdir)
+    assert len([o for o in fs.find("%s/ranks/rank0" % bucket) if ".part" in o]) > 5  # stitched parts
+    local = os.path.join(_mirror_dir(server), "rank0")
+    assert len(event_files(local)) == 1  # one local file of them
+
+
+def test_an_outage_keeps_what_was_mirrored_served_and_the_mirror_catches_up(seaweed, bucket, serve, monkeypatch):
+    """The store is down, then the server's way to it hangs (a FaultProxy: requests taken, never
+    answered): what was mirrored is still served, at once, and once the store answers the points
+    logged meanwhile are served too."""
+    from faultproxy import FaultProxy
+
+    monkeypatch.setattr(remote, "UPLOAD_SECS", 0)
+    proxy = FaultProxy(seaweed.endpoint)
+    try:
+        logdir = "s3://%s/outage" % bucket
+        writer = SummaryWriter(logdir + "/run")
+        _log(writer, range(10))
+        server = serve(logdir, env=dict(os.environ, AWS_ENDPOINT_URL=proxy.endpoint))
+        assert served_losses(server, "run", until=lambda rows: len(rows) == 10) == [(s, float(s)) for s in range(10)]
+        seaweed.stop()
+        try:
+            writer.add_scalar("loss", 10.0, 10)  # kept by the writer while the store is down
+            _served_at_once_for(8, server, 10)
+        finally:
+            seaweed.start()
+        proxy.set("hang")
+        _log(writer, range(11, 16))
+        _served_at_once_for(8, server, 10)
+        proxy.set("pass")
+        _log(writer, range(16, 20))
+        assert served_losses(server, "run", until=lambda rows: len(rows) == 20, timeout=60) == \
+            [(s, float(s)) for s in range(20)]
+        writer.close()
+        output = "".join(server.output)
+        assert "cannot be read" in output and "answers again" in output, output
+    finally:
+        proxy.close()
+
+
+def _served_at_once_for(seconds, server, points):
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        start = time.monotonic()
+        assert served_losses(server, "run") == [(s, float(s)) for s in range(points)]
+        assert time.monotonic() - start < 2
+        time.sleep(1)
+
+
+def test_a_mirror_is_removed_at_exit_unless_named_and_a_named_one_resumes(bucket, serve, tmp_path, monkeypatch):
+    monkeypatch.setattr(remote, "UPLOAD_SECS", 0)
+    logdir = "s3://%s/kept" % bucket
+    writer = SummaryWriter(logdir + "/run")
+    _log(writer, range(30))
+    server = serve(logdir)
+    temporary = _mirror_dir(server)
+    assert served_losses(server, "run", until=lambda rows: len(rows) == 30)
+    assert os.path.isdir(temporary) and "removed at exit" in "".join(server.output)
+    server.close()
+    assert not os.path.exists(temporary)
+
+    named = str(tmp_path / "mirror")
+    server = serve(logdir, "--mirror_dir", named)
+    assert _mirror_dir(server) == named
+    assert len(served_losses(server, "run", until=lambda rows: len(rows) == 30)) == 30
+    server.close()
+    before = _read_from_store(named)
+    assert before == _store_bytes(logdir)
+    _log(writer, range(30, 60))
+    writer.close()
+    server = serve(logdir, "--mirror_dir", named)
+    assert served_losses(server, "run", until=lambda rows: len(rows) == 60) == [(s, float(s)) for s in range(60)]
+    server.close()
+    assert _read_from_store(named) - before == _store_bytes(logdir) - before  # only what was new
+
+
+def _read_from_store(directory):
+    import json
+
+    with open(os.path.join(directory, MANIFEST)) as f:
+        return json.load(f)["bytes_read"]
+
+
+def test_a_mixed_logdir_spec_is_served_by_the_fast_loader(bucket, serve, tmp_path, monkeypatch):
+    monkeypatch.setattr(remote, "UPLOAD_SECS", 0)
+    with SummaryWriter("s3://%s/spec/run" % bucket) as w:
+        _log(w, range(5))
+    with SummaryWriter(str(tmp_path / "local" / "run")) as w:
+        _log(w, range(7))
+    server = serve(None, "--logdir_spec", "remote:s3://%s/spec,here:%s" % (bucket, tmp_path / "local"))
+    assert "data loader: fast (Rust data server)" in server.banner
+    assert served_losses(server, "remote/run", until=lambda rows: len(rows) == 5) == [(s, float(s)) for s in range(5)]
+    assert served_losses(server, "here/run", until=lambda rows: len(rows) == 7) == [(s, float(s)) for s in range(7)]
