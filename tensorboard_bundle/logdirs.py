@@ -1,7 +1,9 @@
 """Logdirs in object stores on the fast loader: the command line's `--logdir` URL, or the URLs of
-`--logdir_spec`, become local mirrors (mirror.py) that the Rust data server reads. `gs://` and
-local paths are left as they are (the data server reads both), and so is everything with
-`--load_fast=false` (TensorBoard's Python loader then reads the store itself).
+`--logdir_spec`, become local mirrors (mirror.py) that the Rust data server reads. The server
+starts once the mirrors' first passes are done (at most FIRST_PASS_SECS: a large logdir then
+appears as it is fetched). `gs://` and local paths are left as they are (the data server reads
+both), and so is everything with `--load_fast=false` (TensorBoard's Python loader then reads the
+store itself).
 
 The launcher's own flags, taken off the command line before TensorBoard parses it:
     --mirror_dir DIR        keep the mirror in DIR (empty, or a mirror of the same logdir, which
@@ -21,11 +23,13 @@ import re
 import shutil
 import sys
 import tempfile
+import time
 
 from mxboard.storage.names import components, is_url
 
 __all__ = ["mirror_remote_logdirs"]
 
+FIRST_PASS_SECS = 10  # the server starts once the mirrors' first passes ended, or after this long
 _UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
 
 
@@ -97,6 +101,9 @@ def mirror_remote_logdirs(argv):
         sys.exit("Error: %s" % exc)
     for m in mirrors:
         m.start()
+    deadline = time.monotonic() + FIRST_PASS_SECS
+    for m in mirrors:  # the loader's first look finds what the store holds, unless that takes long
+        m.first_pass.wait(max(0.0, deadline - time.monotonic()))
     atexit.register(_stop, mirrors, None if directory else root)
     return argv
 

@@ -55,6 +55,7 @@ class Mirror:
         self._full = False  # said that max_bytes was reached
         self._failing_since = None
         self._stop = threading.Event()
+        self.first_pass = threading.Event()  # set when the first pass ended (done or failed)
         self._thread = None
         self._save()  # the directory is a mirror of url's from now on
 
@@ -97,6 +98,7 @@ class Mirror:
                     log.warning("mirror: %s answers again after %.0f s; caught up", self.url,
                                 time.time() - self._failing_since)
                     self._failing_since = None
+            self.first_pass.set()
             cost = self._cpu() - cpu
             self._stop.wait(min(MAX_INTERVAL, max(self.interval, cost / MAX_CPU_SHARE)))
 

@@ -31,6 +31,8 @@ interpreter per library, on the installed packages. What is measured:
 - remote (with the test extra's SeaweedFS, a real S3 server on 127.0.0.1): a minute of steady
   logging (20 scalars a second, 16 histograms every 10 s) to s3://: bytes uploaded over bytes
   logged, objects made, and seconds from the first add_scalar to the point being served.
+- serving (tools/bench_serving.py): 100 and 10,000 runs in s3:// served by the bundled server
+  from its mirror, beside the same runs on local disk and the old path (the Python loader).
 """
 import argparse
 import json
@@ -468,6 +470,12 @@ def main():
         print("%-34s %-24s %12.2f x uploaded over logged (%d KB), %d objects in %d s, served after %.1f s" % (
             "remote: s3:// (SeaweedFS)", "mxboard", row["upload_over_logged"], row["logged_bytes"] // 1024,
             row["objects"], row["seconds"], row["served_after_s"] or float("nan")))
+    sys.path.insert(0, os.path.join(ROOT, "tools"))
+    import bench_serving
+
+    print("serving (the bundled server; targets: 100 runs in s3:// within 1.5x local disk, 10,000 within 30 s, "
+          "idle <= 2% of a core, a new point within 5 s, <= 1.1x the logdir read):")
+    results["serving"] = bench_serving.main()
     os.makedirs(os.path.dirname(args.json), exist_ok=True)
     with open(args.json, "w") as f:
         json.dump(report, f, indent=2)
