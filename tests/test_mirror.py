@@ -265,3 +265,16 @@ def test_a_mixed_logdir_spec_is_served_by_the_fast_loader(bucket, serve, tmp_pat
     assert "data loader: fast (Rust data server)" in server.banner
     assert served_losses(server, "remote/run", until=lambda rows: len(rows) == 5) == [(s, float(s)) for s in range(5)]
     assert served_losses(server, "here/run", until=lambda rows: len(rows) == 7) == [(s, float(s)) for s in range(7)]
+
+
+def test_a_logdir_spec_with_an_unnamed_entry_stays_a_spec_its_urls_mirrored(bucket, serve, tmp_path, monkeypatch):
+    monkeypatch.setattr(remote, "UPLOAD_SECS", 0)
+    with SummaryWriter("s3://%s/unnamed/run" % bucket) as w:
+        _log(w, range(4))
+    with SummaryWriter(str(tmp_path / "local" / "other")) as w:
+        _log(w, range(6))
+    server = serve(None, "--logdir_spec", "s3://%s/unnamed,here:%s" % (bucket, tmp_path / "local"))
+    assert "data loader: Python" in server.banner  # a spec, as upstream reads it
+    assert "mirror: s3://%s/unnamed in " % bucket in "".join(server.output)
+    assert served_losses(server, "run", until=lambda rows: len(rows) == 4) == [(s, float(s)) for s in range(4)]
+    assert served_losses(server, "here/other", until=lambda rows: len(rows) == 6) == [(s, float(s)) for s in range(6)]
