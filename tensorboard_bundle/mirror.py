@@ -2,7 +2,8 @@
 that loader reads local paths only, and the Python one reads a store ten times slower.
 
 - Every pass lists the store once and fetches only what is new: new objects, and the new bytes
-  of the objects that grew (a range read from the size mirrored). Every byte of the logdir is
+  of the objects that grew (a range read from the size mirrored), many requests at once
+  (stores.py: for S3, presigned requests, which cost a quarter of s3fs's CPU). Every byte of the logdir is
   read once, but where an object changed other than by growing (it is then read again whole).
 - mxboard's objects of one event file (`<file>`, `<file>.part0001`, ...: storage/names.py) are
   stitched into one local `<file>`, in name order; other writers' files (tensorboardX, torch,
@@ -29,7 +30,7 @@ import threading
 import time
 
 from mxboard.storage.names import stitched_name
-from mxboard.storage.remote import open_filesystem
+from tensorboard_bundle.stores import open_reader
 
 __all__ = ["Mirror", "MANIFEST"]
 
@@ -47,7 +48,8 @@ class Mirror:
 
     def __init__(self, url, directory, max_bytes, interval=2.0):
         self.url, self.directory, self.max_bytes, self.interval = url, directory, max_bytes, interval
-        self._fs, self._root = open_filesystem(url)
+        self._store = open_reader(url)
+        self._root = self._store.root
         self._manifest = self._claim(directory)
         self._files = self._manifest.setdefault("files", {})  # local name -> [[key, bytes, tag], ...]
         self.bytes_read = self._manifest.setdefault("bytes_read", 0)
@@ -120,8 +122,7 @@ class Mirror:
     def sync(self):
         """One pass: list the store, fetch what is new, remove what it no longer holds. Raises
         when the store cannot be listed (nothing changed then)."""
-        self._fs.invalidate_cache()
-        listing = self._fs.find(self._root, detail=True)
+        listing = self._store.listing()
         wanted = self._plan(listing)
         fetches = []
         for name, pieces in wanted.items():
@@ -182,8 +183,8 @@ class Mirror:
         failed, pending = set(), {}
         try:
             for batch in self._batches(fetches, failed):
-                results = self._fs.cat_ranges([f[1] for f in batch], [f[2] for f in batch], [f[3] for f in batch],
-                                              on_error="return")
+                results = self._store.read_ranges([f[1] for f in batch], [f[2] for f in batch],
+                                                  [f[3] for f in batch])
                 for (name, _, start, end, offset), data in zip(batch, results):
                     if name in failed:
                         continue

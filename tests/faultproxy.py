@@ -8,14 +8,15 @@ import threading
 import time
 import urllib.parse
 
-MODES = ("pass", "hang", "slow", "lost_ack")
+MODES = ("pass", "hang", "slow", "lost_ack", "refuse_presigned")
 
 
 class FaultProxy:
     """`FaultProxy(endpoint)` listens on 127.0.0.1 (`self.endpoint`). `mode`: 'pass' forwards;
     'hang' reads a request and never answers (nor says 100 Continue); 'slow' answers `delay`
     seconds late; 'lost_ack' forwards a PUT, then answers 504 (its answer lost), for the next
-    `lose_next` PUTs. `puts` counts the PUTs the store performed."""
+    `lose_next` PUTs; 'refuse_presigned' answers 403 to presigned requests (a signature in the
+    query), as a store that does not take them. `puts` counts the PUTs the store performed."""
 
     def __init__(self, upstream):
         self.upstream = urllib.parse.urlsplit(upstream).netloc
@@ -45,6 +46,11 @@ class FaultProxy:
                     return
                 if proxy.mode == "slow":
                     time.sleep(proxy.delay)
+                if proxy.mode == "refuse_presigned" and "X-Amz-Signature=" in self.path:
+                    self.send_response(403)
+                    self.send_header("Content-Length", "0")
+                    self.end_headers()
+                    return
                 status, headers, data = proxy._forward(self.command, self.path, self.headers, body)
                 if self.command == "PUT" and status < 300:
                     with proxy._lock:

@@ -176,6 +176,7 @@ def test_ranks_still_writing_and_a_tensorboardx_run_are_served_by_the_fast_loade
     assert len([o for o in fs.find("%s/ranks/rank0" % bucket) if ".part" in o]) > 5  # stitched parts
     local = os.path.join(_mirror_dir(server), "rank0")
     assert len(event_files(local)) == 1  # one local file of them
+    assert "refuses presigned" not in "".join(server.output)  # read with presigned requests
 
 
 def test_an_outage_keeps_what_was_mirrored_served_and_the_mirror_catches_up(seaweed, bucket, serve, monkeypatch):
@@ -278,3 +279,25 @@ def test_a_logdir_spec_with_an_unnamed_entry_stays_a_spec_its_urls_mirrored(buck
     assert "mirror: s3://%s/unnamed in " % bucket in "".join(server.output)
     assert served_losses(server, "run", until=lambda rows: len(rows) == 4) == [(s, float(s)) for s in range(4)]
     assert served_losses(server, "here/other", until=lambda rows: len(rows) == 6) == [(s, float(s)) for s in range(6)]
+
+
+def test_a_store_refusing_presigned_requests_is_read_through_s3fs(seaweed, bucket, tmp_path, monkeypatch, caplog):
+    """The mirror reads S3 with presigned requests (stores.S3Reader); a store that refuses them
+    (answers 403: a FaultProxy) is read through s3fs instead, said once, and mirrored whole."""
+    from faultproxy import FaultProxy
+
+    monkeypatch.setattr(remote, "UPLOAD_SECS", 0)
+    with SummaryWriter("s3://%s/refused/run" % bucket) as w:
+        _log(w, range(12))
+    proxy = FaultProxy(seaweed.endpoint)
+    try:
+        monkeypatch.setenv("AWS_ENDPOINT_URL", proxy.endpoint)
+        proxy.set("refuse_presigned")
+        with caplog.at_level(logging.WARNING, "tensorboard_bundle"):
+            mirror = Mirror("s3://%s/refused" % bucket, str(tmp_path / "m"), 1 << 30)
+            mirror.sync()
+            mirror.sync()
+    finally:
+        proxy.close()
+    assert caplog.text.count("refuses presigned requests") == 1
+    assert _scalars(tmp_path / "m" / "run") == [("loss", s, float(s)) for s in range(12)]
