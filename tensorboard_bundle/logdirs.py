@@ -56,6 +56,16 @@ def _bytes(text):
     return int(float(match.group(1)) * _UNITS[match.group(2).upper()])
 
 
+def _seconds(text):
+    try:
+        seconds = float(text)
+    except ValueError:
+        seconds = -1
+    if not seconds > 0:
+        sys.exit("Error: --mirror_interval %r: a number of seconds above 0" % text)
+    return seconds
+
+
 def _mirrored(path):
     """Whether `path` is a URL the mirror serves (gs:// the data server reads itself)."""
     return is_url(path) and not path.lower().startswith("gs://")
@@ -81,13 +91,15 @@ def mirror_remote_logdirs(argv):
     except ImportError as exc:  # fsspec or the scheme's package missing: TensorBoard's own reader
         sys.stderr.write("note: no mirror of the remote logdir, the Python loader reads it: %s\n" % exc)
         return argv
+    seconds, limit = _seconds(interval or "2"), _bytes(max_bytes) if max_bytes else None
     root = directory or tempfile.mkdtemp(prefix="mxboard-mirror-")
     os.makedirs(root, exist_ok=True)
-    limit = _bytes(max_bytes) if max_bytes else int(shutil.disk_usage(root).free * 0.8)
+    limit = limit or int(shutil.disk_usage(root).free * 0.8)
     mirrors = []
+    atexit.register(_stop, mirrors, None if directory else root)
 
     def mirror(url, where):
-        mirrors.append(Mirror(url, where, limit, float(interval or 2)))
+        mirrors.append(Mirror(url, where, limit, seconds))
         sys.stderr.write("mirror: %s in %s (%s), at most %.1f GB (--mirror_max_bytes)\n" % (
             url, where, "kept" if directory else "removed at exit; --mirror_dir DIR keeps one", limit / 1e9))
         return where
@@ -95,7 +107,7 @@ def mirror_remote_logdirs(argv):
     try:
         if logdir and _mirrored(logdir):
             argv = _replace(argv, "logdir", mirror(logdir, root))
-        if spec:
+        elif spec:
             argv = _spec(argv, spec, root, mirror)
     except ValueError as exc:
         sys.exit("Error: %s" % exc)
@@ -104,7 +116,6 @@ def mirror_remote_logdirs(argv):
     deadline = time.monotonic() + FIRST_PASS_SECS
     for m in mirrors:  # the loader's first look finds what the store holds, unless that takes long
         m.first_pass.wait(max(0.0, deadline - time.monotonic()))
-    atexit.register(_stop, mirrors, None if directory else root)
     return argv
 
 

@@ -56,6 +56,7 @@ class Mirror:
         self.used = sum(self._size(name) for name in self._files)
         self._full = False  # said that max_bytes was reached
         self._failing_since = None
+        self._settled = None  # the listing of the last pass, if it fetched all it wanted
         self._stop = threading.Event()
         self.first_pass = threading.Event()  # set when the first pass ended (done or failed)
         self._thread = None
@@ -106,8 +107,8 @@ class Mirror:
 
     @staticmethod
     def _cpu():
-        """CPU seconds of this thread and fsspec's I/O thread (which makes the requests): a pass's
-        own cost, whatever the server's other threads do."""
+        """CPU seconds of this thread (S3Reader's requests run in it) and fsspec's I/O thread (other
+        stores' requests): a pass's own cost, whatever the server's other threads do."""
         import fsspec.asyn
 
         spent = time.thread_time()
@@ -123,11 +124,14 @@ class Mirror:
         """One pass: list the store, fetch what is new, remove what it no longer holds. Raises
         when the store cannot be listed (nothing changed then)."""
         listing = self._store.listing()
+        if listing == self._settled:
+            return  # nothing changed since a pass that left nothing to do
         wanted = self._plan(listing)
         fetches = []
         for name, pieces in wanted.items():
             fetches.extend(self._fetches(name, pieces))
-        self._fetch(fetches, wanted)
+        settled = self._fetch(fetches, wanted)
+        self._settled = listing if settled else None
         gone = [name for name in self._files if name not in wanted]
         for name in gone:
             self.used -= self._size(name)
@@ -177,12 +181,14 @@ class Mirror:
 
     def _fetch(self, fetches, wanted):
         """Fetch in batches of concurrent range reads, and write each file's bytes in order; a
-        file's fetches after one that failed wait for the next pass."""
+        file's fetches after one that failed wait for the next pass. Whether nothing failed."""
         if fetches:
             self.used = sum(self._size(name) for name in self._files)
         failed, pending = set(), {}
         try:
             for batch in self._batches(fetches, failed):
+                if self._stop.is_set():  # the server is exiting (and may remove the directory)
+                    return False
                 results = self._store.read_ranges([f[1] for f in batch], [f[2] for f in batch],
                                                   [f[3] for f in batch])
                 for (name, _, start, end, offset), data in zip(batch, results):
@@ -198,6 +204,7 @@ class Mirror:
             for name in set(wanted) - failed:
                 if name in pending or (self._files.get(name) != wanted[name] and self._complete(name, wanted[name])):
                     self._finish(name, wanted[name], pending.pop(name, None))
+            return not failed and all(self._files.get(name) == pieces for name, pieces in wanted.items())
         finally:
             for new_file in pending.values():
                 new_file.close()

@@ -65,6 +65,7 @@ class S3Reader:
         self._client = botocore.session.get_session().create_client("s3", config=Config(
             signature_version="s3v4", connect_timeout=5, read_timeout=20, retries={"max_attempts": 1}))
         self._fallback = None
+        self._pages = {}  # page number -> (its bytes as last read, entries, next token)
 
     def _presign(self, operation, **params):
         return self._client.generate_presigned_url(operation, Params=dict(params, Bucket=self.bucket),
@@ -73,25 +74,36 @@ class S3Reader:
     def listing(self):
         if self._fallback is not None:
             return self._fallback.listing()
-        found, token = {}, None
+        found, token, page = {}, None, 0
         while True:
             params = {"Prefix": self._prefix, **({"ContinuationToken": token} if token else {})}
             try:
                 with urllib.request.urlopen(self._presign("list_objects_v2", **params), timeout=REQUEST_SECS) as r:
-                    page = ElementTree.fromstring(r.read())
+                    raw = r.read()
             except urllib.error.HTTPError as exc:
                 if 400 <= exc.code < 500 and exc.code != 404 and not found and token is None:
                     return self._fall_back(exc)
                 raise
-            ns = page.tag[:page.tag.index("}") + 1] if page.tag.startswith("{") else ""
-            for item in page.iter(ns + "Contents"):
-                key = item.findtext(ns + "Key")
-                if not key.endswith("/"):  # a "directory" marker is no file
-                    found["%s/%s" % (self.bucket, key)] = {"type": "file", "size": int(item.findtext(ns + "Size")),
-                                                           "ETag": item.findtext(ns + "ETag")}
-            token = page.findtext(ns + "NextContinuationToken")
-            if page.findtext(ns + "IsTruncated") != "true" or not token:
+            if self._pages.get(page, (None,))[0] != raw:  # a page as last time is not parsed again
+                self._pages[page] = (raw,) + self._parse(raw)
+            _, entries, token = self._pages[page]
+            found.update(entries)
+            page += 1
+            if not token:
                 return found
+
+    def _parse(self, raw):
+        """(entries, the next page's token or None) of a ListObjectsV2 answer."""
+        tree = ElementTree.fromstring(raw)
+        ns = tree.tag[:tree.tag.index("}") + 1] if tree.tag.startswith("{") else ""
+        entries = {}
+        for item in tree.iter(ns + "Contents"):
+            key = item.findtext(ns + "Key")
+            if not key.endswith("/"):  # a "directory" marker is no file
+                entries["%s/%s" % (self.bucket, key)] = {"type": "file", "size": int(item.findtext(ns + "Size")),
+                                                         "ETag": item.findtext(ns + "ETag")}
+        truncated = tree.findtext(ns + "IsTruncated") == "true"
+        return entries, tree.findtext(ns + "NextContinuationToken") if truncated else None
 
     def _fall_back(self, exc):
         log.warning("mirror: %s refuses presigned requests (%s); reading it through s3fs", self.url, exc)

@@ -301,3 +301,16 @@ def test_a_store_refusing_presigned_requests_is_read_through_s3fs(seaweed, bucke
         proxy.close()
     assert caplog.text.count("refuses presigned requests") == 1
     assert _scalars(tmp_path / "m" / "run") == [("loss", s, float(s)) for s in range(12)]
+
+
+def test_the_launchers_mirror_flags_are_checked_and_load_fast_false_keeps_the_store():
+    from tensorboard_bundle.logdirs import mirror_remote_logdirs
+
+    argv = ["tensorboard", "--logdir", "s3://bucket/exp", "--load_fast=false", "--mirror_dir", "/tmp/x"]
+    assert mirror_remote_logdirs(argv) == ["tensorboard", "--logdir", "s3://bucket/exp", "--load_fast=false"]
+    local = ["tensorboard", "--logdir", "/local/runs"]
+    assert mirror_remote_logdirs(local) == local
+    with pytest.raises(SystemExit, match="--mirror_interval 'soon': a number of seconds above 0"):
+        mirror_remote_logdirs(["tensorboard", "--logdir", "memory://flags/exp", "--mirror_interval", "soon"])
+    with pytest.raises(SystemExit, match="--mirror_max_bytes '12Q': a number of bytes"):
+        mirror_remote_logdirs(["tensorboard", "--logdir", "memory://flags/exp", "--mirror_max_bytes=12Q"])

@@ -221,14 +221,13 @@ def main(results=None, sizes=(100, 10_000), python_limit=120):
             url = "s3://%s/r%d" % (bucket, runs)
             size = sum(info["size"] for info in fs.find("%s/r%d" % (bucket, runs), detail=True).values())
             limit = 120 if runs <= 1000 else 300
-            on_disk = case(results, "%d runs, local disk" % runs, local, runs, limit)
+            on_disk = case(results, "%d runs, local disk" % runs, local, runs, limit, idle=True)
             mirror_dir = os.path.join(work, "mirror%d" % runs)
             mirrored = case(results, "%d runs, s3:// (mirror, fast loader)" % runs, url, runs, limit,
-                            "--mirror_dir", mirror_dir, idle=runs <= 1000, live_url=url if runs <= 1000 else None)
+                            "--mirror_dir", mirror_dir, idle=True, live_url=url)
             with open(os.path.join(mirror_dir, ".mxboard-mirror.json")) as f:
                 read = json.load(f)["bytes_read"]
-            new = sum(info["size"] for info in fs.find("%s/r%d/live" % (bucket, runs), detail=True).values()) \
-                if runs <= 1000 else 0
+            new = sum(info["size"] for info in fs.find("%s/r%d/live" % (bucket, runs), detail=True).values())
             mirrored["bytes_read_over_size"] = (read - new) / size
             print("%-44s %-10s read %.3f x the logdir's %d KB from the store (+ %d new bytes: %d read)" % (
                 "", "", mirrored["bytes_read_over_size"], size // 1024, new, read))
