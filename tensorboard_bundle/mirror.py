@@ -3,21 +3,24 @@ that loader reads local paths only, and the Python one reads a store ten times s
 
 - Every pass lists the store once and fetches only what is new: new objects, and the new bytes
   of the objects that grew (a range read from the size mirrored), many requests at once
-  (stores.py: for S3, presigned requests, which cost a quarter of s3fs's CPU). Every byte of the logdir is
+  (stores.py: on S3, presigned requests, a quarter of s3fs's CPU). Every byte of the logdir is
   read once, but where an object changed other than by growing (it is then read again whole).
 - mxboard's objects of one event file (`<file>`, `<file>.part0001`, ...: storage/names.py) are
   stitched into one local `<file>`, in name order; other writers' files (tensorboardX, torch,
   TensorFlow) are copied as they are, and so are non-event files (the projector's).
-- A local event file only grows, by whole objects' bytes (records) at a time, so the loader
-  tailing it reads every record once. A file that changed other than by growing is written
-  anew and replaced at once.
+- A local event file only grows, by what its objects added (whole records, but for a range of an
+  object past RANGE_BYTES: the loader then waits for the rest of its last record), so the loader
+  tailing it reads every record once. A file that changed other than by growing is written anew
+  and replaced at once.
 - Disk: at most `max_bytes`; what would pass it is not fetched (said once, and the mirror
   goes on with what fits).
 - Outages: a pass that fails changes nothing; the mirror keeps what it has, which the server
   goes on serving, and catches up at the first pass that succeeds (the outage and its end are
   logged).
-- CPU: a pass runs every `interval` seconds, or less often when passes are costly (a listing of
-  10,000 runs): its CPU time stays within MAX_CPU_SHARE of a core.
+- CPU: a pass runs every `interval` seconds, or less often when listing the store is costly:
+  watching an idle store costs at most MAX_CPU_SHARE of a core. A listing like the last one is
+  not parsed again, and a pass over a listing that was all fetched does nothing more. (What a
+  change costs to fetch is work the user asked for, not counted.)
 - The mirror's directory holds MANIFEST (what it fetched, and the bytes it read from the store),
   which marks it as a mirror: a directory named by the user is reused only when it is empty or a
   mirror already, and everything in it that the store no longer holds is removed.
@@ -38,7 +41,8 @@ log = logging.getLogger("tensorboard_bundle")
 
 MANIFEST = ".mxboard-mirror.json"
 MAX_CPU_SHARE = 0.02  # of a core, for the passes
-MAX_INTERVAL = 60  # seconds between passes at most, however costly they are
+MAX_INTERVAL = 60  # seconds between passes at most, however costly their listings are
+SAVE_SECS = 10  # the manifest is written at most this often (and at stop): a file's size is the truth
 BATCH_BYTES = 64 << 20  # fetched in one batch of concurrent requests at most (memory)
 RANGE_BYTES = 16 << 20  # one request reads at most this much
 
@@ -57,6 +61,8 @@ class Mirror:
         self._full = False  # said that max_bytes was reached
         self._failing_since = None
         self._settled = None  # the listing of the last pass, if it fetched all it wanted
+        self._poll_cpu = 0.0  # CPU seconds the last listing took
+        self._unsaved, self._saved_at = False, 0.0
         self._stop = threading.Event()
         self.first_pass = threading.Event()  # set when the first pass ended (done or failed)
         self._thread = None
@@ -88,7 +94,6 @@ class Mirror:
 
     def _loop(self):
         while not self._stop.is_set():
-            cpu = self._cpu()
             try:
                 self.sync()
             except Exception as exc:  # noqa: BLE001 - a store's errors vary by library: all are an outage
@@ -102,8 +107,9 @@ class Mirror:
                                 time.time() - self._failing_since)
                     self._failing_since = None
             self.first_pass.set()
-            cost = self._cpu() - cpu
-            self._stop.wait(min(MAX_INTERVAL, max(self.interval, cost / MAX_CPU_SHARE)))
+            self._stop.wait(min(MAX_INTERVAL, max(self.interval, self._poll_cpu / MAX_CPU_SHARE)))
+        if self._unsaved:
+            self._save()
 
     @staticmethod
     def _cpu():
@@ -123,8 +129,11 @@ class Mirror:
     def sync(self):
         """One pass: list the store, fetch what is new, remove what it no longer holds. Raises
         when the store cannot be listed (nothing changed then)."""
+        cpu = self._cpu()
         listing = self._store.listing()
-        if listing == self._settled:
+        settled_before = listing == self._settled
+        self._poll_cpu = self._cpu() - cpu  # what watching costs, whether or not anything is new
+        if settled_before:
             return  # nothing changed since a pass that left nothing to do
         wanted = self._plan(listing)
         fetches = []
@@ -137,7 +146,8 @@ class Mirror:
             self.used -= self._size(name)
             self._remove(name)
             del self._files[name]
-        if fetches or gone:
+        self._unsaved = self._unsaved or bool(fetches or gone)
+        if self._unsaved and time.monotonic() - self._saved_at > SAVE_SECS:
             self._save()
 
     def _plan(self, listing):
@@ -281,6 +291,7 @@ class Mirror:
             return 0
 
     def _save(self):
+        self._unsaved, self._saved_at = False, time.monotonic()
         self._manifest["bytes_read"] = self.bytes_read
         path = os.path.join(self.directory, MANIFEST)
         with open(path + ".new", "w") as f:

@@ -221,7 +221,7 @@ def main(results=None, sizes=(100, 10_000), python_limit=120):
             url = "s3://%s/r%d" % (bucket, runs)
             size = sum(info["size"] for info in fs.find("%s/r%d" % (bucket, runs), detail=True).values())
             limit = 120 if runs <= 1000 else 300
-            on_disk = case(results, "%d runs, local disk" % runs, local, runs, limit, idle=True)
+            on_disk = case(results, "%d runs, local disk" % runs, local, runs, limit, idle=True, live_url=local)
             mirror_dir = os.path.join(work, "mirror%d" % runs)
             mirrored = case(results, "%d runs, s3:// (mirror, fast loader)" % runs, url, runs, limit,
                             "--mirror_dir", mirror_dir, idle=True, live_url=url)
