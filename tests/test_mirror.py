@@ -196,12 +196,12 @@ def test_an_outage_keeps_what_was_mirrored_served_and_the_mirror_catches_up(seaw
         seaweed.stop()
         try:
             writer.add_scalar("loss", 10.0, 10)  # kept by the writer while the store is down
-            _served_at_once_for(8, server, 10)
+            _served_at_once_for(5, server, 10)
         finally:
             seaweed.start()
         proxy.set("hang")
         _log(writer, range(11, 16))
-        _served_at_once_for(8, server, 10)
+        _served_at_once_for(5, server, 10)
         proxy.set("pass")
         _log(writer, range(16, 20))
         assert served_losses(server, "run", until=lambda rows: len(rows) == 20, timeout=60) == \
