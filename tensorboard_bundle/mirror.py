@@ -57,7 +57,7 @@ class Mirror:
         self._manifest = self._claim(directory)
         self._files = self._manifest.setdefault("files", {})  # local name -> [[key, bytes, tag], ...]
         self.bytes_read = self._manifest.setdefault("bytes_read", 0)
-        self.used = sum(self._size(name) for name in self._files)
+        self._used = 0  # bytes on disk, counted at the start of a pass that fetches, plus what it took
         self._full = False  # said that max_bytes was reached
         self._failing_since = None
         self._settled = None  # the listing of the last pass, if it fetched all it wanted
@@ -143,7 +143,6 @@ class Mirror:
         self._settled = listing if settled else None
         gone = [name for name in self._files if name not in wanted]
         for name in gone:
-            self.used -= self._size(name)
             self._remove(name)
             del self._files[name]
         self._unsaved = self._unsaved or bool(fetches or gone)
@@ -193,7 +192,7 @@ class Mirror:
         """Fetch in batches of concurrent range reads, and write each file's bytes in order; a
         file's fetches after one that failed wait for the next pass. Whether nothing failed."""
         if fetches:
-            self.used = sum(self._size(name) for name in self._files)
+            self._used = sum(self._size(name) for name in self._files)
         failed, pending = set(), {}
         try:
             for batch in self._batches(fetches, failed):
@@ -235,13 +234,13 @@ class Mirror:
             yield batch
 
     def _room_for(self, fetch):
-        if self.used + (fetch[3] - fetch[2]) <= self.max_bytes:
-            self.used += fetch[3] - fetch[2]
+        if self._used + (fetch[3] - fetch[2]) <= self.max_bytes:
+            self._used += fetch[3] - fetch[2]
             return True
         if not self._full:
             self._full = True
             log.warning("mirror: %s holds %d bytes, the most it may (--mirror_max_bytes): newer data of %s is not "
-                        "fetched", self.directory, self.used, self.url)
+                        "fetched", self.directory, self._used, self.url)
         return False
 
     def _write(self, name, offset, data, pending):
@@ -268,7 +267,6 @@ class Mirror:
         path = self._path(name)
         if new_file is not None:
             new_file.close()
-            self.used -= self._size(name)
             os.replace(new_file.name, path)
         elif not os.path.exists(path):  # empty objects
             os.makedirs(os.path.dirname(path), exist_ok=True)

@@ -256,29 +256,24 @@ def _read_from_store(directory):
         return json.load(f)["bytes_read"]
 
 
-def test_a_mixed_logdir_spec_is_served_by_the_fast_loader(bucket, serve, tmp_path, monkeypatch):
+@pytest.mark.parametrize("named, loader", [(True, "fast (Rust data server)"), (False, "Python")],
+                         ids=["named: one tree, the fast loader", "unnamed: a spec, the Python loader"])
+def test_a_logdir_spec_of_s3_and_a_local_directory_is_served(named, loader, bucket, serve, tmp_path, monkeypatch):
+    """With every entry named, the spec becomes one local tree (the mirror and a link) that the
+    fast loader serves; with an unnamed entry it stays a spec, as upstream reads it (the Python
+    loader), its URL replaced by a mirror. Runs are named as the spec names them either way."""
     monkeypatch.setattr(remote, "UPLOAD_SECS", 0)
     with SummaryWriter("s3://%s/spec/run" % bucket) as w:
         _log(w, range(5))
-    with SummaryWriter(str(tmp_path / "local" / "run")) as w:
-        _log(w, range(7))
-    server = serve(None, "--logdir_spec", "remote:s3://%s/spec,here:%s" % (bucket, tmp_path / "local"))
-    assert "data loader: fast (Rust data server)" in server.banner
-    assert served_losses(server, "remote/run", until=lambda rows: len(rows) == 5) == [(s, float(s)) for s in range(5)]
-    assert served_losses(server, "here/run", until=lambda rows: len(rows) == 7) == [(s, float(s)) for s in range(7)]
-
-
-def test_a_logdir_spec_with_an_unnamed_entry_stays_a_spec_its_urls_mirrored(bucket, serve, tmp_path, monkeypatch):
-    monkeypatch.setattr(remote, "UPLOAD_SECS", 0)
-    with SummaryWriter("s3://%s/unnamed/run" % bucket) as w:
-        _log(w, range(4))
     with SummaryWriter(str(tmp_path / "local" / "other")) as w:
-        _log(w, range(6))
-    server = serve(None, "--logdir_spec", "s3://%s/unnamed,here:%s" % (bucket, tmp_path / "local"))
-    assert "data loader: Python" in server.banner  # a spec, as upstream reads it
-    assert "mirror: s3://%s/unnamed in " % bucket in "".join(server.output)
-    assert served_losses(server, "run", until=lambda rows: len(rows) == 4) == [(s, float(s)) for s in range(4)]
-    assert served_losses(server, "here/other", until=lambda rows: len(rows) == 6) == [(s, float(s)) for s in range(6)]
+        _log(w, range(7))
+    entry = ("remote:" if named else "") + "s3://%s/spec" % bucket
+    server = serve(None, "--logdir_spec", "%s,here:%s" % (entry, tmp_path / "local"))
+    assert "data loader: " + loader in server.banner
+    assert "mirror: s3://%s/spec in " % bucket in "".join(server.output)
+    run = "remote/run" if named else "run"
+    assert served_losses(server, run, until=lambda rows: len(rows) == 5) == [(s, float(s)) for s in range(5)]
+    assert served_losses(server, "here/other", until=lambda rows: len(rows) == 7) == [(s, float(s)) for s in range(7)]
 
 
 def test_a_store_refusing_presigned_requests_is_read_through_s3fs(seaweed, bucket, tmp_path, monkeypatch, caplog):

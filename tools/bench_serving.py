@@ -82,29 +82,25 @@ class Server:
         main = psutil.Process(self.proc.pid)
         return [main] + main.children(recursive=True)
 
-    def rss(self):
+    def _total(self, measure):
+        """`measure(process)` summed over the server and its children (those still alive)."""
         import psutil
 
         total = 0
-        for p in self.tree():
+        for process in self.tree():
             try:
-                total += p.memory_info().rss
+                total += measure(process)
             except psutil.Error:
                 pass
+        return total
+
+    def rss(self):
+        total = self._total(lambda p: p.memory_info().rss)
         self.peak_rss = max(self.peak_rss, total)
         return total
 
     def cpu(self):
-        import psutil
-
-        total = 0.0
-        for p in self.tree():
-            try:
-                times = p.cpu_times()
-                total += times.user + times.system
-            except psutil.Error:
-                pass
-        return total
+        return self._total(lambda p: sum(p.cpu_times()[:2]))  # user + system
 
     def close(self):
         self.proc.terminate()
