@@ -50,6 +50,15 @@ def projector_config(logdir):
         return text_format.Parse(f.read(), projector_config_pb2.ProjectorConfig())
 
 
+def started_worker(logdir, **options):
+    """A writer thread (mxboard.worker) writing to `logdir`, as a SummaryWriter starts one; its
+    main event file is the file None of records."""
+    from mxboard.worker import Worker
+    worker = Worker(**options)
+    worker.start_writing(logdir)
+    return worker
+
+
 def event_files(directory):
     return sorted(os.path.join(directory, n) for n in os.listdir(directory) if "tfevents" in n)
 

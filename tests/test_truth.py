@@ -15,9 +15,9 @@ import tracemalloc
 import numpy as np
 import pytest
 
-from conftest import ROOT, event_files, projector_config, run_python, tb_scalars
+from conftest import ROOT, event_files, projector_config, run_python, started_worker, tb_scalars
 from mxboard import SummaryWriter
-from mxboard.worker import Record, Worker
+from mxboard.worker import Record
 
 
 def served_steps(serve, logdir, tag, count, run="."):
@@ -202,14 +202,13 @@ def test_the_queue_is_bounded_in_bytes_as_well_as_items(logdir):
         from mxboard.summaries.text import text_summary
         return text_summary(tag, text)
 
-    worker = Worker(logdir, flush_secs=3600, max_queue=10, max_bytes=64 << 20)
-    event_file = worker.open_file(logdir)
+    worker = started_worker(logdir, flush_secs=3600, max_queue=10, max_bytes=64 << 20)
     text = "x" * (20 << 20)  # 20 MB a call
     queued = []
 
     def producer():
         for i in range(8):
-            worker.put(Record(event_file, held, ("t", text), i, 1.0))
+            worker.put(Record(None, held, ("t", text), i, 1.0))
             queued.append(i)
 
     thread = threading.Thread(target=producer)

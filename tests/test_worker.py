@@ -9,10 +9,10 @@ import weakref
 import numpy as np
 import pytest
 
-from conftest import accumulator, event_files, run_python, tb_events, tb_scalars
+from conftest import accumulator, event_files, run_python, started_worker, tb_events, tb_scalars
 from mxboard import SummaryWriter, proto
 from mxboard.reader import TornRecordWarning, read_events
-from mxboard.worker import Record, Worker
+from mxboard.worker import Record
 
 
 def _summary(tag, value):
@@ -54,13 +54,12 @@ def _fill(logdir, max_queue, payload, count):
         gate.wait(10)
         return _summary(tag, 1.0)
 
-    worker = Worker(logdir, flush_secs=3600, max_queue=max_queue)
-    event_file = worker.open_file(logdir)
+    worker = started_worker(logdir, flush_secs=3600, max_queue=max_queue)
     calls = []
 
     def producer():
         for i in range(count):
-            worker.put(Record(event_file, slow, ("t%d" % i, payload), i, 1.0))
+            worker.put(Record(None, slow, ("t%d" % i, payload), i, 1.0))
             calls.append(i)
 
     thread = threading.Thread(target=producer)
@@ -88,10 +87,9 @@ def test_small_items_share_a_slot_by_size(logdir):
 
 
 def test_an_error_on_the_writer_thread_is_reported_once_and_writing_goes_on(logdir):
-    worker = Worker(logdir, flush_secs=3600, max_queue=10)
-    event_file = worker.open_file(logdir)
-    worker.put(Record(event_file, lambda: 1 / 0, (), 0, 1.0))
-    worker.put(Record(event_file, _summary, ("after", 1.0), 1, 1.0))
+    worker = started_worker(logdir, flush_secs=3600, max_queue=10)
+    worker.put(Record(None, lambda: 1 / 0, (), 0, 1.0))
+    worker.put(Record(None, _summary, ("after", 1.0), 1, 1.0))
     worker.flush()
     with pytest.raises(ZeroDivisionError):
         worker.report()
@@ -102,8 +100,8 @@ def test_an_error_on_the_writer_thread_is_reported_once_and_writing_goes_on(logd
 
 
 def test_an_unreported_error_is_returned_by_close(logdir):
-    worker = Worker(logdir, flush_secs=3600, max_queue=10)
-    worker.put(Record(worker.open_file(logdir), lambda: 1 / 0, (), 0, 1.0))
+    worker = started_worker(logdir, flush_secs=3600, max_queue=10)
+    worker.put(Record(None, lambda: 1 / 0, (), 0, 1.0))
     assert isinstance(worker.close(), ZeroDivisionError)
     assert worker.close() is None  # and a second close is quiet
 

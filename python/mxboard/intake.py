@@ -15,7 +15,7 @@ import threading
 import time
 import weakref
 from array import array
-from typing import Any, Callable, NamedTuple
+from typing import Any, Callable, NamedTuple, Optional
 
 import numpy as np
 
@@ -38,8 +38,9 @@ class WriterError(RuntimeError):
 
 class Record(NamedTuple):
     """An event to build on the writer thread: `build(*args)` returns a Summary or an Event (MXNet
-    snapshots among `args` are resolved first); written to `file` at `step` and `wall` time."""
-    file: EventFile
+    snapshots among `args` are resolved first); written to `file` (None: the main file) at `step` and
+    `wall` time."""
+    file: Optional[EventFile]
     build: Callable
     args: tuple
     step: int

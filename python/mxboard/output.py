@@ -7,6 +7,7 @@ logged it and whatever its type. A bad item is reported through `hold(exc)` and 
 after an I/O error (`write_error`) nothing more is written.
 """
 import collections
+import logging
 import threading
 import time
 
@@ -21,20 +22,34 @@ from .storage import open_storage
 
 __all__ = ["Output"]
 
+log = logging.getLogger("mxboard")
+
 
 class Output:
     """`logdir`: where event files go, a directory or an object-store URL (storage/; False
     `write_to_disk`: nowhere). `read_scalars(values)`: the floats of PendingScalars' captured
-    values, in order. `hold(exc)`: keep an error for the caller."""
+    values, in order. `hold(exc)`: keep an error for the caller. `main_file`: the (suffix,
+    restart_at) of the main event file, which the writer thread opens first (`open_main`); records
+    and series whose file is None go there. `verbose`: log each file opened."""
 
-    def __init__(self, logdir, write_to_disk, read_scalars, hold):
-        self.storage = open_storage(logdir, write_to_disk)
+    def __init__(self, logdir, write_to_disk, read_scalars, hold, main_file=("", None), verbose=False):
         self._read_scalars = read_scalars
         self._hold = hold
+        self._main = main_file
+        self._verbose = verbose
+        self.main_file = None
         self.files = []  # every EventFile opened, closed with the worker
         self._series = []  # ScalarSeries by id
         self._lock = threading.Lock()  # callers' threads add series
         self.write_error = None  # the I/O error after which nothing more is written
+        self.storage = open_storage(logdir, write_to_disk)  # checked here, on the caller's thread
+
+    def open_main(self):
+        """On the writer thread, first: the main event file (an error is held for the caller)."""
+        try:
+            self.main_file = self.open_file(None, *self._main)
+        except Exception as exc:  # noqa: BLE001 - whatever it is, the caller hears it (and nothing is written)
+            self._failed(exc)
 
     def open_file(self, directory=None, suffix="", restart_at=None):
         """A new event file in `directory` (the logdir if None; created if need be), its first
@@ -49,10 +64,12 @@ class Output:
             head += 2 * encode_event(Event(session_log=SessionLog(status=SessionLog.START)), restart_at, now)
         event_file.write(head)
         self.files.append(event_file)
+        if self._verbose:
+            log.info("mxboard: writing events to %s", event_file.path or "nowhere (write_to_disk=False)")
         return event_file
 
     def add_series(self, event_file, tag):
-        """An id for the scalar rows of `tag` in `event_file`."""
+        """An id for the scalar rows of `tag` in `event_file` (None: the main file)."""
         with self._lock:
             self._series.append(ScalarSeries(event_file, tag))
             return len(self._series) - 1  # appended before any row names it
@@ -96,7 +113,8 @@ class Output:
                 if len(chunks) > 1 else chunks[0]
             for event_file, records in encode_scalar_rows(self._series, series, values, steps, walls, seqs):
                 out[event_file].insert(0, records)
-        return {event_file: b"".join(pieces) for event_file, pieces in out.items()}
+        return {self.main_file if event_file is None else event_file: b"".join(pieces)
+                for event_file, pieces in out.items()}
 
     def _resolve(self, pending):
         """Scalar rows (numpy columns) of the PendingScalars: their values, once MXNet has them.

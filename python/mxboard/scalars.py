@@ -13,13 +13,12 @@ __all__ = ["Scalars"]
 
 
 class Scalars:
-    """`worker`: the writer thread's verbs; `main_file`: where tags' scalars go; `slots`
+    """`worker`: the writer thread's verbs (tags' scalars go to its main file); `slots`
     (mxnet_capture.ScalarSlots): where NDArray scalars are copied; `open_run(tag, name)`: a new event
     file for the sub-run of a named value."""
 
-    def __init__(self, worker, main_file, slots, open_run):
+    def __init__(self, worker, slots, open_run):
         self._worker = worker
-        self._file = main_file
         self._slots = slots
         self._open_run = open_run
         self._lock = threading.Lock()  # guards new series
@@ -32,7 +31,7 @@ class Scalars:
         checks.tag(tag)
         with self._lock:
             if tag not in self.ids:
-                self.ids[tag] = self._worker.add_series(self._file, tag)
+                self.ids[tag] = self._worker.add_series(None, tag)
             return self.ids[tag]
 
     def append(self, series, value, step, wall):

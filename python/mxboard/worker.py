@@ -1,9 +1,10 @@
 """The writer thread: the seam between the caller's side (`SummaryWriter`) and everything that
 runs in the background. Its public face is a handful of verbs:
 
-    worker = Worker(logdir, flush_secs, max_queue)     # worker.storage: where its files go (storage/)
+    worker = Worker(flush_secs, max_queue)
+    worker.start_writing(logdir)                       # worker.storage: where its files go (storage/)
     event_file = worker.open_file(directory, suffix)   # a new event file (directory None: the logdir)
-    series = worker.add_series(event_file, tag)        # a scalar tag in a file, as a row id
+    series = worker.add_series(event_file, tag)        # a scalar tag in a file (None: the main one), as a row id
     worker.columns().append(series, value, step, wall) # this thread's scalar rows (the hot path)
     worker.put_scalar(PendingScalar(series, snapshot, step, wall))   # an MXNet scalar
     worker.put(Record(event_file, build, args, step, wall))   # every other item (intake.py)
@@ -14,8 +15,9 @@ What callers queue waits in the intake (intake.py), in call order. The thread wa
 of scalars or an item waits, on flush, and at least every `flush_secs`; it takes the batch and
 hands it to its output (output.py), which builds, encodes and writes it. What it raises is kept
 and handed to the caller's next call, after that call's data is queued (a bad item never costs
-another call its data); it never leaves producers blocked. A worker is OPEN, CLOSED, or FORKED
-(a forked child's copy of its parent's, which writes nothing).
+another call its data); it never leaves producers blocked. The thread opens the main event file (the
+logdir's) first; records and series whose file is None go there. A worker is NEW (not started),
+OPEN, CLOSED, or FORKED (a forked child's copy of its parent's, which writes nothing).
 """
 import enum
 import logging
@@ -32,6 +34,7 @@ log = logging.getLogger("mxboard")
 
 
 class State(enum.Enum):
+    NEW = "new"  # not started: nothing to write, nothing to close
     OPEN = "open"
     CLOSED = "closed"  # close() ran: a call's data can no longer be written
     FORKED = "forked"  # a forked child's copy of its parent's worker: it writes nothing
@@ -42,20 +45,27 @@ class Worker:
     writer that feeds it (so that the exit hook, which holds the worker, never keeps a
     SummaryWriter alive)."""
 
-    def __init__(self, logdir, flush_secs, max_queue, read_scalars=None, max_bytes=MAX_QUEUE_BYTES,
-                 write_to_disk=True):
-        """`logdir`: a directory or an object-store URL (storage/; False `write_to_disk`: nowhere).
-        `read_scalars(values)`: the floats of PendingScalars' captured values, in order.
-        `max_bytes`: array data that may wait."""
-        self.state = State.OPEN
+    def __init__(self, flush_secs, max_queue, read_scalars=None, max_bytes=MAX_QUEUE_BYTES):
+        """`read_scalars(values)`: the floats of PendingScalars' captured values, in order.
+        `max_bytes`: array data that may wait. Nothing runs until `start_writing`."""
+        self.state = State.NEW
         self.attention = False  # whether the caller's next call must `report()`: an error waits, or not OPEN
         self._error = None  # the writer thread's error for the caller's next call
         self._close_error = None  # an error of close()'s own last writes
         self._flush_secs = flush_secs
+        self._read_scalars = read_scalars
+        self._pid = None  # the process that started it
         self._intake = Intake(max_queue, max_bytes, held=lambda: self.attention)
-        self._output = Output(logdir, write_to_disk, read_scalars, self._hold_for_caller)
+
+    def start_writing(self, logdir, write_to_disk=True, suffix="", restart_at=None, verbose=False):
+        """Open the output in `logdir`, a directory or an object-store URL (storage/, checked
+        here; False `write_to_disk`: nowhere), and start the thread, which opens the main event
+        file first (`suffix`, `restart_at`: see `open_file`); `verbose`: log each file opened."""
+        self._output = Output(logdir, write_to_disk, self._read_scalars, self._hold_for_caller,
+                              (suffix, restart_at), verbose)
         self.storage = self._output.storage
         self._pid = os.getpid()
+        self.state = State.OPEN
         self._thread = self._intake.thread = threading.Thread(target=self._run, name="mxboard-writer", daemon=True)
         self._thread.start()
         lifecycle.watch(self)
@@ -66,13 +76,19 @@ class Worker:
         """Whether this is a forked child's copy of the parent's worker (it writes nothing)."""
         return self.state is State.FORKED
 
+    @property
+    def files(self):
+        """Every event file opened, the main one among them once the thread has opened it."""
+        return list(self._output.files)
+
     def open_file(self, directory=None, suffix="", restart_at=None):
-        """A new event file in `directory` (the logdir if None; output.py)."""
+        """A new event file in `directory` (the logdir if None; output.py); `restart_at`: a step
+        it begins as a restart at (the peers' purge_step)."""
         self._check_open()
         return self._output.open_file(directory, suffix, restart_at)
 
     def add_series(self, event_file, tag):
-        """An id for the scalar rows of `tag` in `event_file`."""
+        """An id for the scalar rows of `tag` in `event_file` (None: the main file)."""
         return self._output.add_series(event_file, tag)
 
     def columns(self):
@@ -102,7 +118,7 @@ class Worker:
     def close(self):
         """Write what is queued, stop the thread, close the files. Returns the writer thread's
         error that no call has reported yet (or None). Safe to call twice."""
-        if self._pid != os.getpid() or self.state is not State.OPEN:  # a forked child's copy, or done
+        if self.state is not State.OPEN or self._pid != os.getpid():  # not started, done, or a forked child's copy
             return None
         if self._thread.is_alive():
             self._intake.stopping = True
@@ -154,6 +170,7 @@ class Worker:
     # -- the thread's side ------------------------------------------------------------------
     def _run(self):
         lifecycle.keep_signals_off_this_thread()
+        self._output.open_main()
         intake = self._intake
         while True:
             intake.wake.wait(self._flush_secs)

@@ -10,7 +10,6 @@ opens a worker and files of its own.
 from __future__ import annotations
 
 import contextlib
-import logging
 import sys
 import threading
 import weakref
@@ -24,8 +23,6 @@ from .scalars import Scalars
 from .worker import Worker
 
 __all__ = ["CallStamps", "WriterCore"]
-
-log = logging.getLogger("mxboard")
 
 _CLOSED = SimpleNamespace(ids=MappingProxyType({}))  # a closed writer's scalars: no tag is known
 
@@ -95,31 +92,30 @@ class WriterCore(CallStamps):
         return self._logdir
 
     def _open(self, purge_step=None):
-        """Start a worker and the main event file (again after close, or in a forked child).
-        `purge_step`: the main file begins as a restart at that step (the peers' purge_step)."""
+        """Start a worker, whose thread opens the main event file, and the scalars over it (again
+        after close, or in a forked child). `purge_step`: the main file begins as a restart at
+        that step (the peers' purge_step)."""
         slots = ScalarSlots()  # where NDArray scalars are snapshotted
-        self._worker = Worker(self._logdir, self._flush_secs, self._max_queue, slots.read,
-                              write_to_disk=self._write_to_disk)
-        self._storage = self._worker.storage  # where the files go (storage/): a forked child's own
+        self._worker = Worker(self._flush_secs, self._max_queue, slots.read)
+        self._scalars = Scalars(self._worker, slots, self._open_run)
         self._finalizer = weakref.finalize(self, _close_unattended, self._worker)
         self._finalizer.atexit = False  # at exit, lifecycle.py closes every worker (and tells)
-        self._files = []  # every event file opened, for export_scalars
         self._group_files = set()  # the sub-run files of named scalars
-        self._file = self._new_file(None, purge_step)
-        self._scalars = Scalars(self._worker, self._file, slots, self._open_run)
         self._cleared = {}  # event file path -> offset export_scalars starts from
+        self._worker.start_writing(self._logdir, self._write_to_disk, self._suffix, purge_step, self._verbose)
 
-    def _new_file(self, directory, purge_step=None):
-        event_file = self._worker.open_file(directory, self._suffix, purge_step)
-        if event_file.path is not None:  # None: write_to_disk=False
-            self._files.append(event_file)
-        if self._verbose:
-            log.info("mxboard: writing events to %s", event_file.path or "nowhere (write_to_disk=False)")
-        return event_file
+    @property
+    def _storage(self):
+        """Where the files go (storage/): a forked child's own."""
+        return self._worker.storage
+
+    def _open_file(self, directory):
+        """A new event file in `directory`, with this writer's filename suffix."""
+        return self._worker.open_file(directory, self._suffix)
 
     def _open_run(self, tag, name):
         """The event file of the sub-run `logdir/<tag>/<name>/` of a named scalar."""
-        run_file = self._new_file(self._storage.subdir(tag, name))
+        run_file = self._open_file(self._storage.subdir(tag, name))
         self._group_files.add(run_file)
         return run_file
 
@@ -134,7 +130,7 @@ class WriterCore(CallStamps):
     def _put(self, build, args, global_step=None, walltime=None, event_file=None):
         """Queue `build(*args)` (a Summary or an Event) for the writer thread."""
         step, wall = self._stamp(global_step, walltime)
-        self._queue(Record(event_file or self._file, build, args, step, wall))
+        self._queue(Record(event_file, build, args, step, wall))
 
     def _queue(self, item):
         self._worker.put(item)

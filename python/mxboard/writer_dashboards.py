@@ -333,7 +333,7 @@ class LayoutCalls(WriterCore):
         values, metrics, domains = checks.hparams(hparam_dict, metric_dict, hparam_domain_discrete)
         step, now = self._stamp(global_step, None)
         run = checks.tag(run_name, "run_name") if run_name is not None else "%.6f" % now
-        run_file = self._new_file(self._storage.subdir(run))
+        run_file = self._open_file(self._storage.subdir(run))
         self._scalars.add_to_file(run_file, metrics, step, now)
         self._put(hparams_summary, (values, list(metrics), now, now, domains), global_step, now,
                   event_file=run_file)

@@ -128,7 +128,9 @@ class ScalarCalls(WriterCore):
 
         self.flush()
         exported = {}
-        for event_file in self._files:
+        for event_file in self._worker.files:
+            if event_file.path is None:  # write_to_disk=False
+                continue
             run = self._storage.run(event_file.directory)
             prefix = [self._logdir] + ([run] if run != "." else [])  # mxboard's keys: <logdir>/<tag>, and
             for piece, _ in event_file.pieces():  # <logdir>/<tag>/<name> for named values
@@ -149,4 +151,4 @@ class ScalarCalls(WriterCore):
     def clear_scalar_dict(self) -> None:
         """Start `export_scalars` afresh from here."""
         self.flush()
-        self._cleared = {piece: size for f in self._files for piece, size in f.pieces()}
+        self._cleared = {piece: size for f in self._worker.files for piece, size in f.pieces()}

@@ -91,9 +91,7 @@ class Storage(Protocol):
 
 def open_storage(logdir: str, to_disk: bool = True) -> Storage:
     """The storage of `logdir`: Nowhere unless `to_disk`, a store for a URL (checked: it must
-    answer), else a directory."""
-    if not to_disk:
-        return Nowhere(logdir)
-    if is_url(logdir):
+    answer), else a directory (made)."""
+    if to_disk and is_url(logdir):
         return RemoteStorage(logdir)
-    return LocalStorage(logdir)
+    return LocalStorage(logdir) if to_disk else Nowhere(logdir)

@@ -64,7 +64,9 @@ class LocalStorage:
     """A directory `root` and what lies below it (see `Storage` for the verbs)."""
 
     def __init__(self, root):
+        """Makes the directory: a logdir that cannot be one fails here, at the writer's call."""
         self.root = root
+        self.makedirs(root)
 
     def subdir(self, *names):
         path = os.path.join(self.root, *components(*names))

@@ -147,7 +147,7 @@ class RemoteEventFile:
         self._fs = storage.fs
         self._url = storage.url
         self.directory = directory
-        self._parts = Parts(storage.fs, directory, suffix)
+        self._parts = Parts(directory, suffix)
         self.path = storage.url(self._parts.base)
         self._lock = threading.Condition(threading.Lock())  # guards everything below
         self._waiting = collections.deque()  # whole records (bytes) not yet in an upload
@@ -329,17 +329,15 @@ def put_within(fs, key, body):
 
 
 class Parts:
-    """The objects of an event file: their keys, `base` (with a random token, never a key the
-    store holds already), then `<base>.part0001` ... `.part9999`, `.partz10000`,
-    `.partzz100000` (a `z` a digit past four: names sort in creation order for ever); the
-    current part's bytes as last put, whether the store acknowledged them, and the acknowledged
-    size of each part. Its owner's lock guards it."""
+    """The objects of an event file: their keys, `base` (named with no request to the store, so
+    that opening a file never waits on it: a random 64-bit token, so that it is another writer's
+    key only if that one had the same host, pid, second and token), then `<base>.part0001` ...
+    `.part9999`, `.partz10000`, `.partzz100000` (a `z` a digit past four: names sort in creation
+    order for ever); the current part's bytes as last put, whether the store acknowledged them,
+    and the acknowledged size of each part. Its owner's lock guards it."""
 
-    def __init__(self, fs, directory, suffix):
-        while True:
-            self.base = posixpath.join(directory, event_file_name(suffix, token=".%s" % secrets.token_hex(4)))
-            if not fs.exists(self.base):
-                break
+    def __init__(self, directory, suffix):
+        self.base = posixpath.join(directory, event_file_name(suffix, token=".%s" % secrets.token_hex(8)))
         self._part, self._object, self._confirmed = 0, b"", True
         self._sizes = []
         self._uploaded = 0  # bytes put, for the 2x budget
