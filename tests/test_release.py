@@ -52,6 +52,7 @@ def run(args, cwd, timeout=900, env=None):
 def serve_a_logged_run(venv, work):
     """With the venv's mxboard, log a run; with the venv's `tensorboard` command, serve it; return
     the start-up banner and the loss points served over HTTP."""
+    work.mkdir(parents=True, exist_ok=True)
     logdir = work / "logs"
     run([venv / "bin" / "python", "-c", "import mxboard\n"
          "with mxboard.SummaryWriter(%r) as w:\n"
@@ -86,34 +87,28 @@ def _assert_serves(venv, work):
     assert [value for _, _, value in points] == pytest.approx([1.0 / (s + 1) for s in range(20)])
 
 
-def test_installer_into_a_fresh_venv_then_tensorboard_serves(tmp_path):
-    clone = fresh_clone(tmp_path / "clone")
-    venv = tmp_path / "venv"
-    fresh_venv(venv)
-    start = time.monotonic()
-    out = run([clone / "installer.sh"], cwd=clone, env={"PYTHON": str(venv / "bin" / "python")})
-    _assert_serves(venv, tmp_path)
-    print("fresh clone to a served run by installer.sh: %.0f s" % (time.monotonic() - start))
-    crc = "from mxboard import _crc32c; print(_crc32c.IMPLEMENTATION)"
-    assert run([venv / "bin" / "python", "-c", crc], cwd=tmp_path).strip() == "google-crc32c"  # a plain install's
-    assert "installed" in out
-    assert not list((clone / "tensorboard_bundle" / "_patched").glob("[!_]*.py"))  # never the source tree
-
-
-def test_installer_with_the_plain_python3_then_pip_install_dot(tmp_path):
+def test_installer_with_the_plain_python3_then_tensorboard_serves_and_pip_install_dot_over_it(tmp_path):
     """`./installer.sh` with nothing set installs into whatever `python3` is: here, a fresh venv's
-    found first on PATH (so that the test leaves the machine's own Python alone)."""
+    found first on PATH (so that the test leaves the machine's own Python alone). ($PYTHON is
+    the offline install's way in: test_offline.py.)"""
     clone = fresh_clone(tmp_path / "clone")
     venv = tmp_path / "venv"
     fresh_venv(venv)
     env = {"PATH": str(venv / "bin") + os.pathsep + os.environ["PATH"], "PYTHON": None}
-    run([clone / "installer.sh"], cwd=clone, env=env)
+    start = time.monotonic()
+    out = run([clone / "installer.sh"], cwd=clone, env=env)
+    _assert_serves(venv, tmp_path / "installed")
+    print("fresh clone to a served run by installer.sh: %.0f s" % (time.monotonic() - start))
+    assert "installed" in out
+    assert not list((clone / "tensorboard_bundle" / "_patched").glob("[!_]*.py"))  # never the source tree
+    crc = "from mxboard import _crc32c; print(_crc32c.IMPLEMENTATION)"
+    assert run([venv / "bin" / "python", "-c", crc], cwd=tmp_path).strip() == "google-crc32c"  # a plain install's
     where = "import mxboard, tensorboard_bundle._patched.program as p; print(mxboard.__file__, p.__file__)"
     assert all(p.startswith(str(venv)) for p in run([venv / "bin" / "python", "-c", where], cwd=tmp_path).split())
     # and `pip install .` from the clone, over it
     run([venv / "bin" / "python", "-m", "pip", "install", "-q", "."], cwd=clone)
     assert all(p.startswith(str(venv)) for p in run([venv / "bin" / "python", "-c", where], cwd=tmp_path).split())
-    _assert_serves(venv, tmp_path)
+    _assert_serves(venv, tmp_path / "reinstalled")
 
 
 def test_python_m_build_sdist_and_wheel_are_clean_and_alike(tmp_path):
@@ -157,11 +152,7 @@ def test_python_m_build_sdist_and_wheel_are_clean_and_alike(tmp_path):
     assert sorted(a.namelist()) == sorted(b.namelist())
     assert [n for n in a.namelist() if a.read(n) != b.read(n)] == []
     run([sys.executable, "-m", "twine", "check", "--strict", wheel, sdist], cwd=tmp_path)
-    # `pip install <the sdist>` into a fresh venv serves
-    venv = tmp_path / "venv"
-    fresh_venv(venv)
-    run([venv / "bin" / "python", "-m", "pip", "install", "-q", sdist], cwd=tmp_path)
-    _assert_serves(venv, tmp_path)
+    # (that wheel installed and serving: the installer's test here, the offline install's in test_offline.py)
 
 
 def test_a_stale_patch_fails_the_build_naming_the_patch_and_the_hunk(tmp_path):

@@ -42,21 +42,21 @@ def test_a_point_is_served_within_30_s_uploads_stay_within_twice_the_bytes(bucke
     writer.add_scalar("loss", 0.0, 0)
     assert served_losses(server, "run", until=bool, timeout=40) == [(0, 0.0)]
     assert time.monotonic() - start < 30
-    for step in range(1, 250):  # 25 s of steady logging, a histogram every 50 steps
+    for step in range(1, 150):  # 15 s of steady logging, a histogram every 50 steps
         writer.add_scalar("loss", float(step), step)
         if step % 50 == 0:
             writer.add_histogram("weights", np.random.default_rng(step).normal(size=1000), step)
         time.sleep(0.1)
     writer.close()
-    served = served_losses(server, "run", until=lambda rows: len(rows) == 250)
-    assert served == [(s, float(s)) for s in range(250)]  # one ordered stream over the objects
+    served = served_losses(server, "run", until=lambda rows: len(rows) == 150)
+    assert served == [(s, float(s)) for s in range(150)]  # one ordered stream over the objects
     fs = writer._storage.fs
     objects = [o for o in fs.ls("%s/exp/run" % bucket, detail=False, refresh=True) if "tfevents" in o]
     logged = sum(fs.size(o) for o in objects)  # each record is in exactly one object
     assert counted.bytes <= 2 * logged, (counted.bytes, logged)
     assert 1 <= len(objects) <= 1 + counted.puts // 2  # an object at most every second upload
     assert [e[1] for e in server.json("/data/plugin/histograms/histograms", {"run": "run", "tag": "weights"})] \
-        == [50, 100, 150, 200]
+        == [50, 100]
     table = reader.scalars("s3://%s/exp" % bucket)
     assert list(zip(table.step, table.value)) == served
 
@@ -407,16 +407,16 @@ def test_a_hung_store_is_a_writer_error_within_the_budget_and_close_returns(prox
 
 
 def test_a_slow_store_never_makes_a_call_wait(proxied, monkeypatch, seaweed):
-    """Every answer 25 s late: a scalar every 50 ms and a 100k-value histogram every 10th step
+    """Every answer 12 s late: a scalar every 50 ms and a 100k-value histogram every 10th step
     never wait (each call under 1 s), and everything reaches the store once it answers."""
     proxy, bucket = proxied
     monkeypatch.setattr(remote, "UPLOAD_SECS", 1)
     url = "s3://%s/slow/run" % bucket
     writer = SummaryWriter(url, flush_secs=0.5)
-    proxy.set("slow", delay=25.0)
+    proxy.set("slow", delay=12.0)
     rng = np.random.default_rng(0)
     slowest = 0.0
-    for step in range(300):  # 15 s
+    for step in range(200):  # 10 s
         slowest = max(slowest, _timed(writer.add_scalar, "loss", float(step), step))
         if step % 10 == 0:
             slowest = max(slowest, _timed(writer.add_histogram, "weights", rng.normal(size=100_000), step))
@@ -426,7 +426,7 @@ def test_a_slow_store_never_makes_a_call_wait(proxied, monkeypatch, seaweed):
     writer.close()
     monkeypatch.setenv("AWS_ENDPOINT_URL", seaweed.endpoint)
     steps = [e.step for e in reader.read_events(url) if e.summary.value and e.summary.value[0].tag == "loss"]
-    assert steps == list(range(300))
+    assert steps == list(range(200))
 
 
 def test_a_lost_acknowledgement_never_stores_a_record_twice(proxied, monkeypatch, seaweed, serve):
@@ -460,7 +460,7 @@ def test_a_lost_acknowledgement_never_stores_a_record_twice(proxied, monkeypatch
 
 
 def test_fast_logging_keeps_objects_and_waiting_bytes_bounded(bucket, tmp_path, seaweed):
-    """20 s of 3 MB images as fast as they come: every object within 16 MiB, and the process's
+    """10 s of 3 MB images as fast as they come: every object within 16 MiB, and the process's
     memory within the documented bounds (64 MiB queued for the writer thread, 64 MiB waiting for
     the store, the current object), not everything logged between uploads."""
     script = tmp_path / "images.py"
@@ -475,7 +475,7 @@ w.add_image("warm", images[0], 0, dataformats="HWC")
 w.flush()
 base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 start, step = time.monotonic(), 0
-while time.monotonic() - start < 20:
+while time.monotonic() - start < 10:
     w.add_image("noise", images[step % 4], step, dataformats="HWC")
     step += 1
 w.close()

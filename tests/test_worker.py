@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from conftest import accumulator, event_files, run_python, started_worker, tb_events, tb_scalars
-from mxboard import SummaryWriter, proto
+from mxboard import SummaryWriter, WriterError, proto
 from mxboard.reader import TornRecordWarning, read_events
 from mxboard.worker import Record
 
@@ -104,6 +104,31 @@ def test_an_unreported_error_is_returned_by_close(logdir):
     worker.put(Record(None, lambda: 1 / 0, (), 0, 1.0))
     assert isinstance(worker.close(), ZeroDivisionError)
     assert worker.close() is None  # and a second close is quiet
+
+
+def test_a_logdir_that_cannot_be_a_directory_fails_at_the_constructor(tmp_path):
+    (tmp_path / "taken").write_text("a file")
+    with pytest.raises(FileExistsError):
+        SummaryWriter(str(tmp_path / "taken"))
+    with pytest.raises(NotADirectoryError):
+        SummaryWriter(str(tmp_path / "taken" / "run"))
+
+
+def test_a_main_file_the_thread_cannot_open_is_raised_by_the_next_call(logdir, monkeypatch):
+    import mxboard.storage.local as local
+
+    os.makedirs(logdir)
+    taken = "events.out.tfevents.taken"
+    open(os.path.join(logdir, taken), "wb").close()
+    monkeypatch.setattr(local, "event_file_name", lambda suffix="": taken)  # every name is taken
+    w = SummaryWriter(logdir)
+    with pytest.raises(FileExistsError, match="no free event file name"):
+        w.add_scalar("x", 1.0, 0)
+        w.flush()
+    with pytest.raises(WriterError, match="stopped writing"):
+        w.add_scalar("x", 2.0, 1)
+    w.close()
+    assert os.listdir(logdir) == [taken] and os.path.getsize(os.path.join(logdir, taken)) == 0
 
 
 IO_ERROR = r"""
