@@ -202,8 +202,8 @@ def test_the_queue_is_bounded_in_bytes_as_well_as_items(logdir):
         from mxboard.summaries.text import text_summary
         return text_summary(tag, text)
 
-    worker = started_worker(logdir, flush_secs=3600, max_queue=10, max_bytes=64 << 20)
-    text = "x" * (20 << 20)  # 20 MB a call
+    worker = started_worker(logdir, flush_secs=3600, max_queue=10, max_bytes=26 << 20)
+    text = "x" * (8 << 20)  # 8 MB a call
     queued = []
 
     def producer():
@@ -214,7 +214,7 @@ def test_the_queue_is_bounded_in_bytes_as_well_as_items(logdir):
     thread = threading.Thread(target=producer)
     thread.start()
     thread.join(0.5)
-    assert thread.is_alive() and len(queued) == 3  # 60 MB wait; the 4th would pass 64 MB
+    assert thread.is_alive() and len(queued) == 3  # 24 MB wait; the 4th would pass 26 MB
     gate.set()
     thread.join(60)
     assert queued == list(range(8)) and worker.close() is None

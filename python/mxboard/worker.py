@@ -60,15 +60,20 @@ class Worker:
     def start_writing(self, logdir, write_to_disk=True, suffix="", restart_at=None, verbose=False):
         """Open the output in `logdir`, a directory or an object-store URL (storage/, checked
         here; False `write_to_disk`: nowhere), and start the thread, which opens the main event
-        file first (`suffix`, `restart_at`: see `open_file`); `verbose`: log each file opened."""
+        file first (`suffix`, `restart_at`: see `open_file`); return once it has (the file is
+        there when a writer's constructor returns; an error opening it is the next call's).
+        `verbose`: log each file opened."""
         self._output = Output(logdir, write_to_disk, self._read_scalars, self._hold_for_caller,
                               (suffix, restart_at), verbose)
         self.storage = self._output.storage
         self._pid = os.getpid()
         self.state = State.OPEN
-        self._thread = self._intake.thread = threading.Thread(target=self._run, name="mxboard-writer", daemon=True)
+        opened = threading.Event()
+        self._thread = self._intake.thread = threading.Thread(target=self._run, args=(opened,), name="mxboard-writer",
+                                                              daemon=True)
         self._thread.start()
         lifecycle.watch(self)
+        opened.wait()
 
     # -- the caller's side ------------------------------------------------------------------
     @property
@@ -168,9 +173,12 @@ class Worker:
             raise closed_error()
 
     # -- the thread's side ------------------------------------------------------------------
-    def _run(self):
-        lifecycle.keep_signals_off_this_thread()
-        self._output.open_main()
+    def _run(self, opened):
+        try:
+            lifecycle.keep_signals_off_this_thread()
+            self._output.open_main()
+        finally:
+            opened.set()
         intake = self._intake
         while True:
             intake.wake.wait(self._flush_secs)
