@@ -83,7 +83,7 @@ class Worker:
 
     @property
     def files(self):
-        """Every event file opened, the main one among them once the thread has opened it."""
+        """Every event file opened, the main one first (unless it could not be opened)."""
         return list(self._output.files)
 
     def open_file(self, directory=None, suffix="", restart_at=None):
