@@ -3,7 +3,10 @@
 # make demo        train a Gluon CNN on bundled digits, log every summary kind, serve it
 #                  (make demo SERVE=0 LOGDIR=DIR: into DIR, without serving; LOGDIR=s3://bucket/run:
 #                  into an S3 store, AWS_ENDPOINT_URL and credentials from the environment)
-# make test        set up .venv with what the tests need (idempotent), lint (ruff), run the test suite
+# make test        set up .venv with what the tests need (idempotent), lint (ruff, mypy), run the test suite,
+#                  then make test-plain
+# make test-plain  the suite where most users are: Pythons 3.9, 3.10, 3.12, 3.13 (PLAIN=...) each in a venv
+#                  with a plain pip install of the wheel, newest numpy and protobuf, no MXNet (tools/plain_envs.sh)
 # make test-fast   the tests that start no process (no server, S3, build): seconds, for a quick loop
 # make test-tools  the system tools a few tests need, skipping without them: headless Chromium
 #                  (pages drawn), iproute2 (network namespaces); needs root (apt-get); CI runs it
@@ -29,7 +32,7 @@ SERVE ?= 1
 # passes -I, which older ones know too)
 export PYTHONSAFEPATH := 1
 
-.PHONY: setup demo test test-fast lint test-tools bench screenshots protos wheel wheelhouse clean
+.PHONY: setup demo test test-fast test-plain lint test-tools bench screenshots protos wheel wheelhouse clean
 
 setup: $(TESTS) $(INSTALLED)
 
@@ -75,14 +78,21 @@ demo: $(DEMO) $(INSTALLED)
 	    $(PY) -m pip install -q '.[demo,s3]';; esac
 	$(PY) -I -m mxboard.demo --logdir $(LOGDIR) $(if $(filter 0,$(SERVE)),--no-serve,)
 
+# both environments run whatever the first says; the exit status is that of both
 test: lint $(INSTALLED)
-	$(PY) -m pytest -q tests
+	status=0; $(PY) -m pytest -q -n 2 --dist loadfile tests || status=1; \
+	$(MAKE) --no-print-directory test-plain || status=1; exit $$status
+
+test-plain: $(INSTALLED)
+	rm -rf dist/plain && $(PY) -m pip wheel -q --no-deps --no-build-isolation -w dist/plain .
+	tools/plain_envs.sh dist/plain/mxboard-*.whl
 
 test-fast: $(TESTS) $(INSTALLED)
 	$(PY) -m pytest -q -m "not slow" tests
 
 lint: $(TESTS)
 	$(PY) -m ruff check .
+	$(PY) -m mypy
 
 screenshots: $(DEMO) $(INSTALLED) test-tools
 	rm -rf runs/screenshots && $(PY) -I -m mxboard.demo --logdir runs/screenshots --no-serve
@@ -119,5 +129,5 @@ protos: $(TESTS) $(INSTALLED)
 	$(PY) tools/gen_protos.py
 
 clean:
-	rm -rf $(VENV) $(BENCH_VENV) build dist runs .cache .pytest_cache .hypothesis *.egg-info python/*.egg-info
+	rm -rf $(VENV) .venv-plain $(BENCH_VENV) build dist runs .cache .pytest_cache .hypothesis *.egg-info python/*.egg-info
 	find . -name __pycache__ -type d -prune -exec rm -rf {} +

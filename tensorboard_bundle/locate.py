@@ -20,6 +20,8 @@ def assets_zip_provider():
         data = pkgutil.get_data("tensorboard", "webfiles.zip")
     except OSError:
         return None
+    if data is None:
+        return None
     return lambda: io.BytesIO(data)
 
 

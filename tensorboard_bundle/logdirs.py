@@ -24,6 +24,7 @@ import shutil
 import sys
 import tempfile
 import time
+from typing import Any, List
 
 from mxboard.storage.names import components, is_url
 
@@ -95,7 +96,7 @@ def mirror_remote_logdirs(argv):
     root = directory or tempfile.mkdtemp(prefix="mxboard-mirror-")
     os.makedirs(root, exist_ok=True)
     limit = limit or int(shutil.disk_usage(root).free * 0.8)
-    mirrors = []
+    mirrors: List[Any] = []
     atexit.register(_stop, mirrors, None if directory else root)
 
     def mirror(url, where):

@@ -31,6 +31,7 @@ import os
 import posixpath
 import threading
 import time
+from typing import Any, Dict, List, Set
 
 from mxboard.storage.names import stitched_name
 from tensorboard_bundle.stores import open_reader
@@ -151,7 +152,7 @@ class Mirror:
 
     def _plan(self, listing):
         """{local name: [[key, bytes, tag], ...] in reading order} of what the store holds."""
-        wanted = {}
+        wanted: Dict[str, List[List[Any]]] = {}
         for key in sorted(listing):
             info = listing[key]
             if info.get("type") != "file" or (self._root and not key.startswith(self._root + "/")):
@@ -193,7 +194,8 @@ class Mirror:
         file's fetches after one that failed wait for the next pass. Whether nothing failed."""
         if fetches:
             self._used = sum(self._size(name) for name in self._files)
-        failed, pending = set(), {}
+        failed: Set[str] = set()
+        pending: Dict[str, Any] = {}
         try:
             for batch in self._batches(fetches, failed):
                 if self._stop.is_set():  # the server is exiting (and may remove the directory)
@@ -220,7 +222,8 @@ class Mirror:
                 os.remove(new_file.name)
 
     def _batches(self, fetches, failed):
-        batch, size = [], 0
+        batch: List[Any] = []
+        size = 0
         for fetch in fetches:
             if fetch[0] in failed or not self._room_for(fetch):
                 failed.add(fetch[0])

@@ -224,6 +224,8 @@ class Server:
             self.proc.wait(10)
         except subprocess.TimeoutExpired:
             self.proc.kill()
+            self.proc.wait()
+        self.proc.stdout.close()
 
 
 class ServerDidNotStartError(AssertionError):

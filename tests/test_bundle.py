@@ -1,5 +1,6 @@
 """The bundled TensorBoard: every patch's fault shown on upstream's launcher and fixed in ours."""
 import os
+import pathlib
 import shutil
 import stat
 import subprocess
@@ -26,6 +27,7 @@ def _points(server, run=".", tag="x"):
         return []
 
 
+@pytest.mark.plain
 def test_no_tensorflow_and_one_honest_start_up_line(logdir, serve):
     assert subprocess.run([sys.executable, "-c", "import tensorflow"], capture_output=True).returncode != 0
     with SummaryWriter(logdir) as w:
@@ -43,7 +45,7 @@ def test_upstreams_tensorboard_command_hands_over_to_the_bundle(tmp_path, logdir
     bundle: TensorBoard loads handover.py as a dynamic plugin, which execs the bundle (never a
     package of that name in the current directory)."""
     script = shutil.which("tensorboard", path=os.path.dirname(sys.executable))
-    assert script and "from tensorboard.main import run_main" in open(script).read()
+    assert script and "from tensorboard.main import run_main" in pathlib.Path(script).read_text()
     with SummaryWriter(logdir) as w:
         w.add_scalar("x", 1.0, 1)
     decoy = tmp_path / "cwd" / "tensorboard_bundle"
@@ -105,11 +107,11 @@ def test_a_tampered_cached_data_server_is_replaced_before_it_runs(tmp_path):
                               ).stdout.strip()
 
     cached = locate()
-    assert open(cached, "rb").read() == binary.read_bytes()
+    assert pathlib.Path(cached).read_bytes() == binary.read_bytes()
     with open(cached, "wb") as f:  # someone with write access to the cache swaps it
         f.write(b"#!/bin/sh\necho not the data server\n")
     assert locate() == cached
-    assert open(cached, "rb").read() == binary.read_bytes() and os.access(cached, os.X_OK)
+    assert pathlib.Path(cached).read_bytes() == binary.read_bytes() and os.access(cached, os.X_OK)
 
 
 def test_vendor_check_names_a_hand_edited_or_missing_file(tmp_path):
@@ -222,7 +224,8 @@ def test_every_patch_is_vendored_and_the_build_fails_on_a_stale_patch(tmp_path, 
     stale = tmp_path / "patches"
     stale.mkdir()
     good = sorted(os.listdir(vendor.PATCHES))[0]
-    lines = open(os.path.join(vendor.PATCHES, good)).read().split("\n")
+    with open(os.path.join(vendor.PATCHES, good)) as f:
+        lines = f.read().split("\n")
     hunk = next(i for i, line in enumerate(lines) if line.startswith("@@"))
     context = next(i for i in range(hunk + 1, len(lines)) if lines[i].startswith(" ") and lines[i].strip())
     lines[context] += "  # as if upstream had changed this line"

@@ -4,6 +4,7 @@ TensorBoard (its fast Rust loader, over HTTP) must serve the same thing for both
 import io
 import json
 import os
+import pathlib
 import re
 import subprocess
 import sys
@@ -457,6 +458,7 @@ def test_reader_tables_hold_what_the_server_serves_for_both_libraries(served):
     what TensorBoard serves."""
     from mxboard import reader
 
+    pytest.importorskip("pandas")  # the tables as DataFrames (mxboard[pandas]); reader.table needs none
     root, server = served
     scalars = reader.scalars(root)
     for run in ("tbx", "mxb", "mxb/data/scalar_group/xsinx"):
@@ -687,12 +689,12 @@ def test_one_corrupt_record_is_skipped_with_a_warning_as_tensorboard_does(tmp_pa
             for step in range(20):
                 writer.add_scalar("loss", float(step), step)
     (path,) = [str(tmp_path / "bad" / n) for n in os.listdir(tmp_path / "bad")]
-    data = bytearray(open(path, "rb").read())
+    data = bytearray(pathlib.Path(path).read_bytes())
     offset = 0
     for _ in range(6):  # the file-version record, then steps 0-4: step 5's record is hit
         offset += 16 + struct.unpack("<Q", data[offset:offset + 8])[0]
     data[offset + 14] ^= 0x40
-    open(path, "wb").write(bytes(data))
+    pathlib.Path(path).write_bytes(bytes(data))
     server = serve(tmp_path)
     served = {run: [(s, v) for _, s, v in server.json("/data/plugin/scalars/scalars", {"run": run, "tag": "loss"},
                                                        until=lambda rows, run=run: len(rows) >= 19)]
@@ -806,7 +808,7 @@ def test_tensorboardx_own_demo_runs_unchanged_and_is_served_like_tensorboardxs(t
     assert [sum(b[2] for b in e[2]) for e in ours] == [sum(b[2] for b in e[2]) for e in peer]
     projector = {run: server.json("/data/plugin/projector/info", {"run": run}) for run in ("tbx", "mxb")}
     assert len(projector["mxb"]["embeddings"]) == len(projector["tbx"]["embeddings"]) == 3
-    assert json.load(open(tmp_path / "mxb" / "all_scalars.json"))
+    assert json.loads((tmp_path / "mxb" / "all_scalars.json").read_text())
 
 
 @pytest.mark.slow

@@ -55,7 +55,10 @@ def test_every_dashboard_has_data(demo_run):
 
 def test_make_demo_without_serving(tmp_path):
     logdir = str(tmp_path / "made")
-    proc = subprocess.run(["make", "-s", "-C", ROOT, "demo", "SERVE=0", "LOGDIR=" + logdir, "PY=" + sys.executable],
+    # -o: the venv is what it is (make would reinstall mxboard under the other tests' feet after an edit)
+    keep = [arg for stamp in (".base", ".demo", ".mxboard") for arg in ("-o", os.path.join(".venv", stamp))]
+    proc = subprocess.run(["make", "-s", "-C", ROOT] + keep + ["demo", "SERVE=0", "LOGDIR=" + logdir,
+                                                                "PY=" + sys.executable],
                           capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert re.search(r"trained in \d+ s: validation accuracy 0\.(9\d|8\d)", proc.stdout)
@@ -86,3 +89,4 @@ def test_the_demo_serves_its_run_and_prints_the_url(tmp_path):
     finally:
         proc.terminate()
         proc.wait(30)
+        proc.stdout.close()

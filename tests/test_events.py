@@ -1,5 +1,6 @@
 """Event files: framing, CRC, names, and the reader."""
 import os
+import pathlib
 import re
 import struct
 import warnings
@@ -55,7 +56,7 @@ def test_every_kind_of_record_has_the_same_crc_with_and_without_the_c_implementa
     checked = 0
     for path in event_files(logdir) + event_files(logdir + "/g/a") + event_files(next(
             os.path.join(logdir, d) for d in os.listdir(logdir) if d[0].isdigit())):
-        data = open(path, "rb").read()
+        data = pathlib.Path(path).read_bytes()
         offset = 0
         while offset < len(data):
             length, length_crc = RECORD_HEADER.unpack_from(data, offset)
@@ -148,7 +149,7 @@ def test_reader_reads_what_tensorboard_reads(logdir):
 @pytest.mark.parametrize("cut", [1, 11, 13, 20])
 def test_reader_tolerates_and_reports_a_torn_last_record(logdir, cut):
     path = _written(logdir)
-    data = open(path, "rb").read()
+    data = pathlib.Path(path).read_bytes()
     with open(path, "wb") as f:
         f.write(data[:-cut])
     with pytest.warns(TornRecordWarning, match="incomplete"):
@@ -160,11 +161,11 @@ def test_reader_tolerates_and_reports_a_torn_last_record(logdir, cut):
 @pytest.mark.parametrize("where", ["length", "payload"])
 def test_reader_skips_a_bad_crc_with_a_warning_or_raises_when_strict(logdir, where):
     path = _written(logdir)
-    data = bytearray(open(path, "rb").read())
+    data = bytearray(pathlib.Path(path).read_bytes())
     first_len = struct.unpack("<Q", data[:8])[0] + 16
     offset = first_len + (2 if where == "length" else 20)
     data[offset] ^= 0x01
-    open(path, "wb").write(bytes(data))
+    pathlib.Path(path).write_bytes(bytes(data))
     with pytest.raises(DataLossError, match=where):
         list(read_records(path, strict=True))
     with pytest.warns(CorruptRecordWarning, match="%s: corrupt record %s at byte %d" % (re.escape(path), where,

@@ -223,12 +223,13 @@ def test_an_mxboard_0_1_0_script_runs_unchanged(tmp_path):
     assert "sound" in acc.PluginTagToContent("audio") and "config" in acc.PluginTagToContent("text")
     assert tensor_values(acc, "pr")[0][0] == 1 and tensor_values(acc, "pr")[0][1].shape == (6, 100)
     assert len(plugin_accumulator(tmp_path / "acc" / "val").Tensors("acc")) == 3
-    exported = json.load(open(tmp_path / "scalars.json"))
+    exported = json.loads((tmp_path / "scalars.json").read_text())
     assert sorted(exported) == sorted("%s/%s" % (tmp_path, k) for k in ("loss", "acc/train", "acc/val", "acc/test"))
     assert [row[1:] for row in exported["%s/loss" % tmp_path]] == [[0, 1.0], [1, 0.5], [2, pytest.approx(1 / 3)]]
     from PIL import Image
 
-    sprite = Image.open(tmp_path / "features_000007" / "sprite.png")  # mxboard's folder name
+    with Image.open(tmp_path / "features_000007" / "sprite.png") as opened:  # mxboard's folder name
+        sprite = opened.copy()
     assert sprite.size == (4 * 4, 4 * 4)  # ten 4x4 thumbnails in a 4 x 4 grid
 
 

@@ -4,6 +4,7 @@ memory:// store (real fsspec, real files, TensorBoard's own loader on the mirror
 real S3 server (SeaweedFS) and the real bundled server over HTTP."""
 import logging
 import os
+import pathlib
 import subprocess
 import sys
 import time
@@ -43,7 +44,8 @@ def test_parts_are_stitched_into_one_file_and_every_byte_is_read_once(small_obje
     url = "memory://stitch/exp"
     writer = SummaryWriter(url + "/run")
     _log(writer, range(40))
-    fs.pipe_file("/stitch/exp/tbx/events.out.tfevents.1.other", open(_other_writers_file(tmp_path), "rb").read())
+    other = pathlib.Path(_other_writers_file(tmp_path)).read_bytes()
+    fs.pipe_file("/stitch/exp/tbx/events.out.tfevents.1.other", other)
     mirror = Mirror(url, str(tmp_path / "mirror"), 1 << 30)
     mirror.sync()
     assert len([o for o in fs.ls("/stitch/exp/run", detail=False) if "tfevents" in o]) > 3  # several parts

@@ -71,7 +71,7 @@ def test_add_returns_without_waiting_for_the_engine(logdir, kind):
             "histogram": lambda: w.add_histogram("h", value, 1),
             "image": lambda: w.add_image("i", value, 1),
             "audio": lambda: w.add_audio("a", value.reshape(-1), sample_rate=100, global_step=1),
-            "pr_curve": lambda: w.add_pr_curve("p", value > 0.5, value, 10, 1),
+            "pr_curve": lambda: w.add_pr_curve("p", value > 0.5, value, num_thresholds=10, global_step=1),
             "embedding": lambda: w.add_embedding("e", value.reshape(3, 16), labels=nd.array([1, 2, 3])),
         }
         assert _call_returns_while_pending(calls[kind], gate), "the call waited for the engine"

@@ -38,6 +38,7 @@ while True:
 """
 
 
+@pytest.mark.plain
 @pytest.mark.slow
 def test_kill_9_loses_nothing_older_than_flush_secs(tmp_path):
     env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python"))
@@ -50,6 +51,7 @@ def test_kill_9_loses_nothing_older_than_flush_secs(tmp_path):
     proc.send_signal(signal.SIGKILL)
     killed_at = time.time()
     proc.wait()
+    proc.stdout.close()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", TornRecordWarning)  # a write may have been cut: allowed
         ours = [e.step for e in read_events(str(tmp_path)) if e.HasField("summary")]
@@ -110,6 +112,7 @@ def test_a_vanished_logdir_raises_within_bounded_time_and_close_returns(logdir):
     writer.close()
 
 
+@pytest.mark.plain
 @pytest.mark.slow
 def test_a_read_only_logdir_raises_at_the_call(tmp_path):
     if os.geteuid() == 0:

@@ -57,8 +57,8 @@ def test_a_point_is_served_within_30_s_uploads_stay_within_twice_the_bytes(bucke
     assert 1 <= len(objects) <= 1 + counted.puts // 2  # an object at most every second upload
     assert [e[1] for e in server.json("/data/plugin/histograms/histograms", {"run": "run", "tag": "weights"})] \
         == [50, 100]
-    table = reader.scalars("s3://%s/exp" % bucket)
-    assert list(zip(table.step, table.value)) == served
+    table = reader.table("s3://%s/exp" % bucket, "scalars")
+    assert list(zip(table["step"], table["value"])) == served
 
 
 def test_objects_are_parts_read_in_order(monkeypatch):
@@ -74,8 +74,8 @@ def test_objects_are_parts_read_in_order(monkeypatch):
     import fsspec
 
     assert len([o for o in fsspec.filesystem("memory").ls("/parts/run", detail=False) if "tfevents" in o]) > 5
-    table = reader.scalars("memory://parts")
-    assert list(table.step) == list(range(300)) and set(table.run) == {"run"}
+    table = reader.table("memory://parts", "scalars")
+    assert table["step"] == list(range(300)) and set(table["run"]) == {"run"}
     paths = reader.event_files("memory://parts/run")
     assert paths == sorted(paths) and paths[1].endswith(".part0001")
     from tensorboard.backend.event_processing.event_file_loader import EventFileLoader
@@ -122,6 +122,7 @@ with SummaryWriter(logdir) as w:
 """
 
 
+@pytest.mark.plain
 def test_ranks_write_one_remote_logdir_projector_and_hparams_included(bucket, serve):
     logdir = "s3://%s/ranks" % bucket
     env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python"))
@@ -132,9 +133,10 @@ def test_ranks_write_one_remote_logdir_projector_and_hparams_included(bucket, se
     for rank in range(3):
         served = served_losses(server, ".", "rank%d/acc" % rank, until=lambda r: len(r) == 100)
         assert served[-1] == (99, pytest.approx(0.99))
-    table = reader.scalars(logdir, raw=True)  # every record: three ranks log one tag in one run, which
-    loss = table[(table.run == ".") & (table.tag == "loss")]  # TensorBoard shows as restarts
-    assert sorted(loss.value) == sorted(rank * 1000.0 + s for rank in range(3) for s in range(100))
+    table = reader.table(logdir, "scalars", raw=True)  # every record: three ranks log one tag in one run,
+    loss = [v for run, tag, v in zip(table["run"], table["tag"], table["value"])  # which TensorBoard shows as
+            if run == "." and tag == "loss"]  # restarts
+    assert sorted(loss) == sorted(rank * 1000.0 + s for rank in range(3) for s in range(100))
     server.json("/data/plugin/projector/runs", until=lambda runs: "." in runs)
     info = server.json("/data/plugin/projector/info", {"run": "."})
     assert sorted(e["tensorName"] for e in info["embeddings"]) == ["features0", "features1", "features2"]
@@ -147,6 +149,7 @@ def test_ranks_write_one_remote_logdir_projector_and_hparams_included(bucket, se
     assert sorted(g["hparams"]["rank"] for g in groups["sessionGroups"]) == [0, 1, 2]
 
 
+@pytest.mark.plain
 def test_the_server_reads_a_bucket_root_and_a_prefix(seaweed, serve):
     bucket = seaweed.bucket("root-%d" % os.getpid())
     with SummaryWriter("s3://%s/exp/run" % bucket) as w:
@@ -163,6 +166,7 @@ def test_the_server_reads_a_bucket_root_and_a_prefix(seaweed, serve):
     assert any("is not a directory" in line or "substring not found" in line for line in upstream.output)
 
 
+@pytest.mark.plain
 def test_an_unreachable_endpoint_wrong_credentials_or_an_unknown_scheme_fail_at_the_constructor(
         seaweed, monkeypatch, tmp_path):
     monkeypatch.chdir(tmp_path)
@@ -238,7 +242,7 @@ def test_memory_urls_and_the_peers_names(tmp_path):
         w.add_scalar("loss", 1.0, 1)
         w.add_text("note", "hi", 1)
         w.add_embedding("emb", np.eye(3), ["a", "b", "c"])
-    assert list(reader.text("memory://generic").text) == ["hi"]
+    assert reader.table("memory://generic", "text")["text"] == ["hi"]
     import fsspec
 
     config = fsspec.filesystem("memory").cat_file("/generic/run/projector_config.pbtxt").decode()
@@ -280,6 +284,7 @@ if __name__ == "__main__":
 """
 
 
+@pytest.mark.plain
 def test_a_forked_child_logs_through_its_parents_remote_writer(bucket, tmp_path, serve):
     """The child's worker opens a store connection of its own (the parent's fsspec instance is
     not fork-safe) and objects of its own: 200 of 200 points, stored and served."""

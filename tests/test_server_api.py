@@ -9,6 +9,8 @@ from PIL import Image
 
 from mxboard import SummaryWriter
 
+pytestmark = pytest.mark.plain  # every dashboard over HTTP, on numpy 2 too (make test-plain)
+
 
 @pytest.fixture(scope="module", params=["fast", "python"])
 def server(request, tmp_path_factory):
@@ -25,7 +27,7 @@ def server(request, tmp_path_factory):
         w.add_image("digits", np.random.default_rng(0).random((4, 1, 8, 8)), 4)
         w.add_audio("tone", np.sin(np.arange(16000) / 5.0) * 0.5, sample_rate=16000, global_step=4)
         w.add_text("config", "lr: **0.1**", 4)
-        w.add_pr_curve("pr/class0", np.arange(100) % 2, np.linspace(0, 1, 100), 200, 4)
+        w.add_pr_curve("pr/class0", np.arange(100) % 2, np.linspace(0, 1, 100), num_thresholds=200, global_step=4)
         w.add_mesh("cloud", np.random.default_rng(1).random((10, 3)), global_step=4)
         w.add_custom_scalars({"Train vs val": {"accuracy": ["Multiline", ["acc"]]}})
         w.add_embedding("features", np.random.default_rng(2).random((6, 3)), labels=list("abcdef"))

@@ -30,6 +30,7 @@ def served_steps(serve, logdir, tag, count, run="."):
     return [step for _, step, _ in points]
 
 
+@pytest.mark.plain
 def test_a_thread_pool_logging_one_tag_in_step_order_shows_every_point(logdir, serve):
     # four threads take strict turns (thread i logs the steps i, i + 4, ...): the calls are
     # ordered, and the writer must keep that order
@@ -63,6 +64,7 @@ def test_ndarray_and_float_values_on_one_tag_keep_their_order(logdir, serve):
     assert served_steps(serve, logdir, "mixed", 200) == list(range(200))
 
 
+@pytest.mark.plain
 def test_twelve_writers_in_one_second_are_read_in_creation_order(logdir, serve):
     for writer in range(12):  # a run resumed twelve times within one second: files sort in order
         with SummaryWriter(logdir) as w:
@@ -87,6 +89,7 @@ print("logged, exiting without close()")
 """
 
 
+@pytest.mark.plain
 @pytest.mark.slow
 def test_a_write_error_at_exit_is_told_on_stderr_and_in_the_exit_status(tmp_path):
     proc = run_python("LOGDIR = %r\n" % str(tmp_path) + EXIT_WRITE_ERROR, check=False)
@@ -108,6 +111,7 @@ time.sleep(600)  # far longer than the test waits
 """
 
 
+@pytest.mark.plain
 @pytest.mark.slow
 @pytest.mark.parametrize("user_handler", [False, True])
 def test_sigterm_flushes_then_ends_the_process_by_the_signal_and_never_replaces_a_handler(tmp_path, user_handler):

@@ -155,6 +155,7 @@ print("closed")
 """
 
 
+@pytest.mark.plain
 @pytest.mark.slow
 def test_a_write_error_surfaces_to_the_caller_and_close_returns(tmp_path):
     out = run_python("LOGDIR = %r\n" % str(tmp_path) + IO_ERROR, timeout=60).stdout.splitlines()
@@ -202,6 +203,7 @@ def test_an_unreferenced_writer_is_collected_and_its_file_completed(logdir):
     assert tb_scalars(event_files(logdir)[0]) == [("x", 1, 1.0)]
 
 
+@pytest.mark.plain
 @pytest.mark.slow
 def test_writers_open_at_exit_are_flushed_and_closed(tmp_path):
     run_python("LOGDIR = %r\n" % str(tmp_path) + r"""
@@ -215,6 +217,7 @@ w.add_scalar("y", {"a": 1.0}, 1)
     assert accumulator(tmp_path / "y" / "a").Scalars("y")[0].value == 1.0
 
 
+@pytest.mark.plain
 @pytest.mark.slow
 def test_a_forked_child_never_writes_into_the_parents_file(tmp_path):
     out = run_python("LOGDIR = %r\n" % str(tmp_path) + r"""

@@ -5,12 +5,17 @@ a table-driven pure-Python one (tests/test_events.py checks that both give every
 CRC).
 """
 
+from __future__ import annotations
+
+from typing import Any, Callable, Iterable, List, Optional, Tuple
+
 import numpy as np
+import numpy.typing as npt
 
 __all__ = ["IMPLEMENTATION", "crc32c", "crc32c_linear_rows", "masked_crc32c", "masked_crc32c_rows"]
 
 
-def _table():
+def _table() -> List[int]:
     table = []
     for byte in range(256):
         crc = byte
@@ -23,14 +28,14 @@ def _table():
 _TABLE = _table()
 
 
-def _crc32c_python(data, _table=_TABLE):  # the table as a local: the loop is the slow path
+def _crc32c_python(data: bytes, _table: List[int] = _TABLE) -> int:  # the table as a local: the loop is the slow path
     crc = 0xFFFFFFFF
     for byte in data:
         crc = _table[(crc ^ byte) & 0xFF] ^ (crc >> 8)
     return crc ^ 0xFFFFFFFF
 
 
-def _c_implementation():
+def _c_implementation() -> Optional[Tuple[Callable[[bytes], int], str]]:
     try:
         import google_crc32c
         if google_crc32c.implementation == "c":
@@ -44,16 +49,19 @@ def _c_implementation():
         return None
 
 
+crc32c: Callable[[bytes], int]
+IMPLEMENTATION: str
 crc32c, IMPLEMENTATION = _c_implementation() or (_crc32c_python, "python")
 
 
-def masked_crc32c(data, _crc=crc32c):
+def masked_crc32c(data: bytes, _crc: Callable[[bytes], int] = crc32c) -> int:
     """TFRecord's masked CRC32C: rotate right by 15 bits, add a constant (mod 2**32)."""
     crc = _crc(data)
     return (((crc >> 15) | (crc << 17)) + 0xA282EAD8) & 0xFFFFFFFF
 
 
-def masked_crc32c_rows(rows, columns, extra=None):
+def masked_crc32c_rows(rows: npt.NDArray[np.uint8], columns: Iterable[int],
+                       extra: Optional[npt.NDArray[np.uint32]] = None) -> npt.NDArray[Any]:
     """Masked CRC32C of every row of a (k, n) uint8 array, where only `columns` differ between
     rows (the others are equal in all rows, but for columns whose linear part the caller gives
     per row in `extra`, zeroed here). Vectorized over the rows: CRC32C is affine, so a row's CRC
@@ -62,21 +70,21 @@ def masked_crc32c_rows(rows, columns, extra=None):
     width = rows.shape[1]
     template = rows[0].copy()
     template[columns] = 0
-    crc = np.full(rows.shape[0], crc32c(template.tobytes()), dtype=np.uint32)
+    crc: npt.NDArray[Any] = np.full(rows.shape[0], crc32c(template.tobytes()), dtype=np.uint32)
     crc ^= _linear(rows, columns, width)
     if extra is not None:
         crc ^= extra
     return ((crc >> 15) | (crc << 17)) + np.uint32(0xA282EAD8)
 
 
-def crc32c_linear_rows(block, after):
+def crc32c_linear_rows(block: npt.NDArray[np.uint8], after: int) -> npt.NDArray[np.uint32]:
     """The linear CRC32C part of each row of a (k, m) uint8 `block`, when `after` bytes follow
     it in the checksummed data (what `masked_crc32c_rows` takes as `extra`, for bytes that are
     zero in its rows)."""
     return _linear(block, range(block.shape[1]), block.shape[1] + after)
 
 
-def _linear(rows, columns, width):
+def _linear(rows: npt.NDArray[np.uint8], columns: Iterable[int], width: int) -> npt.NDArray[np.uint32]:
     """XOR of the linear CRC32C parts of `rows[:, column]` for each of `columns`, in data of
     `width` bytes."""
     tables = _shifted(width)
@@ -86,10 +94,10 @@ def _linear(rows, columns, width):
     return linear
 
 
-_SHIFTED = []
+_SHIFTED: List[npt.NDArray[Any]] = []
 
 
-def _shifted(width):
+def _shifted(width: int) -> npt.NDArray[Any]:
     """`_shifted(w)[k][b]`: the linear CRC32C part of byte b followed by k zero bytes, k < w."""
     tables = _SHIFTED[0] if _SHIFTED else np.array([_table()], dtype=np.uint32)
     if len(tables) < width:

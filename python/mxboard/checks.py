@@ -7,6 +7,7 @@ the writer thread resolves them (the training thread never waits for MXNet's eng
 import json
 import math
 from time import time as _now
+from typing import Any
 
 import numpy as np
 
@@ -26,7 +27,7 @@ _GIF_LONGEST_FRAME = 655.35  # s: a GIF frame's delay is 16 bits of centiseconds
 
 
 # -- when ------------------------------------------------------------------------------------
-def step(global_step, name="global_step"):
+def step(global_step: Any, name: str = "global_step") -> int:
     """A step as an int (None is 0; a float is truncated, as by the peers)."""
     return 0 if global_step is None else convert.to_int(global_step, name)
 
@@ -89,14 +90,14 @@ def histogram_raw(min, max, num, sum, sum_squares, bucket_limits, bucket_counts)
     bad = ~(np.isfinite(counts) & (counts >= 0))
     if bad.any():
         i = np.flatnonzero(bad)[0]
-        raise ValueError("bucket_counts must be finite counts >= 0; got %r at index %d" % (counts[i], i))
+        raise ValueError("bucket_counts must be finite counts >= 0; got %r at index %d" % (counts[i].item(), i))
     fields = {name: convert.to_float(value, name) for name, value in
               (("min", min), ("max", max), ("num", num), ("sum", sum), ("sum_squares", sum_squares))}
     for name, value in fields.items():
         if math.isnan(value):
             raise ValueError("%s must be a number; got NaN" % name)
     if len(limits) and fields["min"] > limits[0]:
-        raise ValueError("min (%r) must not exceed the first bucket limit (%r)" % (fields["min"], limits[0]))
+        raise ValueError("min (%r) must not exceed the first bucket limit (%r)" % (fields["min"], limits[0].item()))
     return dict(fields, bucket_limit=limits.tolist(), bucket=counts.tolist())
 
 

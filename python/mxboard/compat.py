@@ -4,31 +4,40 @@ orders apart. Where they cannot be told apart, mxboard 0.1.0's order holds, and 
 cannot mean what that order says is refused with both readings named (README: "Coming from
 tensorboardX or torch").
 """
+from __future__ import annotations
+
 import functools
 import inspect
+from typing import Any, Callable, Dict, Optional, Sequence, TypeVar
 
 __all__ = ["peer_names"]
 
 
-def peer_names(aliases=None, peer_order=None, is_peer_order=None, check_positional=None):
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def peer_names(aliases: Optional[Dict[str, str]] = None, peer_order: Optional[Sequence[str]] = None,
+               is_peer_order: Optional[Callable[[Any], bool]] = None,
+               check_positional: Optional[Callable[..., None]] = None) -> Callable[[F], F]:
     """A method decorator. `aliases` maps a peer's keyword name to ours. When
     `is_peer_order(args)` holds for the positional arguments, they are bound by the names in
     `peer_order` (peer names allowed) instead of by position. `check_positional(args, kwargs)`
     may raise on positional values that 0.1.0's order cannot mean."""
     aliases = dict(aliases or {})
+    order = tuple(peer_order or ())
 
-    def decorate(method):
+    def decorate(method: F) -> F:
         name = method.__name__
         positions = [p.name for p in list(inspect.signature(method).parameters.values())[1:]
                      if p.kind is inspect.Parameter.POSITIONAL_OR_KEYWORD]
 
         @functools.wraps(method)
-        def call(self, *args, **kwargs):
+        def call(self: Any, *args: Any, **kwargs: Any) -> Any:
             if is_peer_order is not None and args and is_peer_order(args):
-                if len(args) > len(peer_order):
+                if len(args) > len(order):
                     raise TypeError("%s() takes at most %d positional arguments in tensorboardX's order; got %d"
-                                    % (name, len(peer_order), len(args)))
-                for key, value in zip(peer_order, args):
+                                    % (name, len(order), len(args)))
+                for key, value in zip(order, args):
                     if key in kwargs:
                         raise TypeError("%s() got multiple values for argument %r" % (name, key))
                     kwargs[key] = value
@@ -45,13 +54,13 @@ def peer_names(aliases=None, peer_order=None, is_peer_order=None, check_position
                     kwargs[ours] = kwargs.pop(peer)
             return method(self, *args, **kwargs)
 
-        call.__signature__ = _signature_with(method, aliases)
-        return call
+        setattr(call, "__signature__", _signature_with(method, aliases))  # noqa: B010 - help() and IDEs read it
+        return call  # type: ignore[return-value]  # the same signature, peers' names added
 
     return decorate
 
 
-def _signature_with(method, aliases):
+def _signature_with(method: Callable[..., Any], aliases: Dict[str, str]) -> inspect.Signature:
     """The method's signature, its peer names appended as keyword-only (for help() and IDEs)."""
     signature = inspect.signature(method)
     params = list(signature.parameters.values())

@@ -8,6 +8,7 @@ its module is already loaded, so `sys.modules` is asked instead.
 import math
 import numbers
 import sys
+from typing import Any
 
 import numpy as np
 
@@ -62,6 +63,7 @@ def capture(value, name="value", numeric=True, defer=True, check=None):
     conversion shared memory with the input. With `numeric`, the dtype must be a real number or
     bool, and the array non-empty. `check(array)` checks the values: now, or for a Snapshot when
     the writer thread resolves it."""
+    array: Any
     if defer and is_ndarray(value):
         array = Snapshot(value, check)
         check = None

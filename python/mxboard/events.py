@@ -4,6 +4,8 @@ are the storage's (storage/).
 A record is `length (u64 LE) | masked CRC32C of length (u32 LE) | payload | masked CRC32C of
 payload (u32 LE)`; the first record of every file is an Event with `file_version`.
 """
+from __future__ import annotations
+
 import itertools
 import os
 import socket
@@ -22,17 +24,17 @@ RECORD_TRAILER = struct.Struct("<I")  # masked CRC32C of the payload
 _counter = itertools.count()  # makes names unique within one process, even in one second
 
 
-def record_header(size):
+def record_header(size: int) -> bytes:
     """The 12-byte header of a record whose payload is `size` bytes."""
     return RECORD_HEADER.pack(size, masked_crc32c(_LENGTH.pack(size)))
 
 
-def frame(payload):
+def frame(payload: bytes) -> bytes:
     """One TFRecord: header, payload and trailer, as bytes."""
     return b"".join((record_header(len(payload)), payload, RECORD_TRAILER.pack(masked_crc32c(payload))))
 
 
-def event_file_name(suffix="", token=""):
+def event_file_name(suffix: str = "", token: str = "") -> str:
     """`events.out.tfevents.<secs>.<host>.<pid>.<n><token><suffix>`, `<n>` a zero-padded counter
     of this process: never the same twice in a process, never the same across processes on one
     host (the pid), and, since loaders read a run's files in name order, sorted in creation

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import collections
 import threading
-from typing import Any, Optional
+from typing import Any, Optional, Tuple
 
 from .writer import SummaryWriter
 
@@ -32,16 +32,20 @@ class GlobalSummaryWriter:
         >>> writer.add_scalar("queue/length", 12)   # step 0, then 1, 2... at each call
     """
 
-    _process_writer = None
+    _process_writer: Optional[GlobalSummaryWriter] = None
     _process_lock = threading.Lock()
 
     def __init__(self, logdir: Optional[str] = None, comment: str = "", purge_step: Optional[int] = None,
                  max_queue: int = 10, flush_secs: float = 2, filename_suffix: Optional[str] = None,
                  write_to_disk: bool = True, log_dir: Optional[str] = None, coalesce_process: bool = True) -> None:
+        if log_dir is not None:  # tensorboardX's name
+            if logdir is not None:
+                raise TypeError("GlobalSummaryWriter() got both 'logdir' and 'log_dir' (tensorboardX's name for it)")
+            logdir = log_dir
         self.smw = SummaryWriter(logdir, max_queue, flush_secs, filename_suffix, comment=comment,
-                                 purge_step=purge_step, write_to_disk=write_to_disk, log_dir=log_dir)
+                                 purge_step=purge_step, write_to_disk=write_to_disk)
         self._lock = threading.Lock()
-        self._calls = collections.Counter()  # (kind, tag) -> calls so far
+        self._calls: collections.Counter[Tuple[str, str]] = collections.Counter()  # (kind, tag) -> calls so far
 
     @property
     def logdir(self) -> str:

@@ -153,10 +153,10 @@ def onnx_graph_def(model):
         if dims:
             proto.attr["_output_shapes"].CopyFrom(_shape_attr([d.dim_value or None for d in dims]))
         out.node.append(proto)
-    for name, dims in weights.items():
+    for name, shape in weights.items():
         if name not in source:
             source[name] = name
-            out.node.append(NodeDef(name=name, op="Variable", attr={"_output_shapes": _shape_attr(dims)}))
+            out.node.append(NodeDef(name=name, op="Variable", attr={"_output_shapes": _shape_attr(shape)}))
     for i, node in enumerate(graph.node):
         name = (node.output[0] if node.output else node.name) or "%s_%d" % (node.op_type, i)
         for index, output in enumerate(node.output):

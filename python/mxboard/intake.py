@@ -7,6 +7,8 @@ queued, so a batch (`Intake.take`) is everything queued before a moment, in call
 waits here only while the documented bounds are full (`max_queue` slots, 64 MiB of array data,
 `max_queue` * 8192 scalars), and a wait is signal-safe (`Pulse`).
 """
+from __future__ import annotations
+
 import bisect
 import collections
 import itertools
@@ -15,9 +17,10 @@ import threading
 import time
 import weakref
 from array import array
-from typing import Any, Callable, NamedTuple, Optional
+from typing import Any, Callable, Deque, List, NamedTuple, Optional, Tuple, Union
 
 import numpy as np
+import numpy.typing as npt
 
 from .storage import EventFile
 
@@ -41,8 +44,8 @@ class Record(NamedTuple):
     snapshots among `args` are resolved first); written to `file` (None: the main file) at `step` and
     `wall` time."""
     file: Optional[EventFile]
-    build: Callable
-    args: tuple
+    build: Callable[..., Any]
+    args: Tuple[Any, ...]
     step: int
     wall: float
 
@@ -58,8 +61,12 @@ class PendingScalar(NamedTuple):
 
 class Task(NamedTuple):
     """File work that is no event (an embedding's assets): `fn(*args)` on the writer thread."""
-    fn: Callable
-    args: tuple
+    fn: Callable[..., Any]
+    args: Tuple[Any, ...]
+
+
+Item = Union[Record, Task]  # what `Intake.put` queues
+Columns = List[npt.NDArray[Any]]  # scalar rows: series, values, steps, walls, seqs
 
 
 class Pulse:
@@ -71,13 +78,13 @@ class Pulse:
 
     __slots__ = ("_queue",)
 
-    def __init__(self):
-        self._queue = queue.SimpleQueue()
+    def __init__(self) -> None:
+        self._queue: queue.SimpleQueue[None] = queue.SimpleQueue()
 
-    def set(self):
+    def set(self) -> None:
         self._queue.put(None)
 
-    def wait(self, timeout):
+    def wait(self, timeout: Optional[float]) -> bool:
         """True if set since the last wait (set any number of times), False after `timeout` s."""
         try:
             self._queue.get(timeout=timeout)
@@ -98,13 +105,13 @@ class Batch(NamedTuple):
     """What the writer thread takes at once (`Intake.take`): `items` ((seq, Record or Task,
     bytes), in call order), `pending` ((seq, PendingScalar)), `chunks` (scalar rows as numpy
     columns: series, values, steps, walls, seqs), and `barriers`: the flushes that wait for it."""
-    items: list
-    pending: list
-    chunks: list
-    barriers: list
+    items: List[Tuple[int, Item, int]]
+    pending: List[Tuple[int, PendingScalar]]
+    chunks: List[Columns]
+    barriers: List[_Barrier]
 
 
-def closed_error(what="this writer"):
+def closed_error(what: str = "this writer") -> RuntimeError:
     """The error of a call made on a closed writer."""
     return RuntimeError("%s is closed: nothing more is written" % what)
 
@@ -118,13 +125,13 @@ class ScalarColumns:
 
     __slots__ = ("values", "steps", "walls", "seqs", "series", "append", "_owner")
 
-    def __init__(self, next_seq):
+    def __init__(self, next_seq: Callable[[], int]) -> None:
         self.values, self.steps, self.walls = array("d"), array("q"), array("d")
         self.seqs, self.series = array("q"), array("q")
         values, steps, walls, seqs, series = (self.values.append, self.steps.append, self.walls.append,
                                               self.seqs.append, self.series.append)
 
-        def append(row_series, value, step, wall):
+        def append(row_series: int, value: float, step: int, wall: float) -> None:
             """Queue one row (the caller's hot path: bound appends, no attribute lookups)."""
             values(value)
             steps(step)
@@ -135,7 +142,7 @@ class ScalarColumns:
         self.append = append
         self._owner = weakref.ref(threading.current_thread())
 
-    def take(self, limit):
+    def take(self, limit: float) -> Optional[Columns]:
         """Remove and return the complete rows numbered below `limit` as numpy columns (series,
         values, steps, walls, seqs), or None."""
         count = len(self.series)
@@ -143,14 +150,14 @@ class ScalarColumns:
             count = bisect.bisect_left(self.seqs, limit, 0, count)
         if not count:
             return None
-        taken = []
+        taken: Columns = []
         for column, dtype in ((self.series, np.int64), (self.values, np.float64), (self.steps, np.int64),
                               (self.walls, np.float64), (self.seqs, np.int64)):
             taken.append(np.frombuffer(column[:count], dtype=dtype))
             del column[:count]
         return taken
 
-    def abandoned(self):
+    def abandoned(self) -> bool:
         """Whether the thread that appends here has ended (and left no row behind)."""
         owner = self._owner()
         return (owner is None or not owner.is_alive()) and not len(self.series)
@@ -164,23 +171,24 @@ class Intake:
     `stopping` says that close() began. `held()`: whether something waits for the caller (an
     error), so that a caller blocked for room goes on to hear it."""
 
-    def __init__(self, max_queue, max_bytes=MAX_QUEUE_BYTES, held=lambda: False):
+    def __init__(self, max_queue: int, max_bytes: int = MAX_QUEUE_BYTES,
+                 held: Callable[[], bool] = lambda: False) -> None:
         self._held = held
         self.max_scalars = max(max_queue, 1) * WAKE_EVERY
         self._max_shares, self._max_bytes = max(max_queue, 1) * SLOT_SHARES, max_bytes
         self._next_seq = itertools.count().__next__  # call order, shared by rows and items
-        self._items = collections.deque()  # (seq, item, bytes)
-        self._scalars = collections.deque()  # (seq, PendingScalar)
-        self._columns = []  # ScalarColumns, one per producing thread
+        self._items: Deque[Tuple[int, Union[Item, _Barrier], int]] = collections.deque()  # (seq, item, bytes)
+        self._scalars: Deque[Tuple[int, PendingScalar]] = collections.deque()
+        self._columns: List[ScalarColumns] = []  # one per producing thread
         self._lock = threading.Lock()  # guards registering columns, and `_queued` (a C lock: `with`
         # takes it in one C call, which a signal cannot split from its release)
         self._queued = [0, 0]  # slot shares, bytes put and not yet written
         self.wake = Pulse()
         self.progress = Pulse()
-        self.thread = None
+        self.thread: Optional[threading.Thread] = None
         self.stopping = False
 
-    def columns(self):
+    def columns(self) -> ScalarColumns:
         """New scalar columns for the calling thread (keep them per thread: only their thread
         may append). Reclaimed once the thread has ended and its rows are written: with many
         short threads, the writer thread is woken to reclaim them every RECLAIM_EVERY."""
@@ -192,7 +200,7 @@ class Intake:
             self.wake.set()
         return columns
 
-    def put_scalar(self, item):
+    def put_scalar(self, item: PendingScalar) -> None:
         """Queue a PendingScalar: batched like scalar rows (no lock, no wake until a batch
         waits), bounded by `max_scalars`."""
         self._scalars.append((self._next_seq(), item))
@@ -200,7 +208,7 @@ class Intake:
             self.wake.set()
             self.wait_for_writer(lambda: len(self._scalars) >= self.max_scalars and not self._held())
 
-    def put(self, item):
+    def put(self, item: Item) -> None:
         """Queue a Record or Task. Blocks while `max_queue` slots (SLOT_BYTES) or `max_bytes` of
         array data wait (a larger item waits for an empty queue)."""
         size = _footprint(item)
@@ -217,14 +225,14 @@ class Intake:
             queued[1] += size
         self.wake.set()
 
-    def hand_over(self, columns):
+    def hand_over(self, columns: ScalarColumns) -> None:
         """Called once a batch of scalars waits in `columns`: wake the thread; if too many wait,
         block until it took them (so memory stays bounded)."""
         self.wake.set()
         if len(columns.series) >= self.max_scalars:
             self.wait_for_writer(lambda: len(columns.series) >= self.max_scalars and not self._held())
 
-    def flush(self, timeout=None):
+    def flush(self, timeout: Optional[float] = None) -> bool:
         """Return when everything queued before the call is written (a barrier queued behind it
         is released); False if `timeout` seconds passed first."""
         done = Pulse()
@@ -237,7 +245,7 @@ class Intake:
                 return False
         return True
 
-    def wait_for_writer(self, blocked, closing_raises=False):
+    def wait_for_writer(self, blocked: Callable[[], bool], closing_raises: bool = False) -> None:
         """Wake the writer thread until `blocked()` is false. Closing, a caller's item can no
         longer be taken (`closing_raises`), or the call's own check says whether its row made
         it; a writer thread that died is an error. Signal-safe (Pulse)."""
@@ -250,17 +258,17 @@ class Intake:
                     return
                 self.check_alive()
 
-    def check_alive(self):
-        if not self.thread.is_alive():
+    def check_alive(self) -> None:
+        if self.thread is None or not self.thread.is_alive():
             raise WriterError("the mxboard writer thread is not running")
 
-    def take(self):
+    def take(self) -> Batch:
         """The Batch queued before now."""
         limit = self._next_seq()
-        items = []
+        items: List[Tuple[int, Any, int]] = []
         while self._items and self._items[0][0] < limit:
             items.append(self._items.popleft())
-        pending = []
+        pending: List[Tuple[int, PendingScalar]] = []
         while self._scalars and self._scalars[0][0] < limit:
             pending.append(self._scalars.popleft())
         with self._lock:
@@ -271,7 +279,7 @@ class Intake:
             items = [entry for entry in items if type(entry[1]) is not _Barrier]
         return Batch(items, pending, chunks, barriers)
 
-    def release(self, batch):
+    def release(self, batch: Batch) -> None:
         """A taken batch is done with: its room is free, its flush barriers set."""
         items = batch.items
         shares = sum(_shares(size) for _, _, size in items)
@@ -281,11 +289,11 @@ class Intake:
         for barrier in batch.barriers:
             barrier.done.set()
 
-    def waiting(self, rows=True):
+    def waiting(self, rows: bool = True) -> bool:
         """Whether anything is queued (scalar rows of the threads' columns too, if `rows`)."""
         return bool(self._items or self._scalars or rows and any(len(c.series) for c in self._columns))
 
-    def clear(self):
+    def clear(self) -> None:
         """Drop everything queued (a closed writer's late calls, a forked child's copies)."""
         self._items.clear()
         self._scalars.clear()
@@ -293,12 +301,12 @@ class Intake:
             columns.take(float("inf"))
 
 
-def _shares(size):
+def _shares(size: int) -> int:
     """The shares of a `max_queue` slot (SLOT_SHARES to a slot) an item of `size` bytes takes."""
     return min(SLOT_SHARES, max(1, size * SLOT_SHARES // SLOT_BYTES))
 
 
-def _footprint(item):
+def _footprint(item: Item) -> int:
     """Bytes of array data an item holds (numpy arrays, MXNet snapshots, text)."""
     total = 0
     for arg in item.args:

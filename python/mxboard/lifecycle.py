@@ -19,6 +19,8 @@ three moments a process can end or split without closing its writers.
 
 Hooks are installed with the first worker, never at import.
 """
+from __future__ import annotations
+
 import atexit
 import logging
 import os
@@ -27,17 +29,22 @@ import sys
 import threading
 import time
 import weakref
+from types import FrameType
+from typing import TYPE_CHECKING, List, Optional
+
+if TYPE_CHECKING:
+    from .worker import Worker
 
 __all__ = ["watch", "forget", "keep_signals_off_this_thread", "FLUSH_ON_SIGTERM"]
 
 FLUSH_ON_SIGTERM = 30  # seconds the writers may take to flush before SIGTERM ends the process
 
-_LIVE = weakref.WeakSet()
-_INSTALLED = []
-_CHILD_EXIT = [None]  # the pid whose multiprocessing exit closes its writers
+_LIVE: weakref.WeakSet[Worker] = weakref.WeakSet()
+_INSTALLED: List[bool] = []
+_CHILD_EXIT: List[Optional[int]] = [None]  # the pid whose multiprocessing exit closes its writers
 
 
-def watch(worker):
+def watch(worker: Worker) -> None:
     """Register a started worker (and the hooks, the first time in each process)."""
     _LIVE.add(worker)
     if not _INSTALLED:
@@ -49,11 +56,11 @@ def watch(worker):
     _watch_sigterm()
 
 
-def forget(worker):
+def forget(worker: Worker) -> None:
     _LIVE.discard(worker)
 
 
-def _at_exit():
+def _at_exit() -> None:
     failed = False
     for worker in list(_LIVE):
         try:
@@ -73,7 +80,7 @@ def _at_exit():
         os._exit(1)
 
 
-def _watch_multiprocessing_exit():
+def _watch_multiprocessing_exit() -> None:
     """In a process multiprocessing may end with `os._exit` (its children: their registry of
     finalizers starts empty), close the writers among its finalizers."""
     if "multiprocessing" not in sys.modules or _CHILD_EXIT[0] == os.getpid():
@@ -84,7 +91,7 @@ def _watch_multiprocessing_exit():
     multiprocessing.util.Finalize(None, _at_exit, exitpriority=10)
 
 
-def _tell(message):
+def _tell(message: str) -> None:
     try:
         sys.stderr.write(message + "\n")
         sys.stderr.flush()
@@ -92,13 +99,13 @@ def _tell(message):
         pass
 
 
-def _after_fork_in_child():
+def _after_fork_in_child() -> None:
     for worker in list(_LIVE):
         worker.abandon()
     _LIVE.clear()
 
 
-def _watch_sigterm():
+def _watch_sigterm() -> None:
     """Install the SIGTERM flush where the handler is the default one (only the main thread can
     install handlers; elsewhere nothing is done)."""
     if threading.current_thread() is not threading.main_thread():
@@ -110,7 +117,7 @@ def _watch_sigterm():
         pass
 
 
-def keep_signals_off_this_thread():
+def keep_signals_off_this_thread() -> None:
     """Block SIGTERM and SIGINT in the calling (mxboard) thread: the kernel then gives a
     process-directed one to another thread, never to one of ours, where the main thread (which
     alone runs Python's handlers) might not wake up for it."""
@@ -118,7 +125,7 @@ def keep_signals_off_this_thread():
         signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM, signal.SIGINT})
 
 
-def _on_sigterm(signum, frame):
+def _on_sigterm(signum: int, frame: Optional[FrameType]) -> None:
     """Put the default action back (only the main thread may), then flush and re-raise from a
     thread: the re-raised signal ends the process at once, with the main thread in Python or in
     a C call (a Python-level handler would wait for that call to return)."""
@@ -126,7 +133,7 @@ def _on_sigterm(signum, frame):
     threading.Thread(target=_flush_then_die, args=(signum,), name="mxboard-sigterm", daemon=True).start()
 
 
-def _flush_then_die(signum):
+def _flush_then_die(signum: int) -> None:
     keep_signals_off_this_thread()
     deadline = time.monotonic() + FLUSH_ON_SIGTERM
     for worker in list(_LIVE):

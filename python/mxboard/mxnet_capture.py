@@ -7,6 +7,7 @@ import collections
 import ctypes
 import functools
 import sys
+from typing import Any
 
 import numpy as np
 
@@ -92,7 +93,8 @@ class ScalarSlots:
     def __init__(self, size=1024):
         self._size = size
         self._rings = []
-        self._free = collections.deque()  # (ring, slot, copy into the slot): appends and pops are atomic
+        # (ring, slot, copy into the slot): appends and pops are atomic
+        self._free: collections.deque[Any] = collections.deque()
 
     def capture(self, array, shape=None):
         """A `(ring, slot, copier)` holding `array`'s value as of now, or a Snapshot. (`shape`:
@@ -215,7 +217,7 @@ class DeviceHistogram:
         return np.asarray(edges, np.float64), counts, low, high, self._size - int(finite.reshape(-1)[0])
 
 
-def resolve(value):
+def resolve(value: Any) -> Any:
     """What the writer thread builds from: a Snapshot's or DeviceHistogram's result, or the
     value itself."""
     return value.result() if isinstance(value, (Snapshot, DeviceHistogram)) else value

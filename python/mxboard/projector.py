@@ -129,7 +129,7 @@ def sprite(images):
     for i in range(count):
         picture = Image.fromarray(images[i, :, :, 0] if channels == 1 else images[i])
         if (thumb_w, thumb_h) != (width, height):
-            picture = picture.resize((thumb_w, thumb_h), Image.BILINEAR)
+            picture = picture.resize((thumb_w, thumb_h), Image.Resampling.BILINEAR)
         sheet.paste(picture, ((i % side) * thumb_w, (i // side) * thumb_h))
     out = io.BytesIO()
     sheet.save(out, format="PNG")

@@ -28,7 +28,7 @@ from __future__ import annotations
 import os
 import stat
 import warnings
-from typing import Any, Dict, Iterator, List, Union
+from typing import Any, Dict, Iterator, List, Optional, Tuple, Union
 
 import numpy as np
 from google.protobuf.message import DecodeError
@@ -41,6 +41,11 @@ from .storage import is_url, run_of
 
 __all__ = ["CorruptRecordWarning", "DataLossError", "TornRecordWarning", "read_events", "read_records", "event_files",
            "table", "scalars", "histograms", "text", "hparams", "KINDS"]
+
+
+# mxboard's `pandas` extra: a pandas that leaves numpy as it is (pandas 3 would upgrade an MXNet
+# environment's numpy 1.23, which MXNet 1.9.1 cannot import with)
+PANDAS_HINT = "pip install 'pandas>=1.5,<3'"
 
 
 class DataLossError(ValueError):
@@ -105,19 +110,19 @@ def read_records(path: str, offset: int = 0, strict: bool = False) -> Iterator[b
         offset = end
 
 
-def _corrupt(message, strict):
+def _corrupt(message: str, strict: bool) -> None:
     if strict:
         raise DataLossError(message)
     warnings.warn(CorruptRecordWarning(message), stacklevel=4)
 
 
-def _torn(path, offset, size):
+def _torn(path: str, offset: int, size: int) -> None:
     warnings.warn(TornRecordWarning("%s: the last record is incomplete (%d of its bytes from "
                                     "offset %d); it is skipped" % (path, size - offset, offset)),
                   stacklevel=3)
 
 
-def event_files(logdir: Union[str, os.PathLike]) -> List[str]:
+def event_files(logdir: Union[str, "os.PathLike[str]"]) -> List[str]:
     """Every event file below `logdir`, in the order TensorBoard reads them.
 
     Args:
@@ -137,7 +142,7 @@ def event_files(logdir: Union[str, os.PathLike]) -> List[str]:
         return [logdir]
     if os.path.exists(logdir) and not os.path.isdir(logdir):
         raise ValueError("%s is neither a regular file nor a directory" % logdir)
-    found = []
+    found: List[str] = []
     for directory, subdirs, names in os.walk(logdir):
         subdirs.sort()
         found.extend(path for path in (os.path.join(directory, name) for name in sorted(names) if "tfevents" in name)
@@ -145,7 +150,7 @@ def event_files(logdir: Union[str, os.PathLike]) -> List[str]:
     return found
 
 
-def _remote_event_files(url):
+def _remote_event_files(url: str) -> List[str]:
     import posixpath
 
     import fsspec
@@ -156,17 +161,17 @@ def _remote_event_files(url):
     if not found and fs.isfile(root):
         found = [root]
     found.sort(key=lambda p: (posixpath.dirname(p), posixpath.basename(p)))
-    return [fs.unstrip_protocol(p) for p in found]
+    return [str(fs.unstrip_protocol(p)) for p in found]
 
 
-def _regular(path):
+def _regular(path: str) -> bool:
     try:
         return stat.S_ISREG(os.stat(path).st_mode)
     except OSError:  # gone since it was listed, or a dangling link
         return False
 
 
-def read_events(path: Union[str, os.PathLike], strict: bool = False) -> Iterator[Any]:
+def read_events(path: Union[str, "os.PathLike[str]"], strict: bool = False) -> Iterator[Any]:
     """The Events of an event file, or of every event file below a directory, CRCs checked.
 
     Args:
@@ -205,8 +210,8 @@ _NUMPY = {1: "<f4", 2: "<f8", 3: "<i4", 4: "<u1", 5: "<i2", 6: "<i1", 9: "<i8", 
           19: "<f2", 22: "<u4", 23: "<u8"}  # TensorFlow DataType -> numpy dtype
 
 
-def table(logdir: Union[str, os.PathLike], kind: str = "scalars", raw: bool = False,
-          strict: bool = False) -> Dict[str, list]:
+def table(logdir: Union[str, "os.PathLike[str]"], kind: str = "scalars", raw: bool = False,
+          strict: bool = False) -> Dict[str, List[Any]]:
     """The `kind` of data below `logdir` as columns, without pandas.
 
     Reads any writer's files (mxboard's, tensorboardX's, torch's, TensorFlow's).
@@ -232,11 +237,11 @@ def table(logdir: Union[str, os.PathLike], kind: str = "scalars", raw: bool = Fa
     if kind not in KINDS:
         raise ValueError("kind must be one of %s; got %r" % (", ".join(KINDS), kind))
     logdir = os.fspath(logdir)
-    rows = []
+    rows: List[Tuple[Any, ...]] = []
     one_file = not is_url(logdir) and os.path.isfile(logdir)
     for path in event_files(logdir):
         run = "." if one_file else run_of(logdir, path.rsplit("/", 1)[0] if is_url(path) else os.path.dirname(path))
-        plugins = {}  # tag -> plugin name: writers put the metadata in a tag's first value only
+        plugins: Dict[str, Optional[str]] = {}  # tag -> plugin name: the metadata is in a tag's first value only
         for event in read_events(path, strict=strict):
             if not event.HasField("summary"):
                 continue
@@ -255,10 +260,10 @@ def table(logdir: Union[str, os.PathLike], kind: str = "scalars", raw: bool = Fa
     return {name: [row[i] for row in rows] for i, name in enumerate(KINDS[kind])}
 
 
-def _shown(rows):
+def _shown(rows: List[Tuple[Any, ...]]) -> List[Tuple[Any, ...]]:
     """The rows TensorBoard shows: in each run and tag, a step <= the last one drops the points
     from that step on (its fast loader's rule; a resumed run logs its tags again from there)."""
-    kept = {}  # (run, tag) -> [(step, index)], steps increasing
+    kept: Dict[Tuple[Any, ...], List[Tuple[int, int]]] = {}  # (run, tag) -> [(step, index)], steps increasing
     hidden = set()
     for index, row in enumerate(rows):
         series = kept.setdefault(row[:2], [])
@@ -268,7 +273,7 @@ def _shown(rows):
     return [row for index, row in enumerate(rows) if index not in hidden] if hidden else rows
 
 
-def _row(kind, value, plugin):
+def _row(kind: str, value: Any, plugin: Optional[str]) -> Optional[Tuple[Any, ...]]:
     """The kind-specific cells of one summary value, or None if it is of another kind."""
     field = value.WhichOneof("value")
     if kind == "scalars":
@@ -294,19 +299,19 @@ def _row(kind, value, plugin):
     return None
 
 
-def _hparam_columns(rows):
+def _hparam_columns(rows: List[Tuple[Any, ...]]) -> Dict[str, List[Any]]:
     """One row a run: its hyper-parameters (the last written, if a run has several)."""
-    runs = {}
+    runs: Dict[str, Dict[str, Any]] = {}
     for run, _, _, _, values in rows:
         runs.setdefault(run, {}).update(values)
     names = sorted({name for values in runs.values() for name in values})
-    columns = {"run": list(runs)}
+    columns: Dict[str, List[Any]] = {"run": list(runs)}
     for name in names:
         columns[name] = [values.get(name) for values in runs.values()]
     return columns
 
 
-def _ndarray(tensor):
+def _ndarray(tensor: Any) -> Any:
     """A TensorProto's values as a numpy array (strings as bytes)."""
     shape = [d.size for d in tensor.tensor_shape.dim]
     if tensor.dtype == 7:  # DT_STRING
@@ -324,16 +329,16 @@ def _ndarray(tensor):
     return np.zeros(shape, dtype=dtype)
 
 
-def _frame(kind, logdir, raw, strict):
+def _frame(kind: str, logdir: Union[str, "os.PathLike[str]"], raw: bool, strict: bool) -> Any:
     try:
         import pandas as pd
     except ImportError:
-        raise ImportError("mxboard.reader.%s needs pandas: pip install pandas (or use "
-                          "mxboard.reader.table(logdir, %r) for plain columns)" % (kind, kind)) from None
+        raise ImportError("mxboard.reader.%s needs pandas: %s (or use mxboard.reader.table(logdir, %r) for plain "
+                          "columns)" % (kind, PANDAS_HINT, kind)) from None
     return pd.DataFrame(table(logdir, kind, raw=raw, strict=strict))
 
 
-def scalars(logdir: Union[str, os.PathLike], raw: bool = False, strict: bool = False) -> Any:
+def scalars(logdir: Union[str, "os.PathLike[str]"], raw: bool = False, strict: bool = False) -> Any:
     """Every scalar below `logdir` (needs pandas).
 
     Args:
@@ -354,7 +359,7 @@ def scalars(logdir: Union[str, os.PathLike], raw: bool = False, strict: bool = F
     return _frame("scalars", logdir, raw, strict)
 
 
-def histograms(logdir: Union[str, os.PathLike], raw: bool = False, strict: bool = False) -> Any:
+def histograms(logdir: Union[str, "os.PathLike[str]"], raw: bool = False, strict: bool = False) -> Any:
     """Every histogram below `logdir` (needs pandas).
 
     Args:
@@ -376,7 +381,7 @@ def histograms(logdir: Union[str, os.PathLike], raw: bool = False, strict: bool 
     return _frame("histograms", logdir, raw, strict)
 
 
-def text(logdir: Union[str, os.PathLike], raw: bool = False, strict: bool = False) -> Any:
+def text(logdir: Union[str, "os.PathLike[str]"], raw: bool = False, strict: bool = False) -> Any:
     """Every text summary below `logdir` (needs pandas).
 
     Args:
@@ -397,7 +402,7 @@ def text(logdir: Union[str, os.PathLike], raw: bool = False, strict: bool = Fals
     return _frame("text", logdir, raw, strict)
 
 
-def hparams(logdir: Union[str, os.PathLike], strict: bool = False) -> Any:
+def hparams(logdir: Union[str, "os.PathLike[str]"], strict: bool = False) -> Any:
     """The hyper-parameters of each run below `logdir` (needs pandas).
 
     Args:

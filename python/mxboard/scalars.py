@@ -2,14 +2,18 @@
 for each named value (in its sub-run's file), the calling thread's columns, and MXNet scalars
 captured into slots without waiting for the engine. Everything here runs on the caller's thread,
 after the writer checked that it is open."""
+from __future__ import annotations
+
 import threading
+from types import MappingProxyType
+from typing import Any, Mapping
 
 import numpy as np
 
 from . import checks, convert
-from .intake import WAKE_EVERY, PendingScalar
+from .intake import WAKE_EVERY, PendingScalar, closed_error
 
-__all__ = ["Scalars"]
+__all__ = ["ClosedScalars", "Scalars"]
 
 
 class Scalars:
@@ -91,3 +95,26 @@ class Scalars:
         if shape != (1,) and int(np.prod(shape)) != 1:
             raise ValueError("%s must be a single number; got an NDArray of shape %s" % (name, shape))
         return self._slots.capture(value, shape)
+
+
+class ClosedScalars:
+    """A closed writer's scalars, with `Scalars`' verbs: no tag is known, so the hot path's lookup
+    misses and the call reopens the writer before it logs; every other verb says it is closed
+    (a caller reopens first: reaching one is a bug)."""
+
+    ids: Mapping[str, int] = MappingProxyType({})
+
+    def series(self, tag: str) -> int:
+        raise closed_error()
+
+    def append(self, series: int, value: float, step: int, wall: float) -> None:
+        raise closed_error()
+
+    def add_ndarray(self, tag: str, value: Any, step: int, wall: float) -> None:
+        raise closed_error()
+
+    def add_group(self, tag: str, group: Any, step: int, wall: float) -> None:
+        raise closed_error()
+
+    def add_to_file(self, event_file: Any, values: Mapping[str, float], step: int, wall: float) -> None:
+        raise closed_error()

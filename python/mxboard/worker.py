@@ -19,14 +19,29 @@ another call its data); it never leaves producers blocked. The thread opens the 
 logdir's) first; records and series whose file is None go there. A worker is NEW (not started),
 OPEN, CLOSED, or FORKED (a forked child's copy of its parent's, which writes nothing).
 """
+from __future__ import annotations
+
 import enum
 import logging
 import os
 import threading
+from typing import Any, Callable, List, Optional
 
 from . import lifecycle
-from .intake import MAX_QUEUE_BYTES, WAKE_EVERY, Intake, PendingScalar, Record, Task, WriterError, closed_error
+from .intake import (
+    MAX_QUEUE_BYTES,
+    WAKE_EVERY,
+    Intake,
+    Item,
+    PendingScalar,
+    Record,
+    ScalarColumns,
+    Task,
+    WriterError,
+    closed_error,
+)
 from .output import Output
+from .storage import EventFile, Storage
 
 __all__ = ["PendingScalar", "Record", "State", "Task", "Worker", "WriterError", "WAKE_EVERY"]
 
@@ -45,19 +60,22 @@ class Worker:
     writer that feeds it (so that the exit hook, which holds the worker, never keeps a
     SummaryWriter alive)."""
 
-    def __init__(self, flush_secs, max_queue, read_scalars=None, max_bytes=MAX_QUEUE_BYTES):
+    def __init__(self, flush_secs: float, max_queue: int,
+                 read_scalars: Optional[Callable[[List[Any]], List[float]]] = None,
+                 max_bytes: int = MAX_QUEUE_BYTES) -> None:
         """`read_scalars(values)`: the floats of PendingScalars' captured values, in order.
         `max_bytes`: array data that may wait. Nothing runs until `start_writing`."""
         self.state = State.NEW
         self.attention = False  # whether the caller's next call must `report()`: an error waits, or not OPEN
-        self._error = None  # the writer thread's error for the caller's next call
-        self._close_error = None  # an error of close()'s own last writes
+        self._error: Optional[BaseException] = None  # the writer thread's error for the caller's next call
+        self._close_error: Optional[BaseException] = None  # an error of close()'s own last writes
         self._flush_secs = flush_secs
         self._read_scalars = read_scalars
-        self._pid = None  # the process that started it
+        self._pid: Optional[int] = None  # the process that started it
         self._intake = Intake(max_queue, max_bytes, held=lambda: self.attention)
 
-    def start_writing(self, logdir, write_to_disk=True, suffix="", restart_at=None, verbose=False):
+    def start_writing(self, logdir: str, write_to_disk: bool = True, suffix: str = "", restart_at: Optional[int] = None,
+                      verbose: bool = False) -> None:
         """Open the output in `logdir`, a directory or an object-store URL (storage/, checked
         here; False `write_to_disk`: nowhere), and start the thread, which opens the main event
         file first (`suffix`, `restart_at`: see `open_file`); return once it has (the file is
@@ -65,7 +83,7 @@ class Worker:
         `verbose`: log each file opened."""
         self._output = Output(logdir, write_to_disk, self._read_scalars, self._hold_for_caller,
                               (suffix, restart_at), verbose)
-        self.storage = self._output.storage
+        self.storage: Storage = self._output.storage
         self._pid = os.getpid()
         self.state = State.OPEN
         opened = threading.Event()
@@ -77,50 +95,51 @@ class Worker:
 
     # -- the caller's side ------------------------------------------------------------------
     @property
-    def forked(self):
+    def forked(self) -> bool:
         """Whether this is a forked child's copy of the parent's worker (it writes nothing)."""
         return self.state is State.FORKED
 
     @property
-    def files(self):
+    def files(self) -> List[EventFile]:
         """Every event file opened, the main one first (unless it could not be opened)."""
         return list(self._output.files)
 
-    def open_file(self, directory=None, suffix="", restart_at=None):
+    def open_file(self, directory: Optional[str] = None, suffix: str = "",
+                  restart_at: Optional[int] = None) -> EventFile:
         """A new event file in `directory` (the logdir if None; output.py); `restart_at`: a step
         it begins as a restart at (the peers' purge_step)."""
         self._check_open()
         return self._output.open_file(directory, suffix, restart_at)
 
-    def add_series(self, event_file, tag):
+    def add_series(self, event_file: Optional[EventFile], tag: str) -> int:
         """An id for the scalar rows of `tag` in `event_file` (None: the main file)."""
         return self._output.add_series(event_file, tag)
 
-    def columns(self):
+    def columns(self) -> ScalarColumns:
         """New scalar columns for the calling thread (intake.py)."""
         return self._intake.columns()
 
-    def put_scalar(self, item):
+    def put_scalar(self, item: PendingScalar) -> None:
         """Queue a PendingScalar, in call order (intake.py)."""
         self._check_open()
         self._intake.put_scalar(item)
 
-    def put(self, item):
+    def put(self, item: Item) -> None:
         """Queue a Record or Task, in call order; blocks while the queue's bounds are full."""
         self._check_open()
         self._intake.put(item)
 
-    def hand_over(self, columns):
+    def hand_over(self, columns: ScalarColumns) -> None:
         """Called once a batch of scalars waits in `columns` (intake.py)."""
         self._intake.hand_over(columns)
 
-    def flush(self, timeout=None):
+    def flush(self, timeout: Optional[float] = None) -> bool:
         """Return when everything queued before the call is written to the OS (False if
         `timeout` seconds passed first)."""
         self._check_open()
         return self._intake.flush(timeout)
 
-    def close(self):
+    def close(self) -> Optional[BaseException]:
         """Write what is queued, stop the thread, close the files. Returns the writer thread's
         error that no call has reported yet (or None). Safe to call twice."""
         if self.state is not State.OPEN or self._pid != os.getpid():  # not started, done, or a forked child's copy
@@ -139,7 +158,7 @@ class Worker:
             return None  # nothing new: a WriterError repeats an error already raised
         return fault
 
-    def report(self):
+    def report(self) -> None:
         """Raise what the writer thread has to say (once; after an I/O error, a WriterError on
         every call). Closed: raise if the call's data came too late to be written. (A forked
         copy, see `forked`, has nothing to say.)"""
@@ -161,19 +180,19 @@ class Worker:
         if error is not None:
             raise error
 
-    def abandon(self):
+    def abandon(self) -> None:
         """In a forked child: drop the parent's queues and file descriptors, write nothing."""
         self._intake.clear()
         self._pid = None
         self._output.abandon()
         self.state, self.attention = State.FORKED, True
 
-    def _check_open(self):
+    def _check_open(self) -> None:
         if self.state is State.CLOSED:
             raise closed_error()
 
     # -- the thread's side ------------------------------------------------------------------
-    def _run(self, opened):
+    def _run(self, opened: threading.Event) -> None:
         try:
             lifecycle.keep_signals_off_this_thread()
             self._output.open_main()
@@ -187,7 +206,7 @@ class Worker:
             if intake.stopping and not intake.waiting(rows=False):  # rows may come for ever
                 return
 
-    def _drain(self):
+    def _drain(self) -> None:
         """Write everything queued before now (output.py); then release its room and its flush
         barriers."""
         batch = self._intake.take()
@@ -198,7 +217,7 @@ class Worker:
         finally:
             self._intake.release(batch)
 
-    def _hold_for_caller(self, exc):
+    def _hold_for_caller(self, exc: BaseException) -> None:
         if self.state is State.OPEN and self._error is None:
             self._error = exc
             self.attention = True

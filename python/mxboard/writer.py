@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 import socket
 from datetime import datetime
-from typing import Optional, Union
+from typing import Any, Dict, Optional, Union
 
 from . import checks
 from .compat import peer_names
@@ -58,10 +58,10 @@ class SummaryWriter(ScalarCalls, ImageCalls, AudioTextCalls, HistogramCalls, Mod
 
     @peer_names({"log_dir": "logdir"}, peer_order=PEER_ORDER,
                 is_peer_order=lambda args: len(args) > 1 and isinstance(args[1], str))
-    def __init__(self, logdir: Optional[Union[str, os.PathLike]] = None, max_queue: int = 10, flush_secs: float = 2,
-                 filename_suffix: Optional[str] = None, verbose: bool = True, *, comment: str = "",
-                 purge_step: Optional[int] = None, write_to_disk: bool = True,
-                 comet_config: Optional[dict] = None) -> None:
+    def __init__(self, logdir: Optional[Union[str, os.PathLike[str]]] = None, max_queue: int = 10,
+                 flush_secs: float = 2, filename_suffix: Optional[str] = None, verbose: bool = True, *,
+                 comment: str = "", purge_step: Optional[int] = None, write_to_disk: bool = True,
+                 comet_config: Optional[Dict[str, Any]] = None) -> None:
         if comet_config is not None and not (isinstance(comet_config, dict) and comet_config.get("disabled")):
             raise ValueError("comet_config=%r: mxboard logs to TensorBoard only, not to Comet (tensorboardX's "
                              "comet_config={'disabled': True}, its default, is taken)" % (comet_config,))

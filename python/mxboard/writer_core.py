@@ -13,18 +13,16 @@ import contextlib
 import sys
 import threading
 import weakref
-from types import MappingProxyType, SimpleNamespace
-from typing import Any, Optional
+from typing import Any, Dict, Optional, Union
 
 from . import checks
 from .intake import Record, WriterError
 from .mxnet_capture import ScalarSlots
-from .scalars import Scalars
+from .scalars import ClosedScalars, Scalars
 from .worker import Worker
 
 __all__ = ["CallStamps", "WriterCore"]
 
-_CLOSED = SimpleNamespace(ids=MappingProxyType({}))  # a closed writer's scalars: no tag is known
 
 
 class CallStamps:
@@ -72,7 +70,8 @@ class WriterCore(CallStamps):
         self._suffix = suffix
         self._verbose = verbose
         self._closed = False
-        self._layout, self._layout_lock = {}, threading.Lock()  # the Custom Scalars charts logged so far
+        self._layout: Dict[str, Dict[str, Any]] = {}  # the Custom Scalars charts logged so far
+        self._layout_lock = threading.Lock()
         self._open(purge_step)
 
     @property
@@ -97,7 +96,7 @@ class WriterCore(CallStamps):
         that step (the peers' purge_step)."""
         slots = ScalarSlots()  # where NDArray scalars are snapshotted
         self._worker = Worker(self._flush_secs, self._max_queue, slots.read)
-        self._scalars = Scalars(self._worker, slots, self._open_run)
+        self._scalars: Union[Scalars, ClosedScalars] = Scalars(self._worker, slots, self._open_run)
         self._finalizer = weakref.finalize(self, _close_unattended, self._worker)
         self._finalizer.atexit = False  # at exit, lifecycle.py closes every worker (and tells)
         self._group_files = set()  # the sub-run files of named scalars
@@ -188,7 +187,7 @@ class WriterCore(CallStamps):
         if self._closed:
             return
         self._closed = True
-        self._scalars = _CLOSED  # a later add_scalar misses the hot path's lookup, and reopens
+        self._scalars = ClosedScalars()  # a later add_scalar misses the hot path's lookup, and reopens
         self._finalizer.detach()
         fault = self._worker.close()
         if fault is not None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from time import time as _now
-from typing import Any, Optional
+from typing import Any, Dict, List, Optional
 
 from . import checks, convert
 from .summaries.scalar import described_scalar_summary
@@ -127,7 +127,7 @@ class ScalarCalls(WriterCore):
         from .reader import read_records
 
         self.flush()
-        exported = {}
+        exported: Dict[str, List[List[float]]] = {}
         for event_file in self._worker.files:
             if event_file.path is None:  # write_to_disk=False
                 continue

@@ -32,7 +32,7 @@ def _class(descriptor):
     if hasattr(message_factory, "GetMessageClass"):  # protobuf >= 4.22
         cls = message_factory.GetMessageClass(descriptor)
     else:  # protobuf 3.20 - 4.21
-        cls = message_factory.MessageFactory(POOL).GetPrototype(descriptor)
+        cls = message_factory.MessageFactory(POOL).GetPrototype(descriptor)  # type: ignore[attr-defined]
     for nested in descriptor.nested_types:  # older runtimes leave nested classes off
         if not nested.GetOptions().map_entry and not hasattr(cls, nested.name):
             setattr(cls, nested.name, _class(nested))

@@ -10,7 +10,7 @@ whole files, and the writer names sub-runs with `subdir`: no caller asks which h
 `names.py` says what a name below a logdir may be, whether a logdir is a URL, and a directory's
 run; the writer, the projector and the reader all use it.
 """
-from typing import ContextManager, List, Optional, Protocol, Tuple
+from typing import Any, ContextManager, List, Optional, Protocol, Tuple
 
 from .local import LocalEventFile, LocalStorage, Nowhere
 from .names import components, is_url, run_of
@@ -84,7 +84,7 @@ class Storage(Protocol):
     def listdir(self, path: str) -> List[str]:
         """The names in `path` ([] if there is none)."""
 
-    def lock(self, path: str) -> ContextManager:
+    def lock(self, path: str) -> ContextManager[Any]:
         """An exclusive lock between threads and processes where the storage has one, else a
         context that does nothing (callers check their result instead)."""
 

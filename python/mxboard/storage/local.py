@@ -1,11 +1,17 @@
 """Local logdirs: a directory (`LocalStorage`) and its event files (`LocalEventFile`), and
 `Nowhere` (write_to_disk=False), which writes nothing."""
+from __future__ import annotations
+
 import contextlib
 import errno
 import os
+from typing import TYPE_CHECKING, Iterator, List, Optional, Tuple
 
 from ..events import event_file_name
 from .names import components, run_of
+
+if TYPE_CHECKING:
+    from . import EventFile
 
 __all__ = ["LocalEventFile", "LocalStorage", "Nowhere"]
 
@@ -17,32 +23,36 @@ class LocalEventFile:
     time with `os.write` so that nothing sits in a user-space buffer: a write returns with the
     bytes in the OS, and a forked child that drops this object writes nothing."""
 
-    def __init__(self, directory, suffix=""):
-        self.directory = directory
+    def __init__(self, directory: str, suffix: str = "") -> None:
+        self.directory: Optional[str] = directory
+        self.path: Optional[str] = None
+        self._fd: Optional[int] = None
         for _ in range(_TRIES):  # a name taken already (a restarted container: same host, pid,
-            self.path = os.path.join(directory, event_file_name(suffix))  # second): the next one
+            path = self.path = os.path.join(directory, event_file_name(suffix))  # second): the next one
             try:
-                self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0),
+                self._fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0),
                                    0o666)  # as the umask allows, like any file
                 return
             except FileExistsError:
                 continue
         raise FileExistsError(errno.EEXIST, "no free event file name after %d tries" % _TRIES, self.path)
 
-    def write(self, data):
+    def write(self, data: bytes) -> None:
+        if self._fd is None:
+            raise ValueError("write to a closed event file: %s" % self.path)
         if os.fstat(self._fd).st_nlink == 0:  # deleted (the logdir removed): writes would vanish
             raise FileNotFoundError(errno.ENOENT, "the event file was deleted while being written", self.path)
         view = memoryview(data)
         while view:
             view = view[os.write(self._fd, view):]
 
-    def sync(self, force):
+    def sync(self, force: bool) -> None:
         """Nothing to do: `write` hands the bytes to the OS."""
 
-    def pieces(self):
-        return [(self.path, os.path.getsize(self.path))]
+    def pieces(self) -> List[Tuple[str, int]]:
+        return [(self.path, os.path.getsize(self.path))] if self.path else []
 
-    def close(self):
+    def close(self) -> None:
         if self._fd is None:
             return
         fd, self._fd = self._fd, None
@@ -51,7 +61,7 @@ class LocalEventFile:
         finally:
             os.close(fd)
 
-    def abandon(self):
+    def abandon(self) -> None:
         fd, self._fd = self._fd, None
         if fd is not None:
             try:
@@ -63,32 +73,32 @@ class LocalEventFile:
 class LocalStorage:
     """A directory `root` and what lies below it (see `Storage` for the verbs)."""
 
-    def __init__(self, root):
+    def __init__(self, root: str) -> None:
         """Makes the directory: a logdir that cannot be one fails here, at the writer's call."""
         self.root = root
         self.makedirs(root)
 
-    def subdir(self, *names):
+    def subdir(self, *names: str) -> str:
         path = os.path.join(self.root, *components(*names))
         root = os.path.realpath(self.root)
         if os.path.commonpath([root, os.path.realpath(path)]) != root:  # a link out of the logdir
             raise ValueError("%r would leave the logdir %r" % ("/".join(names), self.root))
         return path
 
-    def join(self, base, *names):
+    def join(self, base: str, *names: str) -> str:
         return os.path.join(base, *names)
 
-    def run(self, directory):
+    def run(self, directory: str) -> str:
         return run_of(self.root, directory)
 
-    def open_event_file(self, directory, suffix):
+    def open_event_file(self, directory: str, suffix: str) -> EventFile:
         os.makedirs(directory, exist_ok=True)
         return LocalEventFile(directory, suffix)
 
-    def makedirs(self, path):
+    def makedirs(self, path: str) -> None:
         os.makedirs(path, exist_ok=True)
 
-    def write_bytes(self, path, data):
+    def write_bytes(self, path: str, data: bytes) -> None:
         """Write a file whole or not at all: a temporary file beside it, renamed over it.
         Created as any file is (0666 less the umask), so a TensorBoard of another user can
         read it."""
@@ -103,15 +113,15 @@ class LocalStorage:
                 os.unlink(temporary)
             raise
 
-    def read_text(self, path):
+    def read_text(self, path: str) -> str:
         with open(path, encoding="utf-8") as f:
             return f.read()
 
-    def listdir(self, path):
+    def listdir(self, path: str) -> List[str]:
         return os.listdir(path)
 
     @contextlib.contextmanager
-    def lock(self, path):
+    def lock(self, path: str) -> Iterator[None]:
         """An exclusive lock between threads and processes (flock on POSIX)."""
         with open(path, "a") as handle:
             try:
@@ -128,44 +138,46 @@ class LocalStorage:
 
 class _NoFile:
     """An event file of Nowhere: it writes nothing."""
-    path = directory = None
+    path: Optional[str] = None
+    directory: Optional[str] = None
 
-    def pieces(self):
+    def pieces(self) -> List[Tuple[str, int]]:
         return []
 
-    def write(self, data):
+    def write(self, data: bytes) -> None:
         pass
 
-    def sync(self, force):
+    def sync(self, force: bool) -> None:
         pass
 
-    def close(self):
+    def close(self) -> None:
         pass
 
-    def abandon(self):
+    def abandon(self) -> None:
         pass
 
 
 class Nowhere(LocalStorage):
     """write_to_disk=False: files that write nothing, a directory that stays empty."""
 
-    def subdir(self, *names):
+    def subdir(self, *names: str) -> str:
         return os.path.join(self.root, *components(*names))
 
-    def open_event_file(self, directory, suffix):
+    def open_event_file(self, directory: str, suffix: str) -> EventFile:
         return _NoFile()
 
-    def makedirs(self, path):
+    def makedirs(self, path: str) -> None:
         pass
 
-    def write_bytes(self, path, data):
+    def write_bytes(self, path: str, data: bytes) -> None:
         pass
 
-    def read_text(self, path):
+    def read_text(self, path: str) -> str:
         raise FileNotFoundError(path)
 
-    def listdir(self, path):
+    def listdir(self, path: str) -> List[str]:
         return []
 
-    def lock(self, path):
-        return contextlib.nullcontext()
+    @contextlib.contextmanager
+    def lock(self, path: str) -> Iterator[None]:
+        yield

@@ -1,9 +1,12 @@
 """Names in a logdir, for every storage: tags and names as path components that can never leave
 the logdir, whether a logdir is a URL, and a directory's run (its path below the logdir)."""
+from __future__ import annotations
+
 import hashlib
 import os
 import posixpath
 import re
+from typing import List
 
 __all__ = ["components", "is_url", "part_key", "run_of", "stitched_name"]
 
@@ -19,7 +22,7 @@ def is_url(path: object) -> bool:
     return isinstance(path, str) and bool(_URL.match(path)) and not path.startswith("file://")
 
 
-def _component(text):
+def _component(text: str) -> str:
     safe = _UNSAFE.sub("_", text).strip(" .")
     encoded = safe.encode("utf-8", "surrogatepass")
     if len(encoded) > _MAX_COMPONENT:
@@ -27,12 +30,12 @@ def _component(text):
     return safe
 
 
-def components(*names: str) -> list:
+def components(*names: str) -> List[str]:
     """The path components of `names` below a logdir: each name split at slashes and
     backslashes into components that are never empty, `.`, `..` or absolute. Where cleaning
     changed a name, a short hash of the original is appended, so two different names never
     share a directory."""
-    parts = []
+    parts: List[str] = []
     for name in names:
         pieces = [_component(p) for p in re.split(r"[/\\]", name)]
         pieces = [p for p in pieces if p] or ["_"]

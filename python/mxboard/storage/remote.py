@@ -27,6 +27,8 @@ taken in the store is never used:
   the error reaches the caller (a WriterError on later calls). `flush()` waits for the store at
   most FLUSH_SECS; `close()` too, and raises if the store did not take everything.
 """
+from __future__ import annotations
+
 import asyncio
 import collections
 import concurrent.futures
@@ -37,6 +39,7 @@ import posixpath
 import secrets
 import threading
 import time
+from typing import Any, ContextManager, Deque, Dict, List, Optional, Tuple
 
 from .. import lifecycle
 from ..events import event_file_name
@@ -56,7 +59,7 @@ FLUSH_SECS = 30  # flush() and close() wait at most this long for the store
 FIRST_PART = 1  # the number of a file's second object (a test knob: parts past 9999 without 10,000 uploads)
 
 
-def open_filesystem(url):
+def open_filesystem(url: str) -> Tuple[Any, str]:
     """(fsspec filesystem, path) of a URL, a new instance (never fsspec's shared one: a forked
     child or another thread must not share its connections). An unknown scheme or a missing
     package is a clear error. On S3, every request is bounded (an unreachable endpoint fails in
@@ -70,7 +73,7 @@ def open_filesystem(url):
     if protocol not in fsspec.available_protocols():
         raise ValueError("logdir %r: unknown URL scheme %r (fsspec knows %s)"
                          % (url, protocol + "://", ", ".join(sorted(fsspec.available_protocols())[:12]) + "..."))
-    options = {"skip_instance_cache": True}
+    options: Dict[str, Any] = {"skip_instance_cache": True}
     if protocol in ("s3", "s3a"):
         options["config_kwargs"] = {"connect_timeout": 5, "read_timeout": 20,
                                     "retries": {"max_attempts": 1, "mode": "standard"}}
@@ -90,7 +93,7 @@ class RemoteStorage:
     reached or refuses the credentials is a clear error there. Paths are the store's own (no
     protocol); `url` makes one a URL again."""
 
-    def __init__(self, url):
+    def __init__(self, url: str) -> None:
         self.fs, self.root = open_filesystem(url)
         try:
             self.fs.makedirs(self.root, exist_ok=True)
@@ -104,37 +107,37 @@ class RemoteStorage:
             raise ConnectionError("logdir %r: the store cannot be reached: %s: %s"
                                   % (url, type(exc).__name__, exc)) from None
 
-    def url(self, path):
-        return self.fs.unstrip_protocol(path)
+    def url(self, path: str) -> str:
+        return str(self.fs.unstrip_protocol(path))
 
-    def subdir(self, *names):
+    def subdir(self, *names: str) -> str:
         return "/".join([self.root] + components(*names))  # no links to leave the logdir by
 
-    def join(self, base, *names):
+    def join(self, base: str, *names: str) -> str:
         return posixpath.join(base, *names)
 
-    def run(self, directory):
+    def run(self, directory: str) -> str:
         return run_of(self.root, directory)
 
-    def open_event_file(self, directory, suffix):
+    def open_event_file(self, directory: str, suffix: str) -> RemoteEventFile:
         return RemoteEventFile(self, directory, suffix)
 
-    def write_bytes(self, path, data):
+    def write_bytes(self, path: str, data: bytes) -> None:
         self.fs.pipe_file(path, data)
 
-    def read_text(self, path):
-        return self.fs.cat_file(path).decode("utf-8")
+    def read_text(self, path: str) -> str:
+        return bytes(self.fs.cat_file(path)).decode("utf-8")
 
-    def listdir(self, path):
+    def listdir(self, path: str) -> List[str]:
         try:
             return [posixpath.basename(p.rstrip("/")) for p in self.fs.ls(path, detail=False, refresh=True)]
         except FileNotFoundError:
             return []
 
-    def makedirs(self, path):
+    def makedirs(self, path: str) -> None:
         pass  # objects need no directories
 
-    def lock(self, path):
+    def lock(self, path: str) -> ContextManager[None]:
         return contextlib.nullcontext()  # no locks in object stores: see projector.rebuild_config
 
 
@@ -143,23 +146,23 @@ class RemoteEventFile:
     `write`s whole records; an uploader thread of the file's own puts them, so that a slow or
     hung store never holds the thread that drains the callers' queue."""
 
-    def __init__(self, storage, directory, suffix=""):
+    def __init__(self, storage: RemoteStorage, directory: str, suffix: str = "") -> None:
         self._fs = storage.fs
         self._url = storage.url
-        self.directory = directory
+        self.directory: Optional[str] = directory
         self._parts = Parts(directory, suffix)
-        self.path = storage.url(self._parts.base)
+        self.path: Optional[str] = storage.url(self._parts.base)
         self._lock = threading.Condition(threading.Lock())  # guards everything below
-        self._waiting = collections.deque()  # whole records (bytes) not yet in an upload
+        self._waiting: Deque[bytes] = collections.deque()  # whole records (bytes) not yet in an upload
         self._waiting_bytes = 0
         self._logged = 0
         self._flushes = 0  # forced uploads asked for
-        self._error = None  # the OSError after which the uploader gave up
+        self._error: Optional[OSError] = None  # the OSError after which the uploader gave up
         self._stopping = False
-        self._uploader = None
+        self._uploader: Optional[threading.Thread] = None
 
     # -- the writer thread's side -----------------------------------------------------------
-    def write(self, data):
+    def write(self, data: bytes) -> None:
         """Queue whole records for upload. Blocks while MAX_UNSENT bytes wait for the store;
         raises the OSError of an uploader that gave up."""
         with self._lock:
@@ -175,7 +178,7 @@ class RemoteEventFile:
                 self._lock.wait(1)
             self._raise_error()
 
-    def sync(self, force):
+    def sync(self, force: bool) -> None:
         """Raise the uploader's error; `force` (flush): wait until what was written is in the
         store, at most FLUSH_SECS (a store that is down keeps the data, and is retried)."""
         with self._lock:
@@ -191,7 +194,7 @@ class RemoteEventFile:
                     log.warning("mxboard: %s: the store has not taken %d bytes after %d s; they are kept and "
                                 "retried", self.path, self._waiting_bytes, FLUSH_SECS)
 
-    def close(self):
+    def close(self) -> None:
         """Upload what waits (at most FLUSH_SECS) and stop the uploader; raise if the store did
         not take it all."""
         try:
@@ -205,29 +208,30 @@ class RemoteEventFile:
                 raise OSError(errno.EIO, "%s: the store did not take %d bytes within %d s"
                               % (self.path, self._waiting_bytes + self._parts.unconfirmed(), FLUSH_SECS))
 
-    def abandon(self):
+    def abandon(self) -> None:
         """In a forked child: drop the parent's data (the parent uploads it)."""
         self._waiting.clear()
         self._waiting_bytes = 0
         self._parts.abandon()
         self._stopping = True
 
-    def pieces(self):
+    def pieces(self) -> List[Tuple[str, int]]:
         """(URL, bytes) of each object the store acknowledged, in order."""
         with self._lock:
             return [(self._url(key), size) for key, size in self._parts.acknowledged()]
 
-    def _pending(self):
+    def _pending(self) -> int:
         return self._waiting_bytes or self._parts.unconfirmed()
 
-    def _raise_error(self):
+    def _raise_error(self) -> None:
         if self._error is not None:
             raise self._error
 
     # -- the uploader thread ----------------------------------------------------------------
-    def _upload_loop(self):
+    def _upload_loop(self) -> None:
         lifecycle.keep_signals_off_this_thread()
-        last_upload, failures, failing_since, next_try, flushes = float("-inf"), 0, None, 0.0, 0
+        last_upload, failures, next_try, flushes = float("-inf"), 0, 0.0, 0
+        failing_since: Optional[float] = None
         while True:
             with self._lock:
                 while True:
@@ -270,7 +274,7 @@ class RemoteEventFile:
                 self._parts.acknowledge(part, body)
                 self._lock.notify_all()
 
-    def _next_body(self):
+    def _next_body(self) -> Tuple[int, bytes]:
         """(part, body) of the next put (under the lock): whole records taken from the waiting
         ones into the current or the next part (Parts.body)."""
         part, body, taken = self._parts.body(self._waiting, self._waiting_bytes, self._logged)
@@ -279,7 +283,7 @@ class RemoteEventFile:
         return part, body
 
 
-def _whole_records(buffer, limit, at_least_one=False):
+def _whole_records(buffer: bytes, limit: int, at_least_one: bool = False) -> int:
     """The length of the longest run of whole TFRecords at the start of `buffer` within `limit`
     bytes (the first record alone if it is longer and `at_least_one`; else 0)."""
     offset = 0
@@ -291,11 +295,11 @@ def _whole_records(buffer, limit, at_least_one=False):
     return offset
 
 
-def take_records(waiting, room, at_least_one):
+def take_records(waiting: Deque[bytes], room: int, at_least_one: bool) -> List[bytes]:
     """Take whole records from the front of `waiting` (a deque of bytes, each whole records)
     within `room` bytes (the first record alone if it is longer and `at_least_one`), splitting a
     piece at a record boundary where it does not fit. Returns the pieces taken."""
-    taken = []
+    taken: List[bytes] = []
     while waiting and (room > 0 or at_least_one and not taken):
         piece = waiting[0]
         if len(piece) > room:
@@ -313,7 +317,7 @@ def take_records(waiting, room, at_least_one):
     return taken
 
 
-def put_within(fs, key, body):
+def put_within(fs: Any, key: str, body: bytes) -> None:
     """One PUT, bounded as a whole by REQUEST_SECS (the connection, the wait for 100-continue,
     the body, the answer)."""
     loop = getattr(fs, "loop", None)
@@ -336,20 +340,20 @@ class Parts:
     order for ever); the current part's bytes as last put, whether the store acknowledged them,
     and the acknowledged size of each part. Its owner's lock guards it."""
 
-    def __init__(self, directory, suffix):
+    def __init__(self, directory: str, suffix: str) -> None:
         self.base = posixpath.join(directory, event_file_name(suffix, token=".%s" % secrets.token_hex(8)))
         self._part, self._object, self._confirmed = 0, b"", True
-        self._sizes = []
+        self._sizes: List[int] = []
         self._uploaded = 0  # bytes put, for the 2x budget
 
-    def abandon(self):
+    def abandon(self) -> None:
         """In a forked child: nothing left to confirm (the parent uploads it)."""
         self._confirmed = True
 
-    def key(self, part):
+    def key(self, part: int) -> str:
         return part_key(self.base, part - 1 + FIRST_PART) if part else self.base
 
-    def body(self, waiting, waiting_bytes, logged):
+    def body(self, waiting: Deque[bytes], waiting_bytes: int, logged: int) -> Tuple[int, bytes, int]:
         """(part, body, bytes taken from `waiting`) of the next put. The current part is extended
         while it stays within MAX_OBJECT and the file's uploads within twice its `logged` bytes;
         otherwise the next part begins. A part whose last put was not acknowledged (the store may
@@ -362,17 +366,17 @@ class Parts:
         self._confirmed = False
         return self._part, self._object, sum(len(piece) for piece in taken)
 
-    def acknowledge(self, part, body):
+    def acknowledge(self, part: int, body: bytes) -> None:
         if part == len(self._sizes):
             self._sizes.append(0)
         self._sizes[part] = len(body)
         self._uploaded += len(body)
         self._confirmed = True
 
-    def unconfirmed(self):
+    def unconfirmed(self) -> int:
         """Bytes of the current part that the store has not acknowledged."""
         return 0 if self._confirmed else len(self._object)
 
-    def acknowledged(self):
+    def acknowledged(self) -> List[Tuple[str, int]]:
         """(key, bytes) of each object the store acknowledged, in order."""
         return [(self.key(i), size) for i, size in enumerate(self._sizes)]

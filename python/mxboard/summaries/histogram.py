@@ -20,12 +20,12 @@ __all__ = ["default_bucket_counts", "default_bucket_limits", "default_edges", "d
 def default_bucket_limits():
     """TensorBoard's (and TensorFlow's) default buckets: edges growing by 10% from 1e-12 to
     1e20, mirrored for negatives, with 0 between: fine near zero, coarse far from it."""
-    positive = []
+    limits = []
     edge = 1e-12
     while edge < 1e20:
-        positive.append(edge)
+        limits.append(edge)
         edge *= 1.1
-    positive = np.array(positive)
+    positive = np.array(limits)
     return np.concatenate([-positive[::-1], [0.0], positive])
 
 
@@ -87,7 +87,8 @@ def _ends(cells, shift, rounded):
     last = first | ((1 << shift) - 1)
     if rounded:
         first, last = first - 1, last + 1  # NaN beyond both ends of the patterns
-    first, last = (end.view(np.float32).astype(np.float64) for end in (first, last))
+    with np.errstate(invalid="ignore"):  # signalling-NaN patterns raise "invalid" as they widen
+        first, last = (end.view(np.float32).astype(np.float64) for end in (first, last))
     return _reference_index(first), _reference_index(last), np.isfinite(first) & np.isfinite(last)
 
 
@@ -136,7 +137,8 @@ def default_bucket_counts(values):
         cells = np.concatenate([key for _, key in straddling])
         at = np.minimum(np.searchsorted(edge_cells, cells), len(edge_cells) - 1)
         one = edge_cells[at] == cells
-        others = rest[~one].astype(np.float64)
+        with np.errstate(invalid="ignore"):  # a signalling NaN among the values widens quietly
+            others = rest[~one].astype(np.float64)
         finite = np.isfinite(others)
         dropped = len(others) - int(np.count_nonzero(finite))
         settled = lower[at[one]] + (rest[one] >= edge[at[one]])  # compared in float64

