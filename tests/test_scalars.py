@@ -8,6 +8,7 @@ import pytest
 from conftest import accumulator, event_files, tb_scalars
 from mxboard import SummaryWriter, proto
 from mxboard.encoding import ScalarSeries, encode_scalar_rows
+from mxboard.reader import read_records
 
 
 def _scalars(path, tag):
@@ -46,7 +47,7 @@ def test_mixed_step_sizes_keep_their_order_within_a_tag(logdir):
 def test_hand_encoded_records_parse_to_the_protobuf_message():
     steps, values, walls = [0, 1, 300, -5], [0.5, -2.0, 1e39, float("nan")], [1.0, 2.5, 3.0, 4.0]
     tag = "päth/ünïcode"
-    ((_, data),) = encode_scalar_rows([ScalarSeries(None, tag)], np.zeros(4, np.int64), np.array(values),
+    ((_, _, data),) = encode_scalar_rows([ScalarSeries(None, tag)], np.zeros(4, np.int64), np.array(values),
                                       np.array(steps), np.array(walls), np.arange(4))
     records, offset = [], 0
     while offset < len(data):  # each record: 12-byte header, payload, 4-byte CRC
@@ -165,7 +166,6 @@ def test_a_batch_over_many_tags_files_and_step_sizes_is_encoded_in_call_order_pe
     """One vectorized pass over rows of 300 tags of many lengths, in two files, with steps of
     every varint length: each file's records pass their CRCs and parse to the rows, each tag's
     in call order."""
-    from mxboard.reader import read_records
 
     rng = np.random.default_rng(0)
     files = ["a", "b"]
@@ -175,7 +175,7 @@ def test_a_batch_over_many_tags_files_and_step_sizes_is_encoded_in_call_order_pe
     ids = rng.integers(0, 300, n)
     steps = rng.choice([0, 1, 127, 128, 16384, 2**35, 2**62, -1], n)
     values, walls, seqs = rng.normal(size=n), rng.random(n) * 1e9, rng.permutation(n)
-    written = dict(encode_scalar_rows(series, ids, values, steps, walls, seqs))
+    written = {f: data for f, _, data in encode_scalar_rows(series, ids, values, steps, walls, seqs)}
     assert sorted(written) == files
     for name in files:
         path = tmp_path / name
@@ -188,3 +188,25 @@ def test_a_batch_over_many_tags_files_and_step_sizes_is_encoded_in_call_order_pe
         for sid in {int(i) for i in ids if series[i].file == name}:
             rows = sorted(np.flatnonzero(ids == sid), key=lambda r: seqs[r])
             assert got[tags[sid]] == [(int(steps[r]), walls[r], np.float32(values[r])) for r in rows]
+
+
+def test_rows_come_in_segments_between_a_files_other_records(tmp_path):
+    """A batch's other records of a file (a histogram, a described scalar) cut its scalar rows
+    into segments, so that the file holds every record in call order."""
+    rng = np.random.default_rng(3)
+    series = [ScalarSeries("a", "x"), ScalarSeries("a", "y"), ScalarSeries("b", "z")]
+    n = 3000
+    ids, seqs = rng.integers(0, 3, n), rng.permutation(n) * 2  # odd numbers: the other records'
+    cuts = {"a": np.sort(rng.choice(np.arange(1, 2 * n, 2), 7, replace=False))}
+    steps = rng.integers(0, 10**6, n)
+    out = list(encode_scalar_rows(series, ids, rng.normal(size=n), steps, rng.random(n), seqs, cuts))
+    assert {(f, s) for f, s, _ in out} <= {("a", s) for s in range(8)} | {("b", 0)}
+    for name, segment, data in out:
+        path = tmp_path / ("%s-%d" % (name, segment))
+        path.write_bytes(data)
+        written = [proto.Event.FromString(p).step for p in read_records(str(path), strict=True)]
+        rows = np.flatnonzero(np.array([series[i].file == name for i in ids]))
+        if name == "a":
+            bounds = np.concatenate([[-1], cuts["a"], [2 * n]])
+            rows = rows[(seqs[rows] > bounds[segment]) & (seqs[rows] < bounds[segment + 1])]
+        assert len(rows) and sorted(written) == sorted(steps[rows].tolist())  # exactly that segment's rows

@@ -8,11 +8,17 @@ Two kinds of input:
   a scalar goes through (`encode_scalar_rows`);
 - a built Summary or Event, at a step and wall time (`encode_event`).
 """
+from __future__ import annotations
+
+from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
+
 import numpy as np
+import numpy.typing as npt
 
 from ._crc32c import crc32c_linear_rows, masked_crc32c_rows
 from .events import frame, record_header
 from .proto import Event
+from .storage import EventFile
 
 __all__ = ["ScalarSeries", "encode_event", "encode_scalar_rows", "scalar_prefix"]
 
@@ -22,12 +28,12 @@ class ScalarSeries:
 
     __slots__ = ("file", "prefix")
 
-    def __init__(self, file, tag):
+    def __init__(self, file: Optional[EventFile], tag: str) -> None:
         self.file = file
         self.prefix = scalar_prefix(tag)
 
 
-def varint(number):
+def varint(number: int) -> bytes:
     """Protobuf base-128 varint of a non-negative int (negative int64s: pass `n & 2**64-1`)."""
     out = bytearray()
     while number > 0x7F:
@@ -37,12 +43,12 @@ def varint(number):
     return bytes(out)
 
 
-def scalar_prefix(tag):
+def scalar_prefix(tag: str) -> bytes:
     """The bytes of a scalar event between its step and its 4-byte float value:
     `Event.summary` (field 5) holding one `Summary.value` (field 1) with `tag` (field 1) and the
     key of `simple_value` (field 2, fixed32). Depends on the tag only, so it is built once a tag."""
-    tag = tag.encode("utf-8")
-    value = b"\x0a" + varint(len(tag)) + tag + b"\x15"
+    encoded = tag.encode("utf-8")
+    value = b"\x0a" + varint(len(encoded)) + encoded + b"\x15"
     value_len = len(value) + 4
     summary_len = 1 + len(varint(value_len)) + value_len
     return b"\x2a" + varint(summary_len) + b"\x0a" + varint(value_len) + value
@@ -51,17 +57,20 @@ def scalar_prefix(tag):
 _VARINT_LIMITS = np.array([1 << shift for shift in range(7, 64, 7)], dtype=np.uint64)
 
 
-def _records(prefixes, tags, values, steps, walls):
+def _records(prefixes: Sequence[bytes], tags: npt.NDArray[np.intp], values: npt.NDArray[np.float64],
+             steps: npt.NDArray[np.int64], walls: npt.NDArray[np.float64],
+             segments: Optional[npt.NDArray[np.intp]] = None) -> List[Tuple[int, npt.NDArray[np.uint8]]]:
     """Records of scalar rows, vectorized over all rows whatever their tags: `tags[i]` indexes
     `prefixes` (each a tag's `scalar_prefix`). A record's layout is set by its prefix's length
     and its step's varint length; rows are built a layout at a time, each tag's bytes gathered by
     row, and their CRC part computed once a tag (CRC32C is affine). Returns `(first row, block)`
-    pairs in row order, a block the 2-D records of a run of rows of one tag and one layout. Each
+    pairs in row order, a block the 2-D records of a run of rows of one tag and one layout (and one
+    of `segments`, where given: a run never spans two). Each
     record parses as `Event(wall_time, step, summary{value{tag, simple_value}})`; the step is
     always written, also when 0 (valid protobuf, the same message)."""
-    steps = np.asarray(steps, dtype=np.int64).view(np.uint64)  # int64 varints: two's complement
-    step_len = 1 + np.searchsorted(_VARINT_LIMITS, steps, side="right")
-    with np.errstate(over="ignore"):  # beyond float32: infinity, as protobuf does it
+    unsigned = np.asarray(steps, dtype=np.int64).view(np.uint64)  # int64 varints: two's complement
+    step_len = 1 + np.searchsorted(_VARINT_LIMITS, unsigned, side="right")
+    with np.errstate(over="ignore", invalid="ignore"):  # beyond float32: infinity, as protobuf does it
         value_bytes = np.asarray(values, dtype=np.float64).astype("<f4").view(np.uint8).reshape(-1, 4)
     wall_bytes = np.asarray(walls, dtype="<f8").view(np.uint8).reshape(-1, 8)
     prefix_len = np.array([len(p) for p in prefixes], dtype=np.int64)
@@ -69,13 +78,16 @@ def _records(prefixes, tags, values, steps, walls):
     for i, prefix in enumerate(prefixes):
         table[i, :len(prefix)] = np.frombuffer(prefix, np.uint8)
     layout = prefix_len[tags] * 16 + step_len  # varints are at most 10 bytes
-    starts = np.flatnonzero(np.diff(tags) | np.diff(layout)) + 1  # runs of one tag and one layout
+    changes = np.diff(tags) | np.diff(layout)
+    if segments is not None:
+        changes |= np.diff(segments)
+    starts = np.flatnonzero(changes) + 1  # runs of one tag and one layout (and segment)
     runs = np.concatenate(([0], starts, [len(tags)]))
-    blocks = {}
+    blocks: Dict[int, npt.NDArray[np.uint8]] = {}
     for key in np.unique(layout).tolist():
         rows = np.flatnonzero(layout == key) if len(blocks) or (layout != key).any() else slice(None)
         blocks[key] = _layout_records(table, prefix_len, key // 16, key % 16, tags[rows], value_bytes[rows],
-                                      steps[rows], wall_bytes[rows])
+                                      unsigned[rows], wall_bytes[rows])
     taken = dict.fromkeys(blocks, 0)
     out = []
     for first, end in zip(runs[:-1].tolist(), runs[1:].tolist()):
@@ -85,7 +97,9 @@ def _records(prefixes, tags, values, steps, walls):
     return out
 
 
-def _layout_records(table, prefix_len, size_of_prefix, step_len, tags, value_bytes, steps, wall_bytes):
+def _layout_records(table: npt.NDArray[np.uint8], prefix_len: npt.NDArray[np.int64], size_of_prefix: int, step_len: int,
+                    tags: npt.NDArray[np.intp], value_bytes: npt.NDArray[np.uint8], steps: npt.NDArray[np.uint64],
+                    wall_bytes: npt.NDArray[np.uint8]) -> npt.NDArray[np.uint8]:
     """Records of rows that share a layout: prefixes of `size_of_prefix` bytes, steps whose
     varint is `step_len` bytes."""
     size = 9 + 1 + step_len + size_of_prefix + 4  # wall_time, step, summary, value
@@ -109,7 +123,7 @@ def _layout_records(table, prefix_len, size_of_prefix, step_len, tags, value_byt
     return records
 
 
-def encode_event(message, step, wall_time):
+def encode_event(message: Any, step: int, wall_time: float) -> bytes:
     """A Summary (or a whole Event) at `step` and `wall_time` to one framed record."""
     if type(message) is not Event:
         message = Event(summary=message)
@@ -118,23 +132,41 @@ def encode_event(message, step, wall_time):
     return frame(message.SerializeToString())
 
 
-def encode_scalar_rows(series, ids, values, steps, walls, seqs):
+def encode_scalar_rows(series: Sequence[ScalarSeries], ids: npt.NDArray[np.int64], values: npt.NDArray[np.float64],
+                       steps: npt.NDArray[np.int64], walls: npt.NDArray[np.float64],
+                       seqs: npt.NDArray[np.int64],
+                       cuts: Optional[Dict[Optional[EventFile], npt.NDArray[np.int64]]] = None,
+                       ) -> Iterator[Tuple[Optional[EventFile], int, bytes]]:
     """Scalar rows (numpy columns; `ids` index `series`, the ScalarSeries) to framed records,
-    as `(file, bytes)` pairs: each series' records in the order of `seqs` (call order). One
-    vectorized pass over the batch, however many tags it holds (`_records`)."""
+    as `(file, segment, bytes)`: each series' records in the order of `seqs` (call order). `cuts`:
+    for a file, the call numbers (sorted) of the other records the batch writes there; its rows
+    come in segments between them (segment i: the rows after i of those records), so that the
+    file can hold every record in call order. One vectorized pass over the batch, however many
+    tags it holds (`_records`)."""
     present, tags = np.unique(ids, return_inverse=True)
     targets = [series[i] for i in present.tolist()]
-    file_index = {}
+    file_index: Dict[Optional[EventFile], int] = {}
     file_of = np.array([file_index.setdefault(t.file, len(file_index)) for t in targets], dtype=np.intp)
-    if len(present) == 1 and not (np.diff(seqs) < 0).any():
-        order = slice(None)
-    else:
-        order = np.lexsort((seqs, tags, file_of[tags]))  # by file, then tag, then call
+    segments = None
+    if cuts and any(f in cuts for f in file_index):
+        segments = np.zeros(len(seqs), dtype=np.intp)
+        row_files = file_of[tags]
+        for event_file, index in file_index.items():
+            if event_file in cuts:
+                rows = row_files == index
+                segments[rows] = np.searchsorted(cuts[event_file], seqs[rows])
+    if segments is None and len(present) == 1 and not (np.diff(seqs) < 0).any():
+        order: Any = slice(None)
+    else:  # by file, then segment, then tag, then call
+        order = np.lexsort((seqs, tags) + (() if segments is None else (segments,)) + (file_of[tags],))
         tags = tags[order]
-    runs = _records([t.prefix for t in targets], tags, values[order], steps[order], walls[order])
+        if segments is not None:
+            segments = segments[order]
+    runs = _records([t.prefix for t in targets], tags, values[order], steps[order], walls[order], segments)
     files = list(file_index)
-    pieces = [[] for _ in files]
+    pieces: Dict[Tuple[int, int], List[npt.NDArray[np.uint8]]] = {}
     for first, block in runs:
-        pieces[file_of[tags[first]]].append(block)
-    for event_file, blocks in zip(files, pieces):
-        yield event_file, b"".join(blocks)
+        key = (int(file_of[tags[first]]), 0 if segments is None else int(segments[first]))
+        pieces.setdefault(key, []).append(block)
+    for (index, segment), blocks in pieces.items():
+        yield files[index], segment, b"".join(blocks)  # type: ignore[arg-type]  # an ndarray is a buffer

@@ -6,19 +6,22 @@ TensorBoard (which treats a step going backwards as a restart) shows every point
 logged it and whatever its type. A bad item is reported through `hold(exc)` and the rest written;
 after an I/O error (`write_error`) nothing more is written.
 """
+from __future__ import annotations
+
 import collections
 import logging
 import threading
 import time
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
 from .encoding import ScalarSeries, encode_event, encode_scalar_rows
 from .events import FILE_VERSION
-from .intake import Batch, Record, Task
+from .intake import Batch, Columns, PendingScalar, Record, Task
 from .mxnet_capture import resolve
 from .proto import Event, SessionLog
-from .storage import open_storage
+from .storage import EventFile, Storage, open_storage
 
 __all__ = ["Output"]
 
@@ -32,26 +35,29 @@ class Output:
     restart_at) of the main event file, which the writer thread opens first (`open_main`); records
     and series whose file is None go there. `verbose`: log each file opened."""
 
-    def __init__(self, logdir, write_to_disk, read_scalars, hold, main_file=("", None), verbose=False):
-        self._read_scalars = read_scalars
+    def __init__(self, logdir: str, write_to_disk: bool, read_scalars: Optional[Callable[[List[Any]], List[float]]],
+                 hold: Callable[[BaseException], None], main_file: Tuple[str, Optional[int]] = ("", None),
+                 verbose: bool = False) -> None:
+        self._read_scalars = read_scalars or _no_scalars
         self._hold = hold
         self._main = main_file
         self._verbose = verbose
-        self.main_file = None
-        self.files = []  # every EventFile opened, closed with the worker
-        self._series = []  # ScalarSeries by id
+        self.main_file: Optional[EventFile] = None
+        self.files: List[EventFile] = []  # every EventFile opened, closed with the worker
+        self._series: List[ScalarSeries] = []  # by id
         self._lock = threading.Lock()  # callers' threads add series
-        self.write_error = None  # the I/O error after which nothing more is written
-        self.storage = open_storage(logdir, write_to_disk)  # checked here, on the caller's thread
+        self.write_error: Optional[BaseException] = None  # the I/O error after which nothing more is written
+        self.storage: Storage = open_storage(logdir, write_to_disk)  # checked here, on the caller's thread
 
-    def open_main(self):
+    def open_main(self) -> None:
         """On the writer thread, first: the main event file (an error is held for the caller)."""
         try:
             self.main_file = self.open_file(None, *self._main)
         except Exception as exc:  # noqa: BLE001 - whatever it is, the caller hears it (and nothing is written)
             self._failed(exc)
 
-    def open_file(self, directory=None, suffix="", restart_at=None):
+    def open_file(self, directory: Optional[str] = None, suffix: str = "",
+                  restart_at: Optional[int] = None) -> EventFile:
         """A new event file in `directory` (the logdir if None; created if need be), its first
         record written. With
         `restart_at` (a step), it begins as a restarted run: TensorBoard's Python loader then
@@ -68,13 +74,13 @@ class Output:
             log.info("mxboard: writing events to %s", event_file.path or "nowhere (write_to_disk=False)")
         return event_file
 
-    def add_series(self, event_file, tag):
+    def add_series(self, event_file: Optional[EventFile], tag: str) -> int:
         """An id for the scalar rows of `tag` in `event_file` (None: the main file)."""
         with self._lock:
             self._series.append(ScalarSeries(event_file, tag))
             return len(self._series) - 1  # appended before any row names it
 
-    def write_batch(self, batch: Batch):
+    def write_batch(self, batch: Batch) -> None:
         """Build, encode and write one batch (intake.py); sync files that keep data back (now, if
         a flush waits for the batch)."""
         if self.write_error is not None:
@@ -84,39 +90,57 @@ class Output:
             try:
                 event_file.write(data)
             except OSError as exc:
-                return self._failed(exc)
+                self._failed(exc)
+                return
         for event_file in self.files:  # an object store's files upload when it is time (storage/remote.py)
             try:
                 event_file.sync(bool(batch.barriers))
             except OSError as exc:
-                return self._failed(exc)
+                self._failed(exc)
+                return
 
-    def _failed(self, exc):
+    def _failed(self, exc: BaseException) -> None:
         self.write_error = exc
         self._hold(exc)
 
-    def _encode(self, items, chunks):
-        """{file: bytes} of one batch."""
-        out = collections.defaultdict(list)
-        for _, item, _ in items:
+    def _encode(self, items: Sequence[Tuple[int, Any, int]], chunks: List[Columns]) -> Dict[EventFile, bytes]:
+        """{file: bytes} of one batch, each file's records in call order: scalar rows merged with
+        the other records by their call numbers (encoding.encode_scalar_rows' segments)."""
+        records: Dict[Optional[EventFile], List[Tuple[int, bytes]]] = collections.defaultdict(list)
+        for seq, item, _ in items:
             kind = type(item)
             try:
                 if kind is Record:
                     message = item.build(*[resolve(a) for a in item.args])
-                    out[item.file].append(encode_event(message, item.step, item.wall))
+                    records[item.file].append((seq, encode_event(message, item.step, item.wall)))
                 elif kind is Task:
                     item.fn(*[resolve(a) for a in item.args])
             except Exception as exc:  # noqa: BLE001 - a bad item: report it, write the others
                 self._hold(exc)
+        rows: Dict[Tuple[Optional[EventFile], int], bytes] = {}
         if chunks:
             series, values, steps, walls, seqs = (np.concatenate(c) for c in zip(*chunks)) \
                 if len(chunks) > 1 else chunks[0]
-            for event_file, records in encode_scalar_rows(self._series, series, values, steps, walls, seqs):
-                out[event_file].insert(0, records)
-        return {self.main_file if event_file is None else event_file: b"".join(pieces)
-                for event_file, pieces in out.items()}
+            cuts = {f: np.array([seq for seq, _ in pieces], dtype=np.int64) for f, pieces in records.items()}
+            for event_file, segment, data in encode_scalar_rows(self._series, series, values, steps, walls, seqs,
+                                                                cuts):
+                rows[event_file, segment] = data
+        files: Dict[EventFile, bytes] = {}
+        for event_file in set(records) | {f for f, _ in rows}:
+            target = self.main_file if event_file is None else event_file
+            if target is None:  # the main file could not be opened (write_error says so)
+                continue
+            own = records.get(event_file, [])
+            pieces = []
+            for segment in range(len(own) + 1):  # rows before the first record, between two, after the last
+                if (event_file, segment) in rows:
+                    pieces.append(rows[event_file, segment])
+                if segment < len(own):
+                    pieces.append(own[segment][1])
+            files[target] = files.get(target, b"") + b"".join(pieces)
+        return files
 
-    def _resolve(self, pending):
+    def _resolve(self, pending: Sequence[Tuple[int, PendingScalar]]) -> List[Columns]:
         """Scalar rows (numpy columns) of the PendingScalars: their values, once MXNet has them.
         A value that cannot be had is reported, the others kept."""
         if not pending:
@@ -130,7 +154,7 @@ class Output:
         return [[np.array(series, np.int64), np.array(values, np.float64), np.array(steps, np.int64),
                  np.array(walls, np.float64), np.array(seqs, np.int64)]]
 
-    def close(self):
+    def close(self) -> None:
         """Close every file; an error is held, the other files still closed."""
         for event_file in self.files:
             try:
@@ -138,7 +162,11 @@ class Output:
             except OSError as exc:
                 self._hold(exc)
 
-    def abandon(self):
+    def abandon(self) -> None:
         """In a forked child: let go of the parent's descriptors, write nothing."""
         for event_file in self.files:
             event_file.abandon()
+
+
+def _no_scalars(values: List[Any]) -> List[float]:
+    raise TypeError("this output was given no reader of MXNet scalars")
