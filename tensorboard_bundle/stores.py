@@ -14,8 +14,10 @@ REQUEST_SECS.
 import asyncio
 import logging
 import urllib.error
+import urllib.parse
 import urllib.request
 import xml.etree.ElementTree as ElementTree
+from typing import Any, Dict
 
 from mxboard.storage.remote import open_filesystem
 
@@ -74,7 +76,8 @@ class S3Reader:
     def listing(self):
         if self._fallback is not None:
             return self._fallback.listing()
-        found, token, page = {}, None, 0
+        found: Dict[str, Dict[str, Any]] = {}
+        token, page = None, 0
         while True:
             params = {"Prefix": self._prefix, **({"ContinuationToken": token} if token else {})}
             try:
@@ -96,11 +99,14 @@ class S3Reader:
         """(entries, the next page's token or None) of a ListObjectsV2 answer."""
         tree = ElementTree.fromstring(raw)
         ns = tree.tag[:tree.tag.index("}") + 1] if tree.tag.startswith("{") else ""
-        entries = {}
+        url_encoded = tree.findtext(ns + "EncodingType") == "url"  # botocore asks for it: keys arrive escaped
+        entries: Dict[str, Dict[str, Any]] = {}
         for item in tree.iter(ns + "Contents"):
-            key = item.findtext(ns + "Key")
-            if not key.endswith("/"):  # a "directory" marker is no file
-                entries["%s/%s" % (self.bucket, key)] = {"type": "file", "size": int(item.findtext(ns + "Size")),
+            key = item.findtext(ns + "Key") or ""
+            if url_encoded:
+                key = urllib.parse.unquote_plus(key)
+            if key and not key.endswith("/"):  # a "directory" marker is no file
+                entries["%s/%s" % (self.bucket, key)] = {"type": "file", "size": int(item.findtext(ns + "Size") or 0),
                                                          "ETag": item.findtext(ns + "ETag")}
         truncated = tree.findtext(ns + "IsTruncated") == "true"
         return entries, tree.findtext(ns + "NextContinuationToken") if truncated else None
@@ -129,7 +135,7 @@ class S3Reader:
                     async with session.get(url, headers=headers) as response:
                         data = await response.read()
                         if response.status not in (200, 206):
-                            raise OSError("%d %s: %s" % (response.status, response.reason, data[:200]))
+                            raise OSError("%d %s: %r" % (response.status, response.reason, data[:200]))
                         return data if response.status == 206 else data[start:end]
 
             return await asyncio.gather(*(read(u, s, e) for u, s, e in zip(urls, starts, ends)),
