@@ -1,6 +1,7 @@
 import os
 import subprocess
 import sys
+import tempfile
 import time
 
 import pytest
@@ -155,8 +156,10 @@ class Server:
         args += ["--port", "0", "--reload_interval", "1"] + list(extra)
         if command is UPSTREAM:
             args += ["--host", "127.0.0.1"]
+        # never from this checkout (Pythons before 3.11 know no PYTHONSAFEPATH: `-m` would import
+        # its tensorboard_bundle/, which has no patched files, over the installed one)
         self.proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                                     env=env, cwd=cwd)
+                                     env=env, cwd=cwd or tempfile.gettempdir())
         self.output = []
         found = threading.Event()
 

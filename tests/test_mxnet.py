@@ -59,8 +59,7 @@ def _call_returns_while_pending(call, gate):
     return returned
 
 
-@pytest.mark.parametrize("kind", ["scalar", "histogram", "image", "audio", "pr_curve", "embedding",
-                                  "scalar-dict"])
+@pytest.mark.parametrize("kind", ["scalar", "histogram", "image", "audio", "pr_curve", "scalar-dict"])
 def test_add_returns_without_waiting_for_the_engine(logdir, kind):
     with SummaryWriter(logdir) as w:
         base = nd.array(np.linspace(0.1, 0.9, 48).reshape(3, 4, 4))
@@ -72,7 +71,6 @@ def test_add_returns_without_waiting_for_the_engine(logdir, kind):
             "image": lambda: w.add_image("i", value, 1),
             "audio": lambda: w.add_audio("a", value.reshape(-1), sample_rate=100, global_step=1),
             "pr_curve": lambda: w.add_pr_curve("p", value > 0.5, value, num_thresholds=10, global_step=1),
-            "embedding": lambda: w.add_embedding("e", value.reshape(3, 16), labels=nd.array([1, 2, 3])),
         }
         assert _call_returns_while_pending(calls[kind], gate), "the call waited for the engine"
     acc = plugin_accumulator(logdir)
@@ -82,11 +80,21 @@ def test_add_returns_without_waiting_for_the_engine(logdir, kind):
         assert tb_scalars(event_files(os.path.join(logdir, "d", "a"))[0]) == [("d", 1, pytest.approx(0.5))]
     elif kind == "histogram":
         assert tensor_values(acc, "h")[0][1][:, 2].sum() == 48
-    elif kind == "embedding":
-        with open(os.path.join(logdir, "e", "metadata.tsv")) as f:
-            assert f.read().split() == ["1.0", "2.0", "3.0"]
     else:
         assert len(acc.Tensors({"image": "i", "audio": "a", "pr_curve": "p"}[kind])) == 1
+
+
+def test_an_ndarray_embedding_returns_with_its_files_written(logdir):
+    """add_embedding returns with its files in place (as the peers do: the projector reads them,
+    and torch's own test removes the logdir right after the call), so an NDArray embedding waits
+    for the engine: the one call that does; it is called rarely."""
+    with SummaryWriter(logdir) as w:
+        value, gate = _pending(nd.array(np.linspace(0.1, 0.9, 48).reshape(3, 16)), "g-embedding")
+        threading.Timer(0.5, gate.set).start()
+        w.add_embedding("e", value, labels=nd.array([1, 2, 3]))
+        with open(os.path.join(logdir, "e", "metadata.tsv")) as f:
+            assert f.read().split() == ["1.0", "2.0", "3.0"]
+        assert np.loadtxt(os.path.join(logdir, "e", "tensors.tsv")).shape == (3, 16)
 
 
 def test_a_value_overwritten_after_the_call_is_logged_as_it_was(logdir):

@@ -78,6 +78,7 @@ def serve_a_logged_run(venv, work):
     finally:
         server.kill()
         server.wait()
+        server.stdout.close()
 
 
 def _assert_serves(venv, work):

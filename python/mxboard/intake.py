@@ -24,8 +24,8 @@ import numpy.typing as npt
 
 from .storage import EventFile
 
-__all__ = ["Batch", "Intake", "PendingScalar", "Pulse", "Record", "ScalarColumns", "Task", "WriterError", "WAKE_EVERY",
-           "closed_error"]
+__all__ = ["Batch", "Intake", "Outcome", "PendingScalar", "Pulse", "Record", "ScalarColumns", "Task", "WriterError",
+           "WAKE_EVERY", "closed_error"]
 
 WAKE_EVERY = 8192  # scalars a thread queues before it wakes the writer thread
 RECLAIM_EVERY = 256  # threads' scalar columns registered before the writer thread reclaims ended ones
@@ -60,9 +60,11 @@ class PendingScalar(NamedTuple):
 
 
 class Task(NamedTuple):
-    """File work that is no event (an embedding's assets): `fn(*args)` on the writer thread."""
+    """File work that is no event (an embedding's assets): `fn(storage, *args)` on the writer
+    thread, its caller waiting for `outcome` (`Worker.run`)."""
     fn: Callable[..., Any]
     args: Tuple[Any, ...]
+    outcome: Outcome
 
 
 Item = Union[Record, Task]  # what `Intake.put` queues
@@ -97,8 +99,23 @@ class Pulse:
             return True
 
 
+class Outcome:
+    """How a Task ended: `done` is set once it ran (or was skipped), `error` what it raised."""
+
+    __slots__ = ("done", "error")
+
+    def __init__(self) -> None:
+        self.done = Pulse()
+        self.error: Optional[BaseException] = None
+
+    def end(self, error: Optional[BaseException] = None) -> None:
+        self.error = error
+        self.done.set()
+
+
 class _Barrier(NamedTuple):
     done: Pulse
+    sync: bool  # whether the files are to wait for their store (a flush), or only be written (close)
 
 
 class Batch(NamedTuple):
@@ -187,6 +204,7 @@ class Intake:
         self.progress = Pulse()
         self.thread: Optional[threading.Thread] = None
         self.stopping = False
+        self.verdict = Outcome()  # what close() raised: for callers it found waiting for room
 
     def columns(self) -> ScalarColumns:
         """New scalar columns for the calling thread (keep them per thread: only their thread
@@ -214,9 +232,9 @@ class Intake:
         size = _footprint(item)
         shares = _shares(size)
         queued = self._queued
-        self.wait_for_writer(lambda: queued[0] > 0 and (queued[0] + shares > self._max_shares
-                                                        or queued[1] + size > self._max_bytes),
-                             closing_raises=True)
+        if self.wait_for_writer(lambda: queued[0] > 0 and (queued[0] + shares > self._max_shares
+                                                           or queued[1] + size > self._max_bytes)) and self.stopping:
+            self.raise_verdict()  # it waited for room, and close() came: it raises what close() raises
         # queued, then counted: a signal between the two can only undercount (never block a
         # later call for room that is free); concurrent callers may pass the bound by one item each
         self._items.append((self._next_seq(), item, size))
@@ -232,11 +250,12 @@ class Intake:
         if len(columns.series) >= self.max_scalars:
             self.wait_for_writer(lambda: len(columns.series) >= self.max_scalars and not self._held())
 
-    def flush(self, timeout: Optional[float] = None) -> bool:
+    def flush(self, timeout: Optional[float] = None, sync: bool = True) -> bool:
         """Return when everything queued before the call is written (a barrier queued behind it
-        is released); False if `timeout` seconds passed first."""
+        is released; with `sync`, a store's files have waited for their uploads); False if
+        `timeout` seconds passed first."""
         done = Pulse()
-        self._items.append((self._next_seq(), _Barrier(done), 0))
+        self._items.append((self._next_seq(), _Barrier(done, sync), 0))
         self.wake.set()
         deadline = None if timeout is None else time.monotonic() + timeout
         while not done.wait(0.5):
@@ -245,18 +264,26 @@ class Intake:
                 return False
         return True
 
-    def wait_for_writer(self, blocked: Callable[[], bool], closing_raises: bool = False) -> None:
-        """Wake the writer thread until `blocked()` is false. Closing, a caller's item can no
-        longer be taken (`closing_raises`), or the call's own check says whether its row made
-        it; a writer thread that died is an error. Signal-safe (Pulse)."""
+    def wait_for_writer(self, blocked: Callable[[], bool]) -> bool:
+        """Wake the writer thread until `blocked()` is false, or close() began (then the caller
+        says whether its data made it). Whether it waited. A writer thread that died is an
+        error. Signal-safe (Pulse)."""
+        waited = False
         while blocked():
+            waited = True
             self.wake.set()
             if not self.progress.wait(0.05):  # one waiter takes a pulse: others look again soon
                 if self.stopping:
-                    if closing_raises:
-                        raise closed_error()
-                    return
+                    return True
                 self.check_alive()
+        return waited
+
+    def raise_verdict(self) -> None:
+        """Raise what close() raises (a closed-writer error if nothing), once it has returned."""
+        while not self.verdict.done.wait(1):  # close() is bounded
+            pass
+        self.verdict.done.set()  # for the next caller waiting for it
+        raise self.verdict.error or closed_error()
 
     def check_alive(self) -> None:
         if self.thread is None or not self.thread.is_alive():

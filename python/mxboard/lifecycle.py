@@ -16,6 +16,9 @@ three moments a process can end or split without closing its writers.
   ends it at once. A user's handler is never replaced.
 - Fork: a child drops its copies of the parent's workers (their queues, their descriptors); its
   writers open files of their own at their next call.
+- Collection: a writer collected unclosed hands its worker to the reaper thread, which closes it.
+  Garbage collection runs on whatever thread allocates, a writer thread among them: closing
+  there would make that thread wait for itself (and the exit hook wait for it).
 
 Hooks are installed with the first worker, never at import.
 """
@@ -24,24 +27,27 @@ from __future__ import annotations
 import atexit
 import logging
 import os
+import queue
 import signal
 import sys
 import threading
 import time
 import weakref
 from types import FrameType
-from typing import TYPE_CHECKING, List, Optional
+from typing import TYPE_CHECKING, List, Optional, Union
 
 if TYPE_CHECKING:
     from .worker import Worker
 
-__all__ = ["watch", "forget", "keep_signals_off_this_thread", "FLUSH_ON_SIGTERM"]
+__all__ = ["watch", "forget", "reap", "reaped", "keep_signals_off_this_thread", "FLUSH_ON_SIGTERM"]
 
 FLUSH_ON_SIGTERM = 30  # seconds the writers may take to flush before SIGTERM ends the process
 
 _LIVE: weakref.WeakSet[Worker] = weakref.WeakSet()
 _INSTALLED: List[bool] = []
 _CHILD_EXIT: List[Optional[int]] = [None]  # the pid whose multiprocessing exit closes its writers
+_REAP: queue.SimpleQueue[Union[Worker, threading.Event]] = queue.SimpleQueue()  # workers to close, and marks
+_REAPER: List[Optional[threading.Thread]] = [None]
 
 
 def watch(worker: Worker) -> None:
@@ -54,6 +60,48 @@ def watch(worker: Worker) -> None:
             os.register_at_fork(after_in_child=_after_fork_in_child)
     _watch_multiprocessing_exit()
     _watch_sigterm()
+    _start_reaper()
+
+
+def reap(worker: Worker) -> None:
+    """Close `worker`, whose writer was collected unclosed, on the reaper thread: never on the
+    thread that collected it. (One C-level put: safe wherever a collection runs.)"""
+    _REAP.put(worker)
+
+
+def reaped(timeout: float) -> bool:
+    """Wait until the workers handed to `reap` before the call are closed (False after `timeout`
+    seconds)."""
+    passed = threading.Event()
+    _REAP.put(passed)
+    return passed.wait(timeout)
+
+
+def _start_reaper() -> None:
+    """The reaper thread, started with a process's first worker (a thread started while a
+    collection runs could wait on a lock its own thread holds)."""
+    thread = _REAPER[0]
+    if thread is None or not thread.is_alive():
+        thread = _REAPER[0] = threading.Thread(target=_reap_loop, name="mxboard-reaper", daemon=True)
+        thread.start()
+
+
+def _reap_loop() -> None:
+    from .intake import WriterError
+
+    keep_signals_off_this_thread()
+    while True:
+        worker = _REAP.get()
+        if isinstance(worker, threading.Event):  # a mark of `reaped`
+            worker.set()
+            continue
+        try:
+            fault = worker.close()
+        except Exception as exc:  # noqa: BLE001 - nobody to raise to: told here
+            fault = exc
+        if fault is not None and not isinstance(fault, WriterError):  # a WriterError repeats a told one
+            _tell("mxboard: a SummaryWriter collected unclosed could not write everything: %r" % (fault,))
+        del worker, fault  # the worker is free as soon as it is closed
 
 
 def forget(worker: Worker) -> None:
@@ -103,6 +151,7 @@ def _after_fork_in_child() -> None:
     for worker in list(_LIVE):
         worker.abandon()
     _LIVE.clear()
+    _REAPER[0] = None  # the parent's thread is not in the child: the child's first worker starts one
 
 
 def _watch_sigterm() -> None:

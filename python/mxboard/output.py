@@ -18,7 +18,7 @@ import numpy as np
 
 from .encoding import ScalarSeries, encode_event, encode_scalar_rows
 from .events import FILE_VERSION
-from .intake import Batch, Columns, PendingScalar, Record, Task
+from .intake import Batch, Columns, PendingScalar, Record, Task, WriterError
 from .mxnet_capture import resolve
 from .proto import Event, SessionLog
 from .storage import EventFile, Storage, open_storage
@@ -84,6 +84,10 @@ class Output:
         """Build, encode and write one batch (intake.py); sync files that keep data back (now, if
         a flush waits for the batch)."""
         if self.write_error is not None:
+            for _, item, _ in batch.items:  # nothing more is written: a task's caller hears why
+                if type(item) is Task:
+                    item.outcome.end(WriterError("the mxboard writer stopped writing after an earlier error: %r"
+                                                 % (self.write_error,)))
             return
         chunks = batch.chunks + self._resolve(batch.pending)
         for event_file, data in self._encode(batch.items, chunks).items():
@@ -94,7 +98,7 @@ class Output:
                 return
         for event_file in self.files:  # an object store's files upload when it is time (storage/remote.py)
             try:
-                event_file.sync(bool(batch.barriers))
+                event_file.sync(any(barrier.sync for barrier in batch.barriers))
             except OSError as exc:
                 self._failed(exc)
                 return
@@ -114,7 +118,7 @@ class Output:
                     message = item.build(*[resolve(a) for a in item.args])
                     records[item.file].append((seq, encode_event(message, item.step, item.wall)))
                 elif kind is Task:
-                    item.fn(*[resolve(a) for a in item.args])
+                    self._run(item)
             except Exception as exc:  # noqa: BLE001 - a bad item: report it, write the others
                 self._hold(exc)
         rows: Dict[Tuple[Optional[EventFile], int], bytes] = {}
@@ -140,6 +144,15 @@ class Output:
             files[target] = files.get(target, b"") + b"".join(pieces)
         return files
 
+    def _run(self, task: Task) -> None:
+        """A task, whose caller waits for it and hears what it raised."""
+        try:
+            task.fn(self.storage, *[resolve(a) for a in task.args])
+        except Exception as exc:  # noqa: BLE001 - the caller raises it
+            task.outcome.end(exc)
+        else:
+            task.outcome.end()
+
     def _resolve(self, pending: Sequence[Tuple[int, PendingScalar]]) -> List[Columns]:
         """Scalar rows (numpy columns) of the PendingScalars: their values, once MXNet has them.
         A value that cannot be had is reported, the others kept."""
@@ -154,11 +167,20 @@ class Output:
         return [[np.array(series, np.int64), np.array(values, np.float64), np.array(steps, np.int64),
                  np.array(walls, np.float64), np.array(seqs, np.int64)]]
 
-    def close(self) -> None:
-        """Close every file; an error is held, the other files still closed."""
+    def interrupt(self) -> None:
+        """close() is coming: no write waits for room in a store's spool any more."""
+        for event_file in self.files:
+            event_file.interrupt()
+
+    def close(self, deadline: Optional[float] = None) -> None:
+        """Close every file (a store's wait for their uploads, all until `deadline`, a
+        time.monotonic()); an error is held, the other files still closed. Nothing of a tag is
+        kept (a writer of a million tags kept 259 MB after close)."""
+        with self._lock:
+            self._series = []
         for event_file in self.files:
             try:
-                event_file.close()
+                event_file.close(deadline)
             except OSError as exc:
                 self._hold(exc)
 

@@ -25,6 +25,7 @@ import enum
 import logging
 import os
 import threading
+import time
 from typing import Any, Callable, List, Optional
 
 from . import lifecycle
@@ -33,6 +34,7 @@ from .intake import (
     WAKE_EVERY,
     Intake,
     Item,
+    Outcome,
     PendingScalar,
     Record,
     ScalarColumns,
@@ -41,7 +43,7 @@ from .intake import (
     closed_error,
 )
 from .output import Output
-from .storage import EventFile, Storage
+from .storage import EventFile, Storage, remote
 
 __all__ = ["PendingScalar", "Record", "State", "Task", "Worker", "WriterError", "WAKE_EVERY"]
 
@@ -72,6 +74,7 @@ class Worker:
         self._flush_secs = flush_secs
         self._read_scalars = read_scalars
         self._pid: Optional[int] = None  # the process that started it
+        self._closing = threading.Lock()
         self._intake = Intake(max_queue, max_bytes, held=lambda: self.attention)
 
     def start_writing(self, logdir: str, write_to_disk: bool = True, suffix: str = "", restart_at: Optional[int] = None,
@@ -129,6 +132,17 @@ class Worker:
         self._check_open()
         self._intake.put(item)
 
+    def run(self, fn: Callable[..., Any], *args: Any) -> None:
+        """`fn(storage, *args)` on the writer thread (file work that is no event: an embedding's
+        assets), after everything queued before; return once it ran, raising what it raised (its
+        files are in place when the call returns, as with the peers)."""
+        task = Task(fn, args, Outcome())
+        self.put(task)
+        while not task.outcome.done.wait(0.5):
+            self._intake.check_alive()
+        if task.outcome.error is not None:
+            raise task.outcome.error
+
     def hand_over(self, columns: ScalarColumns) -> None:
         """Called once a batch of scalars waits in `columns` (intake.py)."""
         self._intake.hand_over(columns)
@@ -142,18 +156,25 @@ class Worker:
     def close(self) -> Optional[BaseException]:
         """Write what is queued, stop the thread, close the files. Returns the writer thread's
         error that no call has reported yet (or None). Safe to call twice."""
+        with self._closing:  # the reaper, the exit hook and a caller may close at once
+            return self._close()
+
+    def _close(self) -> Optional[BaseException]:
         if self.state is not State.OPEN or self._pid != os.getpid():  # not started, done, or a forked child's copy
             return None
+        deadline = time.monotonic() + remote.FLUSH_SECS  # for a store; then it raises, naming where the rest is
         if self._thread.is_alive():
             self._intake.stopping = True
-            self.flush()
+            self._output.interrupt()  # a write never waits for room now: the thread drains the rest
+            self._intake.flush(sync=False)  # written; the store's wait is the files' close, below
             self._thread.join()
         unreported, self._error = self._error, None
         self.state, self.attention = State.CLOSED, True
         self._drain()  # calls that raced close(): what they queued before `state` said so
         lifecycle.forget(self)
-        self._output.close()
+        self._output.close(deadline)
         fault = unreported or self._close_error
+        self._intake.verdict.end(fault)  # callers that close() found waiting for room raise it
         if isinstance(fault, WriterError):
             return None  # nothing new: a WriterError repeats an error already raised
         return fault

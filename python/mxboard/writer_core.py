@@ -10,18 +10,20 @@ opens a worker and files of its own.
 from __future__ import annotations
 
 import contextlib
-import sys
+import functools
 import threading
 import weakref
-from typing import Any, Dict, Optional, Union
+from typing import Any, Dict, Optional, Set, TypeVar, Union
 
-from . import checks
-from .intake import Record, WriterError
+from . import checks, lifecycle
+from .intake import Record
 from .mxnet_capture import ScalarSlots
 from .scalars import ClosedScalars, Scalars
 from .worker import Worker
 
 __all__ = ["CallStamps", "WriterCore"]
+
+W = TypeVar("W", bound="WriterCore")
 
 
 
@@ -96,10 +98,14 @@ class WriterCore(CallStamps):
         that step (the peers' purge_step)."""
         slots = ScalarSlots()  # where NDArray scalars are snapshotted
         self._worker = Worker(self._flush_secs, self._max_queue, slots.read)
-        self._scalars: Union[Scalars, ClosedScalars] = Scalars(self._worker, slots, self._open_run)
-        self._finalizer = weakref.finalize(self, _close_unattended, self._worker)
-        self._finalizer.atexit = False  # at exit, lifecycle.py closes every worker (and tells)
-        self._group_files = set()  # the sub-run files of named scalars
+        self._group_files: Set[Any] = set()  # the sub-run files of named scalars
+        # nothing of the scalars refers back to the writer: once unreferenced, it is freed at once
+        self._scalars: Union[Scalars, ClosedScalars] = Scalars(
+            self._worker, slots, functools.partial(_open_run, self._worker, self._suffix, self._group_files))
+        # collected unclosed: the reaper thread closes the worker (never the collecting thread,
+        # which may be a writer thread); at exit, lifecycle.py closes every worker (and tells)
+        self._finalizer = weakref.finalize(self, lifecycle.reap, self._worker)
+        self._finalizer.atexit = False
         self._cleared = {}  # event file path -> offset export_scalars starts from
         self._worker.start_writing(self._logdir, self._write_to_disk, self._suffix, purge_step, self._verbose)
 
@@ -111,12 +117,6 @@ class WriterCore(CallStamps):
     def _open_file(self, directory):
         """A new event file in `directory`, with this writer's filename suffix."""
         return self._worker.open_file(directory, self._suffix)
-
-    def _open_run(self, tag, name):
-        """The event file of the sub-run `logdir/<tag>/<name>/` of a named scalar."""
-        run_file = self._open_file(self._storage.subdir(tag, name))
-        self._group_files.add(run_file)
-        return run_file
 
     # -- every call goes through here ---------------------------------------------------------
     def _log(self, build, tag, args, global_step=None, walltime=None, event_file=None):
@@ -199,16 +199,15 @@ class WriterCore(CallStamps):
         if self._closed:
             self._reopen_for_call()
 
-    def __enter__(self):
+    def __enter__(self: W) -> W:
         return self
 
     def __exit__(self, *exc_info: Any) -> None:
         self.close()
 
 
-def _close_unattended(worker):
-    """A writer collected without close(): close its worker; an error has nobody to raise to,
-    so it is told on stderr."""
-    fault = worker.close()
-    if fault is not None and not isinstance(fault, WriterError):
-        sys.stderr.write("mxboard: a SummaryWriter collected unclosed could not write everything: %r\n" % (fault,))
+def _open_run(worker, suffix, group_files, tag, name):
+    """The event file of the sub-run `logdir/<tag>/<name>/` of a named scalar."""
+    run_file = worker.open_file(worker.storage.subdir(tag, name), suffix)
+    group_files.add(run_file)
+    return run_file

@@ -12,7 +12,6 @@ import numpy as np
 
 from . import checks, convert, projector
 from .compat import peer_names
-from .intake import Task
 from .mxnet_capture import DeviceHistogram
 from .summaries._common import tensor_summary
 from .summaries.custom_scalars import custom_scalars_summary, layout_proto
@@ -278,7 +277,8 @@ class ModelCalls(WriterCore):
             raise TypeError("add_embedding() needs the embedding matrix (`embedding`, or `mat`)")
         matrix, labels, images, header = checks.embedding(embedding, labels, images, metadata_header)
         step = None if global_step is None else checks.step(global_step)
-        self._queue(Task(projector.write_embedding, (self._storage, tag, step, matrix, labels, header, images)))
+        self._worker.run(projector.write_embedding, tag, step, matrix, labels, header, images)  # files in place
+        self._report()
 
     def add_mesh(self, tag: str, vertices: Any, colors: Any = None, faces: Any = None,
                  config_dict: Optional[dict] = None, global_step: Optional[int] = None,

@@ -42,8 +42,12 @@ class EventFile(Protocol):
     def pieces(self) -> List[Tuple[str, int]]:
         """(path or URL, bytes) of what holds the records so far, in reading order."""
 
-    def close(self) -> None:
-        """Make everything written durable (fsync, or the last upload) and release the file."""
+    def interrupt(self) -> None:
+        """close() is coming: a write never waits for room (a full spool) any more."""
+
+    def close(self, deadline: Optional[float] = None) -> None:
+        """Make everything written durable (fsync, or the last upload, waiting at most until
+        `deadline`, a time.monotonic()) and release the file."""
 
     def abandon(self) -> None:
         """A forked child's copy: let go of the file without writing anything more."""

@@ -52,7 +52,10 @@ class LocalEventFile:
     def pieces(self) -> List[Tuple[str, int]]:
         return [(self.path, os.path.getsize(self.path))] if self.path else []
 
-    def close(self) -> None:
+    def interrupt(self) -> None:
+        """Nothing to do: a write never waits."""
+
+    def close(self, deadline: Optional[float] = None) -> None:
         if self._fd is None:
             return
         fd, self._fd = self._fd, None
@@ -150,7 +153,10 @@ class _NoFile:
     def sync(self, force: bool) -> None:
         pass
 
-    def close(self) -> None:
+    def interrupt(self) -> None:
+        pass
+
+    def close(self, deadline: Optional[float] = None) -> None:
         pass
 
     def abandon(self) -> None:

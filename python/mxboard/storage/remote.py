@@ -16,8 +16,10 @@ taken in the store is never used:
   twice the bytes logged and the object within `MAX_OBJECT`; otherwise it starts the next part.
   Objects hold whole records, so each is a valid event file, and none passes MAX_OBJECT (but a
   single larger record).
-- Memory: the current object (<= MAX_OBJECT) and what waits for the store (<= MAX_UNSENT; the
-  writer thread waits beyond it, and callers only once their own queue is full).
+- Memory: the current object (<= MAX_OBJECT) and what waits for the store (<= MAX_UNSENT).
+  Beyond that, what waits goes to a local spool (storage/spool.py: bounded, said once in a
+  warning), uploaded in order when the store returns: the writer thread, and so the training
+  loop, never waits on the store (but for a full spool).
 - Exactly once: a put that was not acknowledged (a lost answer, a timeout: the store may hold
   it) is repeated on the same object, with the same bytes first, before the next part begins.
 - Bounded waits: every request is bounded as a whole (REQUEST_SECS: connecting, the wait for
@@ -25,7 +27,9 @@ taken in the store is never used:
   retries are off; the uploader retries with backoff). A store that is down or hung keeps the
   data (within the bounds) until uploads have failed for GIVE_UP_SECS; then writing stops and
   the error reaches the caller (a WriterError on later calls). `flush()` waits for the store at
-  most FLUSH_SECS; `close()` too, and raises if the store did not take everything.
+  most FLUSH_SECS; `close()` too, and raises if the store did not take everything, naming the
+  file in the spool's directory that holds it (a valid event file, named as the object it would
+  have become: upload it there, or serve it).
 """
 from __future__ import annotations
 
@@ -35,15 +39,17 @@ import concurrent.futures
 import contextlib
 import errno
 import logging
+import os
 import posixpath
 import secrets
 import threading
 import time
-from typing import Any, ContextManager, Deque, Dict, List, Optional, Tuple
+from typing import Any, ContextManager, Deque, Dict, List, Optional, Tuple, Union
 
 from .. import lifecycle
 from ..events import event_file_name
 from .names import components, part_key, run_of
+from .spool import Spool, Spooled, readable, spool_dir
 
 __all__ = ["RemoteEventFile", "RemoteStorage", "open_filesystem", "UPLOAD_SECS", "MAX_OBJECT"]
 
@@ -153,8 +159,12 @@ class RemoteEventFile:
         self._parts = Parts(directory, suffix)
         self.path: Optional[str] = storage.url(self._parts.base)
         self._lock = threading.Condition(threading.Lock())  # guards everything below
-        self._waiting: Deque[bytes] = collections.deque()  # whole records (bytes) not yet in an upload
+        # whole records not yet in an upload, in order: in memory, or in the spool past MAX_UNSENT
+        self._waiting: Deque[Union[bytes, Spooled]] = collections.deque()
         self._waiting_bytes = 0
+        self._memory = 0  # of which in memory
+        self._spool: Optional[Spool] = None
+        self._interrupted = False  # close() is coming: a write never waits for room
         self._logged = 0
         self._flushes = 0  # forced uploads asked for
         self._error: Optional[OSError] = None  # the OSError after which the uploader gave up
@@ -163,55 +173,105 @@ class RemoteEventFile:
 
     # -- the writer thread's side -----------------------------------------------------------
     def write(self, data: bytes) -> None:
-        """Queue whole records for upload. Blocks while MAX_UNSENT bytes wait for the store;
-        raises the OSError of an uploader that gave up."""
+        """Queue whole records for upload: in memory up to MAX_UNSENT bytes, then in the spool.
+        Waits only while the spool is full too (until close() comes); raises the OSError of an
+        uploader that gave up."""
         with self._lock:
             self._raise_error()
-            self._waiting.append(bytes(data))
+            if self._memory + len(data) <= MAX_UNSENT:
+                self._waiting.append(bytes(data))
+                self._memory += len(data)
+            else:
+                self._waiting.append(self._spooled(data))
             self._waiting_bytes += len(data)
             self._logged += len(data)
             if self._uploader is None:
                 self._uploader = threading.Thread(target=self._upload_loop, name="mxboard-upload", daemon=True)
                 self._uploader.start()
             self._lock.notify_all()  # the uploader: at its time, or now if a part's worth waits
-            while self._waiting_bytes > MAX_UNSENT and self._error is None:
-                self._lock.wait(1)
-            self._raise_error()
 
-    def sync(self, force: bool) -> None:
+    def _spooled(self, data: bytes) -> Spooled:
+        """`data` appended to this file's spool (made, and said, the first time); while the spool
+        is full, wait for room (under the lock: the uploader makes room)."""
+        if self._spool is None:
+            self._spool = Spool(self._parts.base)
+            log.warning("mxboard: %s: the store has not taken %s; what follows waits on disk in %s (at most %s: "
+                        "MXBOARD_SPOOL_DIR, MXBOARD_SPOOL_MAX_BYTES), and is uploaded in order when the store "
+                        "returns", self.path, readable(self._memory), self._spool.directory,
+                        readable(self._spool.limit))
+        while not self._spool.room_for(len(data)) and not self._interrupted:  # at close, the last batches
+            self._raise_error()                                                   # pass the bound: kept
+            self._lock.wait(1)
+        return self._spool.append(data)
+
+    def interrupt(self) -> None:
+        """close() is coming: a write never waits for room in a full spool (the bound is passed by
+        what close() writes, which it keeps)."""
+        with self._lock:
+            self._interrupted = True
+            self._lock.notify_all()
+
+    def sync(self, force: bool, deadline: Optional[float] = None) -> None:
         """Raise the uploader's error; `force` (flush): wait until what was written is in the
-        store, at most FLUSH_SECS (a store that is down keeps the data, and is retried)."""
+        store, at most FLUSH_SECS or until `deadline` (time.monotonic()) (a store that is down
+        keeps the data, and is retried)."""
         with self._lock:
             self._raise_error()
             if force and self._pending():
                 self._flushes += 1
                 self._lock.notify_all()
-                deadline = time.monotonic() + FLUSH_SECS
+                deadline = time.monotonic() + FLUSH_SECS if deadline is None else deadline
                 while self._pending() and self._error is None and time.monotonic() < deadline:
                     self._lock.wait(deadline - time.monotonic())
                 self._raise_error()
-                if self._pending():
+                if self._pending() and not self._interrupted:
                     log.warning("mxboard: %s: the store has not taken %d bytes after %d s; they are kept and "
                                 "retried", self.path, self._waiting_bytes, FLUSH_SECS)
 
-    def close(self) -> None:
-        """Upload what waits (at most FLUSH_SECS) and stop the uploader; raise if the store did
-        not take it all."""
+    def close(self, deadline: Optional[float] = None) -> None:
+        """Upload what waits (until `deadline`, time.monotonic(); by default FLUSH_SECS from now)
+        and stop the uploader. If the store did not take it all, it is left in the spool's
+        directory as a valid event file named as its object, and the OSError raised names it."""
         try:
-            self.sync(force=True)
+            self.sync(force=True, deadline=deadline)
         finally:
             with self._lock:
                 self._stopping = True
                 self._lock.notify_all()
         with self._lock:
             if self._pending():
-                raise OSError(errno.EIO, "%s: the store did not take %d bytes within %d s"
-                              % (self.path, self._waiting_bytes + self._parts.unconfirmed(), FLUSH_SECS))
+                waiting = self._waiting_bytes + self._parts.unconfirmed()
+                path, key, directory = self._keep()
+                raise OSError(errno.EIO, "%s: the store did not take %s in time; it is kept in %s: upload it to "
+                              "%s, or serve it (tensorboard --logdir %s)"
+                              % (self.path, readable(waiting), path, self._url(key), directory))
+            if self._spool is not None:
+                self._spool.close()
+
+    def _keep(self) -> Tuple[str, str, str]:
+        """What the store did not take, written whole to the spool's directory as the object that
+        would have held it: the current part put again with the rest after it (no record is ever
+        in two objects), or the next part. Returns (local path, key, the spool's directory)."""
+        key = self._parts.pending_key()
+        pieces = [self._parts.unconfirmed_bytes()]
+        pieces += [p if isinstance(p, bytes) else p.spool.read(p) for p in self._waiting]
+        directory = self._spool.directory if self._spool is not None else spool_dir()
+        path = os.path.join(directory, *key.split("/"))
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "wb") as f:
+            f.write(b"".join(pieces))
+        if self._spool is not None:
+            self._spool.close()
+        self._waiting.clear()  # kept there now: the uploader, stopping, has nothing more to put
+        self._waiting_bytes = self._memory = 0
+        self._parts.abandon()
+        return path, key, directory
 
     def abandon(self) -> None:
         """In a forked child: drop the parent's data (the parent uploads it)."""
         self._waiting.clear()
-        self._waiting_bytes = 0
+        self._waiting_bytes = self._memory = 0
+        self._spool = None  # the parent's (its file, its count)
         self._parts.abandon()
         self._stopping = True
 
@@ -276,9 +336,19 @@ class RemoteEventFile:
 
     def _next_body(self) -> Tuple[int, bytes]:
         """(part, body) of the next put (under the lock): whole records taken from the waiting
-        ones into the current or the next part (Parts.body)."""
-        part, body, taken = self._parts.body(self._waiting, self._waiting_bytes, self._logged)
+        ones into the current or the next part (Parts.body); spooled ones read back first, as
+        many as an object holds."""
+        front = 0
+        for i, piece in enumerate(self._waiting):
+            if front >= MAX_OBJECT:
+                break
+            if not isinstance(piece, bytes):
+                piece = self._waiting[i] = piece.spool.read(piece)
+                self._memory += len(piece)
+            front += len(piece)
+        part, body, taken = self._parts.body(self._waiting, self._waiting_bytes, self._logged)  # type: ignore[arg-type]
         self._waiting_bytes -= taken
+        self._memory -= taken
         self._lock.notify_all()  # room for the writer thread
         return part, body
 
@@ -376,6 +446,16 @@ class Parts:
     def unconfirmed(self) -> int:
         """Bytes of the current part that the store has not acknowledged."""
         return 0 if self._confirmed else len(self._object)
+
+    def unconfirmed_bytes(self) -> bytes:
+        return b"" if self._confirmed else self._object
+
+    def pending_key(self) -> str:
+        """The key of the object that what is not yet stored goes to: the current part while
+        the store may hold it (its put not acknowledged), else the next."""
+        if not self._confirmed or not self._object:
+            return self.key(self._part)
+        return self.key(self._part + 1)
 
     def acknowledged(self) -> List[Tuple[str, int]]:
         """(key, bytes) of each object the store acknowledged, in order."""
