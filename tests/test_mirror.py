@@ -311,3 +311,24 @@ def test_the_launchers_mirror_flags_are_checked_and_load_fast_false_keeps_the_st
         mirror_remote_logdirs(["tensorboard", "--logdir", "memory://flags/exp", "--mirror_interval", "soon"])
     with pytest.raises(SystemExit, match="--mirror_max_bytes '12Q': a number of bytes"):
         mirror_remote_logdirs(["tensorboard", "--logdir", "memory://flags/exp", "--mirror_max_bytes=12Q"])
+
+
+NAMES = ["lr=0.1,bs=32", "baseline (v2)", "run 1", "résumé", "a+b", "plain"]
+
+
+@pytest.mark.parametrize("prefix", ["names", "my experiments"])
+def test_run_names_with_spaces_commas_plus_and_accents_are_served_from_s3(bucket, serve, prefix):
+    """The presigned listing returns keys URL-escaped (botocore asks for encoding-type=url): they
+    were never decoded, so only 'plain' of these six runs was served (and none under a prefix
+    with a space). Every run is served by the fast loader, as named in the store."""
+    logdir = "s3://%s/%s" % (bucket, prefix)
+    for name in NAMES:
+        with SummaryWriter("%s/%s" % (logdir, name)) as writer:
+            for step in range(5):
+                writer.add_scalar("loss", float(step), step)
+    server = serve(logdir)
+    assert "data loader: fast (Rust data server)" in server.banner
+    runs = server.json("/data/runs", until=lambda runs: len(runs) == len(NAMES), timeout=40)
+    assert sorted(runs) == sorted(NAMES)
+    for name in NAMES:
+        assert served_losses(server, name, until=lambda rows: len(rows) == 5) == [(s, float(s)) for s in range(5)]
