@@ -60,7 +60,8 @@ def _shape(descriptor, seen=None):
     seen.add(descriptor.full_name)
     fields = {}
     for field in descriptor.fields:
-        repeated = field.label == field.LABEL_REPEATED if hasattr(field, "label") else field.is_repeated
+        # protobuf >= 6.31: is_repeated (`label` deprecated, then gone); before: label
+        repeated = field.is_repeated if hasattr(field, "is_repeated") else field.label == field.LABEL_REPEATED
         fields[field.name] = (field.number, field.type, repeated)
         if field.message_type is not None:
             for name, value in _shape(field.message_type, seen).items():
