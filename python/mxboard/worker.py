@@ -8,7 +8,8 @@ runs in the background. Its public face is a handful of verbs:
     worker.columns().append(series, value, step, wall) # this thread's scalar rows (the hot path)
     worker.put_scalar(PendingScalar(series, snapshot, step, wall))   # an MXNet scalar
     worker.put(Record(event_file, build, args, step, wall))   # every other item (intake.py)
-    worker.flush(); worker.close()
+    worker.run(fn, *args)                              # fn(storage, *args) there, in call order; returns once it ran
+    worker.flush(); worker.close()                     # close: the store waited for 30 s in all, then an error
     if worker.attention: worker.report()               # after each call: what the thread has to say
 
 What callers queue waits in the intake (intake.py), in call order. The thread wakes when a batch
