@@ -289,3 +289,23 @@ def served_losses(server, run, tag="loss", until=None, timeout=40):
             if time.monotonic() > deadline:
                 raise
             time.sleep(0.5)
+
+
+@pytest.fixture
+def proxied(seaweed, bucket, monkeypatch):
+    """A writer's way to the store through a FaultProxy (tests/faultproxy.py); readers and the
+    server go straight to the store."""
+    from faultproxy import FaultProxy
+
+    proxy = FaultProxy(seaweed.endpoint)
+    monkeypatch.setenv("AWS_ENDPOINT_URL", proxy.endpoint)
+    yield proxy, bucket
+    monkeypatch.setenv("AWS_ENDPOINT_URL", seaweed.endpoint)
+    proxy.close()
+
+
+
+def timed(call, *args, **kwargs):
+    start = time.monotonic()
+    call(*args, **kwargs)
+    return time.monotonic() - start
