@@ -250,12 +250,15 @@ class Intake:
         if len(columns.series) >= self.max_scalars:
             self.wait_for_writer(lambda: len(columns.series) >= self.max_scalars and not self._held())
 
-    def flush(self, timeout: Optional[float] = None, sync: bool = True) -> bool:
+    def flush(self, timeout: Optional[float] = None, sync: bool = True, stop: bool = False) -> bool:
         """Return when everything queued before the call is written (a barrier queued behind it
         is released; with `sync`, a store's files have waited for their uploads); False if
-        `timeout` seconds passed first."""
+        `timeout` seconds passed first. `stop` (close): `stopping` is set once the barrier is
+        queued, so that the thread, which ends when stopping finds nothing queued, takes it first."""
         done = Pulse()
         self._items.append((self._next_seq(), _Barrier(done, sync), 0))
+        if stop:
+            self.stopping = True
         self.wake.set()
         deadline = None if timeout is None else time.monotonic() + timeout
         while not done.wait(0.5):

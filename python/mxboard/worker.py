@@ -165,9 +165,10 @@ class Worker:
             return None
         deadline = time.monotonic() + remote.FLUSH_SECS  # for a store; then it raises, naming where the rest is
         if self._thread.is_alive():
-            self._intake.stopping = True
             self._output.interrupt()  # a write never waits for room now: the thread drains the rest
-            self._intake.flush(sync=False)  # written; the store's wait is the files' close, below
+            # written, and the thread told to end (once it took this barrier); the store's wait is
+            # the files' close, below
+            self._intake.flush(sync=False, stop=True)
             self._thread.join()
         unreported, self._error = self._error, None
         self.state, self.attention = State.CLOSED, True
