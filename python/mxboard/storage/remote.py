@@ -49,7 +49,8 @@ from typing import Any, ContextManager, Deque, Dict, List, Optional, Tuple, Unio
 from .. import lifecycle
 from ..events import event_file_name
 from .names import components, part_key, run_of
-from .spool import Spool, Spooled, readable, spool_dir
+from .sizes import readable
+from .spool import Spool, Spooled, spool_dir
 
 __all__ = ["RemoteEventFile", "RemoteStorage", "open_filesystem", "UPLOAD_SECS", "MAX_OBJECT"]
 

@@ -19,9 +19,10 @@ import tempfile
 import threading
 from typing import NamedTuple
 
+from .sizes import parse_bytes
+
 __all__ = ["Spool", "Spooled", "spool_dir", "spool_limit"]
 
-_UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
 _DEFAULT_MAX = 16 << 30
 _LOCK = threading.Lock()  # guards _USED
 _USED = [0]  # bytes spooled by every Spool of this process
@@ -51,21 +52,8 @@ def spool_limit(directory: str) -> int:
     quarter of the space free in `directory`, at most 16 GiB."""
     configured = os.environ.get("MXBOARD_SPOOL_MAX_BYTES")
     if configured:
-        match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([KMGT]?)i?B?\s*", configured, re.IGNORECASE)
-        if not match:
-            raise ValueError("MXBOARD_SPOOL_MAX_BYTES=%r: a number of bytes, with K, M, G or T after it if you like"
-                             % configured)
-        return int(float(match.group(1)) * _UNITS[match.group(2).upper()])
+        return parse_bytes(configured, "MXBOARD_SPOOL_MAX_BYTES")
     return min(_DEFAULT_MAX, shutil.disk_usage(directory).free // 4)
-
-
-def readable(size: float) -> str:
-    """`size` bytes as people read them: 300 KiB, 1.5 GiB."""
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if size < 1024:
-            return ("%d %s" if unit == "B" else "%.1f %s") % (size, unit)
-        size /= 1024
-    return "%.1f TiB" % size
 
 
 class Spool:
