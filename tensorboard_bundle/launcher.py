@@ -58,6 +58,22 @@ def _defaults(argv):
     return argv
 
 
+def _raise_open_file_limit():
+    """The data server keeps every event file open: let it open as many as the hard limit allows
+    (the soft one is often 1024, which a logdir of 1,500 runs passes)."""
+    try:
+        import resource
+    except ImportError:  # not on this platform
+        return
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    want = min(1 << 20, hard if hard != resource.RLIM_INFINITY else 1 << 20)
+    if soft != resource.RLIM_INFINITY and soft < want:
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (want, hard))
+        except (ValueError, OSError):  # a platform's own bound (macOS): keep the soft limit
+            pass
+
+
 def main(argv=None):
     argv = list(sys.argv if argv is None else argv)
     os.environ["MXBOARD_TENSORBOARD_BUNDLE"] = "1"  # handover.py: this process is the bundle
@@ -80,6 +96,7 @@ def main(argv=None):
         else:  # the banner then names the Python loader; this says why there is no other
             sys.stderr.write("note: no fast data loader: %s\n" % why_not)
     _use_patched_s3()
+    _raise_open_file_limit()
     argv = logdirs.mirror_remote_logdirs(argv)
     tensorboard = patched("program").TensorBoard(plugins=plugins(), assets_zip_provider=locate.assets_zip_provider())
     try:

@@ -11,27 +11,38 @@ The launcher's own flags, taken off the command line before TensorBoard parses i
     --mirror_max_bytes N    the most the mirror may hold on disk (suffixes K, M, G, T); by default
                             80% of the space free where it lives, at start
     --mirror_interval SECS  seconds between passes over the store, at least (default 2)
+    --mirror_max_record_bytes N
+                            a record in an event file claiming more ends that file's copy at the
+                            record before it, said once (default 1G: no file in a store can make the
+                            data server allocate what it claims)
 
 A `--logdir_spec` whose entries all have names becomes one local tree served as `--logdir` (a
 mirror or a link a name), so that mixed specs (`a:s3://bucket/x,b:/local/y`) are read by the fast
-loader too, runs named as the spec names them; with unnamed entries, the spec stays a spec (the
-Python loader, as upstream), its URLs replaced by their mirrors.
+loader too, runs named as the spec names them. A mirror never writes below a local entry named
+inside its own (`cloud:s3://...,cloud/mine:/local`: what the store holds below `mine` is not
+mirrored, and the user's files are never written); a store's entry named inside a local one
+(`a:/local,a/b:s3://...`) cannot be mirrored without writing into the user's directory, so that
+spec stays a spec, as do specs with unnamed entries: the Python loader, as upstream, each URL
+replaced by its mirror.
+
+A temporary mirror is removed at exit, on SIGTERM, SIGINT and SIGHUP (a closed terminal) alike.
 """
 import atexit
 import os
-import re
 import shutil
+import signal
 import sys
 import tempfile
+import threading
 import time
 from typing import Any, List
 
 from mxboard.storage.names import components, is_url
+from mxboard.storage.sizes import parse_bytes, readable
 
 __all__ = ["mirror_remote_logdirs"]
 
 FIRST_PASS_SECS = 10  # the server starts once the mirrors' first passes ended, or after this long
-_UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
 
 
 def _flag(argv, name):
@@ -50,11 +61,11 @@ def _flag(argv, name):
     return value, rest
 
 
-def _bytes(text):
-    match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([KMGT]?)i?B?\s*", text or "", re.IGNORECASE)
-    if not match:
-        sys.exit("Error: --mirror_max_bytes %r: a number of bytes, with K, M, G or T after it if you like" % text)
-    return int(float(match.group(1)) * _UNITS[match.group(2).upper()])
+def _bytes(text, flag):
+    try:
+        return parse_bytes(text, "--" + flag)
+    except ValueError as exc:
+        sys.exit("Error: %s" % exc)
 
 
 def _seconds(text):
@@ -78,6 +89,7 @@ def mirror_remote_logdirs(argv):
     directory, argv = _flag(argv, "mirror_dir")
     max_bytes, argv = _flag(argv, "mirror_max_bytes")
     interval, argv = _flag(argv, "mirror_interval")
+    max_record, argv = _flag(argv, "mirror_max_record_bytes")
     logdir, _ = _flag(argv, "logdir")
     spec, _ = _flag(argv, "logdir_spec")
     load_fast, _ = _flag(argv, "load_fast")
@@ -86,23 +98,27 @@ def mirror_remote_logdirs(argv):
         return argv
     try:
         from mxboard.storage.remote import open_filesystem
-        from tensorboard_bundle.mirror import Mirror
+        from tensorboard_bundle.mirror import MAX_RECORD_BYTES, Mirror
 
         open_filesystem(urls[0])
     except ImportError as exc:  # fsspec or the scheme's package missing: TensorBoard's own reader
         sys.stderr.write("note: no mirror of the remote logdir, the Python loader reads it: %s\n" % exc)
         return argv
-    seconds, limit = _seconds(interval or "2"), _bytes(max_bytes) if max_bytes else None
+    seconds, limit = _seconds(interval or "2"), _bytes(max_bytes, "mirror_max_bytes") if max_bytes else None
+    record_limit = _bytes(max_record, "mirror_max_record_bytes") if max_record else MAX_RECORD_BYTES
     root = directory or tempfile.mkdtemp(prefix="mxboard-mirror-")
     os.makedirs(root, exist_ok=True)
     limit = limit or int(shutil.disk_usage(root).free * 0.8)
     mirrors: List[Any] = []
     atexit.register(_stop, mirrors, None if directory else root)
+    if hasattr(signal, "SIGHUP") and threading.current_thread() is threading.main_thread():
+        # a closed terminal: exit as on SIGTERM (atexit removes the mirror)
+        signal.signal(signal.SIGHUP, _exit_on_hangup)
 
-    def mirror(url, where):
-        mirrors.append(Mirror(url, where, limit, seconds))
-        sys.stderr.write("mirror: %s in %s (%s), at most %.1f GB (--mirror_max_bytes)\n" % (
-            url, where, "kept" if directory else "removed at exit; --mirror_dir DIR keeps one", limit / 1e9))
+    def mirror(url, where, exclude=()):
+        mirrors.append(Mirror(url, where, limit, seconds, exclude=exclude, max_record_bytes=record_limit))
+        sys.stderr.write("mirror: %s in %s (%s), at most %s on disk (--mirror_max_bytes)\n" % (
+            url, where, "kept" if directory else "removed at exit; --mirror_dir DIR keeps one", readable(limit)))
         return where
 
     try:
@@ -127,22 +143,32 @@ def _entries(spec):
     return _parse_event_files_spec(spec)
 
 
+def _below(path, directory):
+    return path.startswith(directory + os.sep)
+
+
 def _spec(argv, spec, root, mirror):
     entries = _entries(spec)
-    if all(entries.values()):  # one tree, served by the fast loader
-        places = {}
-        for path, name in entries.items():
-            where = os.path.join(root, *components(name))
-            if where in places:
-                raise ValueError("--logdir_spec names two logdirs %r" % name)
-            places[where] = path
-            if _mirrored(path):
-                mirror(path, where)
-                continue
+    places = {}
+    for path, name in entries.items() if all(entries.values()) else ():
+        where = os.path.join(root, *components(name))
+        if where in places:
+            raise ValueError("--logdir_spec names two logdirs %r" % name)
+        places[where] = path
+    linked = [where for where, path in places.items() if not _mirrored(path)]
+    mirrored = sorted((where for where, path in places.items() if _mirrored(path)), key=len)  # outer ones first
+    if any(_below(where, link) for where in places for link in linked):
+        sys.stderr.write("note: an entry of --logdir_spec is named inside a local one's directory, which is never "
+                         "written: the spec is read by the Python loader\n")
+    elif places:  # one tree, served by the fast loader: the mirrors first, then the links (never inside them)
+        for where in mirrored:
+            mirror(places[where], where, [os.path.relpath(other, where).replace(os.sep, "/") for other in places
+                                            if _below(other, where)])
+        for where in linked:
             os.makedirs(os.path.dirname(where), exist_ok=True)
             if os.path.islink(where):
                 os.unlink(where)
-            os.symlink(os.path.abspath(path), where)
+            os.symlink(os.path.abspath(places[where]), where)
         _, argv = _flag(argv, "logdir_spec")
         return argv + ["--logdir", root]
     items = []
@@ -156,6 +182,12 @@ def _spec(argv, spec, root, mirror):
 def _replace(argv, name, value):
     _, argv = _flag(argv, name)
     return argv + ["--" + name, value]
+
+
+def _exit_on_hangup(signum, frame):
+    signal.signal(signum, signal.SIG_DFL)  # a second one while exiting ends the process
+    sys.stderr.write("TensorBoard caught SIGHUP; exiting...\n")
+    sys.exit(0)
 
 
 def _stop(mirrors, temporary):

@@ -5,14 +5,16 @@
   botocore's request pipeline (~1.6 ms a range read) and XML parsing (~0.18 ms an object listed).
   Here botocore only presigns each request (SigV4: credentials, region and addressing as botocore
   resolves them), aiohttp sends it, and C ElementTree parses listings: ~0.5 ms a read and ~0.01 ms
-  an object listed (tools/bench_serving.py). A store that refuses presigned requests (a listing
-  answered 4xx) is read through fsspec instead, said once.
+  an object listed (tools/bench_serving.py). A listing page that fails is asked again
+  (PAGE_TRIES in all). A store that refuses a presigned listing (4xx) is read through fsspec for
+  that pass (said once): the next pass tries presigned requests again.
 
 Both give keys as `<bucket>/<key>` below `root`, and never wait on a request longer than
 REQUEST_SECS.
 """
 import asyncio
 import logging
+import time
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -28,6 +30,7 @@ log = logging.getLogger("tensorboard_bundle")
 REQUEST_SECS = 30  # one request at most, as a whole
 CONCURRENT = 32  # range reads in flight at once
 EXPIRES_SECS = 600  # presigned requests are sent at once: any validity will do
+PAGE_TRIES = 3  # a listing page is asked this often at most, a second apart
 
 
 def open_reader(url):
@@ -66,7 +69,8 @@ class S3Reader:
         self.root = (self.bucket + "/" + self._prefix).rstrip("/")
         self._client = botocore.session.get_session().create_client("s3", config=Config(
             signature_version="s3v4", connect_timeout=5, read_timeout=20, retries={"max_attempts": 1}))
-        self._fallback = None
+        self._fallback = None  # fsspec's reader, made at the first refusal
+        self._refused = False  # this pass's listing was refused: this pass reads through fsspec
         self._pages = {}  # page number -> (its bytes as last read, entries, next token)
 
     def _presign(self, operation, **params):
@@ -74,15 +78,13 @@ class S3Reader:
                                                    ExpiresIn=EXPIRES_SECS)
 
     def listing(self):
-        if self._fallback is not None:
-            return self._fallback.listing()
+        self._refused = False
         found: Dict[str, Dict[str, Any]] = {}
         token, page = None, 0
         while True:
             params = {"Prefix": self._prefix, **({"ContinuationToken": token} if token else {})}
             try:
-                with urllib.request.urlopen(self._presign("list_objects_v2", **params), timeout=REQUEST_SECS) as r:
-                    raw = r.read()
+                raw = self._page(params)
             except urllib.error.HTTPError as exc:
                 if 400 <= exc.code < 500 and exc.code != 404 and not found and token is None:
                     return self._fall_back(exc)
@@ -94,6 +96,20 @@ class S3Reader:
             page += 1
             if not token:
                 return found
+
+    def _page(self, params):
+        for attempt in range(PAGE_TRIES):
+            try:
+                with urllib.request.urlopen(self._presign("list_objects_v2", **params), timeout=REQUEST_SECS) as r:
+                    return r.read()
+            except urllib.error.HTTPError as exc:
+                if exc.code < 500 or attempt == PAGE_TRIES - 1:
+                    raise
+            except OSError:  # refused, reset, timed out: the store may be restarting
+                if attempt == PAGE_TRIES - 1:
+                    raise
+            time.sleep(1)
+        raise AssertionError("unreachable")
 
     def _parse(self, raw):
         """(entries, the next page's token or None) of a ListObjectsV2 answer."""
@@ -112,12 +128,15 @@ class S3Reader:
         return entries, tree.findtext(ns + "NextContinuationToken") if truncated else None
 
     def _fall_back(self, exc):
-        log.warning("mirror: %s refuses presigned requests (%s); reading it through s3fs", self.url, exc)
-        self._fallback = FsspecReader(self.url)
+        if self._fallback is None:
+            log.warning("mirror: %s refuses presigned requests (%s); reading it through s3fs while it does",
+                        self.url, exc)
+            self._fallback = FsspecReader(self.url)
+        self._refused = True
         return self._fallback.listing()
 
     def read_ranges(self, keys, starts, ends):
-        if self._fallback is not None:
+        if self._refused and self._fallback is not None:
             return self._fallback.read_ranges(keys, starts, ends)
         urls = [self._presign("get_object", Key=key.split("/", 1)[1]) for key in keys]
         return asyncio.run(self._read_all(urls, starts, ends))

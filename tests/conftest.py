@@ -146,9 +146,9 @@ UPSTREAM = [sys.executable, "-m", "tensorboard.main"]  # upstream's launcher, to
 class Server:
     """A real TensorBoard serving `logdir`, on a port of its choosing; the bundle's unless
     `command` says otherwise (it binds 127.0.0.1 by itself; upstream is told to); logdir None: the
-    `extra` arguments say what it serves (--logdir_spec)."""
+    `extra` arguments say what it serves (--logdir_spec); `popen`: more of Popen's arguments."""
 
-    def __init__(self, logdir, *extra, command=BUNDLE, env=None, cwd=None):
+    def __init__(self, logdir, *extra, command=BUNDLE, env=None, cwd=None, **popen):
         import re
         import threading
 
@@ -159,7 +159,7 @@ class Server:
         # never from this checkout (Pythons before 3.11 know no PYTHONSAFEPATH: `-m` would import
         # its tensorboard_bundle/, which has no patched files, over the installed one)
         self.proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                                     env=env, cwd=cwd or tempfile.gettempdir())
+                                     env=env, cwd=cwd or tempfile.gettempdir(), **popen)
         self.output = []
         found = threading.Event()
 

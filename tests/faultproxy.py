@@ -16,12 +16,13 @@ class FaultProxy:
     'hang' reads a request and never answers (nor says 100 Continue); 'slow' answers `delay`
     seconds late; 'lost_ack' forwards a PUT, then answers 504 (its answer lost), for the next
     `lose_next` PUTs; 'refuse_presigned' answers 403 to presigned requests (a signature in the
-    query), as a store that does not take them. `puts` counts the PUTs the store performed."""
+    query), as a store that does not take them. `puts` counts the PUTs the store performed,
+    `presigned` the presigned requests forwarded."""
 
     def __init__(self, upstream):
         self.upstream = urllib.parse.urlsplit(upstream).netloc
         self.mode, self.delay, self.lose_next = "pass", 25.0, 0
-        self.puts = 0
+        self.puts = self.presigned = 0
         self._lock = threading.Lock()
         self._released = threading.Event()
         proxy = self
@@ -52,6 +53,8 @@ class FaultProxy:
                     self.end_headers()
                     return
                 status, headers, data = proxy._forward(self.command, self.path, self.headers, body)
+                with proxy._lock:
+                    proxy.presigned += "X-Amz-Signature=" in self.path
                 if self.command == "PUT" and status < 300:
                     with proxy._lock:
                         proxy.puts += 1

@@ -11,11 +11,12 @@ import os
 import socket
 import struct
 import time
+from typing import Optional, Tuple
 
 from ._crc32c import masked_crc32c
 
 __all__ = ["FILE_VERSION", "RECORD_HEADER", "RECORD_TRAILER", "event_file_name", "frame",
-           "record_header"]
+           "record_header", "whole_records"]
 
 FILE_VERSION = "brain.Event:2"
 _LENGTH = struct.Struct("<Q")
@@ -32,6 +33,25 @@ def record_header(size: int) -> bytes:
 def frame(payload: bytes) -> bytes:
     """One TFRecord: header, payload and trailer, as bytes."""
     return b"".join((record_header(len(payload)), payload, RECORD_TRAILER.pack(masked_crc32c(payload))))
+
+
+def whole_records(data: bytes, limit: int) -> Tuple[int, Optional[str]]:
+    """(end, problem) of a TFRecord stream's bytes `data`, from a record's start: `end` is where
+    its last whole record ends; `problem` why no record can follow there however the stream
+    grows (a header whose length fails its checksum, or a length over `limit`), else None (the
+    rest is a record still incomplete). Headers are checked, payloads are not."""
+    offset, size = 0, len(data)
+    while size - offset >= RECORD_HEADER.size:
+        length, length_crc = RECORD_HEADER.unpack_from(data, offset)
+        if masked_crc32c(bytes(data[offset:offset + 8])) != length_crc:
+            return offset, "a record's header at byte %d fails its checksum" % offset
+        if length > limit:
+            return offset, "a record at byte %d claims %d bytes, over the limit of %d" % (offset, length, limit)
+        end = offset + RECORD_HEADER.size + length + RECORD_TRAILER.size
+        if end > size:
+            break
+        offset = end
+    return offset, None
 
 
 def event_file_name(suffix: str = "", token: str = "") -> str:

@@ -6,15 +6,16 @@ import hashlib
 import os
 import posixpath
 import re
-from typing import List
+from typing import Dict, Iterable, List
 
-__all__ = ["components", "is_url", "part_key", "run_of", "stitched_name"]
+__all__ = ["components", "is_url", "local_names", "part_key", "run_of", "stitched_name"]
 
 _UNSAFE = re.compile(r'[\x00-\x1f\x7f<>:"|?*]')
 _MAX_COMPONENT = 120  # bytes; filesystems allow 255, the hash suffix and margins need the rest
 _MAX_DEPTH = 8  # directory levels a name may become; deeper ones are folded into the last
 _URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
 _PART = re.compile(r"^(.+tfevents.+)\.part(z*)(\d{4,})$")
+_NAME_MAX = 255  # bytes in a path component: every common local filesystem's limit
 
 
 def is_url(path: object) -> bool:
@@ -76,3 +77,35 @@ def stitched_name(name: str) -> str:
     if match and len(match.group(3)) == 4 + len(match.group(2)):
         return match.group(1)
     return name
+
+
+def _digest(text: str) -> str:
+    return hashlib.sha1(text.encode("utf-8", "surrogatepass")).hexdigest()[:10]
+
+
+def _holdable(component: str) -> str:
+    """`component` where a local disk can hold it; else a safe, unique stand-in: cut to fit
+    (at a character), a hash of the whole, and `tfevents` kept where it was (loaders look for it)."""
+    try:
+        encoded = component.encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate: no filesystem name
+        encoded = component.encode("utf-8", "replace")
+    if len(encoded) <= _NAME_MAX and "\x00" not in component and encoded.decode("utf-8") == component:
+        return component
+    cut = encoded.replace(b"\x00", b"_")[:200].decode("utf-8", "ignore")
+    return "%s~%s%s" % (cut, _digest(component), "~tfevents" if "tfevents" in component else "")
+
+
+def local_names(names: Iterable[str]) -> Dict[str, str]:
+    """{name: its local relative path} for the files `names` of a logdir in a store (paths with
+    `/` between components, none empty, `.` or `..`): the name itself wherever a local disk can
+    hold it, so that runs are named as in the store. A component over 255 bytes or with a
+    character no filesystem takes is cut and given a hash of the whole (_holdable); a file
+    whose path is also a directory of other files (`run2` beside `run2/events...`) gets a
+    `~file-<hash>` suffix. Two names never share a path, and a name's path depends on the other
+    names only where it is such a file."""
+    mapped = {name: "/".join(_holdable(c) for c in name.split("/")) for name in names}
+    directories = {path.rsplit("/", 1)[0] for path in mapped.values() if "/" in path}
+    directories |= {d.rsplit("/", i)[0] for d in directories for i in range(1, d.count("/") + 1)}
+    return {name: path if path not in directories else "%s~file-%s" % (path, _digest(name))
+            for name, path in mapped.items()}
