@@ -74,8 +74,24 @@ def _raise_open_file_limit():
             pass
 
 
+def _configure_as_asked(tensorboard, arguments):
+    """TensorBoard's flags parser, with the cache key of the arguments the user gave (not of the
+    bundle's defaults and mirrors): `tensorboard.notebook` (%tensorboard, VS Code, Colab) finds
+    the server it started by that key in the info file, and waited 60 s in vain."""
+    from tensorboard import manager
+
+    def configure(argv):
+        result = tensorboard.configure(argv)
+        tensorboard.cache_key = manager.cache_key(working_directory=os.getcwd(), arguments=arguments,
+                                                  configure_kwargs={})
+        return result
+
+    return configure
+
+
 def main(argv=None):
     argv = list(sys.argv if argv is None else argv)
+    asked = argv[1:]
     os.environ["MXBOARD_TENSORBOARD_BUNDLE"] = "1"  # handover.py: this process is the bundle
     import absl.logging
     from absl import app
@@ -100,7 +116,7 @@ def main(argv=None):
     argv = logdirs.mirror_remote_logdirs(argv)
     tensorboard = patched("program").TensorBoard(plugins=plugins(), assets_zip_provider=locate.assets_zip_provider())
     try:
-        app.run(tensorboard.main, argv=_defaults(argv), flags_parser=tensorboard.configure)
+        app.run(tensorboard.main, argv=_defaults(argv), flags_parser=_configure_as_asked(tensorboard, asked))
     except base_plugin.FlagsError as e:
         print("Error: %s" % e, file=sys.stderr)
         sys.exit(1)

@@ -38,16 +38,19 @@ def frame(payload: bytes) -> bytes:
 def whole_records(data: bytes, limit: int) -> Tuple[int, Optional[str]]:
     """(end, problem) of a TFRecord stream's bytes `data`, from a record's start: `end` is where
     its last whole record ends; `problem` why no record can follow there however the stream
-    grows (a header whose length fails its checksum, or a length over `limit`), else None (the
-    rest is a record still incomplete). Headers are checked, payloads are not."""
-    offset, size = 0, len(data)
-    while size - offset >= RECORD_HEADER.size:
-        length, length_crc = RECORD_HEADER.unpack_from(data, offset)
-        if masked_crc32c(bytes(data[offset:offset + 8])) != length_crc:
-            return offset, "a record's header at byte %d fails its checksum" % offset
-        if length > limit:
-            return offset, "a record at byte %d claims %d bytes, over the limit of %d" % (offset, length, limit)
-        end = offset + RECORD_HEADER.size + length + RECORD_TRAILER.size
+    grows (a length over `limit`, or one over 1 MiB whose checksum is wrong), else None (the
+    rest is a record still incomplete). Payloads are not checked, nor the checksums of smaller
+    lengths: a reader checks those, and what they claim costs it little (this runs on every
+    byte a mirror copies)."""
+    offset, size, unpack = 0, len(data), RECORD_HEADER.unpack_from
+    while size - offset >= 12:  # RECORD_HEADER.size
+        length, length_crc = unpack(data, offset)
+        if length > 1 << 20:
+            if masked_crc32c(bytes(data[offset:offset + 8])) != length_crc:
+                return offset, "a record's header at byte %d fails its checksum" % offset
+            if length > limit:
+                return offset, "a record at byte %d claims %d bytes, over the limit of %d" % (offset, length, limit)
+        end = offset + length + 16  # with RECORD_HEADER.size and RECORD_TRAILER.size
         if end > size:
             break
         offset = end
