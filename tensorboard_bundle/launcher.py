@@ -43,6 +43,40 @@ def _use_patched_s3():
         upstream.register_filesystem("s3", gfile.S3FileSystem())
 
 
+def _watched(program):
+    """TensorBoard whose fast data loader is watched (watchdog.py): if its process dies, the
+    Python loader serves from then on."""
+
+    class TensorBoard(program.TensorBoard):
+        def _make_data_provider(self):
+            provider, multiplexer = super()._make_data_provider()
+            if not getattr(self, "data_loader", "").startswith("fast"):
+                return provider, multiplexer
+            from tensorboard.backend.event_processing import data_ingester
+
+            from tensorboard_bundle.watchdog import Watched
+
+            def python_loader():
+                if self.flags.reload_multifile is None:  # as patches/0001: every file of a run polled
+                    self.flags.reload_multifile = True
+                ingester = data_ingester.LocalDataIngester(self.flags)
+                ingester.start()
+                self._fallback_ingester = ingester
+                return ingester.data_provider
+
+            return Watched(provider, python_loader), multiplexer
+
+    return TensorBoard
+
+
+def _use_patched_record_reader():
+    """The Python loader's record reader, patched (it never reads more than a file holds), where
+    the loader looks it up (tf.pywrap_tensorflow, TensorFlow's stub)."""
+    from tensorboard.compat.tensorflow_stub import pywrap_tensorflow as upstream
+
+    upstream.PyRecordReader_New = patched("pywrap_tensorflow").PyRecordReader_New
+
+
 def _given(argv, *flags):
     return any(a in flags or a.split("=", 1)[0] in flags for a in argv)
 
@@ -112,9 +146,10 @@ def main(argv=None):
         else:  # the banner then names the Python loader; this says why there is no other
             sys.stderr.write("note: no fast data loader: %s\n" % why_not)
     _use_patched_s3()
+    _use_patched_record_reader()
     _raise_open_file_limit()
     argv = logdirs.mirror_remote_logdirs(argv)
-    tensorboard = patched("program").TensorBoard(plugins=plugins(), assets_zip_provider=locate.assets_zip_provider())
+    tensorboard = _watched(patched("program"))(plugins=plugins(), assets_zip_provider=locate.assets_zip_provider())
     try:
         app.run(tensorboard.main, argv=_defaults(argv), flags_parser=_configure_as_asked(tensorboard, asked))
     except base_plugin.FlagsError as e:

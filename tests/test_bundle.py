@@ -9,7 +9,7 @@ import zipfile
 
 import pytest
 
-from conftest import ROOT, UPSTREAM, Server, ServerDidNotStartError
+from conftest import ROOT, UPSTREAM, Server, ServerDidNotStartError, served_losses
 from mxboard import SummaryWriter
 
 
@@ -295,3 +295,60 @@ def test_the_patch_applier_moves_hunks_that_shifted_and_refuses_changed_context(
                                              "i\n", "j"]
     with pytest.raises(ValueError, match=r"hunk #1 \(@@ -2,3 \+2,3 @@\) does not apply"):
         vendor.apply(["a\n", "b\n", "x\n", "d\n"], hunks)
+
+
+def _hostile_logdir(tmp_path, good=True, hostile=True):
+    """A good run of 20 points, and two runs whose 80-byte file holds 3 good records and then a
+    header claiming 2^62 bytes, or 2^30 (their checksums right)."""
+    from conftest import event_files
+    from mxboard.events import record_header
+
+    logdir = tmp_path / "hostile"
+    with SummaryWriter(str(logdir / "good"), write_to_disk=good) as writer:
+        for step in range(20):
+            writer.add_scalar("x", float(step), step)
+    with SummaryWriter(str(tmp_path / "three")) as writer:
+        for step in range(3):
+            writer.add_scalar("x", 7.0, step)
+    good_records = pathlib.Path(event_files(tmp_path / "three")[-1]).read_bytes()
+    for name, claim in (("hostile62", 1 << 62), ("hostile30", 1 << 30)) if hostile else ():
+        (logdir / name).mkdir()
+        (logdir / name / "events.out.tfevents.1.h").write_bytes(good_records + record_header(claim) + bytes(20))
+    return logdir
+
+
+@pytest.mark.slow
+@pytest.mark.plain
+def test_a_hostile_event_file_in_a_local_logdir(tmp_path, serve):
+    """patches/0008 and watchdog.py. On 802362c (and upstream) the fast loader's process aborted
+    on a header claiming 2^62 bytes, and every request was answered 500 for the server's life;
+    the Python loader's thread died on MemoryError, and nothing was served. Now the Python
+    loader reads such a file safely, and takes over when the data server dies, said once (here
+    the file comes while the server runs)."""
+    import time
+
+    import psutil
+
+    logdir = _hostile_logdir(tmp_path)
+    upstream = serve(logdir, "--load_fast=false", command=UPSTREAM)
+    deadline = time.monotonic() + 30
+    while "MemoryError" not in "".join(upstream.output) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert "MemoryError" in "".join(upstream.output)  # its loader's thread died: nothing is ever served
+    upstream.close()
+    for extra in ((), ("--load_fast=false",)):
+        if not extra:
+            shutil.rmtree(logdir)
+            _hostile_logdir(tmp_path, hostile=False)
+        server = serve(logdir, *extra)
+        if not extra:
+            assert "data loader: fast (Rust data server)" in server.banner
+            assert len(served_losses(server, "good", "x", until=lambda rows: len(rows) == 20)) == 20
+            _hostile_logdir(tmp_path, good=False)
+        assert served_losses(server, "good", "x", until=lambda rows: len(rows) == 20) == [
+            (s, float(s)) for s in range(20)]
+        for name in ("hostile62", "hostile30"):
+            assert served_losses(server, name, "x", until=lambda rows: len(rows) == 3) == [(s, 7.0) for s in range(3)]
+        assert psutil.Process(server.proc.pid).memory_info().rss < 500 << 20
+        if not extra:
+            assert "the fast data loader stopped answering" in "".join(server.output)
