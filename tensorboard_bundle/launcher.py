@@ -47,7 +47,7 @@ def _watched(program):
     """TensorBoard whose fast data loader is watched (watchdog.py): if its process dies, the
     Python loader serves from then on."""
 
-    class TensorBoard(program.TensorBoard):
+    class TensorBoard(program.TensorBoard):  # type: ignore[name-defined]  # a module known at run time
         def _make_data_provider(self):
             provider, multiplexer = super()._make_data_provider()
             if not getattr(self, "data_loader", "").startswith("fast"):
