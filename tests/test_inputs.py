@@ -246,3 +246,18 @@ def test_the_bounds_of_the_new_checks_are_taken(logdir):
     assert {"b"} <= set(acc.PluginTagToContent("images")) and {"p"} <= set(acc.PluginTagToContent("pr_curves"))
     assert tensor_values(acc, "m_COLOR")[0][1].tolist() == [[[255, 0, 0], [0, 128, 0]]]
     assert tensor_values(acc, "r")[0][1][:, 2].tolist() == [1, 1]
+
+
+def test_a_logdir_with_a_tilde_is_the_home_one_and_a_file_is_said_plainly(tmp_path, monkeypatch):
+    """On 802362c SummaryWriter("~/x") made a directory literally named `~`, and a logdir that
+    is a file raised a bare FileExistsError."""
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.chdir(tmp_path)
+    with SummaryWriter("~/runs/a") as writer:
+        writer.add_scalar("loss", 1.0, 0)
+    assert writer.logdir == str(tmp_path / "home" / "runs" / "a")
+    assert tb_scalars(event_files(tmp_path / "home" / "runs" / "a")[0]) == [("loss", 0, 1.0)]
+    assert not (tmp_path / "~").exists()
+    (tmp_path / "a-file").write_text("not a directory")
+    with pytest.raises(NotADirectoryError, match="logdir '.*a-file' is a file: a logdir is a directory"):
+        SummaryWriter(str(tmp_path / "a-file"))

@@ -11,6 +11,7 @@ from typing import Any, Dict, Optional, Union
 
 from . import checks
 from .compat import peer_names
+from .storage.names import is_url
 from .writer_dashboards import HistogramCalls, LayoutCalls, ModelCalls
 from .writer_media import AudioTextCalls, ImageCalls
 from .writer_scalars import ScalarCalls
@@ -83,5 +84,6 @@ class SummaryWriter(ScalarCalls, ImageCalls, AudioTextCalls, HistogramCalls, Mod
         purge_step = None if purge_step is None else checks.step(purge_step, "purge_step")
         if purge_step is not None and purge_step < 0:
             raise ValueError("purge_step must be >= 0; got %d" % purge_step)
-        super().__init__(os.fspath(logdir), max_queue, flush_secs, filename_suffix or "", verbose, purge_step,
-                         write_to_disk)
+        logdir = os.fspath(logdir)
+        super().__init__(logdir if is_url(logdir) else os.path.expanduser(logdir), max_queue, flush_secs,
+                         filename_suffix or "", verbose, purge_step, write_to_disk)

@@ -79,6 +79,8 @@ class LocalStorage:
     def __init__(self, root: str) -> None:
         """Makes the directory: a logdir that cannot be one fails here, at the writer's call."""
         self.root = root
+        if os.path.exists(root) and not os.path.isdir(root):
+            raise NotADirectoryError("logdir %r is a file: a logdir is a directory (name another path)" % root)
         self.makedirs(root)
 
     def subdir(self, *names: str) -> str:
