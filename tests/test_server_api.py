@@ -122,3 +122,28 @@ def test_hparams_dashboard_shows_the_session_with_its_metric(server):
     (group,) = groups["sessionGroups"]
     assert group["hparams"] == {"lr": 0.1, "optimizer": "sgd", "batch_norm": True}
     assert group["metricValues"][0]["value"] == pytest.approx(0.93)
+
+
+@pytest.mark.slow
+def test_hparams_into_the_run_are_one_row_with_the_runs_own_metric(tmp_path, serve):
+    """add_hparams(..., in_run=True): the hparams go into the writer's own run, so the HParams
+    dashboard shows each run once, its own validation loss beside its hparams (the peers' way
+    makes a second, time-named run per call, and the curves and the hparams are two rows)."""
+    for run, lr in (("a", 0.1), ("b", 0.01)):
+        with SummaryWriter(str(tmp_path / run)) as writer:
+            for step in range(3):
+                writer.add_scalar("loss/validation", lr * 10 + step, step)
+            writer.add_hparams({"lr": lr, "optimizer": "adam"}, {"loss/validation": None, "accuracy": 0.5},
+                               in_run=True, global_step=2)
+    server = serve(tmp_path)
+    assert sorted(server.json("/data/runs", until=lambda runs: len(runs) == 2)) == ["a", "b"]
+    groups = server.post_json("/data/plugin/hparams/session_groups", {
+        "experimentName": "", "allowedStatuses": ["STATUS_SUCCESS", "STATUS_UNKNOWN"],
+        "colParams": [{"hparam": "lr"}, {"metric": {"tag": "loss/validation"}}, {"metric": {"tag": "accuracy"}}],
+        "startIndex": 0, "sliceSize": 10})["sessionGroups"]
+    rows = sorted((g["sessions"][0]["name"], g["hparams"]["lr"],
+                   {m["name"]["tag"]: m["value"] for m in g["metricValues"]}) for g in groups)
+    assert rows == [("a", 0.1, {"loss/validation": pytest.approx(3.0), "accuracy": 0.5}),
+                    ("b", 0.01, {"loss/validation": pytest.approx(2.1), "accuracy": 0.5})]
+    with SummaryWriter(str(tmp_path / "c")) as writer, pytest.raises(ValueError, match="run_name='x' with in_run"):
+        writer.add_hparams({"lr": 0.1}, {"m": 1.0}, run_name="x", in_run=True)

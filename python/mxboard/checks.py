@@ -6,6 +6,9 @@ the writer thread resolves them (the training thread never waits for MXNet's eng
 """
 import json
 import math
+import os
+import sys
+import warnings
 from time import time as _now
 from typing import Any
 
@@ -118,12 +121,33 @@ def dataformats(shape, formats, name="image"):
     return formats
 
 
+_PACKAGE = os.path.dirname(os.path.abspath(__file__)) + os.sep
+
+
+def warn_at_call(message: str) -> None:
+    """A UserWarning pointing at the user's line that called mxboard (the first frame outside
+    the package), shown once there as Python shows warnings."""
+    frame = sys._getframe(1)
+    while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE):
+        frame = frame.f_back  # type: ignore[assignment]
+    if frame is None:  # no caller outside mxboard (its own thread)
+        warnings.warn(message, UserWarning, stacklevel=2)
+        return
+    warnings.warn_explicit(message, UserWarning, frame.f_code.co_filename, frame.f_lineno,
+                           module=frame.f_globals.get("__name__"),
+                           registry=frame.f_globals.setdefault("__warningregistry__", {}))
+
+
 def pixels(array, name="image"):
-    """Integer pixels must lie in [0, 255] (floats are clipped to [0, 1], never wrapped)."""
+    """Integer pixels must lie in [0, 255] (floats are clipped to [0, 1], never wrapped: float
+    pixels above 1, surely a 0-255 image, are warned of)."""
     if array.dtype.kind in "iu" and array.dtype != np.uint8 and array.size:
         low, high = array.min(), array.max()
         if low < 0 or high > 255:
             raise ValueError("%s: integer pixels must lie in [0, 255]; got [%d, %d]" % (name, low, high))
+    elif array.dtype.kind == "f" and array.size and array.max() > 1:
+        warn_at_call("%s: float pixels are read in [0, 1], and some are above 1 (shown white): a 0-255 image? "
+                     "Divide it by 255, or pass uint8" % name)
     return array
 
 
@@ -215,6 +239,8 @@ def audio(value, sample_rate):
         raise ValueError("sample_rate must be a positive whole number of Hz; got %r" % (sample_rate,))
     if int(rate) * channels * 2 >= 1 << 32:  # a WAV header's byte rate is 32 bits
         raise ValueError("sample_rate is too large for a WAV file: %d Hz" % int(rate))
+    if isinstance(samples, np.ndarray) and samples.dtype.kind == "f" and np.abs(samples).max() > 1:
+        warn_at_call("audio: samples are read in [-1, 1], and some are beyond (clipped): scale them into it")
     return samples, int(rate)
 
 
@@ -274,6 +300,17 @@ def _finite(name):
     return check
 
 
+def _probabilities(name):
+    def check(array):
+        _finite(name)(array)
+        if array.size and not ((array >= 0) & (array <= 1)).all():
+            wrong = array.reshape(-1)[~((array.reshape(-1) >= 0) & (array.reshape(-1) <= 1))][0]
+            raise ValueError("%s must be probabilities in [0, 1]; got %r (scores? apply a sigmoid or softmax first)"
+                             % (name, wrong.item()))
+        return array
+    return check
+
+
 def _binary(name):
     def check(array):
         if array.dtype != bool and array.size and not np.isin(array, (0, 1)).all():
@@ -286,7 +323,7 @@ def _binary(name):
 def pr_curve(labels, predictions, num_thresholds, weights):
     """(labels, predictions, num_thresholds, weights) of a PR curve."""
     labels = convert.capture(labels, "labels", check=_binary("labels"))
-    predictions = convert.capture(predictions, "predictions", check=_finite("predictions"))
+    predictions = convert.capture(predictions, "predictions", check=_probabilities("predictions"))
     if labels.shape != predictions.shape:
         raise ValueError("labels and predictions must have one shape; got %s and %s"
                          % (labels.shape, predictions.shape))
@@ -413,14 +450,15 @@ def _labels(labels, count, header):
     return labels
 
 
-def hparams(hparam_dict, metric_dict, domains):
-    """(values, metrics, domains) of one hyper-parameter run."""
+def hparams(hparam_dict, metric_dict, domains, declared=False):
+    """(values, metrics, domains) of one hyper-parameter run; a metric None where `declared`
+    (a tag the run logs itself)."""
     if not isinstance(hparam_dict, dict) or not hparam_dict:
         raise TypeError("hparam_dict must be a non-empty dict of name -> bool, number or str")
     if not isinstance(metric_dict, dict):
         raise TypeError("metric_dict must be a dict of metric tag -> number")
     values = {tag(k, "hparam name"): _hparam(v, k) for k, v in hparam_dict.items()}
-    metrics = {tag(k, "metric tag"): convert.to_float(v, "metric_dict[%r]" % (k,))
+    metrics = {tag(k, "metric tag"): None if v is None and declared else convert.to_float(v, "metric_dict[%r]" % (k,))
                for k, v in metric_dict.items()}
     checked = {}
     for name, domain in (domains or {}).items():

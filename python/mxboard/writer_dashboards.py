@@ -309,32 +309,45 @@ class LayoutCalls(WriterCore):
     @peer_names({"name": "run_name"}, peer_order=("hparam_dict", "metric_dict", "name", "global_step"),
                 is_peer_order=lambda args: len(args) > 2 and isinstance(args[2], str))
     def add_hparams(self, hparam_dict: Mapping, metric_dict: Mapping, hparam_domain_discrete: Optional[Mapping] = None,
-                    run_name: Optional[str] = None, global_step: Optional[int] = None) -> None:
+                    run_name: Optional[str] = None, global_step: Optional[int] = None, *,
+                    in_run: bool = False) -> None:
         """One run of a hyper-parameter search for the HParams dashboard.
 
-        Written to the sub-run `logdir/<run_name>/`: the hparams, and the metrics as scalars
-        there. torch's signature; tensorboardX's `(hparam_dict, metric_dict, name, global_step)`
-        works as well (a str third is its order).
+        By default (the peers' way), written to a sub-run `logdir/<run_name>/` of its own: the
+        hparams, and the metrics as scalars there. With `in_run=True`, written into this writer's
+        own run instead, so that the dashboard shows the run's own curves on the hparams' row;
+        a metric given as None is a tag the run logs itself (its last value is shown). torch's
+        signature; tensorboardX's `(hparam_dict, metric_dict, name, global_step)` works as well
+        (a str third is its order).
 
         Args:
             hparam_dict: `{name: bool, number or str}`.
-            metric_dict: `{metric tag: number}`.
+            metric_dict: `{metric tag: number}` (with `in_run`, a number or None).
             hparam_domain_discrete: `{name: [the values it may take]}`.
-            run_name: the sub-run's name. Default: the time.
+            run_name: the sub-run's name. Default: the time. Not with `in_run`.
             global_step: the metrics' step. Default 0.
+            in_run: into this writer's run, not a sub-run of its own.
 
         Raises:
-            TypeError, ValueError: values of other types, a domain without the value.
+            TypeError, ValueError: values of other types, a domain without the value, a run_name
+                with `in_run`.
 
         Example:
             >>> sw.add_hparams({"lr": 0.1, "batch": 64}, {"hparam/accuracy": 0.93})
+            >>> sw.add_hparams({"lr": 0.1}, {"loss/validation": None}, in_run=True)
         """
         self._ready()
-        values, metrics, domains = checks.hparams(hparam_dict, metric_dict, hparam_domain_discrete)
+        if in_run and run_name is not None:
+            raise ValueError("add_hparams: run_name=%r with in_run=True: the hparams go into this writer's run"
+                             % (run_name,))
+        values, metrics, domains = checks.hparams(hparam_dict, metric_dict, hparam_domain_discrete, in_run)
         step, now = self._stamp(global_step, None)
-        run = checks.tag(run_name, "run_name") if run_name is not None else "%.6f" % now
-        run_file = self._open_file(self._storage.subdir(run))
-        self._scalars.add_to_file(run_file, metrics, step, now)
+        run_file = None  # in_run: the main file
+        if not in_run:
+            run = checks.tag(run_name, "run_name") if run_name is not None else "%.6f" % now
+            run_file = self._open_file(self._storage.subdir(run))
+        self._scalars.add_to_file(run_file, {tag: value for tag, value in metrics.items() if value is not None}, step,
+                                  now)
         self._put(hparams_summary, (values, list(metrics), now, now, domains), global_step, now,
                   event_file=run_file)
 
