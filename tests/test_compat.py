@@ -497,6 +497,30 @@ def test_export_command_writes_csv_and_json(served, tmp_path):
     assert usage.returncode == 2 and "--csv" in usage.stderr
 
 
+@pytest.mark.slow
+def test_the_command_says_what_went_wrong_in_one_line(tmp_path):
+    """On 802362c a missing logdir wrote a header and exited 0, an unwritable --output ended in a
+    traceback, and --help had no description, no examples and no --version."""
+    def command(*args):
+        return subprocess.run([sys.executable, "-m", "mxboard", *args], capture_output=True, text=True, timeout=120,
+                              env=dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python")))
+
+    with SummaryWriter(str(tmp_path / "run")) as writer:
+        writer.add_scalar("loss", 1.0, 0)
+    cases = [(("export", str(tmp_path / "missing"), "--csv"), 1, "mxboard export: %s is not a directory"
+              % (tmp_path / "missing")),
+             (("export", str(tmp_path), "--csv", "--kind", "text"), 1, "mxboard export: no text in %s (nothing "
+              "written; --kind says which: histograms, hparams, scalars, text)" % tmp_path),
+             (("export", str(tmp_path), "--csv", "-o", "/nonexistent/x.csv"), 1,
+              "mxboard export: cannot write /nonexistent/x.csv: No such file or directory")]
+    for args, status, message in cases:
+        done = command(*args)
+        assert (done.returncode, done.stdout, done.stderr.strip()) == (status, "", message)
+    shown = command("--help").stdout
+    assert "TensorBoard event files from MXNet and numpy" in shown and "examples:" in shown
+    assert command("--version").stdout.strip() == "mxboard %s" % __import__("mxboard").__version__
+
+
 def _peer_calls(module, logdir):
     """The same calls, as tensorboardX users write them, with `module`'s SummaryWriter."""
     rng = np.random.default_rng(0)

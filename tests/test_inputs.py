@@ -1,6 +1,8 @@
 """Inputs of every kind, converted in one place; bad input refused at the call, the writer usable
 after; mxboard 0.1.0 scripts unchanged."""
 
+import re
+
 import numpy as np
 import pytest
 
@@ -78,6 +80,8 @@ def test_long_clips_at_a_high_rate_are_taken_in_every_layout(logdir, shape):
 def test_mxnet_is_never_imported(tmp_path):
     out = run_python("LOGDIR = %r\n" % str(tmp_path) + r"""
 import sys
+import re
+
 import numpy as np
 import mxboard
 with mxboard.SummaryWriter(LOGDIR) as w:
@@ -161,6 +165,15 @@ BAD = [
      "bucket_counts must be finite counts >= 0; got -1.0 at index 1"),
     ("add_histogram_raw", ("r", 0, 1, 1, 1, 1, [1, 2], [1, float("inf")]), ValueError, "bucket_counts must be finite"),
     ("add_histogram_raw", ("r", float("nan"), 1, 1, 1, 1, [1, 2], [1, 1]), ValueError, "min must be a number"),
+    # surely wrong, passed silently on 802362c:
+    ("add_pr_curve", ("p", [1, 0], [0.5, 1.5]), ValueError, r"predictions must be probabilities in \[0, 1\]; got 1.5"),
+    ("add_pr_curve", ("p", [1, 0], [-2.0, 0.5]), ValueError, r"got -2.0 \(scores\? apply a sigmoid or softmax first\)"),
+    ("add_audio", ("a", np.ones(100)), {"sample_rate": 0}, ValueError, "sample_rate must be a positive whole number"),
+    ("add_hparams", ({"lr": 1}, {"m": None}), TypeError, r"metric_dict\['m'\] must be a number"),  # but in_run
+    # unclear before: the internal ScalarCalls._add_scalar_peer(), the mixin's ImageCalls.add_image()
+    ("add_scalar", ("s", 1.0), {"bogus": 1}, TypeError, r"^SummaryWriter\.add_scalar\(\) got an unexpected keyword "
+     "argument 'bogus'$"),
+    ("add_image", ("i", np.ones((3, 4, 4))), {"bogus": 1}, TypeError, r"^SummaryWriter\.add_image\(\) got an"),
 ]
 
 
@@ -186,6 +199,8 @@ def test_bad_input_raises_at_the_call_naming_it_and_the_writer_stays_usable(logd
 
 
 MXBOARD_0_1_0_SCRIPT = r"""
+import re
+
 import numpy as np
 from mxboard import SummaryWriter
 sw = SummaryWriter(logdir=LOGDIR, max_queue=10, flush_secs=120, filename_suffix='', verbose=False)
@@ -261,3 +276,25 @@ def test_a_logdir_with_a_tilde_is_the_home_one_and_a_file_is_said_plainly(tmp_pa
     (tmp_path / "a-file").write_text("not a directory")
     with pytest.raises(NotADirectoryError, match="logdir '.*a-file' is a file: a logdir is a directory"):
         SummaryWriter(str(tmp_path / "a-file"))
+
+
+PROBABLY_WRONG = [
+    ("add_image", ("i", np.full((3, 4, 4), 200.0)),
+     "(image|img_tensor): float pixels are read in \\[0, 1\\], and some are above 1"),
+    ("add_images", ("i", np.full((2, 3, 4, 4), 2.0)), "img_tensor: float pixels are read in \\[0, 1\\]"),
+    ("add_audio", ("a", np.full(100, 3.0)), "audio: samples are read in \\[-1, 1\\], and some are beyond"),
+]
+
+
+@pytest.mark.parametrize("method, args, message", PROBABLY_WRONG, ids=[p[0] for p in PROBABLY_WRONG])
+def test_probably_wrong_input_warns_once_at_the_users_line(logdir, method, args, message):
+    """Float images above 1 and audio beyond [-1, 1] are written (clipped), with a warning that
+    points at the call in the user's file, once there (on 802362c: nothing)."""
+    import warnings
+
+    with SummaryWriter(logdir) as w, warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("default")
+        for _ in range(3):
+            getattr(w, method)(*args)
+    (warning,) = caught
+    assert warning.filename == __file__ and re.search(message, str(warning.message))

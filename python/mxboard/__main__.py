@@ -1,19 +1,34 @@
 """`python -m mxboard export LOGDIR --csv|--json [--kind scalars|histograms|text|hparams] [--raw]
 [--strict]`: what a logdir holds (what TensorBoard shows, or `--raw` every record), as a table for
 scripts (to stdout, or to --output). A corrupt record is skipped with a warning on stderr
-(`--strict`: an error, exit status 1). Needs no pandas."""
+(`--strict`: an error, exit status 1). Needs no pandas. A logdir with nothing of that kind, or
+that does not exist, is an error (exit status 1): nothing is written."""
 import argparse
 import csv
 import json
+import os
 import sys
 
-from . import reader
+from . import __version__, reader
+
+EXAMPLES = """examples:
+  python -m mxboard export runs/demo --csv                  every scalar TensorBoard shows, as CSV
+  python -m mxboard export runs/demo --json -o scalars.json
+  python -m mxboard export s3://bucket/exp --kind histograms --csv
+  tensorboard --logdir runs                                 serve them (the bundled TensorBoard)
+"""
 
 
 def _parse(argv):
-    parser = argparse.ArgumentParser(prog="python -m mxboard")
+    parser = argparse.ArgumentParser(prog="python -m mxboard", epilog=EXAMPLES,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter,
+                                     description="MXBoard %s: TensorBoard event files from MXNet and numpy, without "
+                                                 "TensorFlow. Log with `from mxboard import SummaryWriter`; this "
+                                                 "command reads a logdir back." % __version__)
+    parser.add_argument("--version", action="version", version="mxboard %s" % __version__)
     commands = parser.add_subparsers(dest="command", required=True)
-    export = commands.add_parser("export", help="a logdir's scalars, histograms, text or hparams as CSV or JSON")
+    export = commands.add_parser("export", help="a logdir's scalars, histograms, text or hparams as CSV or JSON",
+                                 epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
     export.add_argument("logdir")
     export.add_argument("--kind", choices=sorted(reader.KINDS), default="scalars")
     formats = export.add_mutually_exclusive_group(required=True)
@@ -33,7 +48,22 @@ def _cell(value):
 
 
 def export(logdir, kind, fmt, out, raw=False, strict=False):
+    columns = _table(logdir, kind, raw, strict)
+    _write(columns, fmt, out)
+
+
+def _table(logdir, kind, raw, strict):
+    """The logdir's table of `kind`; SystemExit (status 1) if it has none."""
+    if "://" not in logdir and not os.path.isdir(logdir):
+        sys.exit("mxboard export: %s is not a directory" % logdir)
     columns = reader.table(logdir, kind, raw=raw, strict=strict)
+    if not len(next(iter(columns.values()), ())):
+        sys.exit("mxboard export: no %s in %s (nothing written; --kind says which: %s)"
+                 % (kind, logdir, ", ".join(sorted(reader.KINDS))))
+    return columns
+
+
+def _write(columns, fmt, out):
     names = list(columns)
     rows = [dict(zip(names, (_cell(v) for v in row))) for row in zip(*columns.values())]
     if fmt == "json":
@@ -50,13 +80,17 @@ def main(argv=None):
     args = _parse(argv)
     options = {"raw": args.raw, "strict": args.strict}
     try:
-        if args.output:
-            with open(args.output, "w", newline="") as out:
-                export(args.logdir, args.kind, args.format, out, **options)
-        else:
-            export(args.logdir, args.kind, args.format, sys.stdout, **options)
+        columns = _table(args.logdir, args.kind, **options)
     except reader.DataLossError as exc:
         sys.exit("mxboard export: %s" % exc)
+    if not args.output:
+        _write(columns, args.format, sys.stdout)
+        return
+    try:
+        with open(args.output, "w", newline="") as out:
+            _write(columns, args.format, out)
+    except OSError as exc:
+        sys.exit("mxboard export: cannot write %s: %s" % (args.output, exc.strerror or exc))
 
 
 if __name__ == "__main__":

@@ -87,3 +87,16 @@ class SummaryWriter(ScalarCalls, ImageCalls, AudioTextCalls, HistogramCalls, Mod
         logdir = os.fspath(logdir)
         super().__init__(logdir if is_url(logdir) else os.path.expanduser(logdir), max_queue, flush_secs,
                          filename_suffix or "", verbose, purge_step, write_to_disk)
+
+
+def _named_as_public(cls: type) -> None:
+    """The public methods, wherever their mixin defines them, named `SummaryWriter.<name>`: Python's
+    own errors (an unexpected keyword) then name the method the user called."""
+    for name in dir(cls):
+        function = getattr(cls, name, None)
+        while not name.startswith("_") and callable(function) and hasattr(function, "__qualname__"):
+            function.__qualname__ = "%s.%s" % (cls.__name__, name)
+            function = getattr(function, "__wrapped__", None)
+
+
+_named_as_public(SummaryWriter)

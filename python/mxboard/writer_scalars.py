@@ -15,6 +15,9 @@ from .writer_core import WriterCore
 __all__ = ["ScalarCalls"]
 
 
+_PEER_KEYWORDS = {"scalar_value", "new_style", "double_precision", "display_name", "summary_description"}
+
+
 class ScalarCalls(WriterCore):
     """`SummaryWriter`'s scalar calls."""
 
@@ -46,6 +49,9 @@ class ScalarCalls(WriterCore):
         kind = type(value)
         if kind is not float or peer:
             if peer:
+                unknown = sorted(set(peer) - _PEER_KEYWORDS)
+                if unknown:
+                    raise TypeError("SummaryWriter.add_scalar() got an unexpected keyword argument %r" % unknown[0])
                 return self._add_scalar_peer(tag, value, global_step, walltime, **peer)
             if kind is dict or kind is tuple or kind is list or isinstance(value, Mapping):
                 return self._add_scalar_group(tag, value, global_step, walltime)
