@@ -1,7 +1,7 @@
 # Every target needs only python3 (with venv) and the package index; none needs root but
 # test-tools.
-# make demo        train a Gluon CNN on bundled digits, log every summary kind, serve it
-#                  (make demo SERVE=0 LOGDIR=DIR: into DIR, without serving; LOGDIR=s3://bucket/run:
+# make demo        train a Gluon CNN on bundled digits, log every summary kind, serve it on PORT (6006,
+#                  or a free one if busy) (make demo SERVE=0 LOGDIR=DIR: into DIR, without serving; LOGDIR=s3://bucket/run:
 #                  into an S3 store, AWS_ENDPOINT_URL and credentials from the environment)
 # make test        set up .venv with what the tests need (idempotent), lint (ruff, mypy), run the test suite,
 #                  then make test-plain
@@ -27,6 +27,7 @@ SOURCES := pyproject.toml setup.py MANIFEST.in $(shell find python tensorboard_b
 TORCH ?= 2.13.0
 LOGDIR ?= runs/demo
 SERVE ?= 1
+PORT ?= 6006
 # This checkout's tensorboard_bundle/ has no patched files (the build makes them): a `python -m`
 # run from here must import the installed package, never the directory (Python >= 3.11; the demo
 # passes -I, which older ones know too)
@@ -76,7 +77,7 @@ test-tools:
 demo: $(DEMO) $(INSTALLED)
 	case "$(LOGDIR)" in *://*) $(PY) -c 'import s3fs, boto3' 2>/dev/null || \
 	    $(PY) -m pip install -q '.[demo,s3]';; esac
-	$(PY) -I -m mxboard.demo --logdir $(LOGDIR) $(if $(filter 0,$(SERVE)),--no-serve,)
+	$(PY) -I -m mxboard.demo --logdir $(LOGDIR) --port $(PORT) $(if $(filter 0,$(SERVE)),--no-serve,)
 
 # both environments run whatever the first says; the exit status is that of both
 test: lint $(INSTALLED)

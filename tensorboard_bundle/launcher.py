@@ -77,6 +77,17 @@ def _use_patched_record_reader():
     upstream.PyRecordReader_New = patched("pywrap_tensorflow").PyRecordReader_New
 
 
+def _say_if_missing(argv):
+    """A local --logdir that does not exist is said at once (upstream said nothing, then "No
+    dashboards are active"): a typo, or a run that has not started yet."""
+    from tensorboard_bundle.logdirs import flag_value
+
+    logdir = flag_value(argv, "logdir")
+    if logdir and "://" not in logdir and not os.path.isdir(os.path.expanduser(logdir)):
+        sys.stderr.write("note: --logdir %s does not exist (yet): its runs are shown once they appear there\n"
+                         % logdir)
+
+
 def _given(argv, *flags):
     return any(a in flags or a.split("=", 1)[0] in flags for a in argv)
 
@@ -149,6 +160,7 @@ def main(argv=None):
     _use_patched_record_reader()
     _raise_open_file_limit()
     argv = logdirs.mirror_remote_logdirs(argv)
+    _say_if_missing(argv)
     tensorboard = _watched(patched("program"))(plugins=plugins(), assets_zip_provider=locate.assets_zip_provider())
     try:
         app.run(tensorboard.main, argv=_defaults(argv), flags_parser=_configure_as_asked(tensorboard, asked))

@@ -61,6 +61,11 @@ def _flag(argv, name):
     return value, rest
 
 
+def flag_value(argv, name):
+    """The value of --name in argv (None where it is not given)."""
+    return _flag(argv, name)[0]
+
+
 def _bytes(text, flag):
     try:
         return parse_bytes(text, "--" + flag)

@@ -217,7 +217,8 @@ def test_every_patch_is_vendored_and_the_build_fails_on_a_stale_patch(tmp_path, 
 
     out = tmp_path / "patched"
     vendor.vendor(str(out))
-    assert sorted(os.listdir(out)) == ["default.py", "gfile.py", "program.py", "projector_plugin.py"]
+    assert sorted(os.listdir(out)) == ["default.py", "gfile.py", "program.py", "projector_plugin.py",
+                                       "pywrap_tensorflow.py"]
     with open(out / "projector_plugin.py") as f:  # 0003 and 0005 both change it, in order
         patched = f.read()
     assert "pkgutil.get_data" in patched and "def _run_path(logdir, run):" in patched
@@ -276,7 +277,7 @@ def test_the_python_patch_applier_makes_what_gnu_patch_makes(tmp_path):
             subprocess.run(["patch", "-p1", "--forward", "--batch", "--fuzz=0", "-d", str(work)], stdin=f,
                            check=True, capture_output=True)
     ours = vendor.patched()
-    assert len(ours) == 4
+    assert len(ours) == 5
     for target, text in ours.items():
         origin, rest = text.split("\n", 1)
         assert origin.startswith("# TensorBoard 2.21.0's %s, changed by mxboard's patches/" % target)
@@ -352,3 +353,11 @@ def test_a_hostile_event_file_in_a_local_logdir(tmp_path, serve):
         assert psutil.Process(server.proc.pid).memory_info().rss < 500 << 20
         if not extra:
             assert "the fast data loader stopped answering" in "".join(server.output)
+
+
+@pytest.mark.slow
+def test_a_missing_logdir_is_said_at_once(tmp_path, serve):
+    """On 802362c nothing was said, and the page read "No dashboards are active"."""
+    server = serve(tmp_path / "typo")
+    assert "note: --logdir %s does not exist (yet): its runs are shown once they appear" % (tmp_path / "typo") in \
+        "".join(server.output)

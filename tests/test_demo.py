@@ -42,10 +42,11 @@ def test_every_dashboard_has_data(demo_run):
     graph = {node.name: node for node in acc.Graph().node}
     assert graph["digits/conv0/fwd"].op == "Convolution"
     assert [d.size for d in graph["digits/pool0/fwd"].attr["_output_shapes"].list.shape[0].dim] == [64, 16, 4, 4]
-    hparams = plugin_accumulator(os.path.join(demo_run, "hparams"))
-    assert set(hparams.PluginTagToContent("hparams")) == {
+    assert set(acc.PluginTagToContent("hparams")) == {  # in the run itself: one row, its own curves the metrics
         "_hparams_/experiment", "_hparams_/session_start_info", "_hparams_/session_end_info"}
-    assert set(hparams.Tags()["tensors"]) >= {"hparam/accuracy", "hparam/loss"}
+    assert not os.path.exists(os.path.join(demo_run, "hparams")) and "hparam/accuracy" not in tags("scalars")
+    for tag in ("filters/conv0_over_training", "loss_as_sound", "validation_features_pca_VERTEX"):
+        assert steps(tag) == [2], tag  # the end of training's summaries at its last step
     (embedding,) = projector_config(demo_run).embeddings
     assert embedding.tensor_name == "validation_features:2" and list(embedding.tensor_shape) == [360, 64]
     assert list(embedding.sprite.single_image_dim) == [8, 8]
@@ -65,9 +66,18 @@ def test_make_demo_without_serving(tmp_path):
     assert [e.step for e in plugin_accumulator(logdir).Tensors("accuracy/validation")] == list(range(1, 11))
 
 
-def test_the_demo_serves_its_run_and_prints_the_url(tmp_path):
+def test_the_demo_serves_its_run_and_prints_the_url_on_a_free_port(tmp_path):
+    """A second demo while the first still serves (its port taken): on 802362c it trained, then
+    failed to bind and ended in `make: *** Error 255`. It finds the port busy before training and
+    serves on a free one."""
+    import socket
+
+    busy = socket.socket()
+    busy.bind(("127.0.0.1", 0))
+    busy.listen()
+    port = busy.getsockname()[1]
     proc = subprocess.Popen([sys.executable, "-m", "mxboard.demo", "--logdir", str(tmp_path / "run"),
-                             "--epochs", "1", "--batches", "2", "--port", "0"],
+                             "--epochs", "1", "--batches", "2", "--port", str(port)],
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     lines, found = [], threading.Event()
 
@@ -83,10 +93,26 @@ def test_the_demo_serves_its_run_and_prints_the_url(tmp_path):
         import json
         import urllib.request
 
-        url = re.search(r"(http://127\.0\.0\.1:\d+)", "".join(lines)).group(1)
+        printed = "".join(lines)
+        url = re.search(r"(http://127\.0\.0\.1:\d+)", printed).group(1)
+        assert url != "http://127.0.0.1:%d" % port
+        assert printed.index("port %d is busy" % port) < printed.index("epoch 1:") < printed.index(url)  # in order
         with urllib.request.urlopen(url + "/data/runs", timeout=30) as response:
             assert "." in json.loads(response.read())
     finally:
+        busy.close()
         proc.terminate()
         proc.wait(30)
         proc.stdout.close()
+
+
+def test_the_demo_says_what_it_wants_of_a_bad_epochs():
+    """On 802362c `--epochs 0` ended in an UnboundLocalError traceback, and --help stopped
+    mid-sentence."""
+    done = subprocess.run([sys.executable, "-m", "mxboard.demo", "--epochs", "0"], capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 2 and "argument --epochs: '0': a whole number of 1 or more" in done.stderr
+    assert "Traceback" not in done.stderr
+    shown = subprocess.run([sys.executable, "-m", "mxboard.demo", "--help"], capture_output=True, text=True,
+                           timeout=120).stdout
+    assert "(a UCI data set; nothing is downloaded)" in " ".join(shown.split())

@@ -2,13 +2,15 @@
 set; nothing is downloaded), log every summary kind TensorBoard has a dashboard for, then serve
 the run with the bundled TensorBoard.
 
-    python -m mxboard.demo [--logdir runs/demo] [--epochs 10] [--no-serve]
-    make demo [SERVE=0] [LOGDIR=...]
+    python -m mxboard.demo [--logdir runs/demo] [--epochs 10] [--no-serve] [--port 6006]
+    make demo [SERVE=0] [LOGDIR=...] [PORT=...]
 
-Needs the `demo` extra (mxnet, scikit-learn, tqdm).
+A busy port (a first demo still serving) is found before training, and a free one used. Needs
+the `demo` extra (mxnet, scikit-learn, tqdm).
 """
 import argparse
 import math
+import socket
 import sys
 import time
 
@@ -17,18 +19,41 @@ import numpy as np
 __all__ = ["main"]
 
 
+def _positive(text):
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError("%r: a whole number of 1 or more" % text)
+    return value
+
+
 def _parse(argv):
-    parser = argparse.ArgumentParser(prog="python -m mxboard.demo", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m mxboard.demo", description=__doc__.split("\n\n")[0])
     parser.add_argument("--logdir", default="runs/demo", help="where the run is written")
-    parser.add_argument("--epochs", type=int, default=10)
+    parser.add_argument("--epochs", type=_positive, default=10)
     parser.add_argument("--batch-size", type=int, default=64)
     parser.add_argument("--learning-rate", type=float, default=0.01)
     parser.add_argument("--batches", type=int, default=None, help="at most this many batches an epoch (tests)")
     parser.add_argument("--histogram-every", type=int, default=10, help="weights and gradients, every N batches")
     parser.add_argument("--serve", action=argparse.BooleanOptionalAction, default=True,
                         help="start the bundled TensorBoard on the logdir afterwards")
-    parser.add_argument("--port", type=int, default=6006)
+    parser.add_argument("--port", type=int, default=6006, help="TensorBoard's port; a free one if it is busy (0: any)")
     return parser.parse_args(argv)
+
+
+def _free_port(port):
+    """`port` if it can be bound on 127.0.0.1 now, else one that can (said)."""
+    with socket.socket() as probe:
+        try:
+            probe.bind(("127.0.0.1", port))
+            return port
+        except OSError:
+            probe.bind(("127.0.0.1", 0))
+            free = probe.getsockname()[1]
+    print("port %d is busy (another TensorBoard still serving?): TensorBoard will use %d" % (port, free), flush=True)
+    return free
 
 
 def _data(seed=0):
@@ -159,29 +184,34 @@ def train(args, writer):
     centered = features - features.mean(axis=0)
     cloud = centered @ np.linalg.svd(centered, full_matrices=False)[2][:3].T  # 3-D PCA
     colors = (np.array([[int(c) for c in np.binary_repr(int(y) * 37 % 64, 6)[:3]] for y in y_val]) * 200 + 40)
-    writer.add_mesh("validation_features_pca", cloud / np.abs(cloud).max(), colors=colors)
-    writer.add_video("filters/conv0_over_training", np.stack(filters).transpose(1, 0, 2, 3, 4), fps=2)
-    writer.add_audio("loss_as_sound", _loss_as_sound(batch_losses), sample_rate=8000)
-    metrics = {"hparam/accuracy": val_acc, "hparam/loss": float(val_loss)}
+    writer.add_mesh("validation_features_pca", cloud / np.abs(cloud).max(), colors=colors, global_step=args.epochs)
+    writer.add_video("filters/conv0_over_training", np.stack(filters).transpose(1, 0, 2, 3, 4), fps=2,
+                     global_step=args.epochs)
+    writer.add_audio("loss_as_sound", _loss_as_sound(batch_losses), sample_rate=8000, global_step=args.epochs)
+    # on the run's own row in the HParams dashboard, its validation curves the metrics
     writer.add_hparams({"learning_rate": args.learning_rate, "batch_size": args.batch_size,
-                        "epochs": args.epochs, "optimizer": "adam"}, metrics, run_name="hparams")
-    return metrics
+                        "epochs": args.epochs, "optimizer": "adam"},
+                       {"accuracy/validation": None, "loss/validation": None}, in_run=True, global_step=args.epochs)
+    return {"accuracy": val_acc, "loss": float(val_loss)}
 
 
 def main(argv=None):
     args = _parse(sys.argv[1:] if argv is None else argv)
+    if hasattr(sys.stdout, "reconfigure"):  # piped too, each line in order with the server's (stderr)
+        sys.stdout.reconfigure(line_buffering=True)
     from mxboard import SummaryWriter
 
+    port = _free_port(args.port) if args.serve and args.port else args.port
     start = time.time()
     with SummaryWriter(args.logdir) as writer:
         metrics = train(args, writer)
     print("trained in %.0f s: validation accuracy %.3f; logs in %s"
-          % (time.time() - start, metrics["hparam/accuracy"], args.logdir))
+          % (time.time() - start, metrics["accuracy"], args.logdir), flush=True)
     if args.serve:
         from tensorboard_bundle.launcher import main as tensorboard
 
-        print("starting TensorBoard: open the URL below (Ctrl+C stops it)")
-        tensorboard(["tensorboard", "--logdir", args.logdir, "--port", str(args.port)])
+        print("starting TensorBoard: open the URL below (Ctrl+C stops it)", flush=True)
+        tensorboard(["tensorboard", "--logdir", args.logdir, "--port", str(port)])
 
 
 if __name__ == "__main__":
