@@ -107,7 +107,7 @@ def test_an_unreported_error_is_returned_by_close(logdir):
 
 def test_a_logdir_that_cannot_be_a_directory_fails_at_the_constructor(tmp_path):
     (tmp_path / "taken").write_text("a file")
-    with pytest.raises(FileExistsError):
+    with pytest.raises(NotADirectoryError, match="is a file"):
         SummaryWriter(str(tmp_path / "taken"))
     with pytest.raises(NotADirectoryError):
         SummaryWriter(str(tmp_path / "taken" / "run"))

@@ -25,6 +25,8 @@ interpreter per library, on the installed packages. What is measured:
   caller's share; a 1M float32 histogram against one np.sum over it, a real photo, 1 s of
   16 kHz audio.
 - add_scalar of a ready NDArray (the loss): the caller's cost.
+- system metrics (SummaryWriter(system_metrics=...)): the CPU of an idle process with a writer over
+  30 s, with the metrics every 10 s (the default) and every 1 s, beside none.
 - memory: peak RSS while logging 4 MB arrays in a tight loop, against max_queue x 4 MB + 100 MB.
 - liveness: with default settings, seconds from add_scalar to the point being served by the
   bundled TensorBoard's HTTP API.
@@ -222,6 +224,22 @@ for i in range(200):
 w.close()
 stop.set(); sampler.join()
 result = {"peak_extra_mb": (peak - base) / 2**20, "limit_mb": 10 * 4 + 100}
+"""
+
+SYSTEM_METRICS = """
+import resource
+def cpu():
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+def idle(**options):  # a writer with nothing to log for 30 s: the process's CPU over that time
+    w = SummaryWriter(LOGDIR + str(len(options)), **options)
+    time.sleep(1)
+    c0, t0 = cpu(), time.monotonic()
+    time.sleep(30)
+    spent = (cpu() - c0) / (time.monotonic() - t0)
+    w.close()
+    return 100 * spent
+result = {"without_pct": idle(), "every_10s_pct": idle(system_metrics=True), "every_1s_pct": idle(system_metrics=1.0)}
 """
 
 RUNNER = """
@@ -458,6 +476,11 @@ def main():
         for lib, row in rows.items():
             print("%-34s %-24s %12.1f us a call (%.1fx mxboard's)" % (
                 "add_scalar ready NDArray", lib, row["call_us"], row["call_us"] / rows["mxboard"]["call_us"]))
+    if available("mxboard") and subprocess.run([sys.executable, "-c", "import psutil"]).returncode == 0:
+        row = results["system metrics"] = run("mxboard", SYSTEM_METRICS)
+        print("%-34s %-24s %6.3f%% of a core every 10 s (target < 0.5%%), %.3f%% every 1 s, over an idle writer's "
+              "%.3f%%" % ("system_metrics=True, idle loop", "mxboard", row["every_10s_pct"] - row["without_pct"],
+                          row["every_1s_pct"] - row["without_pct"], row["without_pct"]))
     rows = results["memory: 4 MB arrays in a tight loop"] = {lib: run(lib, MEMORY) for lib in libraries}
     for lib, row in rows.items():
         print("%-34s %-24s %12.0f MB peak above start (mxboard's limit %d MB)" % (

@@ -12,6 +12,8 @@ from typing import Any, Dict, Optional, Union
 from . import checks
 from .compat import peer_names
 from .storage.names import is_url
+from .system_metrics import SystemMetrics
+from .system_metrics import interval_of as system_metrics_interval
 from .writer_dashboards import HistogramCalls, LayoutCalls, ModelCalls
 from .writer_media import AudioTextCalls, ImageCalls
 from .writer_scalars import ScalarCalls
@@ -45,6 +47,9 @@ class SummaryWriter(ScalarCalls, ImageCalls, AudioTextCalls, HistogramCalls, Mod
         purge_step: resume a run at this step: TensorBoard hides the steps >= it logged before.
         write_to_disk: False writes nothing (the calls are still checked).
         comet_config: tensorboardX's; only `{'disabled': True}` (its default) is taken.
+        system_metrics: True (every 10 s) or a number of seconds: CPU, memory, disk and network
+            I/O (and NVIDIA GPUs) as scalars under `system/` (system_metrics.py; needs psutil:
+            `pip install 'mxboard[system]'`).
 
     Raises:
         TypeError, ValueError: an argument of the wrong type or value (named in the message).
@@ -62,7 +67,7 @@ class SummaryWriter(ScalarCalls, ImageCalls, AudioTextCalls, HistogramCalls, Mod
     def __init__(self, logdir: Optional[Union[str, os.PathLike[str]]] = None, max_queue: int = 10,
                  flush_secs: float = 2, filename_suffix: Optional[str] = None, verbose: bool = True, *,
                  comment: str = "", purge_step: Optional[int] = None, write_to_disk: bool = True,
-                 comet_config: Optional[Dict[str, Any]] = None) -> None:
+                 comet_config: Optional[Dict[str, Any]] = None, system_metrics: Union[bool, float] = False) -> None:
         if comet_config is not None and not (isinstance(comet_config, dict) and comet_config.get("disabled")):
             raise ValueError("comet_config=%r: mxboard logs to TensorBoard only, not to Comet (tensorboardX's "
                              "comet_config={'disabled': True}, its default, is taken)" % (comet_config,))
@@ -84,9 +89,29 @@ class SummaryWriter(ScalarCalls, ImageCalls, AudioTextCalls, HistogramCalls, Mod
         purge_step = None if purge_step is None else checks.step(purge_step, "purge_step")
         if purge_step is not None and purge_step < 0:
             raise ValueError("purge_step must be >= 0; got %d" % purge_step)
+        interval = system_metrics_interval(system_metrics)
         logdir = os.fspath(logdir)
         super().__init__(logdir if is_url(logdir) else os.path.expanduser(logdir), max_queue, flush_secs,
                          filename_suffix or "", verbose, purge_step, write_to_disk)
+        self._system = None
+        if interval is not None:
+            try:
+                self._system = SystemMetrics(self, interval)
+            except BaseException:  # no psutil
+                self.close()
+                raise
+
+    def close(self) -> None:
+        """Write everything queued and close the files (system metrics stop). Safe to call twice.
+        A later call reopens the writer, with a new event file (as tensorboardX and torch do).
+
+        Raises:
+            OSError, WriterError: a writer-thread error that no earlier call has reported.
+        """
+        system, self._system = getattr(self, "_system", None), None
+        if system is not None:
+            system.stop()
+        super().close()
 
 
 def _named_as_public(cls: type) -> None:
