@@ -47,7 +47,8 @@ $(BASE):
 # (an older mxboard shipped a `tensorboard` script: uninstalling it on upgrade deleted
 # upstream's, which is reinstalled then)
 $(DEMO): $(BASE) pyproject.toml
-	$(PY) -m pip install -q '.[demo]'
+	@echo "Installing MXNet 1.9.1, scikit-learn, TensorBoard and mxboard into $(VENV) (about 150 MB, downloaded once):"
+	$(PY) -m pip install --progress-bar on '.[demo]'
 	test -x $(VENV)/bin/tensorboard || $(PY) -m pip install -q --force-reinstall --no-deps \
 	    "tensorboard==$$($(PY) -c 'import tensorboard; print(tensorboard.__version__)')"
 	touch $@

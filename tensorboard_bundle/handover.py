@@ -29,6 +29,10 @@ def _is_upstream_command(argv):
 
 if _is_upstream_command(sys.argv) and not os.environ.get(_RUNNING):
     os.environ[_RUNNING] = "1"
+    # upstream's command printed "TensorFlow installation not found - running with reduced feature
+    # set" before it loaded this module: said here for what it is
+    sys.stderr.write("note: the line above is upstream's; this bundle needs no TensorFlow and serves every "
+                     "dashboard without it\n")
     sys.stdout.flush()
     sys.stderr.flush()
     # as `python -m tensorboard_bundle`, but without the current directory on sys.path (a

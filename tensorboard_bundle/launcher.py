@@ -3,6 +3,7 @@ upstream TensorBoard with the bundle's fixes. Binds 127.0.0.1 unless --host or -
 otherwise, reloads every 2 s; needs no TensorFlow and no network; prints one line with the URL,
 the data loader in use and the logdir. A logdir in an object store is served from a local mirror
 by the fast loader (logdirs.py)."""
+import errno
 import importlib
 import logging
 import os
@@ -88,6 +89,31 @@ def _say_if_missing(argv):
                          % logdir)
 
 
+def _check_port(argv):
+    """An explicit --port that is taken ends the launch with one line and a way out (upstream
+    logged it, printed it again, and exited 255). Without --port, upstream tries 6006 and the
+    next ones itself."""
+    import socket
+
+    from tensorboard_bundle.logdirs import flag_value
+
+    port = flag_value(argv, "port")
+    if not port or not port.isdigit() or int(port) == 0:
+        return
+    host = "" if _given(argv, "--bind_all") else flag_value(argv, "host") or "127.0.0.1"
+    try:
+        socket.create_server((host, int(port))).close()
+    except socket.gaierror:  # a host name that does not resolve: TensorBoard says so itself
+        return
+    except OSError as exc:
+        where = "port %s%s" % (port, " on " + host if host else "")
+        if exc.errno == errno.EADDRINUSE:
+            sys.exit("Error: %s is in use (another TensorBoard?): pass another --port, or --port 0 for a free one"
+                     % where)
+        sys.exit("Error: %s cannot be used (%s): pass another --port, or --port 0 for a free one"
+                 % (where, os.strerror(exc.errno) if exc.errno else exc))
+
+
 def _given(argv, *flags):
     return any(a in flags or a.split("=", 1)[0] in flags for a in argv)
 
@@ -159,6 +185,7 @@ def main(argv=None):
     _use_patched_s3()
     _use_patched_record_reader()
     _raise_open_file_limit()
+    _check_port(_defaults(argv))
     argv = logdirs.mirror_remote_logdirs(argv)
     _say_if_missing(argv)
     tensorboard = _watched(patched("program"))(plugins=plugins(), assets_zip_provider=locate.assets_zip_provider())

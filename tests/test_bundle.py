@@ -361,3 +361,28 @@ def test_a_missing_logdir_is_said_at_once(tmp_path, serve):
     server = serve(tmp_path / "typo")
     assert "note: --logdir %s does not exist (yet): its runs are shown once they appear" % (tmp_path / "typo") in \
         "".join(server.output)
+
+
+@pytest.mark.slow
+def test_the_tensorboard_command_on_a_busy_port_says_so_once_with_a_way_out(tmp_path):
+    """On 802362c: upstream's "TensorFlow installation not found - running with reduced feature
+    set" unexplained, then the busy port said twice with no hint, and exit status 255."""
+    import socket
+
+    busy = socket.socket()
+    busy.bind(("127.0.0.1", 0))
+    busy.listen()
+    port = busy.getsockname()[1]
+    command = os.path.join(os.path.dirname(sys.executable), "tensorboard")  # upstream's script: it hands over
+    try:
+        done = subprocess.run([command, "--logdir", str(tmp_path), "--port", str(port)], capture_output=True,
+                              text=True, timeout=120, env=_env())
+    finally:
+        busy.close()
+    lines = done.stderr.strip().splitlines()
+    assert done.returncode == 1
+    assert lines == ["TensorFlow installation not found - running with reduced feature set.",
+                     "note: the line above is upstream's; this bundle needs no TensorFlow and serves every dashboard "
+                     "without it",
+                     "Error: port %d on 127.0.0.1 is in use (another TensorBoard?): pass another --port, or --port 0 "
+                     "for a free one" % port]

