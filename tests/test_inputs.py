@@ -173,7 +173,8 @@ BAD = [
     # unclear before: the internal ScalarCalls._add_scalar_peer(), the mixin's ImageCalls.add_image()
     ("add_scalar", ("s", 1.0), {"bogus": 1}, TypeError, r"^SummaryWriter\.add_scalar\(\) got an unexpected keyword "
      "argument 'bogus'$"),
-    ("add_image", ("i", np.ones((3, 4, 4))), {"bogus": 1}, TypeError, r"^SummaryWriter\.add_image\(\) got an"),
+    ("add_image", ("i", np.ones((3, 4, 4))), {"bogus": 1}, TypeError,  # Python 3.9 says add_image() alone
+     r"^(SummaryWriter\.)?add_image\(\) got an unexpected keyword argument 'bogus'$"),
 ]
 
 
