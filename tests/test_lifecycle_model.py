@@ -29,6 +29,9 @@ from mxboard.intake import Outcome, Task
 
 settings.register_profile("default", max_examples=25, stateful_step_count=25, deadline=None, derandomize=True,
                           suppress_health_check=[HealthCheck.too_slow])
+# the plain environments but the served one (make test-plain's budget): the first examples of the same sequence
+settings.register_profile("quick", max_examples=8, stateful_step_count=20, deadline=None, derandomize=True,
+                          suppress_health_check=[HealthCheck.too_slow])
 settings.register_profile("long", max_examples=400, stateful_step_count=40, deadline=None,
                           suppress_health_check=[HealthCheck.too_slow])
 PROFILE = os.environ.get("HYPOTHESIS_PROFILE", "default")

@@ -8,7 +8,7 @@
 # The venvs are made one after another; their test runs go $PLAIN_JOBS at a time (default 2: each is
 # one pytest process, and much of a run waits on servers), each printed whole when it ends.
 # By default the served share runs on 3.13 (the newest numpy and protobuf); the others run the tests
-# that start no process (make test's budget).
+# that start no process, the lifecycle model with its `quick` profile (make test's budget).
 #   tools/plain_envs.sh WHEEL        (PLAIN="3.9 3.13" PLAIN_SERVED="3.9 3.13": which Pythons)
 set -euo pipefail
 wheel=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
@@ -39,13 +39,14 @@ for version in ${PLAIN:-3.13 3.9 3.10 3.12}; do  # the longest run first
 done
 
 run() {  # one environment's tests, into its log; its status into its .status file
-  local version=$1 venv=.venv-plain/$1 marks="not slow"
-  case " ${PLAIN_SERVED:-3.13} " in *" $version "*) marks="plain or not slow";; esac
+  local version=$1 venv=.venv-plain/$1 marks="not slow" profile=quick  # the lifecycle model's examples
+  case " ${PLAIN_SERVED:-3.13} " in *" $version "*) marks="plain or not slow" profile=default;; esac
   {
     echo "== plain Python $version: $("$venv/bin/python" -c 'import sys, numpy, google.protobuf, PIL
 print("Python %d.%d.%d" % sys.version_info[:3], "numpy", numpy.__version__, "protobuf", google.protobuf.__version__, "Pillow", PIL.__version__)'), tests: $marks =="
     status=0
-    "$venv/bin/python" -m pytest -q -p no:cacheprovider -m "$marks" tests || status=$?
+    HYPOTHESIS_PROFILE=${HYPOTHESIS_PROFILE:-$profile} "$venv/bin/python" -m pytest -q -p no:cacheprovider \
+      -m "$marks" tests || status=$?
     echo $status > "$logs/$version.status"
   } > "$logs/$version.log" 2>&1
   cat "$logs/$version.log"
