@@ -41,9 +41,9 @@ def main():
     try:
         print(server.stderr.readline().strip())
         url = "http://127.0.0.1:%d" % args.port
-        for _ in range(100):  # until the run is loaded
-            with urllib.request.urlopen(url + "/data/runs") as response:
-                if b"hparams" in response.read():
+        for _ in range(100):  # until the run is loaded: its last tags are there
+            with urllib.request.urlopen(url + "/data/plugin/scalars/tags") as response:
+                if b"loss/validation" in response.read():
                     break
             time.sleep(0.2)
         os.makedirs(args.out, exist_ok=True)
