@@ -13,6 +13,10 @@ CACHE = os.path.join(ROOT, ".cache")
 # tensorboard_bundle/ has no patched files (the build makes them): neither this process nor a
 # child (`python -m tensorboard_bundle` from here) may import it instead of the installed one.
 os.environ["PYTHONSAFEPATH"] = "1"
+# The venvs the tests make (fresh installs, the installer, the pandas extra) skip compiling every
+# installed module to bytecode: Python compiles what a test imports (no test looks at __pycache__),
+# and make test's two cores are spared the rest
+os.environ.setdefault("PIP_NO_COMPILE", "1")
 sys.path[:] = [p for p in sys.path if os.path.abspath(p or os.curdir) != ROOT]
 
 
