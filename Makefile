@@ -7,7 +7,8 @@
 #                  then make test-plain
 # make test-plain  the suite where most users are: Pythons 3.9, 3.10, 3.12, 3.13 (PLAIN=...) each in a venv
 #                  with a plain pip install of the wheel, newest numpy and protobuf, no MXNet (tools/plain_envs.sh)
-# make test-fast   the tests that start no process (no server, S3, build): seconds, for a quick loop
+# make test-fast   the tests that start no process (no server, S3, build), the lifecycle model's quick
+#                  profile: under a minute, for a quick loop
 # make test-tools  the system tools a few tests need, skipping without them: headless Chromium
 #                  (pages drawn), iproute2 (network namespaces); needs root (apt-get); CI runs it
 # make bench       the benchmark, side by side with tensorboardX and torch.utils.tensorboard, in a
@@ -91,7 +92,7 @@ test-plain: $(INSTALLED)
 	tools/plain_envs.sh dist/plain/mxboard-*.whl
 
 test-fast: $(TESTS) $(INSTALLED)
-	$(PY) -m pytest -q -m "not slow" tests
+	HYPOTHESIS_PROFILE=$${HYPOTHESIS_PROFILE:-quick} $(PY) -m pytest -q -m "not slow" tests
 
 lint: $(TESTS)
 	$(PY) -m ruff check .
