@@ -303,8 +303,9 @@ def _finite(name):
 def _probabilities(name):
     def check(array):
         _finite(name)(array)
-        if array.size and not ((array >= 0) & (array <= 1)).all():
-            wrong = array.reshape(-1)[~((array.reshape(-1) >= 0) & (array.reshape(-1) <= 1))][0]
+        inside = (array >= 0) & (array <= 1)
+        if not inside.all():
+            wrong = array[~inside].reshape(-1)[0]
             raise ValueError("%s must be probabilities in [0, 1]; got %r (scores? apply a sigmoid or softmax first)"
                              % (name, wrong.item()))
         return array
