@@ -6,15 +6,13 @@ the writer thread resolves them (the training thread never waits for MXNet's eng
 """
 import json
 import math
-import os
-import sys
-import warnings
 from time import time as _now
 from typing import Any
 
 import numpy as np
 
 from . import convert
+from .callsite import warn_at_call
 from .summaries.audio import frames_layout
 from .summaries.hparams import hparam_value
 
@@ -119,23 +117,6 @@ def dataformats(shape, formats, name="image"):
     if 0 in shape:
         raise ValueError("%s is empty: shape %s" % (name, tuple(shape)))
     return formats
-
-
-_PACKAGE = os.path.dirname(os.path.abspath(__file__)) + os.sep
-
-
-def warn_at_call(message: str) -> None:
-    """A UserWarning pointing at the user's line that called mxboard (the first frame outside
-    the package), shown once there as Python shows warnings."""
-    frame = sys._getframe(1)
-    while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE):
-        frame = frame.f_back  # type: ignore[assignment]
-    if frame is None:  # no caller outside mxboard (its own thread)
-        warnings.warn(message, UserWarning, stacklevel=2)
-        return
-    warnings.warn_explicit(message, UserWarning, frame.f_code.co_filename, frame.f_lineno,
-                           module=frame.f_globals.get("__name__"),
-                           registry=frame.f_globals.setdefault("__warningregistry__", {}))
 
 
 def pixels(array, name="image"):

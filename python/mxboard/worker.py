@@ -11,6 +11,7 @@ runs in the background. Its public face is a handful of verbs:
     worker.run(fn, *args)                              # fn(storage, *args) there, in call order; returns once it ran
     worker.flush(); worker.close()                     # close: the store waited for 30 s in all, then an error
     if worker.attention: worker.report()               # after each call: what the thread has to say
+    warn = worker.warner(call_site())                  # a builder's warning, shown at the user's call by report()
 
 What callers queue waits in the intake (intake.py), in call order. The thread wakes when a batch
 of scalars or an item waits, on flush, and at least every `flush_secs`; it takes the batch and
@@ -22,14 +23,16 @@ OPEN, CLOSED, or FORKED (a forked child's copy of its parent's, which writes not
 """
 from __future__ import annotations
 
+import collections
 import enum
 import logging
 import os
 import threading
 import time
-from typing import Any, Callable, List, Optional
+from typing import Any, Callable, Deque, List, Optional, Tuple
 
 from . import lifecycle
+from .callsite import CallSite, warn_at
 from .intake import (
     MAX_QUEUE_BYTES,
     WAKE_EVERY,
@@ -76,6 +79,7 @@ class Worker:
         self._read_scalars = read_scalars
         self._pid: Optional[int] = None  # the process that started it
         self._closing = threading.Lock()
+        self._notes: Deque[Tuple[Optional[CallSite], str]] = collections.deque()  # warnings for the caller
         self._intake = Intake(max_queue, max_bytes, held=lambda: self.attention)
 
     def start_writing(self, logdir: str, write_to_disk: bool = True, suffix: str = "", restart_at: Optional[int] = None,
@@ -148,6 +152,21 @@ class Worker:
         """Called once a batch of scalars waits in `columns` (intake.py)."""
         self._intake.hand_over(columns)
 
+    def warner(self, site: Optional[CallSite]) -> Callable[[str], None]:
+        """A callable for a builder on the writer thread: `warn(message)` keeps a RuntimeWarning
+        that the caller's next call (or close) shows at `site`, the user's line."""
+        def warn(message: str) -> None:
+            self._notes.append((site, message))
+            self.attention = True
+        return warn
+
+    def say_notes(self) -> None:
+        """Show the warnings the writer thread kept, each at its user's line (here, on the
+        caller's thread: an "error" filter raises at the caller)."""
+        while self._notes:
+            site, message = self._notes.popleft()
+            warn_at(site, message, RuntimeWarning)
+
     def flush(self, timeout: Optional[float] = None) -> bool:
         """Return when everything queued before the call is written to the OS (False if
         `timeout` seconds passed first)."""
@@ -187,6 +206,7 @@ class Worker:
         copy, see `forked`, has nothing to say.)"""
         if self.state is State.FORKED:
             return
+        self.say_notes()
         if self.state is State.CLOSED:
             if self._intake.waiting():
                 self._intake.clear()
@@ -198,7 +218,7 @@ class Worker:
             self._error = WriterError("the mxboard writer stopped writing after an earlier error: %r" % (write_error,))
             self._error.__cause__ = write_error
         self.attention = False  # cleared first: an error the thread holds from now on sets it again
-        if self._error is not None:
+        if self._error is not None or self._notes:
             self.attention = True
         if error is not None:
             raise error

@@ -192,6 +192,7 @@ class WriterCore(CallStamps):
         fault = self._worker.close()
         if fault is not None:
             raise fault
+        self._worker.say_notes()
 
     def reopen(self) -> None:
         """After `close()`, start logging again, into a new event file (mxboard's reopen; any

@@ -11,6 +11,7 @@ from typing import Any, Optional
 import numpy as np
 
 from . import checks, convert, projector
+from .callsite import call_site
 from .compat import peer_names
 from .mxnet_capture import DeviceHistogram
 from .summaries._common import tensor_summary
@@ -79,7 +80,8 @@ class HistogramCalls(WriterCore):
             values = DeviceHistogram(values, bins)
         else:  # numpy, or a CPU NDArray: one engine copy, binned on the writer thread
             values = convert.capture(values, "values")
-        self._log(histogram_of, tag, (values, bins, max_bins), global_step, walltime)
+        warn = self._worker.warner(call_site())  # a NaN the writer thread finds: shown at this call's line
+        self._log(histogram_of, tag, (values, bins, max_bins, warn), global_step, walltime)
 
     def add_histogram_raw(self, tag: str, min: float, max: float, num: float, sum: float, sum_squares: float,
                           bucket_limits: Any, bucket_counts: Any, global_step: Optional[int] = None,

@@ -199,11 +199,11 @@ def moments(values):
     return float(values.sum()), float(np.dot(values, values))
 
 
-def histogram_of(tag, values, bins="default", max_bins=None):
+def histogram_of(tag, values, bins="default", max_bins=None, warn=None):
     """Summary of a histogram of `values` (numpy, any shape), or of a device histogram's result
-    `(edges, counts, low, high, dropped)`. NaN and ±Inf cannot be binned: they are dropped with
-    a warning (shown once a tag). With `max_bins`, neighbouring buckets are merged into at most
-    that many."""
+    `(edges, counts, low, high, dropped)`. NaN and ±Inf cannot be binned: they are dropped, and
+    `warn(message)` says so (None: a RuntimeWarning here; the writer's shows at the user's call).
+    With `max_bins`, neighbouring buckets are merged into at most that many."""
     stats = None  # a device histogram's: estimated from its buckets
     if isinstance(values, tuple):
         edges, counts, low, high, dropped = values
@@ -226,8 +226,11 @@ def histogram_of(tag, values, bins="default", max_bins=None):
         buckets = histogram_buckets(kept, bins)
         stats = moments(kept)
     if dropped:
-        warnings.warn("add_histogram(%r): NaN or infinite values were dropped (they cannot be binned)"
-                      % tag, RuntimeWarning, stacklevel=2)
+        message = "add_histogram(%r): NaN or infinite values were dropped (they cannot be binned)" % tag
+        if warn is None:
+            warnings.warn(message, RuntimeWarning, stacklevel=2)
+        else:
+            warn(message)
     if max_bins is not None and len(buckets) > max_bins:
         buckets = merged(buckets, max_bins)
     return histogram_summary(tag, buckets, stats)
