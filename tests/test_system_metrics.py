@@ -2,6 +2,7 @@
 by the bundled TensorBoard like any scalar; bad values refused; an unclosed writer still
 collected."""
 import gc
+import sys
 import time
 import weakref
 
@@ -45,3 +46,12 @@ def test_bad_values_are_refused_and_an_unclosed_writer_is_collected(tmp_path):
     del writer
     gc.collect()
     assert dropped() is None  # the metrics thread holds it weakly: the reaper closes it
+
+
+def test_without_psutil_the_call_names_the_extra_and_makes_no_file(tmp_path, monkeypatch):
+    monkeypatch.setitem(sys.modules, "psutil", None)  # what Python does when it is not installed: ImportError
+    with pytest.raises(ImportError, match=r"system_metrics needs psutil: pip install 'mxboard\[system\]'"):
+        SummaryWriter(str(tmp_path / "logs"), system_metrics=True)
+    assert not (tmp_path / "logs").exists()
+    with SummaryWriter(str(tmp_path / "logs")) as w:  # without system metrics, nothing needs psutil
+        w.add_scalar("loss", 1.0)

@@ -20,19 +20,25 @@ import time
 import weakref
 from typing import Any, Dict, List, Optional
 
-__all__ = ["SystemMetrics", "interval_of"]
+__all__ = ["SystemMetrics", "interval_of", "psutil_module"]
 
 _MB = float(1 << 20)
+
+
+def psutil_module() -> Any:
+    """psutil, or an ImportError that names the extra which installs it."""
+    try:
+        import psutil
+    except ImportError:
+        raise ImportError("system_metrics needs psutil: pip install 'mxboard[system]'") from None
+    return psutil
 
 
 class SystemMetrics:
     """Logs system metrics into `writer` every `interval` seconds until `stop()`."""
 
     def __init__(self, writer: Any, interval: float = 10.0) -> None:
-        try:
-            import psutil
-        except ImportError:
-            raise ImportError("system_metrics needs psutil: pip install 'mxboard[system]'") from None
+        psutil = psutil_module()
         # a weak reference: an unclosed writer is still collected (and closed by the reaper)
         self._psutil, self._writer, self.interval = psutil, weakref.ref(writer), interval
         self._process = psutil.Process()

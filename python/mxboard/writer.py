@@ -12,7 +12,7 @@ from typing import Any, Dict, Optional, Union
 from . import checks
 from .compat import peer_names
 from .storage.names import is_url
-from .system_metrics import SystemMetrics
+from .system_metrics import SystemMetrics, psutil_module
 from .system_metrics import interval_of as system_metrics_interval
 from .writer_dashboards import HistogramCalls, LayoutCalls, ModelCalls
 from .writer_media import AudioTextCalls, ImageCalls
@@ -90,16 +90,14 @@ class SummaryWriter(ScalarCalls, ImageCalls, AudioTextCalls, HistogramCalls, Mod
         if purge_step is not None and purge_step < 0:
             raise ValueError("purge_step must be >= 0; got %d" % purge_step)
         interval = system_metrics_interval(system_metrics)
+        if interval is not None:
+            psutil_module()  # missing: an ImportError naming the extra, before any file is made
         logdir = os.fspath(logdir)
         super().__init__(logdir if is_url(logdir) else os.path.expanduser(logdir), max_queue, flush_secs,
                          filename_suffix or "", verbose, purge_step, write_to_disk)
         self._system = None
         if interval is not None:
-            try:
-                self._system = SystemMetrics(self, interval)
-            except BaseException:  # no psutil
-                self.close()
-                raise
+            self._system = SystemMetrics(self, interval)
 
     def close(self) -> None:
         """Write everything queued and close the files (system metrics stop). Safe to call twice.
