@@ -17,19 +17,20 @@ pytestmark = pytest.mark.slow
 
 @pytest.fixture(scope="module")
 def demo_run(tmp_path_factory):
-    logdir = str(tmp_path_factory.mktemp("demo") / "run")
-    subprocess.run([sys.executable, "-m", "mxboard.demo", "--logdir", logdir, "--epochs", "2",
+    logdir = str(tmp_path_factory.mktemp("demo") / "runs")
+    subprocess.run([sys.executable, "-m", "mxboard.demo", "--logdir", logdir, "--run", "cnn", "--epochs", "2",
                     "--batches", "3", "--histogram-every", "2", "--no-serve"], check=True, timeout=300)
-    return logdir
+    return os.path.join(logdir, "cnn")
 
 
 def test_every_dashboard_has_data(demo_run):
     acc = plugin_accumulator(demo_run)
     tags = lambda plugin: set(acc.PluginTagToContent(plugin))  # noqa: E731
     steps = lambda tag: [e.step for e in acc.Tensors(tag)]  # noqa: E731
-    assert steps("loss/batch") == [1, 2, 3, 4, 5, 6]
-    for tag in ("accuracy/train", "accuracy/validation", "loss/train", "loss/validation", "learning_rate"):
-        assert steps(tag) == [1, 2], tag
+    assert steps("loss/batch") == [1, 2, 3, 4, 5, 6] and steps("learning_rate") == [1, 2]
+    for tag in ("accuracy", "loss"):  # train and validation: sub-runs of the run, a colour each
+        for name in ("train", "validation"):
+            assert [e.step for e in plugin_accumulator(os.path.join(demo_run, tag, name)).Tensors(tag)] == [1, 2]
     assert "weights/digits_conv0_weight" in tags("histograms")
     assert steps("gradients/digits_dense1_weight") == [1, 2, 4, 6]
     assert {"inputs/first_batch", "filters/conv0", "filters/conv0_over_training"} <= tags("images")
@@ -63,7 +64,10 @@ def test_make_demo_without_serving(tmp_path):
                           capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert re.search(r"trained in \d+ s: validation accuracy 0\.(9\d|8\d)", proc.stdout)
-    assert [e.step for e in plugin_accumulator(logdir).Tensors("accuracy/validation")] == list(range(1, 11))
+    (run,) = os.listdir(logdir)  # named by its learning rate and start time
+    assert re.fullmatch(r"lr0\.01_\d{8}-\d{6}", run), run
+    validation = plugin_accumulator(os.path.join(logdir, run, "accuracy", "validation")).Tensors("accuracy")
+    assert [e.step for e in validation] == list(range(1, 11))
 
 
 def test_the_demo_serves_its_run_and_prints_the_url_on_a_free_port(tmp_path):
@@ -98,7 +102,8 @@ def test_the_demo_serves_its_run_and_prints_the_url_on_a_free_port(tmp_path):
         assert url != "http://127.0.0.1:%d" % port
         assert printed.index("port %d is busy" % port) < printed.index("epoch 1:") < printed.index(url)  # in order
         with urllib.request.urlopen(url + "/data/runs", timeout=30) as response:
-            assert "." in json.loads(response.read())
+            runs = json.loads(response.read())
+        assert any(re.fullmatch(r"lr0\.01_\d{8}-\d{6}", run) for run in runs), runs  # a run with a name
     finally:
         busy.close()
         proc.terminate()

@@ -170,6 +170,10 @@ BAD = [
     ("add_pr_curve", ("p", [1, 0], [-2.0, 0.5]), ValueError, r"got -2.0 \(scores\? apply a sigmoid or softmax first\)"),
     ("add_audio", ("a", np.ones(100)), {"sample_rate": 0}, ValueError, "sample_rate must be a positive whole number"),
     ("add_hparams", ({"lr": 1}, {"m": None}), TypeError, r"metric_dict\['m'\] must be a number"),  # but in_run
+    ("add_hparams", ({"lr": 1}, {("loss", "val"): None}), ValueError,
+     r"metric_dict key \('loss', 'val'\): a \(tag, name\) pair names the run's own add_scalar\(tag, \{name"),
+    ("add_hparams", ({"lr": 1}, {("loss", "val"): 1.0}), {"in_run": True}, ValueError, r"only with in_run=True and "
+     "the value None"),
     # unclear before: the internal ScalarCalls._add_scalar_peer(), the mixin's ImageCalls.add_image()
     ("add_scalar", ("s", 1.0), {"bogus": 1}, TypeError, r"^SummaryWriter\.add_scalar\(\) got an unexpected keyword "
      "argument 'bogus'$"),

@@ -147,3 +147,28 @@ def test_hparams_into_the_run_are_one_row_with_the_runs_own_metric(tmp_path, ser
                     ("b", 0.01, {"loss/validation": pytest.approx(2.1), "accuracy": 0.5})]
     with SummaryWriter(str(tmp_path / "c")) as writer, pytest.raises(ValueError, match="run_name='x' with in_run"):
         writer.add_hparams({"lr": 0.1}, {"m": 1.0}, run_name="x", in_run=True)
+
+
+@pytest.mark.slow
+def test_hparams_into_the_run_take_metrics_from_its_named_scalars_drawn_as_runs_of_their_own(tmp_path, serve):
+    """add_scalar(tag, {name: value}) writes each name to a sub-run, so train and validation are
+    two lines of their own colour in one chart (TensorBoard colours by run); a metric key
+    (tag, name) with in_run=True shows such a line's last value on the run's one HParams row."""
+    with SummaryWriter(str(tmp_path / "cnn")) as writer:
+        for epoch in range(3):
+            writer.add_scalar("accuracy", {"train": 0.5 + epoch / 10, "validation": 0.4 + epoch / 10}, epoch)
+        writer.add_hparams({"lr": 0.1}, {("accuracy", "train"): None, ("accuracy", "validation"): None},
+                           in_run=True, global_step=2)
+    server = serve(tmp_path)
+    runs = ["cnn", "cnn/accuracy/train", "cnn/accuracy/validation"]
+    assert sorted(server.json("/data/runs", until=lambda found: len(found) == 3)) == runs
+    tags = server.json("/data/plugin/scalars/tags")
+    assert {run: list(tags[run]) for run in runs[1:]} == {run: ["accuracy"] for run in runs[1:]}
+    metrics = [{"tag": "accuracy", "group": "accuracy/train"}, {"tag": "accuracy", "group": "accuracy/validation"}]
+    (group,) = server.post_json("/data/plugin/hparams/session_groups", {
+        "experimentName": "", "allowedStatuses": ["STATUS_SUCCESS", "STATUS_UNKNOWN"],
+        "colParams": [{"hparam": "lr"}] + [{"metric": m} for m in metrics],
+        "startIndex": 0, "sliceSize": 10})["sessionGroups"]
+    assert group["sessions"][0]["name"] == "cnn" and group["hparams"]["lr"] == 0.1
+    assert {m["name"]["group"]: m["value"] for m in group["metricValues"]} == {
+        "accuracy/train": pytest.approx(0.7), "accuracy/validation": pytest.approx(0.6)}

@@ -43,7 +43,7 @@ def main():
         url = "http://127.0.0.1:%d" % args.port
         for _ in range(100):  # until the run is loaded: its last tags are there
             with urllib.request.urlopen(url + "/data/plugin/scalars/tags") as response:
-                if b"loss/validation" in response.read():
+                if b"/loss/validation" in response.read():  # the sub-run of the last scalars
                     break
             time.sleep(0.2)
         os.makedirs(args.out, exist_ok=True)

@@ -440,8 +440,8 @@ def hparams(hparam_dict, metric_dict, domains, declared=False):
     if not isinstance(metric_dict, dict):
         raise TypeError("metric_dict must be a dict of metric tag -> number")
     values = {tag(k, "hparam name"): _hparam(v, k) for k, v in hparam_dict.items()}
-    metrics = {tag(k, "metric tag"): None if v is None and declared else convert.to_float(v, "metric_dict[%r]" % (k,))
-               for k, v in metric_dict.items()}
+    metrics = {_metric_key(k, v, declared): None if v is None and declared
+               else convert.to_float(v, "metric_dict[%r]" % (k,)) for k, v in metric_dict.items()}
     checked = {}
     for name, domain in (domains or {}).items():
         if name not in values or not isinstance(domain, (list, tuple)) or not domain:
@@ -449,6 +449,17 @@ def hparams(hparam_dict, metric_dict, domains, declared=False):
                              "hparam_dict" % (name,))
         checked[name] = [_hparam(v, name) for v in domain]
     return values, metrics, checked
+
+
+def _metric_key(key, value, declared):
+    """A metric's tag, or (tag, name): the run's own `add_scalar(tag, {name: ...})` line (with
+    `in_run`, the value None)."""
+    if isinstance(key, tuple):
+        if len(key) != 2 or not declared or value is not None:
+            raise ValueError("metric_dict key %r: a (tag, name) pair names the run's own add_scalar(tag, "
+                             "{name: ...}) line, so only with in_run=True and the value None" % (key,))
+        return tag(key[0], "metric tag"), tag(key[1], "metric name")
+    return tag(key, "metric tag")
 
 
 def _hparam(value, name):

@@ -2,14 +2,17 @@
 set; nothing is downloaded), log every summary kind TensorBoard has a dashboard for, then serve
 the run with the bundled TensorBoard.
 
-    python -m mxboard.demo [--logdir runs/demo] [--epochs 10] [--no-serve] [--port 6006]
+    python -m mxboard.demo [--logdir runs/demo] [--run NAME] [--epochs 10] [--no-serve] [--port 6006]
     make demo [SERVE=0] [LOGDIR=...] [PORT=...]
 
-A busy port (a first demo still serving) is found before training, and a free one used. Needs
+Each demo is a run of its own below the logdir (named by its learning rate and start time), so a
+second demo is drawn beside the first. Train and validation curves are sub-runs of the run (one
+colour each). A busy port (a first demo still serving) is found before training, and a free one used. Needs
 the `demo` extra (mxnet, scikit-learn, tqdm).
 """
 import argparse
 import math
+import os
 import socket
 import sys
 import time
@@ -31,7 +34,8 @@ def _positive(text):
 
 def _parse(argv):
     parser = argparse.ArgumentParser(prog="python -m mxboard.demo", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--logdir", default="runs/demo", help="where the run is written")
+    parser.add_argument("--logdir", default="runs/demo", help="where runs are written, and served from")
+    parser.add_argument("--run", default=None, help="the run's name (default: lr<rate>_<start time>)")
     parser.add_argument("--epochs", type=_positive, default=10)
     parser.add_argument("--batch-size", type=int, default=64)
     parser.add_argument("--learning-rate", type=float, default=0.01)
@@ -129,9 +133,9 @@ def train(args, writer):
                     "\n".join("| %s | %s |" % item for item in sorted(config.items())))
     writer.add_images("inputs/first_batch", x_train[:args.batch_size].repeat(4, axis=2).repeat(4, axis=3))
     writer.add_graph(net, input_shape=(args.batch_size, 1, 8, 8))
-    writer.add_custom_scalars({"Train vs validation": {
-        "accuracy": ["Multiline", ["accuracy/train", "accuracy/validation"]],
-        "loss": ["Multiline", ["loss/train", "loss/validation"]],
+    writer.add_custom_scalars({"Train vs validation": {  # each a sub-run: a colour each
+        "accuracy": ["Multiline", ["^accuracy$"]],
+        "loss": ["Multiline", ["^loss$"]],
     }})
 
     step, batch_losses, filters = 0, [], []
@@ -161,10 +165,9 @@ def train(args, writer):
         val_output = net(mx.nd.array(x_val))
         val_loss = loss_fn(val_output, mx.nd.array(y_val)).mean().asscalar()
         val_acc = float((val_output.argmax(axis=1).asnumpy() == y_val).mean())
-        writer.add_scalar("accuracy/train", train_acc.get()[1], epoch)
-        writer.add_scalar("accuracy/validation", val_acc, epoch)
-        writer.add_scalar("loss/train", train_loss.get()[1], epoch)
-        writer.add_scalar("loss/validation", val_loss, epoch)
+        # named values: the sub-runs accuracy/train, accuracy/validation..., drawn in one chart
+        writer.add_scalar("accuracy", {"train": train_acc.get()[1], "validation": val_acc}, epoch)
+        writer.add_scalar("loss", {"train": train_loss.get()[1], "validation": val_loss}, epoch)
         writer.add_scalar("learning_rate", trainer.learning_rate, epoch)
         first_layer = net[0].weight.data().asnumpy()
         filters.append(_filters_as_images(first_layer))
@@ -191,7 +194,8 @@ def train(args, writer):
     # on the run's own row in the HParams dashboard, its validation curves the metrics
     writer.add_hparams({"learning_rate": args.learning_rate, "batch_size": args.batch_size,
                         "epochs": args.epochs, "optimizer": "adam"},
-                       {"accuracy/validation": None, "loss/validation": None}, in_run=True, global_step=args.epochs)
+                       {("accuracy", "validation"): None, ("loss", "validation"): None}, in_run=True,
+                       global_step=args.epochs)
     return {"accuracy": val_acc, "loss": float(val_loss)}
 
 
@@ -203,10 +207,11 @@ def main(argv=None):
 
     port = _free_port(args.port) if args.serve and args.port else args.port
     start = time.time()
-    with SummaryWriter(args.logdir) as writer:
+    run = args.run = args.run or "lr%g_%s" % (args.learning_rate, time.strftime("%Y%m%d-%H%M%S"))
+    with SummaryWriter(os.path.join(args.logdir, run)) as writer:
         metrics = train(args, writer)
     print("trained in %.0f s: validation accuracy %.3f; logs in %s"
-          % (time.time() - start, metrics["accuracy"], args.logdir), flush=True)
+          % (time.time() - start, metrics["accuracy"], os.path.join(args.logdir, run)), flush=True)
     if args.serve:
         from tensorboard_bundle.launcher import main as tensorboard
 

@@ -14,6 +14,7 @@ from . import checks, convert, projector
 from .callsite import call_site
 from .compat import peer_names
 from .mxnet_capture import DeviceHistogram
+from .storage.names import components
 from .summaries._common import tensor_summary
 from .summaries.custom_scalars import custom_scalars_summary, layout_proto
 from .summaries.histogram import histogram_of, histogram_raw_summary
@@ -324,7 +325,8 @@ class LayoutCalls(WriterCore):
 
         Args:
             hparam_dict: `{name: bool, number or str}`.
-            metric_dict: `{metric tag: number}` (with `in_run`, a number or None).
+            metric_dict: `{metric tag: number}`. With `in_run`, a number or None; a key
+                `(tag, name)` with None names the run's own `add_scalar(tag, {name: ...})` line.
             hparam_domain_discrete: `{name: [the values it may take]}`.
             run_name: the sub-run's name. Default: the time. Not with `in_run`.
             global_step: the metrics' step. Default 0.
@@ -337,6 +339,7 @@ class LayoutCalls(WriterCore):
         Example:
             >>> sw.add_hparams({"lr": 0.1, "batch": 64}, {"hparam/accuracy": 0.93})
             >>> sw.add_hparams({"lr": 0.1}, {"loss/validation": None}, in_run=True)
+            >>> sw.add_hparams({"lr": 0.1}, {("loss", "validation"): None}, in_run=True)
         """
         self._ready()
         if in_run and run_name is not None:
@@ -350,8 +353,8 @@ class LayoutCalls(WriterCore):
             run_file = self._open_file(self._storage.subdir(run))
         self._scalars.add_to_file(run_file, {tag: value for tag, value in metrics.items() if value is not None}, step,
                                   now)
-        self._put(hparams_summary, (values, list(metrics), now, now, domains), global_step, now,
-                  event_file=run_file)
+        names = [(key[0], "/".join(components(*key))) if isinstance(key, tuple) else key for key in metrics]
+        self._put(hparams_summary, (values, names, now, now, domains), global_step, now, event_file=run_file)
 
     def add_custom_scalars(self, layout: Mapping) -> None:
         """The Custom Scalars dashboard's charts (tensorboardX's layout), merged with this

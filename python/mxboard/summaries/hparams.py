@@ -49,6 +49,13 @@ def _data_type(value):
     return hp.DataType.DATA_TYPE_STRING
 
 
+def _metric_name(metric):
+    if isinstance(metric, tuple):
+        tag, group = metric
+        return hp.MetricName(tag=tag, group=group)
+    return hp.MetricName(tag=metric)
+
+
 def _value(tag, plugin_data):
     content = hp.HParamsPluginData(version=0, **plugin_data).SerializeToString()
     return summary(tag, metadata(PLUGIN, content), tensor=tensor(_NULL_TENSOR)).value[0]
@@ -57,8 +64,9 @@ def _value(tag, plugin_data):
 def hparams_summary(hparams, metric_tags, start_time, end_time, domains=None):
     """One session as a Summary of three values: the experiment (which hparams and metrics
     exist), the session's start (its values) and its end. `hparams`: name -> value (from
-    `hparam_value`); `metric_tags`: the scalar tags to show as metrics; `domains`: optional
-    name -> list of the values the hparam takes across runs."""
+    `hparam_value`); `metric_tags`: the scalar tags to show as metrics, each a tag of the run or
+    (tag, group): a tag of its sub-run `group` (a path below the run, as TensorBoard names runs);
+    `domains`: optional name -> list of the values the hparam takes across runs."""
     infos = []
     for name, value in hparams.items():
         info = hp.HParamInfo(name=name, type=_data_type(value))
@@ -66,7 +74,7 @@ def hparams_summary(hparams, metric_tags, start_time, end_time, domains=None):
             info.domain_discrete.CopyFrom(hp.ListValue(values=[_protobuf_value(v) for v in domains[name]]))
         infos.append(info)
     experiment = hp.Experiment(
-        hparam_infos=infos, metric_infos=[hp.MetricInfo(name=hp.MetricName(tag=t)) for t in metric_tags])
+        hparam_infos=infos, metric_infos=[hp.MetricInfo(name=_metric_name(t)) for t in metric_tags])
     start = hp.SessionStartInfo(start_time_secs=start_time)
     for name, value in hparams.items():
         start.hparams[name].CopyFrom(_protobuf_value(value))
