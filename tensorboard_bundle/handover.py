@@ -3,7 +3,10 @@ of its own (uninstalling it would delete upstream's); instead it names this modu
 TensorBoard dynamic plugin (entry point group `tensorboard_plugins`). Upstream's command loads
 it while it starts, and when the process is that command, it is replaced by
 `python -m tensorboard_bundle` with the same arguments. Elsewhere (the bundle itself, a library
-asking TensorBoard for its plugins) it is a loader that adds no plugin."""
+asking TensorBoard for its plugins) it is a loader that adds no plugin.
+
+Opt out with `MXBOARD_NO_HANDOVER=1` in the environment: the `tensorboard` command is then
+upstream's own, unpatched (its Rust loader experimental, as upstream ships it)."""
 import os
 import sys
 
@@ -12,6 +15,7 @@ from tensorboard.plugins import base_plugin
 __all__ = ["Handover"]
 
 _RUNNING = "MXBOARD_TENSORBOARD_BUNDLE"  # set in the bundle's process: never hand over twice
+OPT_OUT = "MXBOARD_NO_HANDOVER"  # set (not "" or "0"): upstream's command stays upstream's
 _LAUNCH = ("import sys; del sys.path[0]; sys.argv[0] = 'tensorboard'; "
            "from tensorboard_bundle.launcher import main; main()")
 
@@ -27,7 +31,11 @@ def _is_upstream_command(argv):
     return os.path.basename(argv[0]) in ("tensorboard", "tensorboard.exe") if argv else False
 
 
-if _is_upstream_command(sys.argv) and not os.environ.get(_RUNNING):
+def _hands_over(argv, environ):
+    return _is_upstream_command(argv) and not environ.get(_RUNNING) and environ.get(OPT_OUT, "") in ("", "0")
+
+
+if _hands_over(sys.argv, os.environ):
     os.environ[_RUNNING] = "1"
     # upstream's command printed "TensorFlow installation not found - running with reduced feature
     # set" before it loaded this module: said here for what it is

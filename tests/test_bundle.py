@@ -57,6 +57,11 @@ def test_upstreams_tensorboard_command_hands_over_to_the_bundle(tmp_path, logdir
     # elsewhere the entry point adds nothing: upstream's launcher run as a module is upstream's
     upstream = serve(logdir, command=UPSTREAM)
     assert "fast (Rust data server)" not in upstream.banner
+    # the opt-out: the command stays upstream's own
+    kept = serve(logdir, "--host", "127.0.0.1", command=[script], env=dict(os.environ, MXBOARD_NO_HANDOVER="1"))
+    assert "fast (Rust data server)" not in kept.banner and kept.url.startswith("http://127.0.0.1:")
+    assert any("TensorFlow installation not found" in line for line in kept.output)
+    assert not any("this bundle needs no TensorFlow" in line for line in kept.output)
 
 
 def test_binds_127_0_0_1_unless_told(logdir, serve):
