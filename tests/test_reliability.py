@@ -1,5 +1,6 @@
 """Nothing lost, nothing corrupted, no one let in: kill -9, fork, write errors, many writers,
 hostile names, fuzzed files, and where the server listens."""
+import contextlib
 import json
 import multiprocessing
 import os
@@ -17,7 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from conftest import BUNDLE, ROOT, accumulator, event_files, needs, projector_config, tb_scalars
-from mxboard import SummaryWriter
+from mxboard import SummaryWriter, reader
 from mxboard._crc32c import masked_crc32c
 from mxboard.events import frame
 from mxboard.reader import DataLossError, TornRecordWarning, read_events, read_records
@@ -197,6 +198,33 @@ def test_tags_that_are_not_unicode_are_refused_clearly(logdir):
 
 # -- fuzzing the reader and the framing -------------------------------------------------------
 
+@contextlib.contextmanager
+def _window(size):
+    saved, reader.WINDOW = reader.WINDOW, size
+    try:
+        yield
+    finally:
+        reader.WINDOW = saved
+
+
+@pytest.mark.slow
+def test_a_large_file_is_read_in_little_memory(tmp_path):
+    """Records are read in windows (reader.WINDOW), never the whole file: 256 MB of 1 MB records
+    cost a few windows of memory (on 802362c: the whole file). `make bench` reads 1 GB."""
+    path = tmp_path / "events.out.tfevents.big"
+    record = frame(b"\x00" * (1 << 20))
+    with open(path, "wb") as f:
+        for _ in range(256):
+            f.write(record)
+    code = ("import resource, sys\nfrom mxboard.reader import read_records\n"
+            "before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss\n"
+            "count = sum(1 for _ in read_records(sys.argv[1]))\n"
+            "print(count, (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) // 1024)")
+    out = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True, text=True, check=True)
+    count, grown_mb = map(int, out.stdout.split())
+    assert count == 256 and grown_mb < 40, out.stdout
+
+
 def _records(payloads):
     return b"".join(frame(p) for p in payloads)
 
@@ -216,7 +244,9 @@ def test_fuzzed_files_never_crash_the_reader_nor_pass_a_bad_record(tmp_path, pay
     path = tmp_path / "events.out.tfevents.fuzz"
     path.write_bytes(bytes(blob))
     returned = []
-    with warnings.catch_warnings():
+    # the reader's window: a record across windows, or longer than one, is read whole
+    window = data.draw(st.sampled_from([1, 5, 12, 16, 17, 64, reader.WINDOW]))
+    with warnings.catch_warnings(), _window(window):
         warnings.simplefilter("ignore", TornRecordWarning)
         try:
             for payload in read_records(str(path), strict=True):

@@ -242,6 +242,29 @@ def idle(**options):  # a writer with nothing to log for 30 s: the process's CPU
 result = {"without_pct": idle(), "every_10s_pct": idle(system_metrics=True), "every_1s_pct": idle(system_metrics=1.0)}
 """
 
+READ_1GB = """
+import os, resource
+from mxboard.events import frame
+path = os.path.join(LOGDIR, "events.out.tfevents.1gb")
+record = frame(bytes(1 << 20))
+with open(path, "wb") as f:
+    for _ in range(1024):
+        f.write(record)
+del record
+def peak_mb():
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+start, t0 = peak_mb(), time.perf_counter()
+if WHOLE:  # what 802362c's reader did: the file in memory at once
+    with open(path, "rb") as f:
+        count = len(f.read()) // (16 + (1 << 20))
+else:
+    from mxboard.reader import read_records
+    count = sum(1 for _ in read_records(path))
+seconds = time.perf_counter() - t0
+os.remove(path)
+result = {"records": count, "peak_extra_mb": peak_mb() - start, "seconds": seconds}
+"""
+
 RUNNER = """
 import json, sys, time
 {import_line}
@@ -481,6 +504,12 @@ def main():
         print("%-34s %-24s %6.3f%% of a core every 10 s (target < 0.5%%), %.3f%% every 1 s, over an idle writer's "
               "%.3f%%" % ("system_metrics=True, idle loop", "mxboard", row["every_10s_pct"] - row["without_pct"],
                           row["every_1s_pct"] - row["without_pct"], row["without_pct"]))
+    rows = results["reading a 1 GB event file"] = {
+        how: run("mxboard", "WHOLE = %r\n" % (how != "mxboard.reader") + READ_1GB)
+        for how in ("mxboard.reader", "whole file (802362c)")}
+    for how, row in rows.items():
+        print("%-34s %-24s %12.0f MB peak above start, %d records in %.1f s (target < 100 MB)" % (
+            "read a 1 GB event file", how, row["peak_extra_mb"], row["records"], row["seconds"]))
     rows = results["memory: 4 MB arrays in a tight loop"] = {lib: run(lib, MEMORY) for lib in libraries}
     for lib, row in rows.items():
         print("%-34s %-24s %12.0f MB peak above start (mxboard's limit %d MB)" % (

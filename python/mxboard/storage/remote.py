@@ -33,9 +33,7 @@ taken in the store is never used:
 """
 from __future__ import annotations
 
-import asyncio
 import collections
-import concurrent.futures
 import contextlib
 import errno
 import logging
@@ -390,16 +388,18 @@ def take_records(waiting: Deque[bytes], room: int, at_least_one: bool) -> List[b
 
 def put_within(fs: Any, key: str, body: bytes) -> None:
     """One PUT, bounded as a whole by REQUEST_SECS (the connection, the wait for 100-continue,
-    the body, the answer)."""
-    loop = getattr(fs, "loop", None)
-    if loop is None or not hasattr(fs, "_pipe_file"):  # a filesystem that is not async
+    the body, the answer). An async filesystem's (s3fs') blocking calls take fsspec's `timeout`:
+    the request is cancelled when it passes, its connection dropped, so a late answer changes
+    nothing."""
+    from fsspec.asyn import AsyncFileSystem
+    from fsspec.exceptions import FSTimeoutError
+
+    if not isinstance(fs, AsyncFileSystem):
         fs.pipe_file(key, body)
         return
-    request = asyncio.run_coroutine_threadsafe(fs._pipe_file(key, body), loop)
     try:
-        request.result(REQUEST_SECS)
-    except concurrent.futures.TimeoutError:
-        request.cancel()  # its connection is dropped: a late answer changes nothing
+        fs.pipe_file(key, body, timeout=REQUEST_SECS)
+    except FSTimeoutError:
         raise TimeoutError("no answer within %d s" % REQUEST_SECS) from None
 
 
