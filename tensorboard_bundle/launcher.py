@@ -2,7 +2,7 @@
 upstream TensorBoard with the bundle's fixes. Binds 127.0.0.1 unless --host or --bind_all says
 otherwise, reloads every 2 s; needs no TensorFlow and no network; prints one line with the URL,
 the data loader in use and the logdir. A logdir in an object store is served from a local mirror
-by the fast loader (logdirs.py)."""
+by the fast loader (logdirs.py). The command line is parsed once (arguments.py)."""
 import errno
 import importlib
 import logging
@@ -78,29 +78,23 @@ def _use_patched_record_reader():
     upstream.PyRecordReader_New = patched("pywrap_tensorflow").PyRecordReader_New
 
 
-def _say_if_missing(argv):
+def _say_if_missing(logdir):
     """A local --logdir that does not exist is said at once (upstream said nothing, then "No
     dashboards are active"): a typo, or a run that has not started yet."""
-    from tensorboard_bundle.logdirs import flag_value
-
-    logdir = flag_value(argv, "logdir")
     if logdir and "://" not in logdir and not os.path.isdir(os.path.expanduser(logdir)):
         sys.stderr.write("note: --logdir %s does not exist (yet): its runs are shown once they appear there\n"
                          % logdir)
 
 
-def _check_port(argv):
+def _check_port(launch):
     """An explicit --port that is taken ends the launch with one line and a way out (upstream
     logged it, printed it again, and exited 255). Without --port, upstream tries 6006 and the
     next ones itself."""
     import socket
 
-    from tensorboard_bundle.logdirs import flag_value
-
-    port = flag_value(argv, "port")
+    port, host = launch.port, launch.listens_on
     if not port or not port.isdigit() or int(port) == 0:
         return
-    host = "" if _given(argv, "--bind_all") else flag_value(argv, "host") or "127.0.0.1"
     try:
         socket.create_server((host, int(port))).close()
     except socket.gaierror:  # a host name that does not resolve: TensorBoard says so itself
@@ -112,21 +106,6 @@ def _check_port(argv):
                      % where)
         sys.exit("Error: %s cannot be used (%s): pass another --port, or --port 0 for a free one"
                  % (where, os.strerror(exc.errno) if exc.errno else exc))
-
-
-def _given(argv, *flags):
-    return any(a in flags or a.split("=", 1)[0] in flags for a in argv)
-
-
-def _defaults(argv):
-    """The bundle's defaults, where the command line says nothing: listen on 127.0.0.1 only, and
-    reload every 2 s (upstream: 5 s), so that with mxboard's flush_secs=2 a point logged is served
-    within about 4 s."""
-    if not _given(argv, "--bind_all", "--host"):
-        argv = argv + ["--host", "127.0.0.1"]
-    if not _given(argv, "--reload_interval"):
-        argv = argv + ["--reload_interval", "2"]
-    return argv
 
 
 def _raise_open_file_limit():
@@ -168,7 +147,7 @@ def main(argv=None):
     from absl import app
     from tensorboard.plugins import base_plugin
 
-    from tensorboard_bundle import locate, logdirs
+    from tensorboard_bundle import arguments, locate, logdirs
 
     # What tensorboard.main_lib.global_init does, less its TensorFlow notice: this bundle
     # needs no TensorFlow, and says which data loader it uses instead.
@@ -185,12 +164,14 @@ def main(argv=None):
     _use_patched_s3()
     _use_patched_record_reader()
     _raise_open_file_limit()
-    _check_port(_defaults(argv))
-    argv = logdirs.mirror_remote_logdirs(argv)
-    _say_if_missing(argv)
+    launch = arguments.parse(argv)
+    _check_port(launch)
+    logdir, spec = logdirs.serve_remote(launch)
+    _say_if_missing(logdir or launch.logdir)
     tensorboard = _watched(patched("program"))(plugins=plugins(), assets_zip_provider=locate.assets_zip_provider())
     try:
-        app.run(tensorboard.main, argv=_defaults(argv), flags_parser=_configure_as_asked(tensorboard, asked))
+        app.run(tensorboard.main, argv=launch.argv(argv[0], logdir, spec),
+                flags_parser=_configure_as_asked(tensorboard, asked))
     except base_plugin.FlagsError as e:
         print("Error: %s" % e, file=sys.stderr)
         sys.exit(1)

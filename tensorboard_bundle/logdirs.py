@@ -5,16 +5,7 @@ appears as it is fetched). `gs://` and local paths are left as they are (the dat
 both), and so is everything with `--load_fast=false` (TensorBoard's Python loader then reads the
 store itself).
 
-The launcher's own flags, taken off the command line before TensorBoard parses it:
-    --mirror_dir DIR        keep the mirror in DIR (empty, or a mirror of the same logdir, which
-                            is then reused); by default a temporary directory, removed at exit
-    --mirror_max_bytes N    the most the mirror may hold on disk (suffixes K, M, G, T); by default
-                            80% of the space free where it lives, at start
-    --mirror_interval SECS  seconds between passes over the store, at least (default 2)
-    --mirror_max_record_bytes N
-                            a record in an event file claiming more ends that file's copy at the
-                            record before it, said once (default 1G: no file in a store can make the
-                            data server allocate what it claims)
+The launcher's own flags (--mirror_dir, --mirror_max_bytes...) are parsed in arguments.py.
 
 A `--logdir_spec` whose entries all have names becomes one local tree served as `--logdir` (a
 mirror or a link a name), so that mixed specs (`a:s3://bucket/x,b:/local/y`) are read by the fast
@@ -23,7 +14,8 @@ inside its own (`cloud:s3://...,cloud/mine:/local`: what the store holds below `
 mirrored, and the user's files are never written); a store's entry named inside a local one
 (`a:/local,a/b:s3://...`) cannot be mirrored without writing into the user's directory, so that
 spec stays a spec, as do specs with unnamed entries: the Python loader, as upstream, each URL
-replaced by its mirror.
+replaced by its mirror. So does a spec with a URL whose package is missing (`az://` without
+adlfs): said in a line, that entry is left to the Python loader, and the others are served.
 
 A temporary mirror is removed at exit, on SIGTERM, SIGINT and SIGHUP (a closed terminal) alike.
 """
@@ -35,52 +27,15 @@ import sys
 import tempfile
 import threading
 import time
-from typing import Any, List
+from typing import Any, List, Optional, Tuple
 
 from mxboard.storage.names import components, is_url
-from mxboard.storage.sizes import parse_bytes, readable
+from mxboard.storage.sizes import readable
+from tensorboard_bundle.arguments import Launch
 
-__all__ = ["mirror_remote_logdirs"]
+__all__ = ["serve_remote"]
 
 FIRST_PASS_SECS = 10  # the server starts once the mirrors' first passes ended, or after this long
-
-
-def _flag(argv, name):
-    """(value of --name, argv without it); the value None where it is not given."""
-    value, rest, i = None, [], 0
-    while i < len(argv):
-        arg = argv[i]
-        if arg == "--" + name and i + 1 < len(argv):
-            value, i = argv[i + 1], i + 2
-            continue
-        if arg.startswith("--%s=" % name):
-            value = arg.split("=", 1)[1]
-        else:
-            rest.append(arg)
-        i += 1
-    return value, rest
-
-
-def flag_value(argv, name):
-    """The value of --name in argv (None where it is not given)."""
-    return _flag(argv, name)[0]
-
-
-def _bytes(text, flag):
-    try:
-        return parse_bytes(text, "--" + flag)
-    except ValueError as exc:
-        sys.exit("Error: %s" % exc)
-
-
-def _seconds(text):
-    try:
-        seconds = float(text)
-    except ValueError:
-        seconds = -1
-    if not seconds > 0:
-        sys.exit("Error: --mirror_interval %r: a number of seconds above 0" % text)
-    return seconds
 
 
 def _mirrored(path):
@@ -88,32 +43,36 @@ def _mirrored(path):
     return is_url(path) and not path.lower().startswith("gs://")
 
 
-def mirror_remote_logdirs(argv):
-    """`argv` for TensorBoard, with remote logdirs replaced by mirrors that are being filled
-    (started here, stopped and, unless the user named their place, removed at exit)."""
-    directory, argv = _flag(argv, "mirror_dir")
-    max_bytes, argv = _flag(argv, "mirror_max_bytes")
-    interval, argv = _flag(argv, "mirror_interval")
-    max_record, argv = _flag(argv, "mirror_max_record_bytes")
-    logdir, _ = _flag(argv, "logdir")
-    spec, _ = _flag(argv, "logdir_spec")
-    load_fast, _ = _flag(argv, "load_fast")
-    urls = [path for path in ([logdir] if logdir else list(_entries(spec)) if spec else []) if _mirrored(path)]
-    if load_fast == "false" or not urls:
-        return argv
-    try:
-        from mxboard.storage.remote import open_filesystem
-        from tensorboard_bundle.mirror import MAX_RECORD_BYTES, Mirror
+def serve_remote(launch: Launch) -> Tuple[Optional[str], Optional[str]]:
+    """(logdir, logdir_spec) for TensorBoard to serve, remote logdirs replaced by mirrors that are
+    being filled (started here, stopped and, unless the user named their place, removed at
+    exit); (None, None): as given."""
+    entries = launch.spec_entries() if launch.logdir_spec and not launch.logdir else {}
+    urls = [path for path in ([launch.logdir] if launch.logdir else list(entries)) if _mirrored(path)]
+    if launch.load_fast == "false" or not urls:
+        return None, None
+    missing = {url: why for url, why in ((url, _missing_package(url)) for url in urls) if why}
+    for url, why in missing.items():
+        if _python_loader_reads(url):
+            sys.stderr.write("note: no mirror of %s, the Python loader reads it: %s\n" % (url, why))
+        elif entries:  # upstream's reloader would die of it, and serve nothing
+            sys.stderr.write("note: %s is left out of --logdir_spec, nothing here reads it: %s\n" % (url, why))
+            del entries[url]
+        else:
+            sys.exit("Error: nothing here reads --logdir %s: %s" % (url, why))
+    if not (entries or launch.logdir):
+        sys.exit("Error: nothing here reads any entry of --logdir_spec")
+    left_out = [url for url in urls if url not in entries and url != launch.logdir]
+    urls = [url for url in urls if url not in left_out]
+    missing = {url: why for url, why in missing.items() if url in urls}
+    if len(missing) == len(urls):  # nothing to mirror
+        return (None, _spec_text(entries)) if left_out else (None, None)
+    from tensorboard_bundle.mirror import MAX_RECORD_BYTES, Mirror
 
-        open_filesystem(urls[0])
-    except ImportError as exc:  # fsspec or the scheme's package missing: TensorBoard's own reader
-        sys.stderr.write("note: no mirror of the remote logdir, the Python loader reads it: %s\n" % exc)
-        return argv
-    seconds, limit = _seconds(interval or "2"), _bytes(max_bytes, "mirror_max_bytes") if max_bytes else None
-    record_limit = _bytes(max_record, "mirror_max_record_bytes") if max_record else MAX_RECORD_BYTES
+    directory = launch.mirror_dir
     root = directory or tempfile.mkdtemp(prefix="mxboard-mirror-")
     os.makedirs(root, exist_ok=True)
-    limit = limit or int(shutil.disk_usage(root).free * 0.8)
+    limit = launch.mirror_max_bytes or int(shutil.disk_usage(root).free * 0.8)
     mirrors: List[Any] = []
     atexit.register(_stop, mirrors, None if directory else root)
     if hasattr(signal, "SIGHUP") and threading.current_thread() is threading.main_thread():
@@ -121,16 +80,14 @@ def mirror_remote_logdirs(argv):
         signal.signal(signal.SIGHUP, _exit_on_hangup)
 
     def mirror(url, where, exclude=()):
-        mirrors.append(Mirror(url, where, limit, seconds, exclude=exclude, max_record_bytes=record_limit))
+        mirrors.append(Mirror(url, where, limit, launch.mirror_interval, exclude=exclude,
+                              max_record_bytes=launch.mirror_max_record_bytes or MAX_RECORD_BYTES))
         sys.stderr.write("mirror: %s in %s (%s), at most %s on disk (--mirror_max_bytes)\n" % (
             url, where, "kept" if directory else "removed at exit; --mirror_dir DIR keeps one", readable(limit)))
         return where
 
     try:
-        if logdir and _mirrored(logdir):
-            argv = _replace(argv, "logdir", mirror(logdir, root))
-        elif spec:
-            argv = _spec(argv, spec, root, mirror)
+        served = (mirror(launch.logdir, root), None) if launch.logdir else _spec(entries, root, mirror, missing)
     except ValueError as exc:
         sys.exit("Error: %s" % exc)
     for m in mirrors:
@@ -138,24 +95,40 @@ def mirror_remote_logdirs(argv):
     deadline = time.monotonic() + FIRST_PASS_SECS
     for m in mirrors:  # the loader's first look finds what the store holds, unless that takes long
         m.first_pass.wait(max(0.0, deadline - time.monotonic()))
-    return argv
+    return served
 
 
-def _entries(spec):
-    """{path: name or None} of a --logdir_spec, parsed as TensorBoard parses it."""
-    from tensorboard.backend.event_processing.data_ingester import _parse_event_files_spec
+def _python_loader_reads(url: str) -> bool:
+    """Whether TensorBoard's Python loader has a filesystem for `url` (S3 through boto3: patches/0004)."""
+    from tensorboard.compat.tensorflow_stub.io import gfile
 
-    return _parse_event_files_spec(spec)
+    try:
+        gfile.get_filesystem(url)
+    except (ImportError, ValueError):
+        return False
+    return True
+
+
+def _missing_package(url: str) -> Optional[str]:
+    """Why `url` cannot be read through fsspec here (its scheme's package missing), or None."""
+    from mxboard.storage.remote import open_filesystem
+
+    try:
+        open_filesystem(url)
+    except ImportError as exc:
+        return str(exc)
+    return None
 
 
 def _below(path, directory):
     return path.startswith(directory + os.sep)
 
 
-def _spec(argv, spec, root, mirror):
-    entries = _entries(spec)
+def _spec(entries, root, mirror, missing):
+    """(logdir, logdir_spec) serving a --logdir_spec's `entries`: one local tree where every
+    entry has a name and can be placed in it, else the spec with each mirrored URL replaced."""
     places = {}
-    for path, name in entries.items() if all(entries.values()) else ():
+    for path, name in entries.items() if all(entries.values()) and not missing else ():
         where = os.path.join(root, *components(name))
         if where in places:
             raise ValueError("--logdir_spec names two logdirs %r" % name)
@@ -174,19 +147,13 @@ def _spec(argv, spec, root, mirror):
             if os.path.islink(where):
                 os.unlink(where)
             os.symlink(os.path.abspath(places[where]), where)
-        _, argv = _flag(argv, "logdir_spec")
-        return argv + ["--logdir", root]
-    items = []
-    for i, (path, name) in enumerate(entries.items()):
-        if _mirrored(path):
-            path = mirror(path, os.path.join(root, str(i)))
-        items.append("%s:%s" % (name, path) if name else path)
-    return _replace(argv, "logdir_spec", ",".join(items))
+        return root, None
+    return None, _spec_text({mirror(path, os.path.join(root, str(i))) if _mirrored(path) and path not in missing
+                             else path: name for i, (path, name) in enumerate(entries.items())})
 
 
-def _replace(argv, name, value):
-    _, argv = _flag(argv, name)
-    return argv + ["--" + name, value]
+def _spec_text(entries):
+    return ",".join("%s:%s" % (name, path) if name else path for path, name in entries.items())
 
 
 def _exit_on_hangup(signum, frame):

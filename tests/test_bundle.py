@@ -8,6 +8,8 @@ import sys
 import zipfile
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from conftest import ROOT, UPSTREAM, Server, ServerDidNotStartError, served_losses
 from mxboard import SummaryWriter
@@ -391,3 +393,57 @@ def test_the_tensorboard_command_on_a_busy_port_says_so_once_with_a_way_out(tmp_
                      "without it",
                      "Error: port %d on 127.0.0.1 is in use (another TensorBoard?): pass another --port, or --port 0 "
                      "for a free one" % port]
+
+
+_VALUES = st.text(st.characters(codec="utf-8", exclude_characters="\x00"), min_size=1, max_size=12).filter(
+    lambda v: not v.startswith("--"))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["logdir", "port", "host", "window_title", "mirror_dir", "mirror_interval",
+                                           "samples_per_plugin", "reload_interval"]),
+                          _VALUES, st.booleans()), max_size=8, unique_by=lambda item: item[0]),
+       st.booleans())
+def test_the_command_line_is_parsed_once_and_passed_on_whole(flags, bind_all):
+    """arguments.parse: each flag read as `--name value` or `--name=value`; the bundle's own
+    (--mirror_*) never reach TensorBoard, every other argument does, once; the defaults (host,
+    reload interval) only where the user said nothing."""
+    from tensorboard_bundle import arguments
+
+    argv = ["tensorboard"] + (["--bind_all"] if bind_all else [])
+    for name, value, joined in flags:
+        if name == "mirror_interval":
+            value = "3"
+        argv += ["--%s=%s" % (name, value)] if joined else ["--" + name, value]
+    launch = arguments.parse(argv)
+    given = {name: ("3" if name == "mirror_interval" else value) for name, value, _ in flags}
+    assert (launch.logdir, launch.port, launch.host, launch.mirror_dir) == tuple(
+        given.get(name) for name in ("logdir", "port", "host", "mirror_dir"))
+    assert launch.mirror_interval == 3.0 if "mirror_interval" in given else launch.mirror_interval == 2.0
+    out = launch.argv("tensorboard")
+    passed = []
+    i = 1
+    while i < len(out):
+        name, _, value = out[i][2:].partition("=")
+        if out[i] == "--bind_all":
+            passed.append((name, True))
+            i += 1
+        elif "=" in out[i]:
+            passed.append((name, value))
+            i += 1
+        else:
+            passed.append((name, out[i + 1]))
+            i += 2
+    expected = {name: value for name, value in given.items() if not name.startswith("mirror_")}
+    expected.update({"bind_all": True} if bind_all else {} if "host" in given else {"host": "127.0.0.1"})
+    expected.setdefault("reload_interval", "2")
+    assert sorted(passed, key=str) == sorted(expected.items(), key=str)  # each once
+
+
+def test_a_bad_value_of_the_bundles_own_flags_is_one_line():
+    from tensorboard_bundle import arguments
+
+    for argv, message in ((["tb", "--mirror_interval", "0"], "--mirror_interval '0': a number of seconds above 0"),
+                          (["tb", "--mirror_max_bytes=lots"], "--mirror_max_bytes")):
+        with pytest.raises(SystemExit, match=message):
+            arguments.parse(argv)

@@ -2,6 +2,7 @@
 fetches, what it keeps, and what the fast loader serves from it. Fast tests use fsspec's
 memory:// store (real fsspec, real files, TensorBoard's own loader on the mirror); the slow ones a
 real S3 server (SeaweedFS) and the real bundled server over HTTP."""
+import importlib.util
 import logging
 import os
 import pathlib
@@ -282,6 +283,29 @@ def test_a_logdir_spec_of_s3_and_a_local_directory_is_served(named, loader, buck
     assert served_losses(server, "here/other", until=lambda rows: len(rows) == 7) == [(s, float(s)) for s in range(7)]
 
 
+def test_a_spec_with_a_url_whose_package_is_missing_serves_the_rest(bucket, serve, tmp_path, monkeypatch):
+    """`az://` without adlfs beside an s3:// entry and a local one: nothing here reads that entry
+    (upstream's Python loader would die of it, its reloader thread and every run with it): it is
+    left out, said in a line, and the others are served, by the fast loader (on 802362c only the
+    first URL's package was looked for: a traceback)."""
+    pytest.importorskip("s3fs")
+    if importlib.util.find_spec("adlfs"):
+        pytest.skip("adlfs is installed: az:// has its package")
+    monkeypatch.setattr(remote, "UPLOAD_SECS", 0)
+    with SummaryWriter("s3://%s/mixed/run" % bucket) as w:
+        _log(w, range(5))
+    with SummaryWriter(str(tmp_path / "local" / "other")) as w:
+        _log(w, range(7))
+    server = serve(None, "--logdir_spec", "remote:s3://%s/mixed,blob:az://container/exp,here:%s"
+                   % (bucket, tmp_path / "local"))
+    printed = "".join(server.output)
+    assert "note: az://container/exp is left out of --logdir_spec, nothing here reads it: " in printed
+    assert "Install adlfs" in printed and "data loader: fast (Rust data server)" in server.banner
+    assert "mirror: s3://%s/mixed in " % bucket in printed and "Traceback" not in printed
+    assert served_losses(server, "remote/run", until=lambda rows: len(rows) == 5) == [(s, float(s)) for s in range(5)]
+    assert served_losses(server, "here/other", until=lambda rows: len(rows) == 7) == [(s, float(s)) for s in range(7)]
+
+
 def test_a_store_refusing_presigned_requests_is_read_through_s3fs(seaweed, bucket, tmp_path, monkeypatch, caplog):
     """The mirror reads S3 with presigned requests (stores.S3Reader); a store that refuses them
     (answers 403: a FaultProxy) is read through s3fs instead, said once, and mirrored whole; once
@@ -382,6 +406,7 @@ def test_event_files_are_fetched_before_other_objects(tmp_path):
 @pytest.mark.slow
 def test_the_banner_prints_the_limit_readably():
     """On 802362c a 300K limit was printed as "0.0 GB"."""
-    code = ("from tensorboard_bundle import logdirs\n"
-            "logdirs.mirror_remote_logdirs(['tb', '--logdir', 'memory://banner/exp', '--mirror_max_bytes=300K'])")
+    code = ("from tensorboard_bundle import arguments, logdirs\n"
+            "asked = ['tb', '--logdir', 'memory://banner/exp', '--mirror_max_bytes=300K']\n"
+            "logdirs.serve_remote(arguments.parse(asked))")
     assert "at most 300.0 KiB on disk (--mirror_max_bytes)" in run_python(code).stderr

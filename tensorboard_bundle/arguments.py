@@ -1,0 +1,120 @@
+"""The launcher's command line, parsed once: the flags the bundle reads or takes (`Launch`), and
+TensorBoard's own argv, built once from them (`Launch.argv`).
+
+The bundle's own flags are taken off before TensorBoard parses the rest:
+    --mirror_dir DIR        keep the mirror in DIR (empty, or a mirror of the same logdir, which
+                            is then reused); by default a temporary directory, removed at exit
+    --mirror_max_bytes N    the most the mirror may hold on disk (suffixes K, M, G, T); by default
+                            80% of the space free where it lives, at start
+    --mirror_interval SECS  seconds between passes over the store, at least (default 2)
+    --mirror_max_record_bytes N
+                            a record in an event file claiming more ends that file's copy at the
+                            record before it, said once (default 1G: no file in a store can make
+                            the data server allocate what it claims)
+
+The bundle's defaults, where the command line says nothing: listen on 127.0.0.1 only, and reload
+every 2 s (upstream: 5 s), so that with mxboard's flush_secs=2 a point logged is served within
+about 4 s.
+"""
+import dataclasses
+import sys
+from typing import Dict, List, Optional
+
+from mxboard.storage.sizes import parse_bytes
+
+__all__ = ["Launch", "parse"]
+
+_OWN = ("mirror_dir", "mirror_max_bytes", "mirror_interval", "mirror_max_record_bytes")  # taken off
+_READ = ("logdir", "logdir_spec", "load_fast", "port", "host", "reload_interval")  # read, left for TensorBoard
+_SWITCHES = ("bind_all",)  # no value
+
+
+@dataclasses.dataclass
+class Launch:
+    rest: List[str]  # TensorBoard's arguments, less the bundle's own flags and --logdir, --logdir_spec
+    logdir: Optional[str] = None
+    logdir_spec: Optional[str] = None
+    load_fast: Optional[str] = None
+    port: Optional[str] = None
+    host: Optional[str] = None
+    reload_interval: Optional[str] = None
+    bind_all: bool = False
+    mirror_dir: Optional[str] = None
+    mirror_max_bytes: Optional[int] = None
+    mirror_interval: float = 2.0
+    mirror_max_record_bytes: Optional[int] = None
+
+    def spec_entries(self) -> Dict[str, Optional[str]]:
+        """{path: name or None} of --logdir_spec, parsed as TensorBoard parses it."""
+        from tensorboard.backend.event_processing.data_ingester import _parse_event_files_spec
+
+        return _parse_event_files_spec(self.logdir_spec) if self.logdir_spec else {}
+
+    def argv(self, program: str, logdir: Optional[str] = None, logdir_spec: Optional[str] = None) -> List[str]:
+        """TensorBoard's argv: `program`, the rest, the logdir (or spec) to serve (default: as
+        given), and the bundle's defaults where nothing was said."""
+        logdir, logdir_spec = (logdir, logdir_spec) if logdir or logdir_spec else (self.logdir, self.logdir_spec)
+        argv = [program] + self.rest
+        argv += ["--logdir", logdir] if logdir else ["--logdir_spec", logdir_spec] if logdir_spec else []
+        if not (self.bind_all or self.host):
+            argv += ["--host", "127.0.0.1"]
+        if not self.reload_interval:
+            argv += ["--reload_interval", "2"]
+        return argv
+
+    @property
+    def listens_on(self) -> str:
+        """The host the server binds ("" with --bind_all: every address)."""
+        return "" if self.bind_all else self.host or "127.0.0.1"
+
+
+def parse(argv: List[str]) -> Launch:
+    """One pass over `argv` (argv[0] the program): `--name value` and `--name=value` alike.
+    A bad value of the bundle's own flags ends the launch with one line."""
+    found: Dict[str, str] = {}
+    rest: List[str] = []
+    switches = set()
+    i = 1
+    while i < len(argv):
+        arg = argv[i]
+        name, has_value, value = arg[2:].partition("=") if arg.startswith("--") else ("", False, "")
+        if name in _OWN + _READ:
+            if not has_value and i + 1 < len(argv):
+                value, i = argv[i + 1], i + 1
+            elif not has_value:  # a flag without its value: TensorBoard says so
+                rest.append(arg)
+                i += 1
+                continue
+            found[name] = value
+            if name in _READ and name not in ("logdir", "logdir_spec"):
+                rest += ["--" + name, value]
+        else:
+            if name in _SWITCHES and (not has_value or value.lower() in ("true", "1")):
+                switches.add(name)
+            rest.append(arg)
+        i += 1
+    try:
+        return Launch(
+            rest=rest, logdir=found.get("logdir"), logdir_spec=found.get("logdir_spec"),
+            load_fast=found.get("load_fast"), port=found.get("port"), host=found.get("host"),
+            reload_interval=found.get("reload_interval"), bind_all="bind_all" in switches,
+            mirror_dir=found.get("mirror_dir"),
+            mirror_max_bytes=_bytes(found, "mirror_max_bytes"),
+            mirror_interval=_seconds(found.get("mirror_interval", "2")),
+            mirror_max_record_bytes=_bytes(found, "mirror_max_record_bytes"))
+    except ValueError as exc:
+        sys.exit("Error: %s" % exc)
+
+
+def _bytes(found: Dict[str, str], name: str) -> Optional[int]:
+    return parse_bytes(found[name], "--" + name) if name in found else None
+
+
+def _seconds(text: str) -> float:
+    try:
+        seconds = float(text)
+    except ValueError:
+        seconds = -1
+    if not seconds > 0:
+        raise ValueError("--mirror_interval %r: a number of seconds above 0" % text)
+    return seconds
