@@ -17,12 +17,12 @@ class FaultProxy:
     seconds late; 'lost_ack' forwards a PUT, then answers 504 (its answer lost), for the next
     `lose_next` PUTs; 'refuse_presigned' answers 403 to presigned requests (a signature in the
     query), as a store that does not take them. `puts` counts the PUTs the store performed,
-    `presigned` the presigned requests forwarded."""
+    `put_bytes` their bodies' bytes, `presigned` the presigned requests forwarded."""
 
     def __init__(self, upstream):
         self.upstream = urllib.parse.urlsplit(upstream).netloc
         self.mode, self.delay, self.lose_next = "pass", 25.0, 0
-        self.puts = self.presigned = 0
+        self.puts = self.put_bytes = self.presigned = 0
         self._lock = threading.Lock()
         self._released = threading.Event()
         proxy = self
@@ -58,6 +58,7 @@ class FaultProxy:
                 if self.command == "PUT" and status < 300:
                     with proxy._lock:
                         proxy.puts += 1
+                        proxy.put_bytes += len(body)
                         lost = proxy.mode == "lost_ack" and proxy.lose_next > 0
                         proxy.lose_next -= lost
                     if lost:
@@ -66,7 +67,9 @@ class FaultProxy:
                 for name, value in headers:
                     if name.lower() not in ("transfer-encoding", "connection", "content-length"):
                         self.send_header(name, value)
-                self.send_header("Content-Length", "0" if self.command == "HEAD" else str(len(data)))
+                # a HEAD's Content-Length is the object's size, as the store said (no body follows)
+                length = dict((n.lower(), v) for n, v in headers).get("content-length", "0")
+                self.send_header("Content-Length", length if self.command == "HEAD" else str(len(data)))
                 self.end_headers()
                 if self.command != "HEAD":
                     self.wfile.write(data)

@@ -18,17 +18,17 @@ import numpy.typing as npt
 from ._crc32c import crc32c_linear_rows, masked_crc32c_rows
 from .events import frame, record_header
 from .proto import Event
-from .storage import EventFile
 
 __all__ = ["ScalarSeries", "encode_event", "encode_scalar_rows", "scalar_prefix"]
 
 
 class ScalarSeries:
-    """The scalars of one tag in one file: where they go and the bytes their records share."""
+    """The scalars of one tag in one file (`file`: its id; None: the main file) and the bytes
+    their records share."""
 
     __slots__ = ("file", "prefix")
 
-    def __init__(self, file: Optional[EventFile], tag: str) -> None:
+    def __init__(self, file: Optional[int], tag: str) -> None:
         self.file = file
         self.prefix = scalar_prefix(tag)
 
@@ -135,8 +135,8 @@ def encode_event(message: Any, step: int, wall_time: float) -> bytes:
 def encode_scalar_rows(series: Sequence[ScalarSeries], ids: npt.NDArray[np.int64], values: npt.NDArray[np.float64],
                        steps: npt.NDArray[np.int64], walls: npt.NDArray[np.float64],
                        seqs: npt.NDArray[np.int64],
-                       cuts: Optional[Dict[Optional[EventFile], npt.NDArray[np.int64]]] = None,
-                       ) -> Iterator[Tuple[Optional[EventFile], int, bytes]]:
+                       cuts: Optional[Dict[Optional[int], npt.NDArray[np.int64]]] = None,
+                       ) -> Iterator[Tuple[Optional[int], int, bytes]]:
     """Scalar rows (numpy columns; `ids` index `series`, the ScalarSeries) to framed records,
     as `(file, segment, bytes)`: each series' records in the order of `seqs` (call order). `cuts`:
     for a file, the call numbers (sorted) of the other records the batch writes there; its rows
@@ -145,7 +145,7 @@ def encode_scalar_rows(series: Sequence[ScalarSeries], ids: npt.NDArray[np.int64
     tags it holds (`_records`)."""
     present, tags = np.unique(ids, return_inverse=True)
     targets = [series[i] for i in present.tolist()]
-    file_index: Dict[Optional[EventFile], int] = {}
+    file_index: Dict[Optional[int], int] = {}
     file_of = np.array([file_index.setdefault(t.file, len(file_index)) for t in targets], dtype=np.intp)
     segments = None
     if cuts and any(f in cuts for f in file_index):

@@ -22,8 +22,6 @@ from typing import Any, Callable, Deque, List, NamedTuple, Optional, Tuple, Unio
 import numpy as np
 import numpy.typing as npt
 
-from .storage import EventFile
-
 __all__ = ["Batch", "Intake", "Outcome", "PendingScalar", "Pulse", "Record", "ScalarColumns", "Task", "WriterError",
            "WAKE_EVERY", "closed_error"]
 
@@ -41,9 +39,9 @@ class WriterError(RuntimeError):
 
 class Record(NamedTuple):
     """An event to build on the writer thread: `build(*args)` returns a Summary or an Event (MXNet
-    snapshots among `args` are resolved first); written to `file` (None: the main file) at `step` and
-    `wall` time."""
-    file: Optional[EventFile]
+    snapshots among `args` are resolved first); written to `file` (a sub-run's id, from
+    `Worker.open_run`; None: the main file) at `step` and `wall` time."""
+    file: Optional[int]
     build: Callable[..., Any]
     args: Tuple[Any, ...]
     step: int
@@ -60,11 +58,12 @@ class PendingScalar(NamedTuple):
 
 
 class Task(NamedTuple):
-    """File work that is no event (an embedding's assets): `fn(storage, *args)` on the writer
-    thread, its caller waiting for `outcome` (`Worker.run`)."""
+    """File work that is no event (an embedding's assets, a sub-run's file): `fn(storage, *args)`
+    on the writer thread, its caller waiting for `outcome` (`Worker.run`); with no outcome, no
+    one waits, and an error is the caller's next call's."""
     fn: Callable[..., Any]
     args: Tuple[Any, ...]
-    outcome: Outcome
+    outcome: Optional[Outcome]
 
 
 Item = Union[Record, Task]  # what `Intake.put` queues

@@ -9,6 +9,7 @@ after an I/O error (`write_error`) nothing more is written.
 from __future__ import annotations
 
 import collections
+import itertools
 import logging
 import threading
 import time
@@ -44,6 +45,9 @@ class Output:
         self._verbose = verbose
         self.main_file: Optional[EventFile] = None
         self.files: List[EventFile] = []  # every EventFile opened, closed with the worker
+        self._runs: Dict[int, EventFile] = {}  # a sub-run's file by its id (`new_run`)
+        self._names: Dict[int, Tuple[str, ...]] = {}  # id(EventFile) -> its sub-run's names
+        self._next_run = itertools.count(1)
         self._series: List[ScalarSeries] = []  # by id
         self._lock = threading.Lock()  # callers' threads add series
         self.write_error: Optional[BaseException] = None  # the I/O error after which nothing more is written
@@ -55,6 +59,23 @@ class Output:
             self.main_file = self.open_file(None, *self._main)
         except Exception as exc:  # noqa: BLE001 - whatever it is, the caller hears it (and nothing is written)
             self._failed(exc)
+
+    def new_run(self) -> int:
+        """An id for a sub-run's file, on the caller's thread; `open_run` opens it."""
+        with self._lock:
+            return next(self._next_run)
+
+    def open_run(self, storage: Storage, run: int, names: Tuple[str, ...], suffix: str) -> None:
+        """On the writer thread, in call order (a Task, before any record of it): the event file
+        of sub-run `run` in `logdir/<names...>/` (storage.subdir: safe names, never outside)."""
+        event_file = self.open_file(storage.subdir(*names), suffix)
+        self._runs[run], self._names[id(event_file)] = event_file, names
+
+    def written(self) -> List[Tuple[Optional[Tuple[str, ...]], str, List[Tuple[str, int]]]]:
+        """(names, run, pieces) of each file that holds records (not write_to_disk=False's), the
+        main file (names None) first: what reads them back needs (the scalars' export)."""
+        return [(self._names.get(id(f)), self.storage.run(f.directory), f.pieces())
+                for f in list(self.files) if f.path is not None and f.directory is not None]
 
     def open_file(self, directory: Optional[str] = None, suffix: str = "",
                   restart_at: Optional[int] = None) -> EventFile:
@@ -74,10 +95,10 @@ class Output:
             log.info("mxboard: writing events to %s", event_file.path or "nowhere (write_to_disk=False)")
         return event_file
 
-    def add_series(self, event_file: Optional[EventFile], tag: str) -> int:
-        """An id for the scalar rows of `tag` in `event_file` (None: the main file)."""
+    def add_series(self, file: Optional[int], tag: str) -> int:
+        """An id for the scalar rows of `tag` in the file `file` (a sub-run's id; None: the main file)."""
         with self._lock:
-            self._series.append(ScalarSeries(event_file, tag))
+            self._series.append(ScalarSeries(file, tag))
             return len(self._series) - 1  # appended before any row names it
 
     def write_batch(self, batch: Batch) -> None:
@@ -85,7 +106,7 @@ class Output:
         a flush waits for the batch)."""
         if self.write_error is not None:
             for _, item, _ in batch.items:  # nothing more is written: a task's caller hears why
-                if type(item) is Task:
+                if type(item) is Task and item.outcome is not None:
                     item.outcome.end(WriterError("the mxboard writer stopped writing after an earlier error: %r"
                                                  % (self.write_error,)))
             return
@@ -110,7 +131,7 @@ class Output:
     def _encode(self, items: Sequence[Tuple[int, Any, int]], chunks: List[Columns]) -> Dict[EventFile, bytes]:
         """{file: bytes} of one batch, each file's records in call order: scalar rows merged with
         the other records by their call numbers (encoding.encode_scalar_rows' segments)."""
-        records: Dict[Optional[EventFile], List[Tuple[int, bytes]]] = collections.defaultdict(list)
+        records: Dict[Optional[int], List[Tuple[int, bytes]]] = collections.defaultdict(list)
         for seq, item, _ in items:
             kind = type(item)
             try:
@@ -121,7 +142,7 @@ class Output:
                     self._run(item)
             except Exception as exc:  # noqa: BLE001 - a bad item: report it, write the others
                 self._hold(exc)
-        rows: Dict[Tuple[Optional[EventFile], int], bytes] = {}
+        rows: Dict[Tuple[Optional[int], int], bytes] = {}
         if chunks:
             series, values, steps, walls, seqs = (np.concatenate(c) for c in zip(*chunks)) \
                 if len(chunks) > 1 else chunks[0]
@@ -130,15 +151,15 @@ class Output:
                                                                 cuts):
                 rows[event_file, segment] = data
         files: Dict[EventFile, bytes] = {}
-        for event_file in set(records) | {f for f, _ in rows}:
-            target = self.main_file if event_file is None else event_file
-            if target is None:  # the main file could not be opened (write_error says so)
+        for file in set(records) | {f for f, _ in rows}:
+            target = self.main_file if file is None else self._runs.get(file)
+            if target is None:  # the file could not be opened (the caller heard why)
                 continue
-            own = records.get(event_file, [])
+            own = records.get(file, [])
             pieces = []
             for segment in range(len(own) + 1):  # rows before the first record, between two, after the last
-                if (event_file, segment) in rows:
-                    pieces.append(rows[event_file, segment])
+                if (file, segment) in rows:
+                    pieces.append(rows[file, segment])
                 if segment < len(own):
                     pieces.append(own[segment][1])
             files[target] = files.get(target, b"") + b"".join(pieces)
@@ -149,9 +170,13 @@ class Output:
         try:
             task.fn(self.storage, *[resolve(a) for a in task.args])
         except Exception as exc:  # noqa: BLE001 - the caller raises it
-            task.outcome.end(exc)
+            if task.outcome is None:
+                self._hold(exc)
+            else:
+                task.outcome.end(exc)
         else:
-            task.outcome.end()
+            if task.outcome is not None:
+                task.outcome.end()
 
     def _resolve(self, pending: Sequence[Tuple[int, PendingScalar]]) -> List[Columns]:
         """Scalar rows (numpy columns) of the PendingScalars: their values, once MXNet has them.

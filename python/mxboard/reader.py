@@ -123,6 +123,7 @@ def _open_at(path: str, offset: int) -> Any:
         import fsspec
 
         fs, key = fsspec.core.url_to_fs(path)
+        fs.invalidate_cache(key)  # its size as the store holds it now, not as a listing said
         f = fs.open(key, "rb", block_size=WINDOW)
     else:
         f = open(path, "rb")

@@ -18,13 +18,13 @@ __all__ = ["ClosedScalars", "Scalars"]
 
 class Scalars:
     """`worker`: the writer thread's verbs (tags' scalars go to its main file); `slots`
-    (mxnet_capture.ScalarSlots): where NDArray scalars are copied; `open_run(tag, name)`: a new event
-    file for the sub-run of a named value."""
+    (mxnet_capture.ScalarSlots): where NDArray scalars are copied; `suffix`: the event files'
+    (a named value's sub-run has a file of its own)."""
 
-    def __init__(self, worker, slots, open_run):
+    def __init__(self, worker, slots, suffix):
         self._worker = worker
         self._slots = slots
-        self._open_run = open_run
+        self._suffix = suffix
         self._lock = threading.Lock()  # guards new series
         self.ids = {}  # tag -> series id in the main file (the hot path reads it directly)
         self._runs = {}  # (tag, name) -> series id in the sub-run's file
@@ -77,15 +77,16 @@ class Scalars:
             else:  # an NDArray snapshot
                 self._worker.put_scalar(PendingScalar(series, value, step, wall))
 
-    def add_to_file(self, event_file, values, step, wall):
-        """`{tag: float}` as scalars of a file of the caller's (an hparams run's metrics)."""
+    def add_to_file(self, run, values, step, wall):
+        """`{tag: float}` as scalars of the file `run` (Worker.open_run; an hparams run's metrics)."""
         for tag, value in values.items():
-            self.append(self._worker.add_series(event_file, tag), value, step, wall)
+            self.append(self._worker.add_series(run, tag), value, step, wall)
 
     def _run_series(self, tag, name):
         with self._lock:
             if (tag, name) not in self._runs:
-                self._runs[(tag, name)] = self._worker.add_series(self._open_run(tag, name), tag)
+                run = self._worker.open_run((tag, name), self._suffix)  # logdir/<tag>/<name>/
+                self._runs[(tag, name)] = self._worker.add_series(run, tag)
             return self._runs[(tag, name)]
 
     def _snapshot(self, value, name="value"):
@@ -116,5 +117,5 @@ class ClosedScalars:
     def add_group(self, tag: str, group: Any, step: int, wall: float) -> None:
         raise closed_error()
 
-    def add_to_file(self, event_file: Any, values: Mapping[str, float], step: int, wall: float) -> None:
+    def add_to_file(self, run: Any, values: Mapping[str, float], step: int, wall: float) -> None:
         raise closed_error()

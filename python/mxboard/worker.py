@@ -2,17 +2,20 @@
 runs in the background. Its public face is a handful of verbs:
 
     worker = Worker(flush_secs, max_queue)
-    worker.start_writing(logdir)                       # worker.storage: where its files go (storage/)
-    event_file = worker.open_file(directory, suffix)   # a new event file (directory None: the logdir)
-    series = worker.add_series(event_file, tag)        # a scalar tag in a file (None: the main one), as a row id
+    worker.start_writing(logdir)                       # the logdir (storage/), its main event file
+    run = worker.open_run(names, suffix)               # a sub-run logdir/<names...>/'s file, as an id
+    series = worker.add_series(run, tag)               # a scalar tag in a file (None: the main one), as a row id
     worker.columns().append(series, value, step, wall) # this thread's scalar rows (the hot path)
     worker.put_scalar(PendingScalar(series, snapshot, step, wall))   # an MXNet scalar
-    worker.put(Record(event_file, build, args, step, wall))   # every other item (intake.py)
+    worker.put(Record(run, build, args, step, wall))   # every other item (intake.py)
     worker.run(fn, *args)                              # fn(storage, *args) there, in call order; returns once it ran
     worker.flush(); worker.close()                     # close: the store waited for 30 s in all, then an error
     if worker.attention: worker.report()               # after each call: what the thread has to say
     warn = worker.warner(call_site())                  # a builder's warning, shown at the user's call by report()
+    worker.written()                                   # (names, run, pieces) of each file: to read back
 
+No Storage or EventFile leaves this module: the caller's side names files by id, and every file
+is opened on the writer thread, in call order.
 What callers queue waits in the intake (intake.py), in call order. The thread wakes when a batch
 of scalars or an item waits, on flush, and at least every `flush_secs`; it takes the batch and
 hands it to its output (output.py), which builds, encodes and writes it. What it raises is kept
@@ -47,7 +50,7 @@ from .intake import (
     closed_error,
 )
 from .output import Output
-from .storage import EventFile, Storage, remote
+from .storage import remote
 
 __all__ = ["PendingScalar", "Record", "State", "Task", "Worker", "WriterError", "WAKE_EVERY"]
 
@@ -91,7 +94,6 @@ class Worker:
         `verbose`: log each file opened."""
         self._output = Output(logdir, write_to_disk, self._read_scalars, self._hold_for_caller,
                               (suffix, restart_at), verbose)
-        self.storage: Storage = self._output.storage
         self._pid = os.getpid()
         self.state = State.OPEN
         opened = threading.Event()
@@ -107,21 +109,23 @@ class Worker:
         """Whether this is a forked child's copy of the parent's worker (it writes nothing)."""
         return self.state is State.FORKED
 
-    @property
-    def files(self) -> List[EventFile]:
-        """Every event file opened, the main one first (unless it could not be opened)."""
-        return list(self._output.files)
+    def written(self) -> List[Tuple[Optional[Tuple[str, ...]], str, List[Tuple[str, int]]]]:
+        """(names, run, pieces) of every event file that holds records: the names its sub-run was
+        opened with (None: the main file, first), its run, and its pieces (output.py)."""
+        return self._output.written()
 
-    def open_file(self, directory: Optional[str] = None, suffix: str = "",
-                  restart_at: Optional[int] = None) -> EventFile:
-        """A new event file in `directory` (the logdir if None; output.py); `restart_at`: a step
-        it begins as a restart at (the peers' purge_step)."""
+    def open_run(self, names: Tuple[str, ...], suffix: str = "") -> int:
+        """The id of a new event file in the sub-run `logdir/<names...>/`, opened on the writer
+        thread in call order (before any record or row of it); an error opening it is the next
+        call's (the records meant for it are dropped)."""
         self._check_open()
-        return self._output.open_file(directory, suffix, restart_at)
+        run = self._output.new_run()
+        self._intake.put(Task(self._output.open_run, (run, names, suffix), None))
+        return run
 
-    def add_series(self, event_file: Optional[EventFile], tag: str) -> int:
-        """An id for the scalar rows of `tag` in `event_file` (None: the main file)."""
-        return self._output.add_series(event_file, tag)
+    def add_series(self, run: Optional[int], tag: str) -> int:
+        """An id for the scalar rows of `tag` in the file `run` (None: the main file)."""
+        return self._output.add_series(run, tag)
 
     def columns(self) -> ScalarColumns:
         """New scalar columns for the calling thread (intake.py)."""
@@ -141,12 +145,12 @@ class Worker:
         """`fn(storage, *args)` on the writer thread (file work that is no event: an embedding's
         assets), after everything queued before; return once it ran, raising what it raised (its
         files are in place when the call returns, as with the peers)."""
-        task = Task(fn, args, Outcome())
-        self.put(task)
-        while not task.outcome.done.wait(0.5):
+        outcome = Outcome()
+        self.put(Task(fn, args, outcome))
+        while not outcome.done.wait(0.5):
             self._intake.check_alive()
-        if task.outcome.error is not None:
-            raise task.outcome.error
+        if outcome.error is not None:
+            raise outcome.error
 
     def hand_over(self, columns: ScalarColumns) -> None:
         """Called once a batch of scalars waits in `columns` (intake.py)."""

@@ -10,10 +10,8 @@ opens a worker and files of its own.
 from __future__ import annotations
 
 import contextlib
-import functools
-import threading
 import weakref
-from typing import Any, Dict, Optional, Set, TypeVar, Union
+from typing import Any, Optional, TypeVar, Union
 
 from . import checks, lifecycle
 from .intake import Record
@@ -72,8 +70,6 @@ class WriterCore(CallStamps):
         self._suffix = suffix
         self._verbose = verbose
         self._closed = False
-        self._layout: Dict[str, Dict[str, Any]] = {}  # the Custom Scalars charts logged so far
-        self._layout_lock = threading.Lock()
         self._open(purge_step)
 
     @property
@@ -98,38 +94,31 @@ class WriterCore(CallStamps):
         that step (the peers' purge_step)."""
         slots = ScalarSlots()  # where NDArray scalars are snapshotted
         self._worker = Worker(self._flush_secs, self._max_queue, slots.read)
-        self._group_files: Set[Any] = set()  # the sub-run files of named scalars
         # nothing of the scalars refers back to the writer: once unreferenced, it is freed at once
-        self._scalars: Union[Scalars, ClosedScalars] = Scalars(
-            self._worker, slots, functools.partial(_open_run, self._worker, self._suffix, self._group_files))
+        self._scalars: Union[Scalars, ClosedScalars] = Scalars(self._worker, slots, self._suffix)
         # collected unclosed: the reaper thread closes the worker (never the collecting thread,
         # which may be a writer thread); at exit, lifecycle.py closes every worker (and tells)
         self._finalizer = weakref.finalize(self, lifecycle.reap, self._worker)
         self._finalizer.atexit = False
-        self._cleared = {}  # event file path -> offset export_scalars starts from
         self._worker.start_writing(self._logdir, self._write_to_disk, self._suffix, purge_step, self._verbose)
 
-    @property
-    def _storage(self):
-        """Where the files go (storage/): a forked child's own."""
-        return self._worker.storage
-
-    def _open_file(self, directory):
-        """A new event file in `directory`, with this writer's filename suffix."""
-        return self._worker.open_file(directory, self._suffix)
+    def _open_run(self, *names):
+        """The id of a new event file, with this writer's filename suffix, in the sub-run
+        `logdir/<names...>/` (opened on the writer thread)."""
+        return self._worker.open_run(names, self._suffix)
 
     # -- every call goes through here ---------------------------------------------------------
-    def _log(self, build, tag, args, global_step=None, walltime=None, event_file=None):
+    def _log(self, build, tag, args, global_step=None, walltime=None, run=None):
         """Queue `build(tag, *args)` (a Summary or an Event; `args` checked already) for the
         writer thread, then raise what it has to report."""
         self._ready()
         tag = checks.tag(tag)
-        self._put(build, (tag,) + tuple(args), global_step, walltime, event_file)
+        self._put(build, (tag,) + tuple(args), global_step, walltime, run)
 
-    def _put(self, build, args, global_step=None, walltime=None, event_file=None):
+    def _put(self, build, args, global_step=None, walltime=None, run=None):
         """Queue `build(*args)` (a Summary or an Event) for the writer thread."""
         step, wall = self._stamp(global_step, walltime)
-        self._queue(Record(event_file, build, args, step, wall))
+        self._queue(Record(run, build, args, step, wall))
 
     def _queue(self, item):
         self._worker.put(item)
@@ -205,10 +194,3 @@ class WriterCore(CallStamps):
 
     def __exit__(self, *exc_info: Any) -> None:
         self.close()
-
-
-def _open_run(worker, suffix, group_files, tag, name):
-    """The event file of the sub-run `logdir/<tag>/<name>/` of a named scalar."""
-    run_file = worker.open_file(worker.storage.subdir(tag, name), suffix)
-    group_files.add(run_file)
-    return run_file

@@ -4,8 +4,10 @@ dashboards. Parts of `SummaryWriter` (writer.py); `WriterCore` (writer_core.py) 
 (summaries/) or a task (projector.py)."""
 from __future__ import annotations
 
+import threading
 import warnings
 from collections.abc import Mapping, Sequence
+from types import MappingProxyType
 from typing import Any, Optional
 
 import numpy as np
@@ -309,6 +311,12 @@ class ModelCalls(WriterCore):
 class LayoutCalls(WriterCore):
     """`SummaryWriter`'s hparams and custom-scalar layout calls."""
 
+    # The Custom Scalars charts logged so far, replaced whole by each call (never changed in
+    # place); the lock makes a call's merge and its queueing one step, so that the last layout
+    # queued holds every call's charts.
+    _layout: Mapping[str, Mapping[str, Any]] = MappingProxyType({})
+    _layout_lock = threading.Lock()
+
     @peer_names({"name": "run_name"}, peer_order=("hparam_dict", "metric_dict", "name", "global_step"),
                 is_peer_order=lambda args: len(args) > 2 and isinstance(args[2], str))
     def add_hparams(self, hparam_dict: Mapping, metric_dict: Mapping, hparam_domain_discrete: Optional[Mapping] = None,
@@ -349,12 +357,11 @@ class LayoutCalls(WriterCore):
         step, now = self._stamp(global_step, None)
         run_file = None  # in_run: the main file
         if not in_run:
-            run = checks.tag(run_name, "run_name") if run_name is not None else "%.6f" % now
-            run_file = self._open_file(self._storage.subdir(run))
+            run_file = self._open_run(checks.tag(run_name, "run_name") if run_name is not None else "%.6f" % now)
         self._scalars.add_to_file(run_file, {tag: value for tag, value in metrics.items() if value is not None}, step,
                                   now)
         names = [(key[0], "/".join(components(*key))) if isinstance(key, tuple) else key for key in metrics]
-        self._put(hparams_summary, (values, names, now, now, domains), global_step, now, event_file=run_file)
+        self._put(hparams_summary, (values, names, now, now, domains), global_step, now, run=run_file)
 
     def add_custom_scalars(self, layout: Mapping) -> None:
         """The Custom Scalars dashboard's charts (tensorboardX's layout), merged with this
@@ -374,9 +381,11 @@ class LayoutCalls(WriterCore):
         layout_proto(layout)  # checked as given
         self._ready()
         with self._layout_lock:  # every call's charts in one layout: TensorBoard shows a run's last
+            merged = {category: dict(charts) for category, charts in self._layout.items()}
             for category, charts in layout.items():
-                self._layout.setdefault(category, {}).update(charts)
-            self._put(custom_scalars_summary, (layout_proto(self._layout),))
+                merged.setdefault(category, {}).update(charts)
+            self._layout = merged
+            self._put(custom_scalars_summary, (layout_proto(merged),))
 
     def add_custom_scalars_multilinechart(self, tags: Sequence[str], category: str = "default",
                                           title: str = "untitled") -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from time import time as _now
+from types import MappingProxyType
 from typing import Any, Dict, List, Optional
 
 from . import checks, convert
@@ -20,6 +21,8 @@ _PEER_KEYWORDS = {"scalar_value", "new_style", "double_precision", "display_name
 
 class ScalarCalls(WriterCore):
     """`SummaryWriter`'s scalar calls."""
+
+    _cleared: Mapping[str, int] = MappingProxyType({})  # event file piece -> offset export_scalars starts from
 
     def add_scalar(self, tag: str, value: Any = None, global_step: Optional[int] = None,
                    walltime: Optional[float] = None, **peer: Any) -> None:
@@ -134,17 +137,15 @@ class ScalarCalls(WriterCore):
 
         self.flush()
         exported: Dict[str, List[List[float]]] = {}
-        for event_file in self._worker.files:
-            if event_file.path is None:  # write_to_disk=False
-                continue
-            run = self._storage.run(event_file.directory)
+        for names, run, pieces in self._worker.written():
             prefix = [self._logdir] + ([run] if run != "." else [])  # mxboard's keys: <logdir>/<tag>, and
-            for piece, _ in event_file.pieces():  # <logdir>/<tag>/<name> for named values
+            named = names is not None and len(names) == 2  # <logdir>/<tag>/<name> for named values
+            for piece, _ in pieces:
                 for payload in read_records(piece, self._cleared.get(piece, 0)):
                     event = Event.FromString(payload)
                     for value in event.summary.value:
                         if value.WhichOneof("value") == "simple_value":
-                            key = prefix if event_file in self._group_files else prefix + [value.tag]
+                            key = prefix if named else prefix + [value.tag]
                             exported.setdefault("/".join(key), []).append(
                                 [event.wall_time, event.step, value.simple_value])
         with open(path, "w") as f:
@@ -157,4 +158,4 @@ class ScalarCalls(WriterCore):
     def clear_scalar_dict(self) -> None:
         """Start `export_scalars` afresh from here."""
         self.flush()
-        self._cleared = {piece: size for f in self._worker.files for piece, size in f.pieces()}
+        self._cleared = {piece: size for _, _, pieces in self._worker.written() for piece, size in pieces}
