@@ -8,13 +8,17 @@ its module is already loaded, so `sys.modules` is asked instead.
 import math
 import numbers
 import sys
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 
 from .mxnet_capture import Snapshot
 
-__all__ = ["capture", "describe", "is_ndarray", "on_accelerator", "to_float", "to_int", "to_numpy"]
+__all__ = ["GROUP", "DEFERRED", "NUMBER", "capture", "describe", "is_ndarray", "on_accelerator", "scalar_form",
+           "to_float", "to_int", "to_numpy"]
+
+GROUP, DEFERRED, NUMBER = "group", "deferred", "number"  # the forms of a scalar call's value
 
 
 def is_ndarray(value):
@@ -64,19 +68,36 @@ def capture(value, name="value", numeric=True, defer=True, check=None):
     bool, and the array non-empty. `check(array)` checks the values: now, or for a Snapshot when
     the writer thread resolves it."""
     array: Any
-    if defer and is_ndarray(value):
-        array = Snapshot(value, check)
-        check = None
-    else:
+    if not (defer and is_ndarray(value)):
         array = to_numpy(value, name)
         if array is value or array.base is not None or not array.flags.owndata:
             array = np.array(array, copy=True)
+    else:
+        array = Snapshot(value, check)
+        check = None
     if numeric:
         if array.dtype.kind not in "biuf":
             raise TypeError("%s must hold real numbers; got dtype %s" % (name, array.dtype))
         if array.size == 0:
             raise ValueError("%s is empty (shape %s)" % (name, array.shape))
     return array if check is None else check(array)
+
+
+def scalar_form(value, name="value", named=True):
+    """What a scalar call was given, decided here once for every type: (GROUP, {name: value}) for
+    named values (a mapping, or one `(name, value)` pair or `[name, value]` list; with `named`),
+    (DEFERRED, value) for an MXNet NDArray (read once its engine computed it), else (NUMBER,
+    float)."""
+    if named and isinstance(value, (dict, tuple, list, Mapping)):
+        if isinstance(value, (tuple, list)):
+            if len(value) != 2:
+                raise ValueError("a %s value must be a (name, value) pair; got %d elements"
+                                 % (type(value).__name__, len(value)))
+            value = {value[0]: value[1]}
+        return GROUP, value
+    if is_ndarray(value):
+        return DEFERRED, value
+    return NUMBER, to_float(value, name)
 
 
 def to_float(value, name="value"):

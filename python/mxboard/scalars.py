@@ -48,34 +48,30 @@ class Scalars:
         if len(columns.series) >= WAKE_EVERY:
             self._worker.hand_over(columns)
 
-    def add_ndarray(self, tag, value, step, wall):
-        """An NDArray scalar, read by the writer thread once the engine has computed it."""
-        series = self.ids.get(tag) if type(tag) is str else None  # a lock only the first time
-        if series is None:
-            series = self.series(tag)
-        self._worker.put_scalar(PendingScalar(series, self._snapshot(value), step, wall))
-
-    def add_group(self, tag, group, step, wall):
-        """`{name: value}` (or one `(name, value)` pair): each name a line of its own in one chart,
-        from the sub-run `logdir/<tag>/<name>/`. Every value is checked before any is queued."""
+    def add(self, form, tag, value, step, wall):
+        """A value of `form` (convert.scalar_form): GROUP `{name: value}`, each name a line of its
+        own in one chart, from the sub-run `logdir/<tag>/<name>/` (every value checked before
+        any is queued); DEFERRED, an NDArray read by the writer thread once the engine has
+        computed it."""
         checks.tag(tag)
-        if isinstance(group, (tuple, list)):
-            if len(group) != 2:
-                raise ValueError("a %s value must be a (name, value) pair; got %d elements"
-                                 % (type(group).__name__, len(group)))
-            group = {group[0]: group[1]}
-        if not group:
+        if form is convert.DEFERRED:
+            series = self.ids.get(tag)  # a lock only the first time
+            self._worker.put_scalar(PendingScalar(self.series(tag) if series is None else series,
+                                                  self._snapshot(value), step, wall))
+            return
+        if not value:
             raise ValueError("value: the dict of named scalars for %r is empty" % tag)
-        values = [(checks.tag(name, "scalar name"),
-                   self._snapshot(v, "value[%r]" % (name,)) if convert.is_ndarray(v)
-                   else convert.to_float(v, "value[%r]" % (name,)))
-                  for name, v in group.items()]
-        for name, value in values:
+        values = []
+        for name, v in value.items():
+            kind, v = convert.scalar_form(v, "value[%r]" % (name,), named=False)
+            values.append((checks.tag(name, "scalar name"), v if kind is convert.NUMBER
+                           else self._snapshot(v, "value[%r]" % (name,))))
+        for name, v in values:
             series = self._run_series(tag, name)
-            if isinstance(value, float):
-                self.append(series, value, step, wall)
+            if isinstance(v, float):
+                self.append(series, v, step, wall)
             else:  # an NDArray snapshot
-                self._worker.put_scalar(PendingScalar(series, value, step, wall))
+                self._worker.put_scalar(PendingScalar(series, v, step, wall))
 
     def add_to_file(self, run, values, step, wall):
         """`{tag: float}` as scalars of the file `run` (Worker.open_run; an hparams run's metrics)."""
@@ -111,10 +107,7 @@ class ClosedScalars:
     def append(self, series: int, value: float, step: int, wall: float) -> None:
         raise closed_error()
 
-    def add_ndarray(self, tag: str, value: Any, step: int, wall: float) -> None:
-        raise closed_error()
-
-    def add_group(self, tag: str, group: Any, step: int, wall: float) -> None:
+    def add(self, form: str, tag: str, value: Any, step: int, wall: float) -> None:
         raise closed_error()
 
     def add_to_file(self, run: Any, values: Mapping[str, float], step: int, wall: float) -> None:

@@ -56,13 +56,11 @@ class ScalarCalls(WriterCore):
                 if unknown:
                     raise TypeError("SummaryWriter.add_scalar() got an unexpected keyword argument %r" % unknown[0])
                 return self._add_scalar_peer(tag, value, global_step, walltime, **peer)
-            if kind is dict or kind is tuple or kind is list or isinstance(value, Mapping):
-                return self._add_scalar_group(tag, value, global_step, walltime)
-            if convert.is_ndarray(value):
+            form, value = convert.scalar_form(value)
+            if form is not convert.NUMBER:  # named values, or an NDArray read later
                 self._ready()
-                self._scalars.add_ndarray(tag, value, *self._stamp(global_step, walltime))
+                self._scalars.add(form, tag, value, *self._stamp(global_step, walltime))
                 return self._report()
-            value = convert.to_float(value)
         scalars = self._scalars
         try:
             series = scalars.ids[tag]
@@ -89,7 +87,9 @@ class ScalarCalls(WriterCore):
                 raise TypeError("add_scalar() got both 'value' and 'scalar_value' (tensorboardX's name for it)")
             value = scalar_value
         if display_name or summary_description:  # a summary of its own, with its metadata
-            value = convert.capture(value, "value") if convert.is_ndarray(value) else convert.to_float(value)
+            form, value = convert.scalar_form(value, named=False)
+            if form is convert.DEFERRED:  # read by the writer thread once the engine computed it
+                value = convert.capture(value, "value")
             return self._log(described_scalar_summary, tag, (value, display_name, summary_description),
                              global_step, walltime)
         return self.add_scalar(tag, value, global_step, walltime)
@@ -114,11 +114,8 @@ class ScalarCalls(WriterCore):
         if not isinstance(tag_scalar_dict, Mapping):
             raise TypeError("tag_scalar_dict must be a dict of name -> value; got %s"
                             % type(tag_scalar_dict).__name__)
-        self._add_scalar_group(main_tag, tag_scalar_dict, global_step, walltime)
-
-    def _add_scalar_group(self, tag, group, global_step, walltime):
         self._ready()
-        self._scalars.add_group(tag, group, *self._stamp(global_step, walltime))
+        self._scalars.add(convert.GROUP, main_tag, tag_scalar_dict, *self._stamp(global_step, walltime))
         self._report()
 
     def export_scalars(self, path: str) -> None:
