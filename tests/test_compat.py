@@ -605,7 +605,7 @@ def test_peer_calls_the_peers_take_are_served_like_theirs(tmp_path, serve):
     images = both("images", "list")
     sizes = [Image.open(io.BytesIO(server.get("/data/plugin/images/individualImage?" + e[0]["query"])[1])).size
              for e in images]
-    # a grid of the four 8x8 images, not one (mxboard pads it by 2 px, as README says)
+    # a grid of the four 8x8 images, not one (mxboard pads it by 2 px, as docs/compat.md says)
     assert sizes[0] == (32, 8) and sizes[1] == (4 * 8 + 5 * 2, 8 + 2 * 2), sizes
     peer, ours = both("pr_curves", "raw")
     pick = lambda entries: [(e["step"], e["precision"], e["recall"], e["true_positives"])  # noqa: E731
