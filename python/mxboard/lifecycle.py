@@ -34,10 +34,17 @@ import threading
 import time
 import weakref
 from types import FrameType
-from typing import TYPE_CHECKING, List, Optional, Union
+from typing import List, Optional, Protocol, Union
 
-if TYPE_CHECKING:
-    from .worker import Worker
+
+class Worker(Protocol):
+    """What this module asks of a writer thread's worker (worker.py's, which imports this one)."""
+
+    def flush(self, timeout: Optional[float] = None) -> bool: ...
+
+    def close(self) -> Optional[BaseException]: ...
+
+    def abandon(self) -> None: ...
 
 __all__ = ["watch", "forget", "reap", "reaped", "keep_signals_off_this_thread", "FLUSH_ON_SIGTERM"]
 
