@@ -11,9 +11,12 @@ from typing import Any, Mapping
 import numpy as np
 
 from . import checks, convert
-from .intake import WAKE_EVERY, PendingScalar, closed_error
+from .intake import WAKE_EVERY, PendingScalar, Record, closed_error
+from .summaries.scalar import described_scalar_summary
 
-__all__ = ["ClosedScalars", "Scalars"]
+__all__ = ["DESCRIBED", "ClosedScalars", "Scalars"]
+
+DESCRIBED = "described"  # Scalars.add's form of a scalar with tensorboardX's display name and description
 
 
 class Scalars:
@@ -52,8 +55,16 @@ class Scalars:
         """A value of `form` (convert.scalar_form): GROUP `{name: value}`, each name a line of its
         own in one chart, from the sub-run `logdir/<tag>/<name>/` (every value checked before
         any is queued); DEFERRED, an NDArray read by the writer thread once the engine has
-        computed it."""
+        computed it. DESCRIBED: `(form, value, display_name, description)`, a scalar with
+        tensorboardX's metadata, a summary of its own (not a batched row)."""
         checks.tag(tag)
+        if form is DESCRIBED:
+            kind, value, display_name, description = value
+            if kind is convert.DEFERRED:  # read by the writer thread once the engine computed it
+                value = convert.capture(value, "value")
+            self._worker.put(Record(None, described_scalar_summary, (tag, value, display_name, description),
+                                    step, wall))
+            return
         if form is convert.DEFERRED:
             series = self.ids.get(tag)  # a lock only the first time
             self._worker.put_scalar(PendingScalar(self.series(tag) if series is None else series,

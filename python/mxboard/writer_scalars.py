@@ -10,7 +10,7 @@ from types import MappingProxyType
 from typing import Any, Dict, List, Optional
 
 from . import checks, convert
-from .summaries.scalar import described_scalar_summary
+from .scalars import DESCRIBED
 from .writer_core import WriterCore
 
 __all__ = ["ScalarCalls"]
@@ -49,50 +49,36 @@ class ScalarCalls(WriterCore):
             >>> sw.add_scalar("loss", loss.mean(), global_step=step)  # an NDArray: no wait
             >>> sw.add_scalar("accuracy", {"train": 0.91, "val": 0.87}, global_step=epoch)
         """
-        kind = type(value)
-        if kind is not float or peer:
+        if type(value) is not float or peer:
+            described = None
             if peer:
-                unknown = sorted(set(peer) - _PEER_KEYWORDS)
-                if unknown:
-                    raise TypeError("SummaryWriter.add_scalar() got an unexpected keyword argument %r" % unknown[0])
-                return self._add_scalar_peer(tag, value, global_step, walltime, **peer)
-            form, value = convert.scalar_form(value)
-            if form is not convert.NUMBER:  # named values, or an NDArray read later
+                value, described = _peer_value(value, peer)
+            form, value = convert.scalar_form(value, named=described is None)
+            if described:  # a summary of its own, with its metadata
+                form, value = DESCRIBED, (form, value) + described
+            if form is not convert.NUMBER:  # named values, an NDArray read later, or described
                 self._ready()
                 self._scalars.add(form, tag, value, *self._stamp(global_step, walltime))
                 return self._report()
-        scalars = self._scalars
-        try:
-            series = scalars.ids[tag]
-        except (KeyError, TypeError):
-            self._ready()
-            scalars = self._scalars  # a forked child's own
-            series = scalars.series(tag)
-        if global_step is None:
-            global_step = self._default_step
-        elif type(global_step) is not int or not 0 <= global_step < 0x7FFFFFFFFFFFFFFF:
-            global_step = checks.step(global_step)
-        if walltime is None:
-            walltime = _now() if self._default_wall is None else self._default_wall
-        else:
-            walltime = checks.walltime(walltime)
-        scalars.append(series, value, global_step, walltime)
-        if self._worker.attention and self._report_or_reopen():  # a forked child: once more
-            self.add_scalar(tag, value, global_step, walltime)
-
-    def _add_scalar_peer(self, tag, value, global_step, walltime, scalar_value=None, new_style=False,
-                         double_precision=False, display_name="", summary_description=""):
-        if scalar_value is not None:
-            if value is not None:
-                raise TypeError("add_scalar() got both 'value' and 'scalar_value' (tensorboardX's name for it)")
-            value = scalar_value
-        if display_name or summary_description:  # a summary of its own, with its metadata
-            form, value = convert.scalar_form(value, named=False)
-            if form is convert.DEFERRED:  # read by the writer thread once the engine computed it
-                value = convert.capture(value, "value")
-            return self._log(described_scalar_summary, tag, (value, display_name, summary_description),
-                             global_step, walltime)
-        return self.add_scalar(tag, value, global_step, walltime)
+        while True:
+            scalars = self._scalars
+            try:
+                series = scalars.ids[tag]
+            except (KeyError, TypeError):
+                self._ready()
+                scalars = self._scalars  # a forked child's own
+                series = scalars.series(tag)
+            if global_step is None:
+                global_step = self._default_step
+            elif type(global_step) is not int or not 0 <= global_step < 0x7FFFFFFFFFFFFFFF:
+                global_step = checks.step(global_step)
+            if walltime is None:
+                walltime = _now() if self._default_wall is None else self._default_wall
+            else:
+                walltime = checks.walltime(walltime)
+            scalars.append(series, value, global_step, walltime)
+            if not (self._worker.attention and self._report_or_reopen()):
+                return  # else a forked child, which now has a worker of its own: once more, into it
 
     def add_scalars(self, main_tag: str, tag_scalar_dict: Mapping, global_step: Optional[int] = None,
                     walltime: Optional[float] = None) -> None:
@@ -156,3 +142,19 @@ class ScalarCalls(WriterCore):
         """Start `export_scalars` afresh from here."""
         self.flush()
         self._cleared = {piece: size for _, _, pieces in self._worker.written() for piece, size in pieces}
+
+
+def _peer_value(value, peer):
+    """(value, (display_name, description) or None) of a call with the peers' keywords: their
+    `scalar_value=`, tensorboardX's `display_name`/`summary_description` (a summary of its own),
+    torch's `new_style`/`double_precision` (accepted: values are float32 either way)."""
+    unknown = sorted(set(peer) - _PEER_KEYWORDS)
+    if unknown:
+        raise TypeError("SummaryWriter.add_scalar() got an unexpected keyword argument %r" % unknown[0])
+    scalar_value = peer.get("scalar_value")
+    if scalar_value is not None:
+        if value is not None:
+            raise TypeError("add_scalar() got both 'value' and 'scalar_value' (tensorboardX's name for it)")
+        value = scalar_value
+    display_name, description = peer.get("display_name") or "", peer.get("summary_description") or ""
+    return value, (display_name, description) if display_name or description else None
