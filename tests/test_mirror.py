@@ -337,16 +337,18 @@ def test_a_store_refusing_presigned_requests_is_read_through_s3fs(seaweed, bucke
 
 
 def test_the_launchers_mirror_flags_are_checked_and_load_fast_false_keeps_the_store():
-    from tensorboard_bundle.logdirs import mirror_remote_logdirs
+    from tensorboard_bundle.arguments import parse
+    from tensorboard_bundle.logdirs import serve_remote
 
-    argv = ["tensorboard", "--logdir", "s3://bucket/exp", "--load_fast=false", "--mirror_dir", "/tmp/x"]
-    assert mirror_remote_logdirs(argv) == ["tensorboard", "--logdir", "s3://bucket/exp", "--load_fast=false"]
-    local = ["tensorboard", "--logdir", "/local/runs"]
-    assert mirror_remote_logdirs(local) == local
+    launch = parse(["tensorboard", "--logdir", "s3://bucket/exp", "--load_fast=false", "--mirror_dir", "/tmp/x"])
+    assert serve_remote(launch) == (None, None)  # as given: the Python loader reads the store
+    assert launch.argv("tensorboard") == ["tensorboard", "--load_fast", "false", "--logdir", "s3://bucket/exp",
+                                          "--host", "127.0.0.1", "--reload_interval", "2"]
+    assert serve_remote(parse(["tensorboard", "--logdir", "/local/runs"])) == (None, None)
     with pytest.raises(SystemExit, match="--mirror_interval 'soon': a number of seconds above 0"):
-        mirror_remote_logdirs(["tensorboard", "--logdir", "memory://flags/exp", "--mirror_interval", "soon"])
+        parse(["tensorboard", "--logdir", "memory://flags/exp", "--mirror_interval", "soon"])
     with pytest.raises(SystemExit, match="--mirror_max_bytes '12Q': a number of bytes"):
-        mirror_remote_logdirs(["tensorboard", "--logdir", "memory://flags/exp", "--mirror_max_bytes=12Q"])
+        parse(["tensorboard", "--logdir", "memory://flags/exp", "--mirror_max_bytes=12Q"])
 
 
 NAMES = ["lr=0.1,bs=32", "baseline (v2)", "run 1", "résumé", "a+b", "plain"]
