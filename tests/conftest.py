@@ -301,10 +301,14 @@ def proxied(seaweed, bucket, monkeypatch):
     server go straight to the store."""
     from faultproxy import FaultProxy
 
+    import s3fs
+
     proxy = FaultProxy(seaweed.endpoint)
     monkeypatch.setenv("AWS_ENDPOINT_URL", proxy.endpoint)
+    s3fs.S3FileSystem.clear_instance_cache()  # fsspec's shared instances keep the endpoint they were made with
     yield proxy, bucket
     monkeypatch.setenv("AWS_ENDPOINT_URL", seaweed.endpoint)
+    s3fs.S3FileSystem.clear_instance_cache()
     proxy.close()
 
 
