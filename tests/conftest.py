@@ -297,11 +297,10 @@ def served_losses(server, run, tag="loss", until=None, timeout=40):
 
 @pytest.fixture
 def proxied(seaweed, bucket, monkeypatch):
-    """A writer's way to the store through a FaultProxy (tests/faultproxy.py); readers and the
-    server go straight to the store."""
-    from faultproxy import FaultProxy
-
+    """The store through a FaultProxy (tests/faultproxy.py), for this process and the servers it
+    starts (AWS_ENDPOINT_URL); in its 'pass' mode it forwards, and counts the PUTs."""
     import s3fs
+    from faultproxy import FaultProxy
 
     proxy = FaultProxy(seaweed.endpoint)
     monkeypatch.setenv("AWS_ENDPOINT_URL", proxy.endpoint)
