@@ -16,6 +16,7 @@ runs in the background. Its public face is a handful of verbs:
 
 No Storage or EventFile leaves this module: the caller's side names files by id, and every file
 is opened on the writer thread, in call order.
+
 What callers queue waits in the intake (intake.py), in call order. The thread wakes when a batch
 of scalars or an item waits, on flush, and at least every `flush_secs`; it takes the batch and
 hands it to its output (output.py), which builds, encodes and writes it. What it raises is kept
