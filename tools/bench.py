@@ -336,6 +336,7 @@ def liveness():
 def remote(seconds=60):
     """The remote case (see the docstring), or None without SeaweedFS or s3fs."""
     sys.path.insert(0, os.path.join(ROOT, "tests"))
+    from faultproxy import FaultProxy
     from seaweed import SeaweedFS, weed_binary
 
     try:
@@ -358,15 +359,11 @@ def remote(seconds=60):
 
         from mxboard import SummaryWriter
 
+        # the writer's way to the store through a proxy that forwards and counts each PUT's bytes
+        proxy = FaultProxy(store.env["AWS_ENDPOINT_URL"])
+        os.environ["AWS_ENDPOINT_URL"] = proxy.endpoint
         writer = SummaryWriter("s3://%s/exp/run" % bucket)
-        fs, sent = writer._storage.fs, [0]
-        upload = fs._pipe_file  # what each put sends (the uploader calls it on fsspec's loop)
-
-        async def counted(path, value, **kwargs):
-            sent[0] += len(value)
-            return await upload(path, value, **kwargs)
-
-        fs._pipe_file = counted
+        os.environ["AWS_ENDPOINT_URL"] = store.env["AWS_ENDPOINT_URL"]
         url = "http://127.0.0.1:%d/data/plugin/scalars/scalars?run=run&tag=loss" % port
         start = time.monotonic()
         writer.add_scalar("loss", 0.0, 0)
@@ -388,10 +385,15 @@ def remote(seconds=60):
                     pass
             time.sleep(0.05)
         writer.close()
+        proxy.close()
+        from mxboard.storage.remote import open_filesystem
+
+        fs = open_filesystem("s3://%s" % bucket)[0]
         objects = [o for o in fs.ls("%s/exp/run" % bucket, detail=False, refresh=True) if "tfevents" in o]
         logged = sum(fs.size(o) for o in objects)
-        return {"seconds": seconds, "logged_bytes": logged, "uploaded_bytes": sent[0],
-                "upload_over_logged": sent[0] / logged, "objects": len(objects), "served_after_s": served_after}
+        return {"seconds": seconds, "logged_bytes": logged, "uploaded_bytes": proxy.put_bytes,
+                "upload_over_logged": proxy.put_bytes / logged, "objects": len(objects),
+                "served_after_s": served_after}
     finally:
         server.terminate()
         server.wait(10)
