@@ -12,7 +12,7 @@ from conftest import ROOT, plugin_accumulator, projector_config, tensor_values
 
 pytest.importorskip("mxnet")
 pytest.importorskip("sklearn")
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]  # a training run (MXNet) first
 
 
 @pytest.fixture(scope="module")

@@ -91,6 +91,7 @@ def test_the_readers_pandas_hint_is_the_extra_that_keeps_numpy(logdir, monkeypat
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(600)  # a venv made, pandas installed
 def test_the_pandas_hint_keeps_an_mxnet_environment_working(tmp_path):
     """MXNet 1.9.1 needs numpy < 1.24; `pip install pandas` (the old hint) brings pandas 3, which
     upgrades numpy past what MXNet imports with. The hint's pins keep it."""

