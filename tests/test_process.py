@@ -212,3 +212,197 @@ def test_twenty_thousand_short_threads_each_logging_a_scalar_leave_no_memory_beh
     growth = float(proc.stdout.strip())
     assert growth < 1.0, "memory grew by %.1f MB over 20,000 threads" % growth
     assert sorted(s for _, s, _ in tb_scalars(event_files(str(tmp_path))[0])) == list(range(22000))
+
+
+# -- SIGTERM given to a thread that is not the main one ------------------------------------------
+# The kernel may give a process-directed SIGTERM to any thread that does not block it: a BLAS or
+# OpenMP thread, a user's. Python's handler runs only on the main thread, between bytecodes; a
+# main thread asleep in a lock (a pool worker waiting on its task queue's) never runs it. The
+# main thread here blocks SIGTERM, so the kernel must choose another thread, as it sometimes does
+# by itself. On b621f0a the process lived on (4 of 4, until killed); the default action ends it.
+OTHER_THREAD = textwrap.dedent(r"""
+    import signal, sys, threading, time
+    import numpy as np
+    import mxboard
+    w = mxboard.SummaryWriter(sys.argv[-1], flush_secs=3600)
+    for step in range(100):
+        w.add_scalar("x", float(step), step)
+    threading.Thread(target=time.sleep, args=(3600,), daemon=True).start()  # a user's thread, in a C call
+    a = np.ones((300, 300)); a @ a  # BLAS threads, where numpy's BLAS has them
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
+    print("ready", flush=True)
+    lock = threading.Lock()
+    lock.acquire()
+    lock.acquire()  # never returns
+""")
+
+
+def test_sigterm_ends_the_process_whichever_thread_the_kernel_gives_it_to(tmp_path):
+    """docker stop, Kubernetes, SLURM: SIGTERM, then SIGKILL after a grace period (10 s here)."""
+    children = [subprocess.Popen([sys.executable, "-c", OTHER_THREAD, str(tmp_path / str(i))], stdout=subprocess.PIPE,
+                                 text=True) for i in range(4)]
+    try:
+        for child in children:
+            assert child.stdout.readline().strip() == "ready"
+        start = time.monotonic()
+        for child in children:
+            child.send_signal(signal.SIGTERM)
+        ended = [_ended_within(child, max(0.1, start + 10 - time.monotonic())) for child in children]
+        assert all(ended), "%d of 4 still running 10 s after SIGTERM" % ended.count(False)
+        assert [child.returncode for child in children] == [-signal.SIGTERM] * 4  # as without mxboard
+        for i in range(4):  # flushed first
+            assert [s for _, s, _ in tb_scalars(event_files(str(tmp_path / str(i)))[0])] == list(range(100))
+    finally:
+        _kill(children)
+
+
+# -- pools that end by terminate() ----------------------------------------------------------------
+# `with Pool() as pool` ends by terminate(): SIGTERM to each worker. The workers log, with BLAS
+# threads in use, on a busy machine (two processes spinning beside them). On b621f0a, 5 of 40 such
+# pools hung for ever on Python 3.9 and 1 of 40 on 3.10 (a worker's main thread asleep on the task
+# queue's lock, the signal given to an OpenBLAS thread). MXBOARD_POOL_EXITS sets how many (the
+# issue's run: 200 on each Python).
+POOL_EXITS = textwrap.dedent(r"""
+    import concurrent.futures, multiprocessing, os, sys
+    import numpy as np
+    import mxboard
+
+    WRITER = []
+
+    def log(i):
+        if not WRITER:
+            WRITER.append(mxboard.SummaryWriter(os.path.join(sys.argv[1], str(os.getpid())), flush_secs=3600))
+        a = np.random.default_rng(i).random((200, 200))
+        WRITER[0].add_scalar("x", float((a @ a).trace()), i)
+        return i
+
+    if __name__ == "__main__":
+        context = multiprocessing.get_context("fork")
+        for exit in range(int(sys.argv[2])):
+            if exit % 4 == 3:  # ProcessPoolExecutor's shutdown: no SIGTERM, the workers return
+                with concurrent.futures.ProcessPoolExecutor(2, mp_context=context) as executor:
+                    assert list(executor.map(log, range(16))) == list(range(16))
+            else:
+                with context.Pool(2) as pool:
+                    assert pool.map(log, range(16)) == list(range(16))
+            print(exit, flush=True)
+""")
+
+
+@pytest.mark.process_end
+def test_pools_that_end_by_terminate_while_their_workers_log_never_hang(tmp_path):
+    exits = int(os.environ.get("MXBOARD_POOL_EXITS", "60"))
+    script = tmp_path / "pools.py"
+    script.write_text(POOL_EXITS)
+    spin = "while True: pass"
+    busy = [subprocess.Popen([sys.executable, "-c", spin]) for _ in range(2)]
+    child = subprocess.Popen([sys.executable, str(script), str(tmp_path / "logs"), str(exits)], stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True)
+    start = time.monotonic()
+    done = []
+    try:
+        while len(done) < exits:  # each pool's exit within 60 s (a few hundred ms when nothing hangs)
+            line = _line_within(child, 60)
+            assert line is not None, "pool exit %d of %d hung (60 s); the child's stderr:\n%s" % (
+                len(done) + 1, exits, _stderr_of(child))
+            done.append(int(line))
+        assert _ended_within(child, 30) and child.returncode == 0, _stderr_of(child)
+    finally:
+        _kill(busy + [child])
+    print("%d pool exits in %.1f s" % (exits, time.monotonic() - start))
+    assert done == list(range(exits))
+
+
+def _line_within(child, seconds):
+    """The child's next stdout line, or None after `seconds` (a thread reads the lines: a select
+    on the pipe misses lines already in the reader's buffer)."""
+    import queue
+    import threading
+
+    lines = getattr(child, "lines", None)
+    if lines is None:
+        lines = child.lines = queue.SimpleQueue()
+        threading.Thread(target=lambda: [lines.put(line.strip()) for line in child.stdout], daemon=True).start()
+    try:
+        return lines.get(timeout=seconds)
+    except queue.Empty:
+        return None
+
+
+def _stderr_of(child):
+    if child.poll() is None:
+        child.kill()
+    child.wait()
+    return child.stderr.read()
+
+
+# -- a server that ends cleans up after itself -------------------------------------------------
+# TensorBoard writes <tmp>/.tensorboard-info/pid-N.info while it serves and removes it at exit;
+# Jupyter's %tensorboard reuses an info file with matching arguments without checking that its
+# process lives. On b621f0a the demo, ended by SIGTERM, left its file: the writer's SIGTERM
+# handler, still installed after the writer closed, re-raised the signal under TensorBoard's own.
+def _start_server(how, logdir, env):
+    python = [sys.executable]
+    if how == "demo":
+        pytest.importorskip("mxnet")
+        pytest.importorskip("sklearn")
+        args = python + ["-m", "mxboard.demo", "--logdir", logdir, "--run", "r", "--epochs", "1", "--batches", "1",
+                         "--histogram-every", "1", "--port", "0"]
+    elif how == "module":
+        args = python + ["-m", "tensorboard_bundle", "--logdir", logdir, "--port", "0"]
+    elif how == "command":
+        args = [os.path.join(os.path.dirname(sys.executable), "tensorboard"), "--logdir", logdir, "--port", "0"]
+    else:  # tensorboard.notebook.start, as %tensorboard calls it: the server is its child
+        args = python + ["-c", "from tensorboard import notebook; notebook.start('--logdir %s --port 0')" % logdir]
+    # SIGINT as a terminal gives it (a test runner's child may inherit it ignored)
+    return subprocess.Popen(args, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+
+
+def _gone(pid, seconds):
+    import psutil
+
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        try:
+            if psutil.Process(pid).status() == psutil.STATUS_ZOMBIE:
+                return True
+        except psutil.NoSuchProcess:
+            return True
+        time.sleep(0.1)
+    return False
+
+
+@pytest.mark.timeout(420)  # the demo trains first
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+@pytest.mark.parametrize("how", ["demo", "module", "command", "notebook.start"])
+def test_a_server_ended_by_a_signal_removes_its_info_file(tmp_path, how, signum):
+    pytest.importorskip("psutil")
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    env = dict(os.environ, TMPDIR=str(tmp), PATH=os.path.dirname(sys.executable) + os.pathsep + os.environ["PATH"])
+    logdir = str(tmp_path / "logs")
+    os.makedirs(logdir)
+    starter = _start_server(how, logdir, env)
+    info_dir = tmp / ".tensorboard-info"
+    try:
+        deadline = time.monotonic() + 180
+        infos = []
+        while not infos and time.monotonic() < deadline and (how == "notebook.start" or starter.poll() is None):
+            time.sleep(0.2)
+            infos = sorted(info_dir.glob("pid-*.info")) if info_dir.is_dir() else []
+        assert infos, "no info file after 180 s: %s" % (starter.stderr.read() if starter.poll() is not None else "")
+        pid = int(infos[0].name[4:-5])
+        os.kill(pid, signum)
+        assert _gone(pid, 30), "%s still serving 30 s after %s" % (how, signal.Signals(signum).name)
+        assert sorted(info_dir.glob("pid-*.info")) == [], "%s left its info file after %s" % (
+            how, signal.Signals(signum).name)
+    finally:
+        if starter.poll() is None:
+            starter.kill()
+        starter.communicate()
+        for info in info_dir.glob("pid-*.info") if info_dir.is_dir() else ():
+            try:
+                os.kill(int(info.name[4:-5]), signal.SIGKILL)
+            except OSError:
+                pass

@@ -9,11 +9,21 @@ three moments a process can end or split without closing its writers.
   fork or forkserver): it leaves through `os._exit`, which skips exit hooks, after running
   multiprocessing's own finalizers; one of those closes the writers made or reopened there.
 - SIGTERM (docker stop, Kubernetes, SLURM, `Pool.terminate()`), while its handler is the default
-  one: the handler puts the default action back at once, and every writer is flushed on a thread
-  of its own (the main thread, where Python runs handlers, may hold a lock the writer needs, or
-  sit in a C call for minutes), which then raises the signal again: the process ends as it would
-  have, within the flush (at most 30 s), whatever the main thread is doing. A second SIGTERM
-  ends it at once. A user's handler is never replaced.
+  one: every writer is flushed (at most 30 s in all) on a thread of ours, the default action is
+  put back, and the signal is raised again: the process ends by it as it would have. Python runs
+  a handler only on the main thread, between bytecodes; a process-directed signal may be given
+  to any thread that does not block it (a BLAS or OpenMP thread, a user's), and a main thread
+  asleep in a lock (a pool worker's task queue) or a C call then never runs it. Python's C-level
+  handler, which runs on whatever thread the kernel chose, also writes the signal's number to the
+  wakeup fd (`signal.set_wakeup_fd`): the watcher thread reads it there and starts the flush,
+  whichever thread got the signal. Where the wakeup fd is already someone's (asyncio's loop
+  owns it while it has signal handlers), the main thread's handler alone starts the flush, as
+  before. The default action is put back at the start (a second SIGTERM ends the process at
+  once): by `signal.signal` on the main thread, else by libc's `signal()` (ctypes); where neither
+  can be had, the process ends by `os._exit(128 + 15)` after the flush. A user's handler is never
+  replaced; ours is taken back when the last writer closes (an in-process TensorBoard's own
+  SIGTERM handler, installed later, then exits cleanly instead of chaining to ours), and a
+  forked child starts with the default action (its parent's writers are not its own).
 - Fork: a child drops its copies of the parent's workers (their queues, their descriptors); its
   writers open files of their own at their next call.
 - Collection: a writer collected unclosed hands its worker to the reaper thread, which closes it.
@@ -34,7 +44,7 @@ import threading
 import time
 import weakref
 from types import FrameType
-from typing import List, Optional, Protocol, Union
+from typing import List, Optional, Protocol, Tuple, Union
 
 
 class Worker(Protocol):
@@ -113,6 +123,7 @@ def _reap_loop() -> None:
 
 def forget(worker: Worker) -> None:
     _LIVE.discard(worker)
+    _give_back_sigterm()
 
 
 def _at_exit() -> None:
@@ -159,34 +170,145 @@ def _after_fork_in_child() -> None:
         worker.abandon()
     _LIVE.clear()
     _REAPER[0] = None  # the parent's thread is not in the child: the child's first worker starts one
+    _drop_sigterm_in_child()
+
+
+class _Sigterm:
+    """Our SIGTERM handling in this process: the wakeup fd's pipe and its watcher thread, and
+    whether the flush has begun (once)."""
+
+    pid: Optional[int] = None  # the process the pipe and the watcher belong to
+    pipe: Optional[Tuple[int, int]] = None  # (read, write) ends, the write end Python's wakeup fd
+    begun = threading.Lock()  # taken by the first SIGTERM: the flush starts once
 
 
 def _watch_sigterm() -> None:
-    """Install the SIGTERM flush where the handler is the default one (only the main thread can
-    install handlers; elsewhere nothing is done)."""
+    """Install the SIGTERM flush where the handler is the default one, with the wakeup fd's
+    watcher where the wakeup fd is free (only the main thread can do either; elsewhere nothing
+    is done)."""
     if threading.current_thread() is not threading.main_thread():
         return
     try:
-        if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
+        handler = signal.getsignal(signal.SIGTERM)
+        if handler is signal.SIG_DFL:
             signal.signal(signal.SIGTERM, _on_sigterm)
+        elif handler is not _on_sigterm:
+            return  # the user's (or nobody's: SIG_IGN): never replaced
     except (ValueError, OSError, AttributeError):  # no SIGTERM here, or not allowed
+        return
+    if _Sigterm.pid != os.getpid():
+        _watch_wakeup_fd()
+
+
+def _watch_wakeup_fd() -> None:
+    """Make Python's C-level handler tell our watcher thread of a signal, whatever thread the
+    kernel gave it to (main thread only; left alone if the wakeup fd is someone else's)."""
+    read, write = os.pipe()
+    os.set_blocking(write, False)  # set_wakeup_fd's rule: a full pipe never blocks a handler
+    try:
+        previous = signal.set_wakeup_fd(write, warn_on_full_buffer=False)
+    except (ValueError, OSError, TypeError):
+        previous = None
+    if previous != -1:  # someone's (asyncio's), or not allowed: the main thread's handler alone
+        if previous is not None:
+            signal.set_wakeup_fd(previous)
+        os.close(read)
+        os.close(write)
+        return
+    _Sigterm.pid, _Sigterm.pipe = os.getpid(), (read, write)
+    threading.Thread(target=_watch_signals, args=(read,), name="mxboard-signals", daemon=True).start()
+
+
+def _watch_signals(read: int) -> None:
+    """The watcher thread: each byte the C-level handler wrote is a signal's number."""
+    keep_signals_off_this_thread()
+    while True:
+        try:
+            numbers = os.read(read, 64)
+        except OSError:  # closed (a fork's child dropped its copy)
+            return
+        if not numbers:
+            return
+        if signal.SIGTERM in numbers and signal.getsignal(signal.SIGTERM) is _on_sigterm:
+            _begin(signal.SIGTERM)
+
+
+def _give_back_sigterm() -> None:
+    """No writer left: SIGTERM's default action again, if ours is still the handler (main thread
+    only), and the wakeup fd given back."""
+    if threading.current_thread() is not threading.main_thread() or _LIVE:
+        return
+    try:
+        if signal.getsignal(signal.SIGTERM) is _on_sigterm:
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    except (ValueError, OSError, AttributeError):
         pass
+
+
+def _drop_sigterm_in_child() -> None:
+    """In a forked child: the parent's writers are not ours, nor its pipe (a signal to the child
+    must never wake the parent's watcher). The child's first writer installs everything anew."""
+    try:
+        if signal.getsignal(signal.SIGTERM) is _on_sigterm:
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    except (ValueError, OSError, AttributeError):
+        pass
+    if _Sigterm.pipe is not None:
+        read, write = _Sigterm.pipe
+        try:
+            current = signal.set_wakeup_fd(-1)
+            if current not in (write, -1):  # someone else's since: theirs again
+                signal.set_wakeup_fd(current)
+        except (ValueError, OSError):
+            pass
+        for fd in (read, write):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+    _Sigterm.pid = _Sigterm.pipe = None
+    _Sigterm.begun = threading.Lock()
 
 
 def keep_signals_off_this_thread() -> None:
     """Block SIGTERM and SIGINT in the calling (mxboard) thread: the kernel then gives a
-    process-directed one to another thread, never to one of ours, where the main thread (which
-    alone runs Python's handlers) might not wake up for it."""
+    process-directed one to another thread, never to one of ours, which could be busy writing."""
     if hasattr(signal, "pthread_sigmask"):
         signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM, signal.SIGINT})
 
 
 def _on_sigterm(signum: int, frame: Optional[FrameType]) -> None:
-    """Put the default action back (only the main thread may), then flush and re-raise from a
-    thread: the re-raised signal ends the process at once, with the main thread in Python or in
-    a C call (a Python-level handler would wait for that call to return)."""
-    signal.signal(signum, signal.SIG_DFL)
+    """The Python-level handler, on the main thread (when it runs bytecode)."""
+    _begin(signum)
+
+
+def _begin(signum: int) -> None:
+    """The first SIGTERM, from the main thread's handler or the watcher: put the default action
+    back (a second one ends the process at once), then flush and re-raise on a thread of ours
+    (the main thread may hold a lock the writers need, or sit in a C call for minutes)."""
+    if not _Sigterm.begun.acquire(blocking=False):
+        return
+    _default_action(signum)
     threading.Thread(target=_flush_then_die, args=(signum,), name="mxboard-sigterm", daemon=True).start()
+
+
+def _default_action(signum: int) -> bool:
+    """Put `signum`'s default action back, from any thread (True if it is)."""
+    try:
+        signal.signal(signum, signal.SIG_DFL)  # the main thread
+        return True
+    except ValueError:  # another thread: Python refuses, libc does not
+        pass
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.signal.restype = ctypes.c_void_p
+        libc.signal.argtypes = (ctypes.c_int, ctypes.c_void_p)
+        previous = libc.signal(signum, None)  # None: SIG_DFL (0)
+        return bool(previous != ctypes.c_void_p(-1).value)  # not SIG_ERR
+    except (ImportError, OSError, AttributeError):
+        return False
 
 
 def _flush_then_die(signum: int) -> None:
@@ -197,4 +319,9 @@ def _flush_then_die(signum: int) -> None:
             worker.flush(timeout=max(0.0, deadline - time.monotonic()))
         except Exception as exc:  # noqa: BLE001 - the signal must still end the process
             _tell("mxboard: could not write every event before %s: %r" % (signal.Signals(signum).name, exc))
-    os.kill(os.getpid(), signum)
+    if _default_action(signum):  # ended by the signal, as it would have been without us
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signum})
+        signal.pthread_kill(threading.get_ident(), signum)
+        time.sleep(1)  # the process ends during it
+    logging.shutdown()
+    os._exit(128 + signum)
