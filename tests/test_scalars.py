@@ -1,6 +1,7 @@
 """add_scalar / add_scalars, read back by TensorBoard's EventAccumulator."""
 import math
 import os
+import time
 
 import numpy as np
 import pytest
@@ -84,6 +85,41 @@ def test_walltime_is_kept_and_defaults_to_now(logdir):
         w.add_scalar("t", 1, 1)
     walls = [e.wall_time for e in accumulator(logdir).Scalars("t")]
     assert walls[0] == 1234567.5 and before <= walls[1] <= time.time()
+
+
+def test_add_multiple_scalars_as_mxboard_0_1_0_tests_it(logdir):
+    """mxboard 0.1.0's test_add_multiple_scalars: every form of named values, then the sub-run
+    files are looked for, without a flush: torch, tensorboardX and 0.1.0 make them during the
+    call (on b621f0a the writer thread made them later: missing when the call returned)."""
+    sw = SummaryWriter(logdir=logdir)
+    sw.add_scalar(tag="test_multiple_scalars", value=("0", 0.5), global_step=0)  # a (name, value) pair
+    sw.add_scalar(tag="test_multiple_scalars", value=["1", 0.25], global_step=0)
+    sw.add_scalar(tag="test_multiple_scalars", value={"2": 0.125, "3": 0.0625}, global_step=0)
+    sw.add_scalars("test_multiple_scalars", {"4": 1.0})
+    for name in "01234":
+        run = os.path.join(logdir, "test_multiple_scalars", name)
+        assert len(event_files(run)) == 1, "%s: no event file when the call returned" % run
+    sw.close()
+    for name, value in zip("01234", (0.5, 0.25, 0.125, 0.0625, 1.0)):
+        assert _scalars(os.path.join(logdir, "test_multiple_scalars", name), "test_multiple_scalars") == [(0, value)]
+
+
+def test_a_tear_down_that_deletes_the_logdir_right_after_add_scalars_never_races_the_writer(tmp_path):
+    """A test's tear-down deletes the logdir with the writer still open. On b621f0a, over 30
+    tries: rmtree failed ("Directory not empty") 2-15 times, the deleted logdir came back with new
+    files 25-30 times, and close() raised FileNotFoundError 1-9 times (torch, tensorboardX: 0)."""
+    import shutil
+
+    for attempt in range(50):
+        logdir = str(tmp_path / str(attempt))
+        writer = SummaryWriter(logdir, flush_secs=0.01)
+        writer.add_scalars("loss", {"train": 1.0, "validation": 2.0}, 0)
+        assert sorted(os.listdir(os.path.join(logdir, "loss"))) == ["train", "validation"]
+        shutil.rmtree(logdir)
+        time.sleep(0.02)  # the writer thread wakes (flush_secs) meanwhile
+        writer.close()  # quiet
+        assert not os.path.exists(logdir), "attempt %d: the deleted logdir came back: %s" % (
+            attempt, [os.path.join(d, f) for d, _, fs in os.walk(logdir) for f in fs])
 
 
 @pytest.mark.parametrize("form", ["tuple", "list", "dict", "add_scalars"])

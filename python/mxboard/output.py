@@ -23,6 +23,7 @@ from .intake import Batch, Columns, PendingScalar, Record, Task, WriterError
 from .mxnet_capture import resolve
 from .proto import Event, SessionLog
 from .storage import EventFile, Storage, open_storage
+from .storage.local import FileDeletedError
 
 __all__ = ["Output"]
 
@@ -51,6 +52,7 @@ class Output:
         self._series: List[ScalarSeries] = []  # by id
         self._lock = threading.Lock()  # callers' threads add series
         self.write_error: Optional[BaseException] = None  # the I/O error after which nothing more is written
+        self._closing = False  # close() has begun (interrupt)
         self.storage: Storage = open_storage(logdir, write_to_disk)  # checked here, on the caller's thread
 
     def open_main(self) -> None:
@@ -114,6 +116,11 @@ class Output:
         for event_file, data in self._encode(batch.items, chunks).items():
             try:
                 event_file.write(data)
+            except FileDeletedError as exc:
+                if self._closing:  # deleted by a tear-down before close(): nothing to keep, nothing to say
+                    continue
+                self._failed(exc)
+                return
             except OSError as exc:
                 self._failed(exc)
                 return
@@ -193,7 +200,9 @@ class Output:
                  np.array(walls, np.float64), np.array(seqs, np.int64)]]
 
     def interrupt(self) -> None:
-        """close() is coming: no write waits for room in a store's spool any more."""
+        """close() is coming: no write waits for room in a store's spool any more, and a file
+        deleted meanwhile is the user's tear-down (FileDeletedError)."""
+        self._closing = True
         for event_file in self.files:
             event_file.interrupt()
 

@@ -3,7 +3,7 @@ runs in the background. Its public face is a handful of verbs:
 
     worker = Worker(flush_secs, max_queue)
     worker.start_writing(logdir)                       # the logdir (storage/), its main event file
-    run = worker.open_run(names, suffix)               # a sub-run logdir/<names...>/'s file, as an id
+    run = worker.open_run(names, suffix)               # a sub-run logdir/<names...>/'s file, as an id (there on return)
     series = worker.add_series(run, tag)               # a scalar tag in a file (None: the main one), as a row id
     worker.columns().append(series, value, step, wall) # this thread's scalar rows (the hot path)
     worker.put_scalar(PendingScalar(series, snapshot, step, wall))   # an MXNet scalar
@@ -52,6 +52,7 @@ from .intake import (
 )
 from .output import Output
 from .storage import remote
+from .storage.local import FileDeletedError
 
 __all__ = ["PendingScalar", "Record", "State", "Task", "Worker", "WriterError", "WAKE_EVERY"]
 
@@ -117,11 +118,13 @@ class Worker:
 
     def open_run(self, names: Tuple[str, ...], suffix: str = "") -> int:
         """The id of a new event file in the sub-run `logdir/<names...>/`, opened on the writer
-        thread in call order (before any record or row of it); an error opening it is the next
-        call's (the records meant for it are dropped)."""
+        thread in call order (before any record or row of it). Returns once it is: the file is
+        there when the call returns, as with the peers (a tear-down that deletes the logdir
+        right after never races the thread); an error opening it is raised here. Only a name's
+        first use pays this wait."""
         self._check_open()
         run = self._output.new_run()
-        self._intake.put(Task(self._output.open_run, (run, names, suffix), None))
+        self.run(self._output.open_run, run, names, suffix)
         return run
 
     def add_series(self, run: Optional[int], tag: str) -> int:
@@ -201,8 +204,8 @@ class Worker:
         self._output.close(deadline)
         fault = unreported or self._close_error
         self._intake.verdict.end(fault)  # callers that close() found waiting for room raise it
-        if isinstance(fault, WriterError):
-            return None  # nothing new: a WriterError repeats an error already raised
+        if isinstance(fault, (WriterError, FileDeletedError)):
+            return None  # nothing new (a WriterError repeats an error raised), or the user's deletion of the logdir
         return fault
 
     def report(self) -> None:

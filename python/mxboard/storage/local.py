@@ -13,7 +13,12 @@ from .names import components, run_of
 if TYPE_CHECKING:
     from . import EventFile
 
-__all__ = ["LocalEventFile", "LocalStorage", "Nowhere"]
+__all__ = ["FileDeletedError", "LocalEventFile", "LocalStorage", "Nowhere"]
+
+
+class FileDeletedError(FileNotFoundError):
+    """An event file was deleted while being written (its logdir removed): the next call
+    raises it; in close(), it is the user's own tear-down, and nothing is said (as the peers)."""
 
 _TRIES = 1000  # names tried for a new event file
 
@@ -41,7 +46,7 @@ class LocalEventFile:
         if self._fd is None:
             raise ValueError("write to a closed event file: %s" % self.path)
         if os.fstat(self._fd).st_nlink == 0:  # deleted (the logdir removed): writes would vanish
-            raise FileNotFoundError(errno.ENOENT, "the event file was deleted while being written", self.path)
+            raise FileDeletedError(errno.ENOENT, "the event file was deleted while being written", self.path)
         view = memoryview(data)
         while view:
             view = view[os.write(self._fd, view):]
