@@ -174,6 +174,12 @@ BAD = [
      r"metric_dict key \('loss', 'val'\): a \(tag, name\) pair names the run's own add_scalar\(tag, \{name"),
     ("add_hparams", ({"lr": 1}, {("loss", "val"): 1.0}), {"in_run": True}, ValueError, r"only with in_run=True and "
      "the value None"),
+    # accepted at the call on b621f0a, failing at a later call ([process]):
+    ("add_tensor", ("t", np.array(["ok", "lone \udc80 surrogate"])), ValueError, "tensor's text must be valid Unicode"),
+    ("add_tensor", ("t", np.array(["\ud800"], dtype=object)), ValueError, "tensor's text must be valid Unicode"),
+    # a number for a curve the run logs ("before"): a point at step 0 would hide the curve's others
+    ("add_hparams", ({"lr": 1}, {"before": 0.5}), {"in_run": True}, ValueError,
+     r"metric_dict\['before'\] is a number, but this run logs 'before' .* Give \{'before': None\}"),
     # unclear before: the internal ScalarCalls._add_scalar_peer(), the mixin's ImageCalls.add_image()
     ("add_scalar", ("s", 1.0), {"bogus": 1}, TypeError, r"^SummaryWriter\.add_scalar\(\) got an unexpected keyword "
      "argument 'bogus'$"),

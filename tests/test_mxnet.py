@@ -303,3 +303,24 @@ def test_module_callbacks(logdir):
     assert tensor_values(acc, "learning_rate")[0][1] == pytest.approx(0.05)
     assert [e.step for e in acc.Tensors("gradients/fc1_weight")] == [2, 4, 6, 8]
     assert sorted(e.step for e in acc.Tensors("weights/fc1_weight")) == [1, 2, 2, 4, 6, 8]  # + epochs 1, 2
+
+
+@pytest.mark.parametrize("form", ["plain", "display_name", "named", "peer keywords", "described named"])
+def test_every_form_of_add_scalar_refuses_a_non_scalar_ndarray_at_the_call(logdir, form):
+    """One capture path, one shape check. On b621f0a the `display_name` form took an NDArray of 3
+    elements, and the next, unrelated call raised numpy's "cannot reshape array of size 3"."""
+    three = nd.array([1.0, 2.0, 3.0])
+    calls = {
+        "plain": lambda w: w.add_scalar("t", three, 0),
+        "display_name": lambda w: w.add_scalar("t", three, 0, display_name="D"),
+        "named": lambda w: w.add_scalar("t", {"a": three}, 0),
+        "peer keywords": lambda w: w.add_scalar(tag="t", scalar_value=three, global_step=0),
+        "described named": lambda w: w.add_scalar("t", three, 0, display_name="D", summary_description="d"),
+    }
+    with SummaryWriter(logdir) as w:
+        with pytest.raises(ValueError, match=r"must be a single number; got an NDArray of shape \(3,\)"):
+            calls[form](w)
+        w.add_scalar("next", nd.array([4.0]), 1)  # the next call is neither refused nor lost
+        w.add_scalar("shown", nd.array([5.0]), 2, display_name="D")
+        w.flush()
+    assert sorted((t, s) for t, s, _ in tb_scalars(event_files(logdir)[0])) == [("next", 1), ("shown", 2)]

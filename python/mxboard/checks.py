@@ -246,6 +246,15 @@ def text(value):
     return array
 
 
+def tensor_text(array, name="tensor"):
+    """An array for add_tensor: its str elements, if any, valid Unicode (written as UTF-8)."""
+    if array.dtype.kind in "UO":
+        for cell in array.flat:
+            if isinstance(cell, str):
+                _utf8(cell, "%s's text" % name)
+    return array
+
+
 def tag(value, name="tag"):
     """A tag (or a run or scalar name) is a non-empty str of valid Unicode; returned as given (its
     text is kept in the event)."""

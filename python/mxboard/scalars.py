@@ -12,6 +12,7 @@ import numpy as np
 
 from . import checks, convert
 from .intake import WAKE_EVERY, PendingScalar, Record, closed_error
+from .mxnet_capture import Snapshot
 from .summaries.scalar import described_scalar_summary
 
 __all__ = ["DESCRIBED", "ClosedScalars", "Scalars"]
@@ -61,7 +62,7 @@ class Scalars:
         if form is DESCRIBED:
             kind, value, display_name, description = value
             if kind is convert.DEFERRED:  # read by the writer thread once the engine computed it
-                value = convert.capture(value, "value")
+                value = self._snapshot(value, alone=True)
             self._worker.put(Record(None, described_scalar_summary, (tag, value, display_name, description),
                                     step, wall))
             return
@@ -96,13 +97,15 @@ class Scalars:
                 self._runs[(tag, name)] = self._worker.add_series(run, tag)
             return self._runs[(tag, name)]
 
-    def _snapshot(self, value, name="value"):
+    def _snapshot(self, value, name="value", alone=False):
         """An NDArray scalar (say `loss.mean()`) as a snapshot the writer thread reads when the
-        engine has computed it: the training loop never waits."""
+        engine has computed it: the training loop never waits. Every form of scalar call
+        captures an NDArray here, its shape checked once. `alone`: a Snapshot of its own (a
+        described scalar's Record resolves it), else a slot of the batched rows (ScalarSlots)."""
         shape = value.shape
         if shape != (1,) and int(np.prod(shape)) != 1:
             raise ValueError("%s must be a single number; got an NDArray of shape %s" % (name, shape))
-        return self._slots.capture(value, shape)
+        return Snapshot(value) if alone else self._slots.capture(value, shape)
 
 
 class ClosedScalars:

@@ -184,7 +184,21 @@ class HistogramCalls(WriterCore):
         Example:
             >>> sw.add_tensor("confusion", confusion_matrix, global_step=epoch)
         """
-        self._log(tensor_summary, tag, (convert.capture(tensor, "tensor", numeric=False),), global_step, walltime)
+        self._log(tensor_summary, tag, (checks.tensor_text(convert.capture(tensor, "tensor", numeric=False)),),
+                  global_step, walltime)
+
+
+def _refuse_points_on_own_curves(metrics: Mapping, logged: Mapping[str, int], global_step: Optional[int]) -> None:
+    """`add_hparams(in_run=True)` never adds a point to a curve the run logs: a number for such a
+    tag would be one more point at `global_step` (0 by default), a step going back, which
+    TensorBoard reads as a restart (100 points logged, 1 shown). None names the curve itself."""
+    for tag, value in metrics.items():
+        if value is not None and isinstance(tag, str) and tag in logged:
+            raise ValueError(
+                "add_hparams: metric_dict[%r] is a number, but this run logs %r with add_scalar: it would add a point "
+                "at step %d to that curve, and TensorBoard would show only the points from it on (a step going back "
+                "reads as a restart). Give {%r: None}: the dashboard shows the curve's last value."
+                % (tag, tag, 0 if global_step is None else global_step, tag))
 
 
 class ModelCalls(WriterCore):
@@ -354,6 +368,8 @@ class LayoutCalls(WriterCore):
             raise ValueError("add_hparams: run_name=%r with in_run=True: the hparams go into this writer's run"
                              % (run_name,))
         values, metrics, domains = checks.hparams(hparam_dict, metric_dict, hparam_domain_discrete, in_run)
+        if in_run:
+            _refuse_points_on_own_curves(metrics, self._scalars.ids, global_step)
         step, now = self._stamp(global_step, None)
         run_file = None  # in_run: the main file
         if not in_run:
