@@ -1,0 +1,228 @@
+"""The lifecycle model's process dimension: Hypothesis drives a real child process that logs
+(plain scalars, named values, flush), while threads that are not ours run beside the writer's
+(busy in BLAS, asleep in a lock, asleep in a C call), and ends it one of the ways a process ends:
+a plain exit, `os._exit` after close, SIGTERM (with the main thread in Python, or asleep in a lock
+while the kernel gives the signal to another thread), SIGINT, a Pool whose workers log ending by
+terminate(), and a tear-down that deletes the logdir with the writer open.
+
+At each step it checks what the model promises, through TensorBoard's own loader: after a
+`flush()`, every point logged before it is in the file; a named value's sub-run file is there
+when the call returns. At the end: the process ends within its bound (SIGTERM's flush is 30 s
+at most; each end here has 45 s), with the status it would have without mxboard, and what the
+end promises is on disk (everything logged, for every end that flushes), and a deleted logdir
+never comes back.
+
+`make test` runs a bounded, derandomized budget (the `quick` profile in the plain environments);
+HYPOTHESIS_PROFILE=long runs many more with fresh seeds."""
+import os
+import queue
+import shutil
+import signal
+import subprocess
+import sys
+import textwrap
+import threading
+
+import pytest
+from hypothesis import HealthCheck, settings
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, initialize, precondition, rule
+
+from conftest import event_files, tb_scalars
+
+pytestmark = [pytest.mark.slow, pytest.mark.process_end, pytest.mark.timeout(600)]
+
+settings.register_profile("process-default", max_examples=30, stateful_step_count=15, deadline=None,
+                          derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+settings.register_profile("process-quick", max_examples=6, stateful_step_count=10, deadline=None, derandomize=True,
+                          suppress_health_check=[HealthCheck.too_slow])
+settings.register_profile("process-long", max_examples=200, stateful_step_count=25, deadline=None,
+                          suppress_health_check=[HealthCheck.too_slow])
+PROFILE = "process-" + os.environ.get("HYPOTHESIS_PROFILE", "default")
+
+STEP_SECS = 30  # no command of the child may take longer
+END_SECS = 45  # the end's bound: SIGTERM's flush (30 s at most), and the interpreter's exit
+
+CHILD = textwrap.dedent(r"""
+    import multiprocessing, os, signal, sys, threading, time
+    import numpy as np
+    import mxboard
+
+    logdir = sys.argv[1]
+    w = mxboard.SummaryWriter(logdir, flush_secs=3600)  # nothing reaches the file but by flush, close or the end
+    step = 0
+
+    def spin():  # a thread not ours, busy in BLAS (numpy's threads beside it)
+        a = np.random.default_rng(0).random((120, 120))
+        while True:
+            a = (a @ a) / np.abs(a).sum()
+
+    def pool_worker(i):
+        writer = mxboard.SummaryWriter(os.path.join(logdir, "pool", str(os.getpid())), flush_secs=3600)
+        for k in range(50):
+            writer.add_scalar("p", float(k), k)
+        return i
+
+    print("ready", flush=True)
+    for line in sys.stdin:
+        command, *args = line.split()
+        if command == "log":
+            for _ in range(int(args[0])):
+                w.add_scalar("x", float(step), step)
+                step += 1
+            print("ok", flush=True)
+        elif command == "named":
+            w.add_scalars("g", {"a": 1.0, "b": 2.0}, step)
+            there = all(any("tfevents" in f for f in os.listdir(os.path.join(logdir, "g", n))) for n in "ab")
+            print("ok" if there else "missing", flush=True)
+        elif command == "flush":
+            w.flush()
+            print("ok", flush=True)
+        elif command == "thread":
+            kind = args[0]
+            if kind == "busy":
+                target, targs = spin, ()
+            elif kind == "lock":
+                lock = threading.Lock()
+                lock.acquire()
+                target, targs = lock.acquire, ()
+            else:  # asleep in a C call
+                target, targs = time.sleep, (3600,)
+            threading.Thread(target=target, args=targs, daemon=True).start()
+            print("ok", flush=True)
+        elif command == "end":
+            how = args[0]
+            if how == "exit":
+                print("ok", flush=True)
+                sys.exit(0)
+            if how == "close_os_exit":
+                w.close()
+                print("ok", flush=True)
+                os._exit(0)
+            if how == "pool_terminate":
+                with multiprocessing.get_context("fork").Pool(2) as pool:  # its exit: terminate()
+                    pool.map(pool_worker, range(4))
+                print("ok", flush=True)
+                sys.exit(0)
+            if how == "sigterm_main_in_lock":  # the kernel must give SIGTERM to another thread
+                signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
+                print("ok", flush=True)
+                lock = threading.Lock()
+                lock.acquire()
+                lock.acquire()
+            print("ok", flush=True)  # sigterm, sigint, rmtree: the parent does it; the main thread waits on stdin
+""")
+
+ENDS = ["exit", "close_os_exit", "sigterm", "sigterm_main_in_lock", "sigint", "pool_terminate", "rmtree"]
+
+
+class ProcessEnd(RuleBasedStateMachine):
+    """One example: one child process, its logdir, and the model (points logged; points flushed)."""
+
+    @initialize(how=st.sampled_from(ENDS))
+    def start(self, how):
+        import tempfile
+
+        self.how = how
+        self.root = tempfile.mkdtemp(prefix="mxboard-process-model-")
+        self.logdir = os.path.join(self.root, "logs")
+        self.logged = 0
+        self.flushed = 0
+        self.child = subprocess.Popen([sys.executable, "-c", CHILD, self.logdir], stdin=subprocess.PIPE,
+                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, bufsize=1,
+                                      preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+        self.lines = queue.SimpleQueue()
+        self.reader = threading.Thread(target=lambda: [self.lines.put(line.strip()) for line in self.child.stdout],
+                                       daemon=True)
+        self.reader.start()
+        assert self._answer(60) == "ready", self._stderr()
+
+    def _answer(self, seconds=STEP_SECS):
+        try:
+            return self.lines.get(timeout=seconds)
+        except queue.Empty:
+            return None
+
+    def _stderr(self):
+        if self.child.poll() is None:
+            self.child.kill()
+        self.child.wait()
+        return self.child.stderr.read()
+
+    def _send(self, command):
+        self.child.stdin.write(command + "\n")
+        self.child.stdin.flush()
+        answer = self._answer()
+        assert answer is not None, "%r did not return within %d s:\n%s" % (command, STEP_SECS, self._stderr())
+        return answer
+
+    def _on_disk(self):
+        return [s for t, s, _ in tb_scalars(event_files(self.logdir)[0]) if t == "x"]
+
+    @rule(count=st.integers(1, 400))
+    def log(self, count):
+        assert self._send("log %d" % count) == "ok"
+        self.logged += count
+
+    @rule()
+    def named(self):
+        assert self._send("named") == "ok", "a named value's sub-run file was missing when add_scalars returned"
+
+    @rule()
+    def flush(self):
+        assert self._send("flush") == "ok"
+        self.flushed = self.logged
+        assert self._on_disk() == list(range(self.flushed))  # flush() means in the file
+
+    @precondition(lambda self: not getattr(self, "threads", 0) >= 3)
+    @rule(kind=st.sampled_from(["busy", "lock", "sleep"]))
+    def thread_not_ours(self, kind):
+        assert self._send("thread " + kind) == "ok"
+        self.threads = getattr(self, "threads", 0) + 1
+
+    def teardown(self):
+        child = getattr(self, "child", None)
+        if child is None:
+            return
+        try:
+            self._end()
+        finally:
+            if child.poll() is None:
+                child.kill()
+            child.wait()
+            self.reader.join(10)
+            for stream in (child.stdin, child.stdout, child.stderr):
+                try:
+                    stream.close()
+                except (OSError, ValueError):  # stdin: the pipe's other end is gone
+                    pass
+            shutil.rmtree(self.root, ignore_errors=True)
+
+    def _end(self):
+        how, child = self.how, self.child
+        assert self._send("end " + how) == "ok"
+        if how == "rmtree":  # a tear-down that deletes the logdir with the writer open
+            shutil.rmtree(self.logdir)
+            child.stdin.close()  # the loop ends: a plain exit
+        elif how in ("sigterm", "sigterm_main_in_lock"):
+            child.send_signal(signal.SIGTERM)
+        elif how == "sigint":
+            child.send_signal(signal.SIGINT)
+        try:
+            child.wait(END_SECS)
+        except subprocess.TimeoutExpired:
+            raise AssertionError("end %r: still running %d s later:\n%s" % (how, END_SECS, self._stderr())) from None
+        expected = {"sigterm": -signal.SIGTERM, "sigterm_main_in_lock": -signal.SIGTERM,
+                    "sigint": -signal.SIGINT}.get(how, 0)  # as without mxboard
+        assert child.returncode == expected, "end %r: status %d:\n%s" % (how, child.returncode, self._stderr())
+        if how == "rmtree":
+            assert not os.path.exists(self.logdir), "the deleted logdir came back: %s" % (
+                [os.path.join(d, f) for d, _, fs in os.walk(self.logdir) for f in fs])
+            return
+        assert self._on_disk() == list(range(self.logged)), "end %r: not everything logged is in the file" % how
+        if how == "pool_terminate":  # the workers' writers made their files; terminate() ended them
+            assert len(os.listdir(os.path.join(self.logdir, "pool"))) >= 1
+
+
+ProcessEnd.TestCase.settings = settings.get_profile(PROFILE)
+TestProcessEnd = ProcessEnd.TestCase
