@@ -507,7 +507,7 @@ def test_the_command_says_what_went_wrong_in_one_line(tmp_path):
 
     with SummaryWriter(str(tmp_path / "run")) as writer:
         writer.add_scalar("loss", 1.0, 0)
-    cases = [(("export", str(tmp_path / "missing"), "--csv"), 1, "mxboard export: %s is not a directory"
+    cases = [(("export", str(tmp_path / "missing"), "--csv"), 1, "mxboard export: %s does not exist"
               % (tmp_path / "missing")),
              (("export", str(tmp_path), "--csv", "--kind", "text"), 1, "mxboard export: no text in %s (nothing "
               "written; --kind says which: histograms, hparams, scalars, text)" % tmp_path),
@@ -518,6 +518,12 @@ def test_the_command_says_what_went_wrong_in_one_line(tmp_path):
         assert (done.returncode, done.stdout, done.stderr.strip()) == (status, "", message)
     shown = command("--help").stdout
     assert "TensorBoard event files from MXNet and numpy" in shown and "examples:" in shown
+    flags = command("export", "--help").stdout  # every flag explained
+    said = " ".join(flags.split())
+    for help_text in ("logdir a logdir (a directory", "which table (one a call: their columns differ): histograms, "
+                      "hparams, scalars, text; default: scalars", "--csv comma-separated rows", "--json a list of row",
+                      "a file to write", "--raw every record", "--strict a corrupt record is an error"):
+        assert help_text in said, flags
     assert command("--version").stdout.strip() == "mxboard %s" % __import__("mxboard").__version__
 
 
@@ -864,3 +870,20 @@ def test_histograms_are_histograms_to_every_reader(tmp_path, serve):
     served = [server.json("/data/plugin/histograms/histograms", {"run": run, "tag": "raw"}, until=bool)
               for run in ("tbx", "mxb")]
     assert served[0][0][1:] == served[1][0][1:]
+
+
+@pytest.mark.slow
+def test_the_export_takes_one_event_file_and_a_closed_pipe_ends_it_quietly(tmp_path):
+    """On b621f0a a single event file was refused ("is not a directory"), which reader.table reads,
+    and `| head -5` printed the rows, then a BrokenPipeError traceback."""
+    with SummaryWriter(str(tmp_path)) as writer:
+        for step in range(20_000):
+            writer.add_scalar("loss", 1.0 / (step + 1), step)
+    (path,) = [os.path.join(tmp_path, n) for n in os.listdir(tmp_path) if "tfevents" in n]
+    one = subprocess.run([sys.executable, "-m", "mxboard", "export", path, "--csv"], capture_output=True, text=True,
+                         timeout=120)
+    assert one.returncode == 0 and len(one.stdout.splitlines()) == 20_001, one.stderr
+    for fmt in ("--csv", "--json"):
+        piped = subprocess.run("%s -m mxboard export %s %s | head -c 100" % (sys.executable, tmp_path, fmt),
+                               shell=True, capture_output=True, text=True, timeout=120)
+        assert len(piped.stdout) == 100 and piped.stderr == "", piped.stderr

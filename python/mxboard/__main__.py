@@ -1,8 +1,9 @@
-"""`python -m mxboard export LOGDIR --csv|--json [--kind scalars|histograms|text|hparams] [--raw]
-[--strict]`: what a logdir holds (what TensorBoard shows, or `--raw` every record), as a table for
-scripts (to stdout, or to --output). A corrupt record is skipped with a warning on stderr
-(`--strict`: an error, exit status 1). Needs no pandas. A logdir with nothing of that kind, or
-that does not exist, is an error (exit status 1): nothing is written."""
+"""`python -m mxboard export LOGDIR|FILE --csv|--json [--kind scalars|histograms|text|hparams]
+[--raw] [--strict]`: what a logdir (or one event file) holds (what TensorBoard shows, or `--raw`
+every record), as one table of one kind for scripts (to stdout, or to --output). A corrupt record
+is skipped with a warning on stderr (`--strict`: an error, exit status 1). Needs no pandas. A
+logdir with nothing of that kind, or that does not exist, is an error (exit status 1): nothing is
+written. A reader that stops reading (`| head`) ends the export quietly."""
 import argparse
 import csv
 import json
@@ -29,10 +30,12 @@ def _parse(argv):
     commands = parser.add_subparsers(dest="command", required=True)
     export = commands.add_parser("export", help="a logdir's scalars, histograms, text or hparams as CSV or JSON",
                                  epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
-    export.add_argument("logdir")
-    export.add_argument("--kind", choices=sorted(reader.KINDS), default="scalars")
+    export.add_argument("logdir", help="a logdir (a directory or an object store's URL), or one event file")
+    export.add_argument("--kind", choices=sorted(reader.KINDS), default="scalars",
+                        help="which table (one a call: their columns differ): %(choices)s; default: %(default)s")
     formats = export.add_mutually_exclusive_group(required=True)
-    formats.add_argument("--csv", action="store_const", const="csv", dest="format")
+    formats.add_argument("--csv", action="store_const", const="csv", dest="format",
+                         help="comma-separated rows, a header first (lists as JSON)")
     formats.add_argument("--json", action="store_const", const="json", dest="format",
                          help="a list of row objects")
     export.add_argument("--output", "-o", help="a file to write (default: standard output)")
@@ -47,15 +50,10 @@ def _cell(value):
     return value.tolist() if hasattr(value, "tolist") else value
 
 
-def export(logdir, kind, fmt, out, raw=False, strict=False):
-    columns = _table(logdir, kind, raw, strict)
-    _write(columns, fmt, out)
-
-
 def _table(logdir, kind, raw, strict):
     """The logdir's table of `kind`; SystemExit (status 1) if it has none."""
-    if "://" not in logdir and not os.path.isdir(logdir):
-        sys.exit("mxboard export: %s is not a directory" % logdir)
+    if "://" not in logdir and not os.path.exists(logdir):
+        sys.exit("mxboard export: %s does not exist" % logdir)
     columns = reader.table(logdir, kind, raw=raw, strict=strict)
     if not len(next(iter(columns.values()), ())):
         sys.exit("mxboard export: no %s in %s (nothing written; --kind says which: %s)"
@@ -84,7 +82,12 @@ def main(argv=None):
     except reader.DataLossError as exc:
         sys.exit("mxboard export: %s" % exc)
     if not args.output:
-        _write(columns, args.format, sys.stdout)
+        try:
+            _write(columns, args.format, sys.stdout)
+            sys.stdout.flush()
+        except BrokenPipeError:  # `| head` stopped reading: quiet, as a shell tool is
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # Python's own flush at exit
+            sys.exit(1)
         return
     try:
         with open(args.output, "w", newline="") as out:
