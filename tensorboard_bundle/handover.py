@@ -5,7 +5,8 @@ it while it starts, and when the process is that command, it is replaced by
 `python -m tensorboard_bundle` with the same arguments. Elsewhere (the bundle itself, a library
 asking TensorBoard for its plugins) it is a loader that adds no plugin.
 
-Opt out with `MXBOARD_NO_HANDOVER=1` in the environment: the `tensorboard` command is then
+Opt out with `MXBOARD_NO_HANDOVER=1` (or true, yes, on) in the environment; 0, false, no, off or
+nothing keep the handover. The `tensorboard` command is then
 upstream's own, unpatched (its Rust loader experimental, as upstream ships it)."""
 import os
 import sys
@@ -15,7 +16,8 @@ from tensorboard.plugins import base_plugin
 __all__ = ["Handover"]
 
 _RUNNING = "MXBOARD_TENSORBOARD_BUNDLE"  # set in the bundle's process: never hand over twice
-OPT_OUT = "MXBOARD_NO_HANDOVER"  # set (not "" or "0"): upstream's command stays upstream's
+OPT_OUT = "MXBOARD_NO_HANDOVER"  # yes (1, true, yes, on): upstream's command stays upstream's
+_NO = ("", "0", "false", "no", "off")  # read as they say: the handover stays; anything else opts out
 _LAUNCH = ("import sys; del sys.path[0]; sys.argv[0] = 'tensorboard'; "
            "from tensorboard_bundle.launcher import main; main()")
 
@@ -32,7 +34,8 @@ def _is_upstream_command(argv):
 
 
 def _hands_over(argv, environ):
-    return _is_upstream_command(argv) and not environ.get(_RUNNING) and environ.get(OPT_OUT, "") in ("", "0")
+    return (_is_upstream_command(argv) and not environ.get(_RUNNING)
+            and environ.get(OPT_OUT, "").strip().lower() in _NO)
 
 
 if _hands_over(sys.argv, os.environ):

@@ -447,3 +447,12 @@ def test_a_bad_value_of_the_bundles_own_flags_is_one_line():
                           (["tb", "--mirror_max_bytes=lots"], "--mirror_max_bytes")):
         with pytest.raises(SystemExit, match=message):
             arguments.parse(argv)
+
+
+@pytest.mark.parametrize("value, hands_over", [("", True), ("0", True), ("false", True), ("No", True), ("off", True),
+                                               ("1", False), ("true", False), ("YES", False), ("on", False)])
+def test_the_opt_out_variable_reads_as_it_says(value, hands_over):
+    """On b621f0a only "" and "0" kept the handover: MXBOARD_NO_HANDOVER=false (or no) opted out."""
+    from tensorboard_bundle import handover
+
+    assert handover._hands_over(["/venv/bin/tensorboard"], {handover.OPT_OUT: value}) is hands_over
