@@ -180,6 +180,10 @@ BAD = [
     # a number for a curve the run logs ("before"): a point at step 0 would hide the curve's others
     ("add_hparams", ({"lr": 1}, {"before": 0.5}), {"in_run": True}, ValueError,
      r"metric_dict\['before'\] is a number, but this run logs 'before' .* Give \{'before': None\}"),
+    # an HWC image with the default format: the hint names the format that takes it
+    ("add_image", ("i", np.ones((32, 24, 3))), ValueError, r"got 32 in shape \(32, 24, 3\); channels last\? pass "
+     "dataformats='HWC'"),
+    ("add_images", ("i", np.ones((2, 32, 24, 4))), ValueError, r"channels last\? pass dataformats='NHWC'"),
     # unclear before: the internal ScalarCalls._add_scalar_peer(), the mixin's ImageCalls.add_image()
     ("add_scalar", ("s", 1.0), {"bogus": 1}, TypeError, r"^SummaryWriter\.add_scalar\(\) got an unexpected keyword "
      "argument 'bogus'$"),

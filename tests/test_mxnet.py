@@ -1,6 +1,7 @@
 """MXNet first-class, on real MXNet 1.9.1 (CPU): NDArrays logged without waiting for the engine,
 histograms counted on the array's device, graphs, and training hooks."""
 import os
+import sys
 import threading
 
 import numpy as np
@@ -324,3 +325,16 @@ def test_every_form_of_add_scalar_refuses_a_non_scalar_ndarray_at_the_call(logdi
         w.add_scalar("shown", nd.array([5.0]), 2, display_name="D")
         w.flush()
     assert sorted((t, s) for t, s, _ in tb_scalars(event_files(logdir)[0])) == [("next", 1), ("shown", 2)]
+
+
+def test_a_float_ndarray_image_above_one_warns_at_the_users_line(logdir):
+    """Its pixels are checked on the writer thread (the engine computes them): on b621f0a the
+    warning pointed at threading.py; numpy images warned at the user's line."""
+    import warnings
+
+    with SummaryWriter(logdir) as w, warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        w.add_image("i", nd.full((3, 4, 4), 200.0)); line = sys._getframe().f_lineno  # noqa: E702
+        w.flush()
+    (warning,) = [c for c in caught if "float pixels are read in [0, 1]" in str(c.message)]
+    assert (warning.filename, warning.lineno) == (__file__, line)

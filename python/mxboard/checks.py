@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from . import convert
-from .callsite import warn_at_call
+from .callsite import call_site, warn_at, warn_at_call
 from .summaries.audio import frames_layout
 from .summaries.hparams import hparam_value
 
@@ -112,29 +112,34 @@ def dataformats(shape, formats, name="image"):
         raise ValueError("%s with dataformats=%r must have %d dimensions; got shape %s"
                          % (name, formats, len(formats), tuple(shape)))
     if "C" in formats and shape[formats.index("C")] not in _CHANNELS:
-        raise ValueError("%s must have 1, 3 or 4 channels (dataformats=%r); got %d in shape %s"
-                         % (name, formats, shape[formats.index("C")], tuple(shape)))
+        hint = ""
+        if formats.endswith("CHW") and shape[-1] in _CHANNELS:  # channels last: a PIL, OpenCV or matplotlib image
+            hint = "; channels last? pass dataformats=%r" % (formats[:-3] + "HWC")
+        raise ValueError("%s must have 1, 3 or 4 channels (dataformats=%r); got %d in shape %s%s"
+                         % (name, formats, shape[formats.index("C")], tuple(shape), hint))
     if 0 in shape:
         raise ValueError("%s is empty: shape %s" % (name, tuple(shape)))
     return formats
 
 
-def pixels(array, name="image"):
+def pixels(array, name="image", site=None):
     """Integer pixels must lie in [0, 255] (floats are clipped to [0, 1], never wrapped: float
-    pixels above 1, surely a 0-255 image, are warned of)."""
+    pixels above 1, surely a 0-255 image, are warned of, at `site`: the user's line, which an
+    NDArray's check, run on the writer thread, was given at the call)."""
     if array.dtype.kind in "iu" and array.dtype != np.uint8 and array.size:
         low, high = array.min(), array.max()
         if low < 0 or high > 255:
             raise ValueError("%s: integer pixels must lie in [0, 255]; got [%d, %d]" % (name, low, high))
     elif array.dtype.kind == "f" and array.size and array.max() > 1:
-        warn_at_call("%s: float pixels are read in [0, 1], and some are above 1 (shown white): a 0-255 image? "
-                     "Divide it by 255, or pass uint8" % name)
+        warn_at(site or call_site(), "%s: float pixels are read in [0, 1], and some are above 1 (shown white): a "
+                "0-255 image? Divide it by 255, or pass uint8" % name)
     return array
 
 
 def image(value, formats, name="image"):
     """(pixels, dataformats) of an image or a batch of them."""
-    array = convert.capture(value, name, check=lambda a: pixels(a, name))
+    site = call_site()
+    array = convert.capture(value, name, check=lambda a: pixels(a, name, site))
     return array, dataformats(array.shape, formats, name)
 
 
