@@ -12,13 +12,19 @@ The bundle's own flags are taken off before TensorBoard parses the rest:
                             record before it, said once (default 1G: no file in a store can make
                             the data server allocate what it claims)
 
+A flag may be abbreviated as TensorBoard's argparse takes it (`--logdir_s` for --logdir_spec, `--po`
+for --port: a prefix of one flag only); --logdir with --logdir_spec is refused, as upstream refuses
+it (the spec was dropped without a word).
+
 The bundle's defaults, where the command line says nothing: listen on 127.0.0.1 only, and reload
 every 2 s (upstream: 5 s), so that with mxboard's flush_secs=2 a point logged is served within
 about 4 s.
 """
+import argparse
 import dataclasses
+import functools
 import sys
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Tuple
 
 from mxboard.storage.sizes import parse_bytes
 
@@ -78,6 +84,7 @@ def parse(argv: List[str]) -> Launch:
     while i < len(argv):
         arg = argv[i]
         name, has_value, value = arg[2:].partition("=") if arg.startswith("--") else ("", False, "")
+        name = _full_name(name)
         if name in _OWN + _READ:
             if not has_value and i + 1 < len(argv):
                 value, i = argv[i + 1], i + 1
@@ -93,6 +100,8 @@ def parse(argv: List[str]) -> Launch:
                 switches.add(name)
             rest.append(arg)
         i += 1
+    if "logdir" in found and "logdir_spec" in found:
+        sys.exit("Error: May not specify both --logdir and --logdir_spec")  # upstream's words
     try:
         return Launch(
             rest=rest, logdir=found.get("logdir"), logdir_spec=found.get("logdir_spec"),
@@ -104,6 +113,28 @@ def parse(argv: List[str]) -> Launch:
             mirror_max_record_bytes=_bytes(found, "mirror_max_record_bytes"))
     except ValueError as exc:
         sys.exit("Error: %s" % exc)
+
+
+def _full_name(name: str) -> str:
+    """`name` as TensorBoard's argparse reads it (allow_abbrev): a prefix of exactly one flag
+    is that flag, if it is one the bundle reads or takes; any other name as given."""
+    known = _OWN + _READ + _SWITCHES
+    if not name or name in known:
+        return name
+    matches = [flag for flag in _every_flag() if flag.startswith(name)]
+    return matches[0] if len(matches) == 1 and matches[0] in known else name
+
+
+@functools.lru_cache(maxsize=None)
+def _every_flag() -> Tuple[str, ...]:
+    """The names of every flag TensorBoard's server takes (its core plugin defines them; no
+    other plugin of the bundle defines one), and the bundle's own."""
+    from tensorboard.plugins.core import core_plugin
+
+    parser = argparse.ArgumentParser(add_help=False)
+    core_plugin.CorePluginLoader().define_flags(parser)
+    return tuple(option[2:] for action in parser._actions for option in action.option_strings  # argparse lists
+                 if option.startswith("--")) + _OWN  # no public accessor of its options
 
 
 def _bytes(found: Dict[str, str], name: str) -> Optional[int]:

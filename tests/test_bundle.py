@@ -449,6 +449,27 @@ def test_a_bad_value_of_the_bundles_own_flags_is_one_line():
             arguments.parse(argv)
 
 
+def test_the_launchers_flags_as_upstream_takes_them():
+    """On b621f0a `--logdir runs --logdir_spec a:/x` served runs and dropped the spec without a word
+    (upstream refuses the pair), and an abbreviation that TensorBoard's argparse takes (a prefix of
+    one flag) was not read: `--logdir_s s3://...` was left to the slow Python loader, unmirrored."""
+    from tensorboard_bundle import arguments
+
+    with pytest.raises(SystemExit, match="^Error: May not specify both --logdir and --logdir_spec$"):
+        arguments.parse(["tensorboard", "--logdir", "runs", "--logdir_spec", "a:/x"])
+    launch = arguments.parse(["tensorboard", "--logdir_s", "exp:memory://abbrev/exp", "--po", "7007", "--mirror_d",
+                              "/tmp/m", "--reload_int=5"])
+    assert (launch.logdir_spec, launch.port, launch.mirror_dir, launch.reload_interval) == (
+        "exp:memory://abbrev/exp", "7007", "/tmp/m", "5")
+    assert launch.spec_entries() == {"memory://abbrev/exp": "exp"}  # what serve_remote mirrors
+    assert launch.argv("tensorboard") == ["tensorboard", "--port", "7007", "--reload_interval", "5", "--logdir_spec",
+                                          "exp:memory://abbrev/exp", "--host", "127.0.0.1"]
+    with pytest.raises(SystemExit, match="^Error: May not specify both"):
+        arguments.parse(["tensorboard", "--logdir=runs", "--logdir_sp=a:/x"])
+    # ambiguous (--logd: --logdir or --logdir_spec?) is TensorBoard's to refuse, as given
+    assert arguments.parse(["tensorboard", "--logd", "runs"]).rest == ["--logd", "runs"]
+
+
 @pytest.mark.parametrize("value, hands_over", [("", True), ("0", True), ("false", True), ("No", True), ("off", True),
                                                ("1", False), ("true", False), ("YES", False), ("on", False)])
 def test_the_opt_out_variable_reads_as_it_says(value, hands_over):
