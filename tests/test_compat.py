@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from conftest import ROOT, Server, run_python
+from conftest import ROOT, Server, event_files, run_python, tb_scalars
 from mxboard import GlobalSummaryWriter, SummaryWriter
 
 # tensorboardX's own demo, trimmed: keyword names, bins='tensorflow', tensorboardX's positional
@@ -887,3 +887,23 @@ def test_the_export_takes_one_event_file_and_a_closed_pipe_ends_it_quietly(tmp_p
         piped = subprocess.run("%s -m mxboard export %s %s | head -c 100" % (sys.executable, tmp_path, fmt),
                                shell=True, capture_output=True, text=True, timeout=120)
         assert len(piped.stdout) == 100 and piped.stderr == "", piped.stderr
+
+
+def test_compat_md_names_the_tag_cleaning_and_its_recipe_gives_the_old_names(logdir):
+    """mxboard 0.1.0 and tensorboardX replace characters in tags with `_`; mxboard keeps tags as
+    given (as torch does). docs/compat.md says so, and its recipe gives tensorboardX's names."""
+    import re
+
+    tbx_summary = pytest.importorskip("tensorboardX.summary")
+    with open(os.path.join(ROOT, "docs", "compat.md")) as f:
+        text = f.read()
+    assert "`train loss` becomes `train_loss`" in text
+    recipe = re.search(r"```python\n(import re\n\ndef clean_tag.*?)\n\nwriter", text, re.S).group(1)
+    namespace = {}
+    exec(recipe, namespace)
+    for tag in ("train loss", "/a/b c", "ok/tag-1.5", "é ü", "x%y(z)", "//lead"):
+        assert namespace["clean_tag"](tag) == tbx_summary._clean_tag(tag)
+    with SummaryWriter(logdir) as w:
+        w.add_scalar("train loss", 1.0, 0)
+        w.add_scalar(namespace["clean_tag"]("train loss"), 1.0, 0)
+    assert sorted({t for t, _, _ in tb_scalars(event_files(logdir)[0])}) == ["train loss", "train_loss"]
