@@ -19,7 +19,9 @@
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
-BASE := $(VENV)/.base
+# the venv belongs to one Python: one made by another (PYTHON=python3.11 after python3) is made again
+PYVER := $(shell $(PYTHON) -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null)
+BASE := $(VENV)/.base-$(PYVER)
 DEMO := $(VENV)/.demo
 TESTS := $(VENV)/.tests
 INSTALLED := $(VENV)/.mxboard
@@ -39,20 +41,25 @@ export PYTHONSAFEPATH := 1
 setup: $(TESTS) $(INSTALLED)
 
 $(BASE):
-	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install -q --upgrade pip "setuptools>=77"
-	touch $@
+	@if [ -z "$(PYVER)" ]; then echo "make: $(PYTHON) does not run: set PYTHON=python3.X" >&2; exit 1; fi
+	@if [ -d $(VENV) ]; then echo "$(VENV) was made by another Python: made again with $(PYTHON) ($(PYVER))"; \
+	    rm -rf $(VENV); fi
+	@$(PYTHON) -m venv $(VENV)
+	@$(PY) -m pip install -q --upgrade pip "setuptools>=77"
+	@touch $@
 
 # MXNet and what the demo trains on, with mxboard's dependencies (this first install builds
 # mxboard in isolation, with [build-system]'s TensorBoard)
 # (an older mxboard shipped a `tensorboard` script: uninstalling it on upgrade deleted
 # upstream's, which is reinstalled then)
 $(DEMO): $(BASE) pyproject.toml
-	@echo "Installing MXNet 1.9.1, scikit-learn, TensorBoard and mxboard into $(VENV) (about 150 MB, downloaded once):"
-	$(PY) -m pip install --progress-bar on '.[demo]'
-	test -x $(VENV)/bin/tensorboard || $(PY) -m pip install -q --force-reinstall --no-deps \
+	@if [ "$$(printf '%s\n' $(PYVER) 3.11 | sort -V | tail -n 1)" = 3.11 ]; then \
+	    echo "Python $(PYVER): the demo trains with MXNet 1.9.1. Installing it, scikit-learn, TensorBoard and mxboard into $(VENV) (about 200 MB, downloaded once):"; \
+	else echo "Python $(PYVER): MXNet 1.9.1 runs on Python <= 3.11 only, so the demo trains the same CNN in numpy (every dashboard but Graphs; PYTHON=python3.11 for MXNet). Installing scikit-learn, TensorBoard and mxboard into $(VENV) (about 150 MB, downloaded once):"; fi
+	@$(PY) -m pip install --progress-bar on '.[demo]'
+	@test -x $(VENV)/bin/tensorboard || $(PY) -m pip install -q --force-reinstall --no-deps \
 	    "tensorboard==$$($(PY) -c 'import tensorboard; print(tensorboard.__version__)')"
-	touch $@
+	@touch $@
 
 # the test extra, and torch (coexistence with torch.utils.tensorboard, DLPack input): the CPU
 # build where the machine offers one, never the multi-GB CUDA build from the index
@@ -66,8 +73,8 @@ $(TESTS): $(DEMO)
 # mxboard itself, installed as users get it (a wheel: the build vendors the patched TensorBoard
 # files into it, which an editable install would not have), again whenever a source changes
 $(INSTALLED): $(DEMO) $(SOURCES)
-	$(PY) -m pip install -q --no-deps --no-build-isolation --force-reinstall .
-	touch $@
+	@$(PY) -m pip install -q --no-deps --no-build-isolation --force-reinstall .
+	@touch $@
 
 test-tools:
 	missing=""; command -v ip >/dev/null || missing="$$missing iproute2"; \
@@ -77,9 +84,9 @@ test-tools:
 
 # -I: never import this checkout's tensorboard_bundle/ (it has no patched files) over the installed one
 demo: $(DEMO) $(INSTALLED)
-	case "$(LOGDIR)" in *://*) $(PY) -c 'import s3fs, boto3' 2>/dev/null || \
+	@case "$(LOGDIR)" in *://*) $(PY) -c 'import s3fs, boto3' 2>/dev/null || \
 	    $(PY) -m pip install -q '.[demo,s3]';; esac
-	$(PY) -I -m mxboard.demo --logdir $(LOGDIR) --port $(PORT) $(if $(filter 0,$(SERVE)),--no-serve,)
+	@$(PY) -I -m mxboard.demo --logdir $(LOGDIR) --port $(PORT) $(if $(filter 0,$(SERVE)),--no-serve,)
 
 # both environments run whatever the first says; the exit status is that of both. Four pytest
 # processes on two cores: most tests wait on servers and subprocesses (8:08 on two, 6:29 on four)

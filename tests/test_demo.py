@@ -58,14 +58,15 @@ def test_every_dashboard_has_data(demo_run):
 def test_make_demo_without_serving(tmp_path):
     logdir = str(tmp_path / "made")
     # -o: the venv is what it is (make would reinstall mxboard under the other tests' feet after an edit)
-    keep = [arg for stamp in (".base", ".demo", ".mxboard") for arg in ("-o", os.path.join(".venv", stamp))]
+    base = ".base-%d.%d" % sys.version_info[:2]
+    keep = [arg for stamp in (base, ".demo", ".mxboard") for arg in ("-o", os.path.join(".venv", stamp))]
     proc = subprocess.run(["make", "-s", "-C", ROOT] + keep + ["demo", "SERVE=0", "LOGDIR=" + logdir,
                                                                 "PY=" + sys.executable],
                           capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert re.search(r"trained in \d+ s: validation accuracy 0\.(9\d|8\d)", proc.stdout)
     (run,) = os.listdir(logdir)  # named by its learning rate and start time
-    assert re.fullmatch(r"lr0\.01_\d{8}-\d{6}", run), run
+    assert re.fullmatch(r"lr0\.01_seed\d+_\d{8}-\d{6}", run), run
     validation = plugin_accumulator(os.path.join(logdir, run, "accuracy", "validation")).Tensors("accuracy")
     assert [e.step for e in validation] == list(range(1, 11))
 
@@ -103,7 +104,7 @@ def test_the_demo_serves_its_run_and_prints_the_url_on_a_free_port(tmp_path):
         assert printed.index("port %d is busy" % port) < printed.index("epoch 1:") < printed.index(url)  # in order
         with urllib.request.urlopen(url + "/data/runs", timeout=30) as response:
             runs = json.loads(response.read())
-        assert any(re.fullmatch(r"lr0\.01_\d{8}-\d{6}", run) for run in runs), runs  # a run with a name
+        assert any(re.fullmatch(r"lr0\.01_seed\d+_\d{8}-\d{6}", run) for run in runs), runs  # a run with a name
     finally:
         busy.close()
         proc.terminate()

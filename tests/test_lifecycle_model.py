@@ -131,6 +131,7 @@ class WriterLifecycle(RuleBasedStateMachine):
         i = data.draw(st.integers(0, len(self.writers) - 1))
         tag, name = data.draw(st.sampled_from(TAGS)), data.draw(st.sampled_from(("x", "y")))
         step = self.next_step(i)
+        self.release(i)  # a name's first use waits for the writer thread to open its sub-run's file
         if data.draw(st.booleans()):
             bounded(lambda: self.writers[i].add_scalars(tag, {name: 1.5}, step), "add_scalars")
         else:

@@ -127,7 +127,8 @@ def test_python_m_build_sdist_and_wheel_are_clean_and_alike(tmp_path):
     names = set(zipfile.ZipFile(wheel).namelist())
     info = "mxboard-%s.dist-info/" % version
     # nothing from tests/, docs/, tools/
-    assert {n.split("/")[0] for n in names} == {"mxboard", "tensorboard_bundle", info.rstrip("/")}
+    assert {n.split("/")[0] for n in names} == {"mxboard", "tensorboard_bundle", info.rstrip("/"),
+                                                "mxboard-tensorboard.pth"}  # %tensorboard from any kernel
     assert not [n for n in names if "__pycache__" in n or n.endswith((".pyc", ".orig", ".rej"))]
     assert PATCHED <= names and vendor.check(str(wheel)) == []
     assert {info + "licenses/LICENSE", info + "licenses/NOTICE"} <= names
@@ -169,3 +170,45 @@ def test_a_stale_patch_fails_the_build_naming_the_patch_and_the_hunk(tmp_path):
     assert proc.returncode != 0 and not list((tmp_path / "out").glob("*.whl"))
     assert "patches/%s no longer applies to tensorboard 2.21.0" % patch.name in proc.stdout + proc.stderr
     assert "hunk #1 (%s)" % lines[hunk].strip() in proc.stdout + proc.stderr
+
+
+def _pyenv_python(version):
+    """The machine's python<version> (pyenv's, where the image keeps them, else on PATH), or None."""
+    import glob
+
+    found = sorted(glob.glob(os.path.join(os.environ.get("PYENV_ROOT", os.path.expanduser("~/.pyenv")), "versions",
+                                          version + ".*", "bin", "python" + version)))
+    return found[-1] if found else shutil.which("python" + version)
+
+
+@pytest.mark.parametrize("version", ["3.12", "3.13"])
+def test_make_demo_where_mxnet_cannot_run_trains_in_numpy_and_every_other_dashboard_is_served(tmp_path, serve,
+                                                                                              version):
+    """On b621f0a `make demo` on Python 3.12 and newer built numpy 1.23.5 from source for 18 s
+    and failed (pkgutil.ImpImporter), saying nothing of Python 3.11. Now it says which model it
+    trains before any download, and the numpy CNN fills every dashboard but Graphs, served by the
+    clone's own `tensorboard`. A second demo of the same settings is a run of its own that differs."""
+    python = _pyenv_python(version)
+    if python is None:
+        pytest.skip("no python%s on this machine (pyenv install %s)" % (version, version))
+    clone = fresh_clone(tmp_path / "clone")
+    logdir = tmp_path / "runs"
+    out = run(["make", "demo", "SERVE=0", "LOGDIR=%s" % logdir, "PYTHON=%s" % python], cwd=clone)
+    said = out.splitlines()
+    assert said[0].startswith("Python %s: MXNet 1.9.1 runs on Python <= 3.11 only, so the demo trains the same CNN "
+                              "in numpy" % version), out[:2000]
+    assert not any(line.startswith(("if ", "case ", ".venv/bin/python")) for line in said), out[:3000]  # quiet
+    assert "training a numpy CNN" in out and "trained in" in out
+    run(["make", "demo", "SERVE=0", "LOGDIR=%s" % logdir, "PYTHON=%s" % python], cwd=clone)  # a second demo
+    first, second = sorted(os.listdir(logdir))
+    assert first.split("_seed")[1].split("_")[0] != second.split("_seed")[1].split("_")[0]  # its own seed, named
+    server = serve(logdir, command=[str(clone / ".venv" / "bin" / "tensorboard")])
+    listing = server.json("/data/plugins_listing", until=lambda found: found.get("projector", {}).get("enabled"))
+    shown = {"scalars", "images", "audio", "histograms", "distributions", "text", "pr_curves", "projector", "mesh",
+             "custom_scalars", "hparams"}
+    assert {name for name in shown if not listing[name]["enabled"]} == set()
+    assert not listing["graphs"]["enabled"]  # a graph is a framework's: the README says so for this case
+    losses = [[value for _, _, value in server.json("/data/plugin/scalars/scalars", {"run": run, "tag": "loss/batch"},
+                                                    until=bool)] for run in (first, second)]
+    assert len(losses[0]) == len(losses[1]) > 100 and losses[0] != losses[1]
+    assert losses[0][-1] < losses[0][0] / 4  # it learns: real gradients

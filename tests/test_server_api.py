@@ -172,3 +172,7 @@ def test_hparams_into_the_run_take_metrics_from_its_named_scalars_drawn_as_runs_
     assert group["sessions"][0]["name"] == "cnn" and group["hparams"]["lr"] == 0.1
     assert {m["name"]["group"]: m["value"] for m in group["metricValues"]} == {
         "accuracy/train": pytest.approx(0.7), "accuracy/validation": pytest.approx(0.6)}
+    # readable names (on b621f0a the dashboard showed accuracy/validation.accuracy)
+    experiment = server.post_json("/data/plugin/hparams/experiment", {"experimentName": ""})
+    assert sorted(m.get("displayName") for m in experiment["metricInfos"]) == [
+        "accuracy (train)", "accuracy (validation)"]

@@ -1,14 +1,16 @@
-"""The demo: train a small Gluon CNN on scikit-learn's bundled 8x8 handwritten digits (a UCI data
-set; nothing is downloaded), log every summary kind TensorBoard has a dashboard for, then serve
-the run with the bundled TensorBoard.
+"""The demo: train a small CNN on scikit-learn's bundled 8x8 handwritten digits (a UCI data set;
+nothing is downloaded), log every summary kind TensorBoard has a dashboard for, then serve the
+run with the bundled TensorBoard. The CNN is MXNet Gluon's where MXNet runs (Python <= 3.11),
+else the same kind of CNN in numpy (demo_models.py), which logs every kind but the graph.
 
     python -m mxboard.demo [--logdir runs/demo] [--run NAME] [--epochs 10] [--no-serve] [--port 6006]
     make demo [SERVE=0] [LOGDIR=...] [PORT=...]
 
-Each demo is a run of its own below the logdir (named by its learning rate and start time), so a
-second demo is drawn beside the first. Train and validation curves are sub-runs of the run (one
-colour each). A busy port (a first demo still serving) is found before training, and a free one used. Needs
-the `demo` extra (mxnet, scikit-learn, tqdm).
+Each demo is a run of its own below the logdir (named by its learning rate, seed and start time),
+so a second demo is drawn beside the first, and differs from it (a seed of its own). Train and
+validation curves are sub-runs of the run (one colour each). A busy port (a first demo still
+serving) is found before training, and a free one used. Needs the `demo` extra (scikit-learn,
+tqdm; mxnet where it runs).
 """
 import argparse
 import math
@@ -39,6 +41,11 @@ def _parse(argv):
     parser.add_argument("--epochs", type=_positive, default=10)
     parser.add_argument("--batch-size", type=int, default=64)
     parser.add_argument("--learning-rate", type=float, default=0.01)
+    parser.add_argument("--seed", type=int, default=None,
+                        help="the weights' and the batches' seed (default: from the time, so that a second demo "
+                             "differs; it is in the run's name)")
+    parser.add_argument("--framework", choices=("auto", "mxnet", "numpy"), default="auto",
+                        help="the model's: MXNet Gluon where MXNet runs (auto), else the same CNN in numpy")
     parser.add_argument("--batches", type=int, default=None, help="at most this many batches an epoch (tests)")
     parser.add_argument("--histogram-every", type=int, default=10, help="weights and gradients, every N batches")
     parser.add_argument("--serve", action=argparse.BooleanOptionalAction, default=True,
@@ -73,19 +80,6 @@ def _data(seed=0):
     return (images[order[:cut]], labels[order[:cut]]), (images[order[cut:]], labels[order[cut:]])
 
 
-def _network(mx):
-    net = mx.gluon.nn.HybridSequential(prefix="digits_")
-    with net.name_scope():
-        net.add(mx.gluon.nn.Conv2D(16, kernel_size=3, padding=1, activation="relu"),
-                mx.gluon.nn.MaxPool2D(),
-                mx.gluon.nn.Conv2D(32, kernel_size=3, padding=1, activation="relu"),
-                mx.gluon.nn.MaxPool2D(),
-                mx.gluon.nn.Flatten(),
-                mx.gluon.nn.Dense(64, activation="relu"),  # the features shown in the projector
-                mx.gluon.nn.Dense(10))
-    return net
-
-
 def _loss_as_sound(losses, sample_rate=8000):
     """The training loss as a falling tone: one 40 ms note a batch, higher pitch for higher loss."""
     losses = np.asarray(losses, dtype=np.float64)
@@ -106,33 +100,39 @@ def _filters_as_images(weight, scale=8):
     return images.repeat(scale, axis=2).repeat(scale, axis=3)
 
 
+def _model(args, batches_per_epoch):
+    """The Gluon CNN where MXNet runs, else the same kind of CNN in numpy (demo_models.py)."""
+    from mxboard.demo_models import GluonCNN, NumpyCNN, mxnet_runs
+
+    framework = args.framework
+    if framework == "auto":
+        framework = "mxnet" if mxnet_runs() else "numpy"
+    model = (GluonCNN if framework == "mxnet" else NumpyCNN)(args.learning_rate, batches_per_epoch, args.seed)
+    if framework == "mxnet":
+        print("training an MXNet Gluon CNN on scikit-learn's 8x8 digits", flush=True)
+    else:
+        print("training a numpy CNN on scikit-learn's 8x8 digits (MXNet 1.9.1 runs on Python <= 3.11 with numpy "
+              "< 1.24 only: every dashboard but Graphs)", flush=True)
+    return model
+
+
 def train(args, writer):
     """The training run, logging as it goes; returns the final metrics."""
-    import mxnet as mx
     from tqdm import tqdm
 
-    from mxboard.callbacks import log_parameters
-
-    mx.random.seed(0)
     (x_train, y_train), (x_val, y_val) = _data()
-    net = _network(mx)
-    net.initialize(mx.init.Xavier())
-    net.hybridize()
     batches_per_epoch = math.ceil(len(y_train) / args.batch_size)
     if args.batches:
         batches_per_epoch = min(batches_per_epoch, args.batches)
-    schedule = mx.lr_scheduler.FactorScheduler(step=max(batches_per_epoch * 3, 1), factor=0.5,
-                                               base_lr=args.learning_rate)
-    trainer = mx.gluon.Trainer(net.collect_params(), "adam",
-                               {"learning_rate": args.learning_rate, "lr_scheduler": schedule})
-    loss_fn = mx.gluon.loss.SoftmaxCrossEntropyLoss()
+    model = _model(args, batches_per_epoch)
     config = vars(args).copy()
     config.pop("serve"), config.pop("port")
+    config["framework"] = model.framework
 
     writer.add_text("config", "| setting | value |\n|---|---|\n" +
                     "\n".join("| %s | %s |" % item for item in sorted(config.items())))
     writer.add_images("inputs/first_batch", x_train[:args.batch_size].repeat(4, axis=2).repeat(4, axis=3))
-    writer.add_graph(net, input_shape=(args.batch_size, 1, 8, 8))
+    model.log_graph(writer, args.batch_size)
     writer.add_custom_scalars({"Train vs validation": {  # each a sub-run: a colour each
         "accuracy": ["Multiline", ["^accuracy$"]],
         "loss": ["Multiline", ["^loss$"]],
@@ -142,58 +142,52 @@ def train(args, writer):
     progress = tqdm(total=args.epochs * batches_per_epoch, unit="batch", file=sys.stdout,
                     disable=not sys.stdout.isatty())
     for epoch in range(1, args.epochs + 1):
-        train_acc, train_loss = mx.metric.Accuracy(), mx.metric.Loss()
-        order = np.random.default_rng(epoch).permutation(len(y_train))
+        right = seen = 0
+        loss_sum = 0.0
+        order = np.random.default_rng([args.seed, epoch]).permutation(len(y_train))
         for b in range(batches_per_epoch):
             index = order[b * args.batch_size:(b + 1) * args.batch_size]
-            data, label = mx.nd.array(x_train[index]), mx.nd.array(y_train[index])
-            with mx.autograd.record():
-                output = net(data)
-                loss = loss_fn(output, label)
-            loss.backward()
-            trainer.step(len(index))
+            logged, batch_loss, batch_right = model.train_step(x_train[index], y_train[index])
             step += 1
-            writer.add_scalar("loss/batch", loss.mean(), step)  # an NDArray: no wait for the engine
+            writer.add_scalar("loss/batch", logged, step)  # Gluon's an NDArray: no wait for the engine
             if step % args.histogram_every == 0 or step == 1:
-                log_parameters(writer, net.collect_params(), step)
-            train_acc.update(label, output)
-            train_loss.update(None, loss)
-            batch_losses.append(train_loss.get()[1])
+                model.log_parameters(writer, step)
+            right, seen, loss_sum = right + batch_right, seen + len(index), loss_sum + batch_loss * len(index)
+            batch_losses.append(loss_sum / seen)
             progress.set_postfix(epoch=epoch, loss="%.3f" % batch_losses[-1])
             progress.update()
 
-        val_output = net(mx.nd.array(x_val))
-        val_loss = loss_fn(val_output, mx.nd.array(y_val)).mean().asscalar()
-        val_acc = float((val_output.argmax(axis=1).asnumpy() == y_val).mean())
+        val_loss, probabilities = model.evaluate(x_val, y_val)
+        val_acc = float((probabilities.argmax(axis=1) == y_val).mean())
         # named values: the sub-runs accuracy/train, accuracy/validation..., drawn in one chart
-        writer.add_scalar("accuracy", {"train": train_acc.get()[1], "validation": val_acc}, epoch)
-        writer.add_scalar("loss", {"train": train_loss.get()[1], "validation": val_loss}, epoch)
-        writer.add_scalar("learning_rate", trainer.learning_rate, epoch)
-        first_layer = net[0].weight.data().asnumpy()
-        filters.append(_filters_as_images(first_layer))
+        writer.add_scalar("accuracy", {"train": right / seen, "validation": val_acc}, epoch)
+        writer.add_scalar("loss", {"train": loss_sum / seen, "validation": val_loss}, epoch)
+        writer.add_scalar("learning_rate", model.learning_rate, epoch)
+        filters.append(_filters_as_images(model.first_filters()))
         writer.add_images("filters/conv0", filters[-1], epoch)
         progress.write("epoch %d: train accuracy %.3f, validation accuracy %.3f, loss %.3f"
-                       % (epoch, train_acc.get()[1], val_acc, val_loss))
+                       % (epoch, right / seen, val_acc, val_loss))
     progress.close()
 
     # The finished model, seen from the validation set.
-    probabilities = mx.nd.softmax(val_output).asnumpy()
     for digit in range(10):
         writer.add_pr_curve("pr/digit_%d" % digit, y_val == digit, probabilities[:, digit], num_thresholds=200,
                             global_step=args.epochs)
-    features = net[:6](mx.nd.array(x_val)).asnumpy()  # the 64-d layer before the classifier
+    features = model.features(x_val)  # the 64-d layer before the classifier
     writer.add_embedding("validation_features", features, labels=[str(int(y)) for y in y_val],
                          images=x_val, global_step=args.epochs)
     centered = features - features.mean(axis=0)
     cloud = centered @ np.linalg.svd(centered, full_matrices=False)[2][:3].T  # 3-D PCA
     colors = (np.array([[int(c) for c in np.binary_repr(int(y) * 37 % 64, 6)[:3]] for y in y_val]) * 200 + 40)
-    writer.add_mesh("validation_features_pca", cloud / np.abs(cloud).max(), colors=colors, global_step=args.epochs)
+    writer.add_mesh("validation_features_pca", cloud / max(np.abs(cloud).max(), 1e-9), colors=colors,
+                    global_step=args.epochs)
     writer.add_video("filters/conv0_over_training", np.stack(filters).transpose(1, 0, 2, 3, 4), fps=2,
                      global_step=args.epochs)
     writer.add_audio("loss_as_sound", _loss_as_sound(batch_losses), sample_rate=8000, global_step=args.epochs)
     # on the run's own row in the HParams dashboard, its validation curves the metrics
     writer.add_hparams({"learning_rate": args.learning_rate, "batch_size": args.batch_size,
-                        "epochs": args.epochs, "optimizer": "adam"},
+                        "epochs": args.epochs, "optimizer": "adam", "seed": args.seed,
+                        "framework": model.framework},
                        {("accuracy", "validation"): None, ("loss", "validation"): None}, in_run=True,
                        global_step=args.epochs)
     return {"accuracy": val_acc, "loss": float(val_loss)}
@@ -207,7 +201,9 @@ def main(argv=None):
 
     port = _free_port(args.port) if args.serve and args.port else args.port
     start = time.time()
-    run = args.run = args.run or "lr%g_%s" % (args.learning_rate, time.strftime("%Y%m%d-%H%M%S"))
+    if args.seed is None:
+        args.seed = int(start * 1000) % 10000
+    run = args.run = args.run or "lr%g_seed%d_%s" % (args.learning_rate, args.seed, time.strftime("%Y%m%d-%H%M%S"))
     with SummaryWriter(os.path.join(args.logdir, run)) as writer:
         metrics = train(args, writer)
     print("trained in %.0f s: validation accuracy %.3f; logs in %s"

@@ -376,7 +376,8 @@ class LayoutCalls(WriterCore):
             run_file = self._open_run(checks.tag(run_name, "run_name") if run_name is not None else "%.6f" % now)
         self._scalars.add_to_file(run_file, {tag: value for tag, value in metrics.items() if value is not None}, step,
                                   now)
-        names = [(key[0], "/".join(components(*key))) if isinstance(key, tuple) else key for key in metrics]
+        names = [(key[0], "/".join(components(*key)), "%s (%s)" % key) if isinstance(key, tuple) else key
+                 for key in metrics]  # (tag, name): "accuracy (validation)", not accuracy/validation.accuracy
         self._put(hparams_summary, (values, names, now, now, domains), global_step, now, run=run_file)
 
     def add_custom_scalars(self, layout: Mapping) -> None:

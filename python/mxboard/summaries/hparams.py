@@ -49,11 +49,13 @@ def _data_type(value):
     return hp.DataType.DATA_TYPE_STRING
 
 
-def _metric_name(metric):
+def _metric_info(metric):
+    """A metric tag, or (tag, group, display name): a tag of the sub-run `group`, shown by its
+    display name (TensorBoard would show it as `group.tag`)."""
     if isinstance(metric, tuple):
-        tag, group = metric
-        return hp.MetricName(tag=tag, group=group)
-    return hp.MetricName(tag=metric)
+        tag, group, display_name = metric
+        return hp.MetricInfo(name=hp.MetricName(tag=tag, group=group), display_name=display_name)
+    return hp.MetricInfo(name=hp.MetricName(tag=metric))
 
 
 def _value(tag, plugin_data):
@@ -65,7 +67,8 @@ def hparams_summary(hparams, metric_tags, start_time, end_time, domains=None):
     """One session as a Summary of three values: the experiment (which hparams and metrics
     exist), the session's start (its values) and its end. `hparams`: name -> value (from
     `hparam_value`); `metric_tags`: the scalar tags to show as metrics, each a tag of the run or
-    (tag, group): a tag of its sub-run `group` (a path below the run, as TensorBoard names runs);
+    (tag, group, display name): a tag of its sub-run `group` (a path below the run, as
+    TensorBoard names runs), shown by that name;
     `domains`: optional name -> list of the values the hparam takes across runs."""
     infos = []
     for name, value in hparams.items():
@@ -74,7 +77,7 @@ def hparams_summary(hparams, metric_tags, start_time, end_time, domains=None):
             info.domain_discrete.CopyFrom(hp.ListValue(values=[_protobuf_value(v) for v in domains[name]]))
         infos.append(info)
     experiment = hp.Experiment(
-        hparam_infos=infos, metric_infos=[hp.MetricInfo(name=_metric_name(t)) for t in metric_tags])
+        hparam_infos=infos, metric_infos=[_metric_info(t) for t in metric_tags])
     start = hp.SessionStartInfo(start_time_secs=start_time)
     for name, value in hparams.items():
         start.hparams[name].CopyFrom(_protobuf_value(value))
