@@ -1,5 +1,6 @@
-"""Everything is in pyproject.toml but one step: the build vendors patched TensorBoard files
-(tools/pip_package/vendor.py) into the build directory, never into the source tree."""
+"""Everything is in pyproject.toml but two steps: the build vendors patched TensorBoard files
+(tools/pip_package/vendor.py) into the build directory, never into the source tree, and writes
+mxboard-tensorboard.pth beside the packages (see PTH)."""
 import os
 import shutil
 import sys
@@ -8,6 +9,17 @@ from setuptools import setup
 from setuptools.command.build_py import build_py
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+
+# Run by `site` at every start of the interpreter mxboard is installed in: where the environment's
+# scripts directory is not on PATH (a Jupyter kernel started by the venv's python, unactivated:
+# VS Code, `python -m ipykernel install`, nbclient), TENSORBOARD_BINARY names its `tensorboard`
+# (unless set), which `%tensorboard` and `tensorboard.notebook.start` run (else they say "Could
+# not find `tensorboard`"). Nothing is imported but os and sys, which `site` has already.
+PTH_NAME = "mxboard-tensorboard.pth"
+PTH = ("import os, sys; _d = os.path.join(sys.prefix, 'Scripts' if os.name == 'nt' else 'bin'); "
+       "_t = os.path.join(_d, 'tensorboard.exe' if os.name == 'nt' else 'tensorboard'); "
+       "_d in os.environ.get('PATH', '').split(os.pathsep) or not os.path.isfile(_t) or "
+       "os.environ.setdefault('TENSORBOARD_BINARY', _t); del _d, _t\n")
 
 
 class build_py_with_patched_tensorboard(build_py):  # noqa: N801 - setuptools' naming
@@ -20,7 +32,10 @@ class build_py_with_patched_tensorboard(build_py):  # noqa: N801 - setuptools' n
                 shutil.rmtree(os.path.join(self.build_lib, package), ignore_errors=True)
         super().run()
         if not self.editable_mode:
-            self._vendored = self._vendor()
+            pth = os.path.join(self.build_lib, PTH_NAME)
+            with open(pth, "w") as f:
+                f.write(PTH)
+            self._vendored = self._vendor() + [pth]
 
     def _vendor(self):
         sys.path.insert(0, os.path.join(HERE, "tools", "pip_package"))

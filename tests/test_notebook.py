@@ -28,10 +28,18 @@ CELLS = [
 ]
 
 
-def test_tensorboard_magic_shows_the_run(tmp_path, monkeypatch):
+@pytest.mark.parametrize("venv", ["activated", "not activated"])
+def test_tensorboard_magic_shows_the_run(tmp_path, monkeypatch, venv):
+    """Activated: the venv's bin on PATH. Not activated: a kernel started by the venv's python
+    (VS Code, `python -m ipykernel install`, nbclient) with PATH lacking it. On b621f0a the magic
+    then said at once "ERROR: Could not find `tensorboard`"; mxboard's .pth now names the venv's
+    `tensorboard` in TENSORBOARD_BINARY, which the magic runs."""
     from tensorboard import manager
 
-    monkeypatch.setenv("PATH", os.path.dirname(sys.executable) + os.pathsep + os.environ["PATH"])
+    bin_dir = os.path.dirname(sys.executable)
+    others = [p for p in os.environ["PATH"].split(os.pathsep) if os.path.abspath(p) != os.path.abspath(bin_dir)]
+    monkeypatch.setenv("PATH", os.pathsep.join(([bin_dir] if venv == "activated" else []) + others))
+    monkeypatch.delenv("TENSORBOARD_BINARY", raising=False)  # this process's .pth set it: the kernel's own must
     monkeypatch.setenv("JUPYTER_PLATFORM_DIRS", "1")  # jupyter_core's paths as they will be (else it warns)
     notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in CELLS])
     before = {info.pid for info in manager.get_all()}
