@@ -2,6 +2,7 @@
 and close()'s bound with a hung store (storage/spool.py, storage/remote.py). Beside
 test_remote.py so that make test's two processes share the load."""
 import os
+import stat
 import threading
 import time
 
@@ -50,7 +51,7 @@ def test_a_store_hung_for_a_minute_never_holds_the_loop_and_every_image_is_store
     monkeypatch.setenv("AWS_ENDPOINT_URL", seaweed.endpoint)
     steps = [e.step for e in reader.read_events(url, strict=True) for v in e.summary.value if v.tag == "photo"]
     assert steps == list(range(step)), "every image once, in order"
-    assert not list((tmp_path / "spool").rglob("*.spooling")), "the spool is emptied"
+    assert not list((tmp_path / "spool").rglob("*spooling*")), "the spool is emptied"
 
 
 def test_close_keeps_its_word_with_a_hung_store_and_releases_a_blocked_call(proxied, monkeypatch, tmp_path):
@@ -88,7 +89,180 @@ def test_close_keeps_its_word_with_a_hung_store_and_releases_a_blocked_call(prox
     assert blocked.wait(5) and raised and raised[0] is closed.value  # released with the same error
     message = str(closed.value)
     assert "did not take" in message and str(tmp_path / "spool") in message
-    kept = next(p for p in (tmp_path / "spool").rglob("*tfevents*") if not p.name.endswith(".spooling"))
+    kept = next((tmp_path / "spool").rglob("*tfevents*"))  # a spool file's name holds "spooling"
     steps = [e.step for e in reader.read_events(str(kept), strict=True) for v in e.summary.value if v.tag == "photo"]
     assert steps and steps == list(range(steps[0], steps[0] + len(steps)))  # whole records, in order
     proxy.set("pass")
+
+
+@pytest.mark.parametrize("after", ["the store is back", "the store stays down"])
+def test_a_store_down_past_give_up_keeps_every_accepted_point(proxied, monkeypatch, tmp_path, seaweed, after):
+    """The uploader gives up (GIVE_UP_SECS, 3 min, here 3 s): the next call raises, as documented.
+    On b621f0a close() then returned without a word, uploaded nothing and kept nothing: every
+    point logged meanwhile was gone. Now a store that is back takes them at close(), once each,
+    in order; one still down leaves them in a kept file that close() names."""
+    from conftest import event_files, tb_scalars
+
+    proxy, bucket = proxied
+    monkeypatch.setattr(remote, "REQUEST_SECS", 1)
+    monkeypatch.setattr(remote, "RETRY_SECS", 0.2)
+    monkeypatch.setattr(remote, "GIVE_UP_SECS", 3)
+    monkeypatch.setattr(remote, "FLUSH_SECS", 8)
+    spool = tmp_path / "spool"
+    monkeypatch.setenv("MXBOARD_SPOOL_DIR", str(spool))
+    url = "s3://%s/gave-up/%s" % (bucket, after.split()[-1])
+    writer = SummaryWriter(url, flush_secs=0.1)
+    writer.add_scalar("x", 0.0, 0)
+    writer.flush()
+    proxy.set("hang")
+    accepted, step, deadline = [0], 1, time.monotonic() + 60
+    with pytest.raises(OSError, match="the store did not take"):
+        while time.monotonic() < deadline:
+            writer.add_scalar("x", float(step), step)
+            accepted.append(step)  # the call returned: accepted
+            step += 1
+            time.sleep(0.005)
+    if after == "the store is back":
+        proxy.set("pass")
+        writer.close()  # quiet: the store took everything
+        monkeypatch.setenv("AWS_ENDPOINT_URL", seaweed.endpoint)
+        stored = [e.step for e in reader.read_events(url, strict=True) for v in e.summary.value if v.tag == "x"]
+    else:
+        with pytest.raises(OSError, match="it is kept in %s" % spool) as closed:
+            writer.close()
+        said = str(closed.value)
+        path, target = said.split("it is kept in ")[1].split(": upload it to ")
+        target = target.split(", or serve it")[0]
+        assert [s for t, s, _ in tb_scalars(path) if t == "x"][-1] >= accepted[-1]  # TensorBoard's own loader
+        assert event_files(os.path.dirname(path))  # served from the spool directory: a kept file is an event file
+        import fsspec
+
+        monkeypatch.setenv("AWS_ENDPOINT_URL", seaweed.endpoint)
+        fsspec.filesystem("s3", skip_instance_cache=True).put_file(path, target)  # as the message says
+        stored = [e.step for e in reader.read_events(url, strict=True) for v in e.summary.value if v.tag == "x"]
+    assert stored == sorted(set(stored)), "each point once, in order"
+    assert set(accepted) <= set(stored), "lost: %s" % sorted(set(accepted) - set(stored))[:10]
+
+
+# -- a private spool, its settings checked when the writer is made --------------------------------
+
+def test_the_spools_settings_are_checked_when_the_writer_is_made(tmp_path, monkeypatch):
+    """On b621f0a they were read mid-outage: MXBOARD_SPOOL_MAX_BYTES=2e9 dropped each later batch
+    with a ValueError, a read-only or foreign directory stopped the writer for good, none named
+    the spool. Now the constructor says so, naming the variable."""
+    monkeypatch.setenv("MXBOARD_SPOOL_DIR", str(tmp_path / "spool"))
+    monkeypatch.setenv("MXBOARD_SPOOL_MAX_BYTES", "2e9")
+    with pytest.raises(ValueError, match="MXBOARD_SPOOL_MAX_BYTES '2e9': a number of bytes"):
+        SummaryWriter("memory://settings/run")
+    monkeypatch.setenv("MXBOARD_SPOOL_MAX_BYTES", "1G")
+    link = tmp_path / "link"
+    link.symlink_to(tmp_path)
+    monkeypatch.setenv("MXBOARD_SPOOL_DIR", str(link))
+    with pytest.raises(PermissionError, match=r"the spool directory .*link \(MXBOARD_SPOOL_DIR\) is a symlink"):
+        SummaryWriter("memory://settings/run")
+    if os.geteuid() == 0:  # root can make a directory another user's
+        foreign = tmp_path / "foreign"
+        foreign.mkdir()
+        os.chown(foreign, 65534, 65534)
+        monkeypatch.setenv("MXBOARD_SPOOL_DIR", str(foreign))
+        with pytest.raises(PermissionError, match=r"belongs to another user \(uid 65534\)"):
+            SummaryWriter("memory://settings/run")
+    shared = tmp_path / "shared"
+    shared.mkdir(mode=0o777)
+    os.chmod(shared, 0o777)
+    monkeypatch.setenv("MXBOARD_SPOOL_DIR", str(shared))
+    SummaryWriter("memory://settings/run").close()  # ours: made private
+    assert stat.S_IMODE(os.lstat(shared).st_mode) == 0o700
+
+
+def test_the_default_spool_is_private_in_the_users_cache_and_its_files_are_0600(proxied, monkeypatch, tmp_path):
+    """On b621f0a the default was /tmp/mxboard-spool-<user>, made 0755 with files 0644 (every
+    user of a lab server could read the spooled images), and one another user made first was
+    trusted. Now: the user's cache directory (XDG), 0700, files 0600."""
+    proxy, bucket = proxied
+    monkeypatch.delenv("MXBOARD_SPOOL_DIR", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.setattr(remote, "MAX_UNSENT", 1 << 20)
+    monkeypatch.setattr(remote, "REQUEST_SECS", 2)
+    monkeypatch.setattr(remote, "FLUSH_SECS", 60)
+    writer = SummaryWriter("s3://%s/private/run" % bucket, flush_secs=0.2)
+    writer.add_scalar("before", 1.0, 0)
+    writer.flush()
+    proxy.set("hang")
+    spool = tmp_path / "cache" / "mxboard" / "spool"
+    for step in range(4):  # 4 MiB: past what waits in memory
+        writer.add_image("photo", _image(step), step, dataformats="HWC")
+    deadline = time.monotonic() + 20
+    while not list(spool.rglob("*spooling*")) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    (spooled,) = [p for p in spool.rglob("*spooling*") if p.is_file()]
+    assert stat.S_IMODE(os.lstat(spool).st_mode) == 0o700
+    assert stat.S_IMODE(os.lstat(spooled).st_mode) == 0o600
+    assert "tfevents" not in spooled.name  # serving the spool directory serves kept files only
+    proxy.set("pass")
+    writer.close()
+    assert not [p for p in spool.rglob("*") if p.is_file()]
+
+
+def test_a_symlink_planted_where_close_keeps_its_file_is_never_followed(proxied, monkeypatch, tmp_path):
+    """On b621f0a a symlink at the kept file's name made the victim's own process replace the file
+    it pointed to with the event records. Now that name is never opened through a link: the
+    records are kept beside it, and the file pointed to is untouched."""
+    proxy, bucket = proxied
+    spool = tmp_path / "spool"
+    monkeypatch.setenv("MXBOARD_SPOOL_DIR", str(spool))
+    monkeypatch.setattr(remote, "MAX_UNSENT", 1 << 20)
+    monkeypatch.setattr(remote, "REQUEST_SECS", 2)
+    monkeypatch.setattr(remote, "FLUSH_SECS", 3)
+    writer = SummaryWriter("s3://%s/planted/run" % bucket, flush_secs=0.2)
+    proxy.set("hang")
+    for step in range(4):
+        writer.add_image("photo", _image(step), step, dataformats="HWC")
+    deadline = time.monotonic() + 20
+    while not list(spool.rglob("*spooling*")) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    (spooled,) = [p for p in spool.rglob("*spooling*") if p.is_file()]
+    victim = tmp_path / "victim.txt"
+    victim.write_text("the user's own file")
+    (spooled.parent / spooled.name.replace("spooling", "tfevents")).symlink_to(victim)
+    with pytest.raises(OSError, match="it is kept in") as closed:
+        writer.close()
+    assert victim.read_text() == "the user's own file"
+    path = str(closed.value).split("it is kept in ")[1].split(": upload it to ")[0]
+    assert path.endswith(".kept1") and not os.path.islink(path)
+    steps = [e.step for e in reader.read_events(path, strict=True) for v in e.summary.value if v.tag == "photo"]
+    assert steps == [0, 1, 2, 3]
+    proxy.set("pass")
+
+
+def test_a_spool_limit_below_one_batch_means_no_disk_spool_and_the_loop_goes_on(proxied, monkeypatch, tmp_path,
+                                                                               seaweed):
+    """On b621f0a MXBOARD_SPOOL_MAX_BYTES=0 (or 1M) blocked the loop for good: room_for was never
+    true for a batch larger than the limit. Now such a batch waits in memory (bounded as before),
+    and the loop goes on as soon as the store takes it."""
+    proxy, bucket = proxied
+    monkeypatch.setenv("MXBOARD_SPOOL_DIR", str(tmp_path / "spool"))
+    monkeypatch.setenv("MXBOARD_SPOOL_MAX_BYTES", "0")
+    monkeypatch.setattr(remote, "MAX_UNSENT", 2 << 20)
+    monkeypatch.setattr(remote, "REQUEST_SECS", 2)
+    monkeypatch.setattr(remote, "RETRY_SECS", 0.2)
+    url = "s3://%s/nospool/run" % bucket
+    writer = SummaryWriter(url, flush_secs=0.2, max_queue=2)
+    proxy.set("hang")
+    logged = threading.Event()
+
+    def log():
+        for step in range(12):  # 12 MiB through 2 MiB of memory
+            writer.add_image("photo", _image(step), step, dataformats="HWC")
+        logged.set()
+
+    threading.Thread(target=log, daemon=True).start()
+    time.sleep(3)
+    assert not logged.is_set()  # waiting in memory, bounded
+    proxy.set("pass")
+    assert logged.wait(60), "the loop never went on once the store was back"
+    writer.close()
+    monkeypatch.setenv("AWS_ENDPOINT_URL", seaweed.endpoint)
+    steps = [e.step for e in reader.read_events(url, strict=True) for v in e.summary.value if v.tag == "photo"]
+    assert steps == list(range(12))
+    assert not [p for p in (tmp_path / "spool").rglob("*") if p.is_file()]  # nothing on disk

@@ -35,6 +35,7 @@ for version in ${PLAIN:-3.13 3.9 3.10 3.12}; do  # the longest run first
     "$venv/bin/python" -m pip install -q "$wheel[s3]" $tools
     touch "$venv/.tools"
   fi
+  "$venv/bin/python" -m pip install -q "$wheel[s3]"  # a dependency this build added
   "$venv/bin/python" -m pip install -q --force-reinstall --no-deps "$wheel"  # this build, whatever its version
   runs+=("$version")
 done

@@ -111,6 +111,7 @@ class Output:
                 if type(item) is Task and item.outcome is not None:
                     item.outcome.end(WriterError("the mxboard writer stopped writing after an earlier error: %r"
                                                  % (self.write_error,)))
+            self._keep_after_error(batch)
             return
         chunks = batch.chunks + self._resolve(batch.pending)
         for event_file, data in self._encode(batch.items, chunks).items():
@@ -130,6 +131,22 @@ class Output:
             except OSError as exc:
                 self._failed(exc)
                 return
+
+    def _keep_after_error(self, batch: Batch) -> None:
+        """After a store's uploader gave up, what calls that returned queued is still handed to
+        the files that keep it (a store's: close() uploads it or keeps it on disk); a local
+        file's error stops its writes (a full disk would tear records)."""
+        keeping = {f for f in self.files if getattr(f, "keeps_after_error", False)}
+        if not keeping:
+            return
+        records = [entry for entry in batch.items if type(entry[1]) is Record]
+        chunks = batch.chunks + self._resolve(batch.pending)
+        for event_file, data in self._encode(records, chunks).items():
+            if event_file in keeping:
+                try:
+                    event_file.write(data)
+                except OSError:  # the error already held: the data is kept all the same
+                    pass
 
     def _failed(self, exc: BaseException) -> None:
         self.write_error = exc

@@ -203,6 +203,8 @@ class Worker:
         lifecycle.forget(self)
         self._output.close(deadline)
         fault = unreported or self._close_error
+        if isinstance(unreported, WriterError) and self._close_error is not None:
+            fault = self._close_error  # news: where close() kept what a store did not take after an error
         self._intake.verdict.end(fault)  # callers that close() found waiting for room raise it
         if isinstance(fault, (WriterError, FileDeletedError)):
             return None  # nothing new (a WriterError repeats an error raised), or the user's deletion of the logdir

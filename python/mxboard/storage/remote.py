@@ -48,7 +48,7 @@ from .. import lifecycle
 from ..events import event_file_name
 from .names import components, part_key, run_of
 from .sizes import readable
-from .spool import Spool, Spooled, spool_dir
+from .spool import Spool, Spooled, create_private, settings
 
 __all__ = ["RemoteEventFile", "RemoteStorage", "open_filesystem", "UPLOAD_SECS", "MAX_OBJECT"]
 
@@ -99,6 +99,7 @@ class RemoteStorage:
     protocol); `url` makes one a URL again."""
 
     def __init__(self, url: str) -> None:
+        self.spool = settings()  # (directory, limit): MXBOARD_SPOOL_DIR, _MAX_BYTES checked now, not mid-outage
         self.fs, self.root = open_filesystem(url)
         try:
             self.fs.makedirs(self.root, exist_ok=True)
@@ -151,9 +152,12 @@ class RemoteEventFile:
     `write`s whole records; an uploader thread of the file's own puts them, so that a slow or
     hung store never holds the thread that drains the callers' queue."""
 
+    keeps_after_error = True  # records written after the uploader gave up are kept (output.py)
+
     def __init__(self, storage: RemoteStorage, directory: str, suffix: str = "") -> None:
         self._fs = storage.fs
         self._url = storage.url
+        self._spool_settings = storage.spool
         self.directory: Optional[str] = directory
         self._parts = Parts(directory, suffix)
         self.path: Optional[str] = storage.url(self._parts.base)
@@ -163,6 +167,8 @@ class RemoteEventFile:
         self._waiting_bytes = 0
         self._memory = 0  # of which in memory
         self._spool: Optional[Spool] = None
+        self._spool_failed = False  # the spool could not take a batch (its disk full): memory only from then on
+        self._wants_room = False  # the writer thread waits for room in memory (no spool takes its batch)
         self._interrupted = False  # close() is coming: a write never waits for room
         self._logged = 0
         self._flushes = 0  # forced uploads asked for
@@ -174,14 +180,27 @@ class RemoteEventFile:
     def write(self, data: bytes) -> None:
         """Queue whole records for upload: in memory up to MAX_UNSENT bytes, then in the spool.
         Waits only while the spool is full too (until close() comes); raises the OSError of an
-        uploader that gave up."""
+        uploader that gave up. Where no spool can take the batch (a limit below its size, a
+        spool whose disk filled), it waits in memory: the call waits until the store has taken
+        enough (memory stays bounded, one batch past MAX_UNSENT at most)."""
         with self._lock:
-            self._raise_error()
-            if self._memory + len(data) <= MAX_UNSENT:
+            if self._error is not None:  # given up: kept all the same (close() keeps it), the error raised
+                self._keep_after_error(data)
+                self._raise_error()
+            spooled = None
+            if self._memory + len(data) > MAX_UNSENT:
+                spooled = self._spooled(data)
+            if spooled is None:
+                while self._memory and self._memory + len(data) > MAX_UNSENT and not self._interrupted:
+                    self._raise_error()
+                    self._wants_room = True  # the uploader puts now, not at its next UPLOAD_SECS
+                    self._lock.notify_all()
+                    self._lock.wait(1)  # the uploader makes room
+                self._wants_room = False
                 self._waiting.append(bytes(data))
                 self._memory += len(data)
             else:
-                self._waiting.append(self._spooled(data))
+                self._waiting.append(spooled)
             self._waiting_bytes += len(data)
             self._logged += len(data)
             if self._uploader is None:
@@ -189,11 +208,36 @@ class RemoteEventFile:
                 self._uploader.start()
             self._lock.notify_all()  # the uploader: at its time, or now if a part's worth waits
 
-    def _spooled(self, data: bytes) -> Spooled:
+    def _keep_after_error(self, data: bytes) -> None:
+        """Records written after the uploader gave up: never waiting (no one uploads), in the spool
+        where it has room, else in memory, until a flush or close() tries the store again or
+        keeps them."""
+        spool = self._spool
+        if spool is not None and not self._spool_failed and spool.room_for(len(data)):
+            try:
+                self._waiting.append(spool.append(data))
+            except OSError as exc:
+                self._spool_fails(exc)
+            else:
+                self._waiting_bytes += len(data)
+                return
+        self._waiting.append(bytes(data))
+        self._memory += len(data)
+        self._waiting_bytes += len(data)
+
+    def _spooled(self, data: bytes) -> Optional[Spooled]:
         """`data` appended to this file's spool (made, and said, the first time); while the spool
-        is full, wait for room (under the lock: the uploader makes room)."""
+        is full, wait for room (under the lock: the uploader makes room). None where no spool
+        can take it: a batch larger than the limit (0: no disk spool), or a spool that failed."""
+        directory, limit = self._spool_settings
+        if self._spool_failed or len(data) > limit:
+            return None
         if self._spool is None:
-            self._spool = Spool(self._parts.base)
+            try:
+                self._spool = Spool(self._parts.base, directory, limit)
+            except OSError as exc:
+                self._spool_fails(exc)
+                return None
             log.warning("mxboard: %s: the store has not taken %s; what follows waits on disk in %s (at most %s: "
                         "MXBOARD_SPOOL_DIR, MXBOARD_SPOOL_MAX_BYTES), and is uploaded in order when the store "
                         "returns", self.path, readable(self._memory), self._spool.directory,
@@ -201,7 +245,25 @@ class RemoteEventFile:
         while not self._spool.room_for(len(data)) and not self._interrupted:  # at close, the last batches
             self._raise_error()                                                   # pass the bound: kept
             self._lock.wait(1)
-        return self._spool.append(data)
+        try:
+            return self._spool.append(data)
+        except OSError as exc:
+            self._spool_fails(exc)
+            return None
+
+    def _spool_fails(self, exc: OSError) -> None:
+        """A spool that cannot take more (its disk full, its directory gone) never stops the
+        writer: what follows waits in memory, said once."""
+        self._spool_failed = True
+        log.warning("mxboard: %s: the spool in %s cannot take more (%s); what follows waits in memory until the "
+                    "store takes it", self.path, self._spool_settings[0], exc)
+
+    def _try_again(self) -> None:
+        """After the uploader gave up, a flush or close() tries the store once more (under the
+        lock): a store that is back takes what waits, which is better than keeping it."""
+        self._error = None
+        self._uploader = threading.Thread(target=self._upload_loop, name="mxboard-upload", daemon=True)
+        self._uploader.start()
 
     def interrupt(self) -> None:
         """close() is coming: a write never waits for room in a full spool (the bound is passed by
@@ -215,6 +277,8 @@ class RemoteEventFile:
         store, at most FLUSH_SECS or until `deadline` (time.monotonic()) (a store that is down
         keeps the data, and is retried)."""
         with self._lock:
+            if force and self._error is not None and self._pending() and not self._stopping:
+                self._try_again()
             self._raise_error()
             if force and self._pending():
                 self._flushes += 1
@@ -231,8 +295,11 @@ class RemoteEventFile:
         """Upload what waits (until `deadline`, time.monotonic(); by default FLUSH_SECS from now)
         and stop the uploader. If the store did not take it all, it is left in the spool's
         directory as a valid event file named as its object, and the OSError raised names it."""
+        failed: Optional[OSError] = None
         try:
             self.sync(force=True, deadline=deadline)
+        except OSError as exc:  # the uploader gave up: what waits is kept all the same
+            failed = exc
         finally:
             with self._lock:
                 self._stopping = True
@@ -243,22 +310,33 @@ class RemoteEventFile:
                 path, key, directory = self._keep()
                 raise OSError(errno.EIO, "%s: the store did not take %s in time; it is kept in %s: upload it to "
                               "%s, or serve it (tensorboard --logdir %s)"
-                              % (self.path, readable(waiting), path, self._url(key), directory))
+                              % (self.path, readable(waiting), path, self._url(key), directory)) from failed
             if self._spool is not None:
                 self._spool.close()
+        if failed is not None:
+            raise failed
 
     def _keep(self) -> Tuple[str, str, str]:
         """What the store did not take, written whole to the spool's directory as the object that
         would have held it: the current part put again with the rest after it (no record is ever
         in two objects), or the next part. Returns (local path, key, the spool's directory)."""
         key = self._parts.pending_key()
-        pieces = [self._parts.unconfirmed_bytes()]
-        pieces += [p if isinstance(p, bytes) else p.spool.read(p) for p in self._waiting]
-        directory = self._spool.directory if self._spool is not None else spool_dir()
-        path = os.path.join(directory, *key.split("/"))
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        with open(path, "wb") as f:
-            f.write(b"".join(pieces))
+        directory = self._spool_settings[0]
+        parts = key.split("/")
+        for attempt in range(100):  # a name taken (a file, a planted symlink): the next, never through it
+            name = parts[:-1] + [parts[-1] + (".kept%d" % attempt if attempt else "")]
+            try:
+                kept = create_private(directory, name, "wb")
+                break
+            except FileExistsError:
+                continue
+        else:
+            raise FileExistsError(errno.EEXIST, "no free name to keep what waits", os.path.join(directory, *parts))
+        with kept:  # piece by piece: memory holds one batch at a time, never the whole spool
+            kept.write(self._parts.unconfirmed_bytes())
+            for piece in self._waiting:
+                kept.write(piece if isinstance(piece, bytes) else piece.spool.read(piece))
+        path = os.path.join(directory, *name)
         if self._spool is not None:
             self._spool.close()
         self._waiting.clear()  # kept there now: the uploader, stopping, has nothing more to put
@@ -299,7 +377,7 @@ class RemoteEventFile:
                             return
                         self._lock.wait()
                         continue
-                    urgent = self._waiting_bytes >= MAX_OBJECT or self._stopping
+                    urgent = self._waiting_bytes >= MAX_OBJECT or self._stopping or self._wants_room
                     when = next_try if urgent else max(next_try, last_upload + UPLOAD_SECS)
                     if self._flushes != flushes:
                         when = 0.0  # a flush, or close(): one more try now, whatever the backoff

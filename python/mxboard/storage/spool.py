@@ -1,31 +1,38 @@
 """Where an object store's records wait on local disk once memory is full: the loop never blocks
 on the store (storage/remote.py).
 
-A `Spool` is one event file's: whole records appended in call order to `<dir>/<key>.spooling`,
-read back in that order when the store returns, and emptied once all of it is uploaded. Its
-directory is MXBOARD_SPOOL_DIR (default: `mxboard-spool-<user>` in the temporary directory);
-all spools of a process together hold at most MXBOARD_SPOOL_MAX_BYTES (default: a quarter of the
-space free there when the first one starts, at most 16 GiB; suffixes K, M, G, T). What the store
-did not take by close() is left there as `<dir>/<key>`: a valid event file named as the object it
-would have become, to upload or to serve (storage/remote.py).
+A `Spool` is one event file's: whole records appended in call order to a spool file, read back
+in that order when the store returns, and emptied once all of it is uploaded. Its directory is
+MXBOARD_SPOOL_DIR, by default `mxboard/spool` in the user's cache directory (platformdirs:
+`$XDG_CACHE_HOME` or `~/.cache` on Linux, `~/Library/Caches` on macOS), never a fixed name in a
+shared temporary directory. All spools of a process together hold at most
+MXBOARD_SPOOL_MAX_BYTES (default: a quarter of the space free there when the first one starts,
+at most 16 GiB; suffixes K, M, G, T). Both are read and checked when a writer of a store is made
+(`settings()`): a value that cannot be used is an error there, naming the variable.
+
+Nothing in the directory is trusted: it is made with mode 0700 and refused (a clear error) if it
+is a symlink, another user's, or writable by others; spool and kept files are made 0600, new
+(O_EXCL) and never through a symlink (O_NOFOLLOW). A spool file's name holds `spooling` where
+the event file's holds `tfevents`: serving the directory serves kept files only. What the store
+did not take by close() is left there as `<dir>/<key>`: a valid event file named as the object
+it would have become, to upload or to serve (storage/remote.py).
 """
 from __future__ import annotations
 
-import getpass
 import os
-import re
 import shutil
-import tempfile
+import stat
 import threading
-from typing import NamedTuple
+from typing import IO, Any, List, NamedTuple, Tuple
 
 from .sizes import parse_bytes
 
-__all__ = ["Spool", "Spooled", "spool_dir", "spool_limit"]
+__all__ = ["Spool", "Spooled", "create_private", "settings", "spool_dir", "spool_limit"]
 
 _DEFAULT_MAX = 16 << 30
 _LOCK = threading.Lock()  # guards _USED
 _USED = [0]  # bytes spooled by every Spool of this process
+_NEW = os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0)
 
 
 class Spooled(NamedTuple):
@@ -36,15 +43,20 @@ class Spooled(NamedTuple):
 
 
 def spool_dir() -> str:
-    """MXBOARD_SPOOL_DIR, or `mxboard-spool-<user>` in the temporary directory."""
+    """MXBOARD_SPOOL_DIR, or `mxboard/spool` in the user's cache directory (not yet made)."""
     configured = os.environ.get("MXBOARD_SPOOL_DIR")
     if configured:
-        return os.path.expanduser(configured)
-    try:
-        user = getpass.getuser()
-    except (KeyError, OSError):  # no name for this uid (a container)
-        user = str(os.getuid()) if hasattr(os, "getuid") else "user"
-    return os.path.join(tempfile.gettempdir(), "mxboard-spool-%s" % re.sub(r"[^\w.-]", "_", user))
+        return os.path.abspath(os.path.expanduser(configured))
+    import platformdirs
+
+    return os.path.join(platformdirs.user_cache_dir("mxboard", appauthor=False), "spool")
+
+
+def settings() -> Tuple[str, int]:
+    """(the spool's directory, made private and checked; its limit in bytes), as the variables
+    say now: a value that cannot be used raises here, naming the variable."""
+    directory = _private_dir(spool_dir())
+    return directory, spool_limit(directory)
 
 
 def spool_limit(directory: str) -> int:
@@ -56,17 +68,51 @@ def spool_limit(directory: str) -> int:
     return min(_DEFAULT_MAX, shutil.disk_usage(directory).free // 4)
 
 
+def _private_dir(directory: str) -> str:
+    """`directory`, made (mode 0700) if need be, checked to be a real directory of this user's
+    that no one else may write to (ours and open to others: made 0700)."""
+    named = "the spool directory %s (MXBOARD_SPOOL_DIR)" % directory
+    try:
+        os.makedirs(directory, mode=0o700, exist_ok=True)
+        info = os.lstat(directory)
+    except OSError as exc:
+        raise type(exc)(exc.errno, "%s cannot be made: %s" % (named, exc.strerror), directory) from None
+    if stat.S_ISLNK(info.st_mode):
+        raise PermissionError("%s is a symlink: the spool follows none (set MXBOARD_SPOOL_DIR to a directory of "
+                              "your own)" % named)
+    if not stat.S_ISDIR(info.st_mode):
+        raise NotADirectoryError("%s is not a directory" % named)
+    if hasattr(os, "getuid") and info.st_uid != os.getuid():
+        raise PermissionError("%s belongs to another user (uid %d): another user could read or replace what "
+                              "waits there (set MXBOARD_SPOOL_DIR to a directory of your own)" % (named, info.st_uid))
+    if info.st_mode & 0o077:
+        os.chmod(directory, 0o700)  # ours: what waits there (images, text) is the user's alone
+    if not os.access(directory, os.W_OK):
+        raise PermissionError("%s is read-only: set MXBOARD_SPOOL_DIR to a writable directory" % named)
+    return directory
+
+
+def create_private(directory: str, parts: List[str], mode: str = "w+b") -> IO[Any]:
+    """A new file `directory/<parts...>` (0600), its folders made 0700, never through a symlink
+    and never over an existing file (FileExistsError)."""
+    folder = os.path.join(directory, *parts[:-1])
+    os.makedirs(folder, mode=0o700, exist_ok=True)
+    flags = _NEW | (os.O_RDWR if "+" in mode else os.O_WRONLY)
+    return os.fdopen(os.open(os.path.join(folder, parts[-1]), flags, 0o600), mode)
+
+
 class Spool:
     """The spooled records of the event file `key` (a path in the store, bucket first): appended
     in order, read in order, the file emptied whenever nothing of it waits. One writer thread
     appends; the uploader reads under its file's lock."""
 
-    def __init__(self, key: str) -> None:
-        self.directory = spool_dir()
-        self.path = os.path.join(self.directory, *key.split("/")) + ".spooling"
-        os.makedirs(os.path.dirname(self.path), exist_ok=True)
-        self.limit = spool_limit(self.directory)
-        self._file = open(self.path, "w+b")
+    def __init__(self, key: str, directory: str, limit: int) -> None:
+        """`directory` and `limit`: from `settings()`, checked when the writer was made."""
+        self.directory, self.limit = directory, limit
+        parts = key.split("/")
+        parts[-1] = parts[-1].replace("tfevents", "spooling")  # never served as an event file
+        self.path = os.path.join(directory, *parts)
+        self._file = create_private(directory, parts)
         self._end = 0  # where the next append goes
         self.waiting = 0  # bytes appended and not yet read back
 
@@ -88,7 +134,7 @@ class Spool:
     def read(self, piece: Spooled) -> bytes:
         """The bytes of `piece`, which then no longer wait here (read each piece once, in order)."""
         self._file.seek(piece.offset)
-        data = self._file.read(piece.length)
+        data: bytes = self._file.read(piece.length)
         if len(data) != piece.length:
             raise OSError("%s: %d bytes at %d are gone" % (self.path, piece.length, piece.offset))
         self.waiting -= piece.length
