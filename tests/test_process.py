@@ -297,7 +297,7 @@ def test_pools_that_end_by_terminate_while_their_workers_log_never_hang(tmp_path
     spin = "while True: pass"
     busy = [subprocess.Popen([sys.executable, "-c", spin]) for _ in range(2)]
     child = subprocess.Popen([sys.executable, str(script), str(tmp_path / "logs"), str(exits)], stdout=subprocess.PIPE,
-                             stderr=subprocess.PIPE, text=True)
+                             stderr=subprocess.PIPE, text=True, start_new_session=True)  # its pool's workers too
     start = time.monotonic()
     done = []
     try:
@@ -308,7 +308,14 @@ def test_pools_that_end_by_terminate_while_their_workers_log_never_hang(tmp_path
             done.append(int(line))
         assert _ended_within(child, 30) and child.returncode == 0, _stderr_of(child)
     finally:
-        _kill(busy + [child])
+        _kill(busy)
+        try:  # a hung worker holds the pipes open: its whole session goes
+            os.killpg(child.pid, signal.SIGKILL)
+        except OSError:
+            pass
+        child.wait()
+        for stream in (child.stdout, child.stderr):
+            stream.close()
     print("%d pool exits in %.1f s" % (exits, time.monotonic() - start))
     assert done == list(range(exits))
 
@@ -330,8 +337,12 @@ def _line_within(child, seconds):
 
 
 def _stderr_of(child):
-    if child.poll() is None:
-        child.kill()
+    """What the child said on stderr so far (its session killed first: a hung pool worker would
+    hold the pipe open)."""
+    try:
+        os.killpg(child.pid, signal.SIGKILL)
+    except OSError:
+        pass
     child.wait()
     return child.stderr.read()
 
