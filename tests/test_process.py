@@ -278,7 +278,7 @@ def test_pools_that_end_by_terminate_while_their_workers_log_never_hang(tmp_path
     exits = int(os.environ.get("MXBOARD_POOL_EXITS", "60"))
     script = tmp_path / "pools.py"
     script.write_text(POOL_EXITS)
-    spin = "while True: pass"
+    spin = "import os\nparent = os.getppid()\nwhile os.getppid() == parent: pass"  # ends with the test's process
     busy = [subprocess.Popen([sys.executable, "-c", spin]) for _ in range(2)]
     child = subprocess.Popen([sys.executable, str(script), str(tmp_path / "logs"), str(exits)], stdout=subprocess.PIPE,
                              stderr=subprocess.PIPE, text=True, start_new_session=True)  # its pool's workers too
