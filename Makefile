@@ -89,9 +89,11 @@ demo: $(DEMO) $(INSTALLED)
 	@$(PY) -I -m mxboard.demo --logdir $(LOGDIR) --port $(PORT) $(if $(filter 0,$(SERVE)),--no-serve,)
 
 # both environments run whatever the first says; the exit status is that of both. Four pytest
-# processes on two cores: most tests wait on servers and subprocesses (8:08 on two, 6:29 on four)
+# processes on two cores: most tests wait on servers and subprocesses (8:08 on two, 6:29 on four).
+# --max-worker-restart=0: a worker that a test's bound ended (pytest-timeout) ends the session,
+# failed, that test named; xdist's loadfile scheduler can wait for ever on a replaced worker
 test: lint $(INSTALLED)
-	status=0; $(PY) -m pytest -q -n 4 --dist loadfile tests || status=1; \
+	status=0; $(PY) -m pytest -q -n 4 --dist loadfile --max-worker-restart=0 tests || status=1; \
 	$(MAKE) --no-print-directory test-plain || status=1; exit $$status
 
 test-plain: $(INSTALLED)
