@@ -235,7 +235,7 @@ def _watch_signals(read: int) -> None:
 
 def _give_back_sigterm() -> None:
     """No writer left: SIGTERM's default action again, if ours is still the handler (main thread
-    only), and the wakeup fd given back."""
+    only). The watcher stays: it acts only while ours is the handler."""
     if threading.current_thread() is not threading.main_thread() or _LIVE:
         return
     try:
