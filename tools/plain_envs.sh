@@ -47,8 +47,10 @@ run() {  # one environment's tests, into its log; its status into its .status fi
     echo "== plain Python $version: $("$venv/bin/python" -c 'import sys, numpy, google.protobuf, PIL
 print("Python %d.%d.%d" % sys.version_info[:3], "numpy", numpy.__version__, "protobuf", google.protobuf.__version__, "Pillow", PIL.__version__)'), tests: $marks =="
     status=0
+    # a basetemp of its own: two sessions at once in /tmp/pytest-of-<user> race on pytest's
+    # clean-up of old sessions (one crashed at its end removing a directory the other wrote in)
     HYPOTHESIS_PROFILE=${HYPOTHESIS_PROFILE:-$profile} "$venv/bin/python" -m pytest -q -p no:cacheprovider \
-      -m "$marks" tests || status=$?
+      --basetemp "$logs/tmp-$version" -m "$marks" tests || status=$?
     echo $status > "$logs/$version.status"
   } > "$logs/$version.log" 2>&1
   cat "$logs/$version.log"
