@@ -118,6 +118,13 @@ CHILD = textwrap.dedent(r"""
             print("ok", flush=True)  # sigterm, sigint, rmtree: the parent does it; the main thread waits on stdin
 """)
 
+# The status each end has without mxboard. CPython 3.9 sometimes ends an unhandled
+# KeyboardInterrupt with status 1 instead of by SIGINT while another thread is busy: 5 of 60
+# runs of this child's loop without mxboard (a numpy thread spinning, SIGINT just after a line
+# is read); 0 of 40 on 3.10, 3.11, 3.12 and 3.13.
+AS_WITHOUT_MXBOARD = {"sigterm": {-signal.SIGTERM}, "sigterm_main_in_lock": {-signal.SIGTERM},
+                      "sigint": {-signal.SIGINT} if sys.version_info >= (3, 10) else {-signal.SIGINT, 1}}
+
 ENDS = ["exit", "close_os_exit", "sigterm", "sigterm_main_in_lock", "sigint", "pool_terminate", "rmtree"]
 
 
@@ -217,9 +224,8 @@ class ProcessEnd(RuleBasedStateMachine):
             child.wait(END_SECS)
         except subprocess.TimeoutExpired:
             raise AssertionError("end %r: still running %d s later:\n%s" % (how, END_SECS, self._stderr())) from None
-        expected = {"sigterm": -signal.SIGTERM, "sigterm_main_in_lock": -signal.SIGTERM,
-                    "sigint": -signal.SIGINT}.get(how, 0)  # as without mxboard
-        assert child.returncode == expected, "end %r: status %d:\n%s" % (how, child.returncode, self._stderr())
+        assert child.returncode in AS_WITHOUT_MXBOARD.get(how, {0}), "end %r: status %d:\n%s" % (
+            how, child.returncode, self._stderr())
         if how == "rmtree":
             assert not os.path.exists(self.logdir), "the deleted logdir came back: %s" % (
                 [os.path.join(d, f) for d, _, fs in os.walk(self.logdir) for f in fs])
