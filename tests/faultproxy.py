@@ -4,16 +4,19 @@ network: it forwards every request as it is (the Host header kept, so signatures
 request. No mock: the store behind it is real."""
 import http.client
 import http.server
+import socket
+import struct
 import threading
 import time
 import urllib.parse
 
-MODES = ("pass", "hang", "slow", "lost_ack", "refuse_presigned")
+MODES = ("pass", "hang", "reset", "slow", "lost_ack", "refuse_presigned")
 
 
 class FaultProxy:
     """`FaultProxy(endpoint)` listens on 127.0.0.1 (`self.endpoint`). `mode`: 'pass' forwards;
-    'hang' reads a request and never answers (nor says 100 Continue); 'slow' answers `delay`
+    'hang' reads a request and never answers (nor says 100 Continue); 'reset' drops the
+    connection with a TCP reset instead of answering (a store restarting); 'slow' answers `delay`
     seconds late; 'lost_ack' forwards a PUT, then answers 504 (its answer lost), for the next
     `lose_next` PUTs; 'refuse_presigned' answers 403 to presigned requests (a signature in the
     query), as a store that does not take them. `puts` counts the PUTs the store performed,
@@ -34,12 +37,23 @@ class FaultProxy:
                 pass
 
             def handle_expect_100(self):
+                if proxy.mode == "reset":
+                    self._reset()
+                    return False
                 if proxy.mode == "hang":
                     proxy._released.wait()  # the client waits for 100 Continue for ever
                     return False
                 return super().handle_expect_100()
 
+            def _reset(self):
+                self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+                self.close_connection = True
+                self.connection.shutdown(socket.SHUT_RDWR)
+
             def _any(self):
+                if proxy.mode == "reset":  # mid-request: the client may still be sending the body
+                    self._reset()
+                    return
                 body = self._read_body()
                 if proxy.mode == "hang":
                     proxy._released.wait()

@@ -2,7 +2,11 @@
 and close()'s bound with a hung store (storage/spool.py, storage/remote.py). Beside
 test_remote.py so that make test's two processes share the load."""
 import os
+import signal
 import stat
+import subprocess
+import sys
+import textwrap
 import threading
 import time
 
@@ -19,6 +23,16 @@ def _image(step):
     pixels = np.random.default_rng(step).integers(0, 256, (512, 512, 4), dtype=np.uint8)
     pixels[0, 0, 0] = step % 256
     return pixels
+
+
+def _spool_after_one_mib(monkeypatch, spool, flush_secs):
+    """What waits past 1 MiB goes to the spool directory `spool` (None: the default); a hung put
+    gives up in 2 s; flush() and close() wait `flush_secs` for the store."""
+    if spool is not None:
+        monkeypatch.setenv("MXBOARD_SPOOL_DIR", str(spool))
+    monkeypatch.setattr(remote, "MAX_UNSENT", 1 << 20)
+    monkeypatch.setattr(remote, "REQUEST_SECS", 2)
+    monkeypatch.setattr(remote, "FLUSH_SECS", flush_secs)
 
 
 def test_a_store_hung_for_a_minute_never_holds_the_loop_and_every_image_is_stored_once(proxied, monkeypatch,
@@ -182,9 +196,7 @@ def test_the_default_spool_is_private_in_the_users_cache_and_its_files_are_0600(
     proxy, bucket = proxied
     monkeypatch.delenv("MXBOARD_SPOOL_DIR", raising=False)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
-    monkeypatch.setattr(remote, "MAX_UNSENT", 1 << 20)
-    monkeypatch.setattr(remote, "REQUEST_SECS", 2)
-    monkeypatch.setattr(remote, "FLUSH_SECS", 60)
+    _spool_after_one_mib(monkeypatch, None, flush_secs=60)
     writer = SummaryWriter("s3://%s/private/run" % bucket, flush_secs=0.2)
     writer.add_scalar("before", 1.0, 0)
     writer.flush()
@@ -210,10 +222,7 @@ def test_a_symlink_planted_where_close_keeps_its_file_is_never_followed(proxied,
     records are kept beside it, and the file pointed to is untouched."""
     proxy, bucket = proxied
     spool = tmp_path / "spool"
-    monkeypatch.setenv("MXBOARD_SPOOL_DIR", str(spool))
-    monkeypatch.setattr(remote, "MAX_UNSENT", 1 << 20)
-    monkeypatch.setattr(remote, "REQUEST_SECS", 2)
-    monkeypatch.setattr(remote, "FLUSH_SECS", 3)
+    _spool_after_one_mib(monkeypatch, spool, flush_secs=3)
     writer = SummaryWriter("s3://%s/planted/run" % bucket, flush_secs=0.2)
     proxy.set("hang")
     for step in range(4):
@@ -266,3 +275,151 @@ def test_a_spool_limit_below_one_batch_means_no_disk_spool_and_the_loop_goes_on(
     steps = [e.step for e in reader.read_events(url, strict=True) for v in e.summary.value if v.tag == "photo"]
     assert steps == list(range(12))
     assert not [p for p in (tmp_path / "spool").rglob("*") if p.is_file()]  # nothing on disk
+
+
+# -- every end of a process keeps what waits, all writers within one deadline ----------------------
+
+ENDING = textwrap.dedent(r"""
+    import os, sys, time
+    import mxboard
+    from mxboard import lifecycle
+    from mxboard.storage import remote
+
+    remote.REQUEST_SECS, remote.RETRY_SECS, remote.FLUSH_SECS = 2, 0.2, 6
+    lifecycle.END_SECS = 6  # the one deadline of every end (30 s by default), scaled down
+    url, count, how = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+    writers = [mxboard.SummaryWriter("%s/w%d" % (url, i), flush_secs=0.2) for i in range(count)]
+    for w in writers:
+        w.add_scalar("x", 0.0, 0)
+        w.flush()
+    print("ready", flush=True)
+    sys.stdin.readline()  # the parent hangs the store
+    for step in range(1, 201):
+        for w in writers:
+            w.add_scalar("x", float(step), step)
+    time.sleep(1)  # the writer threads pass them to the uploaders
+    print("logged", flush=True)
+    if how == "exit":
+        sys.exit(0)
+    if how == "sigint_in_close":
+        print("closing", flush=True)
+        for w in writers:
+            w.close()
+    time.sleep(3600)  # sigterm, sigint: the parent sends it
+""")
+
+
+@pytest.mark.parametrize("how, outage", [("exit", "reset"), ("sigterm", "hang"), ("sigint", "reset"),
+                                         ("sigint_in_close", "hang")])
+def test_every_end_keeps_what_the_store_did_not_take_all_writers_within_one_deadline(proxied, tmp_path, how, outage):
+    """Four writers of a store that hangs, 200 points each waiting, and the process ends. On
+    b621f0a a plain exit kept them but took 30 s a writer, one after another (here 6 s each:
+    24 s); SIGTERM kept nothing and said they were "kept and retried"; Ctrl-C during close()
+    kept nothing and said nothing. Now every end keeps every point in kept files of the spool
+    directory (read by TensorBoard's own loader), says where, and all four writers take one
+    deadline (6 s here, 30 s by default), not one each. The client libraries' tracebacks of the
+    failed uploads stay off stderr."""
+    from conftest import ROOT, tb_scalars
+
+    proxy, bucket = proxied
+    spool = tmp_path / "spool"
+    env = dict(os.environ, MXBOARD_SPOOL_DIR=str(spool), PYTHONPATH=os.path.join(ROOT, "python"))
+    url = "s3://%s/ending-%s/run" % (bucket, how)
+    child = subprocess.Popen([sys.executable, "-c", ENDING, url, "4", how], env=env, text=True, bufsize=1,
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    with child:  # its pipes closed at the end
+        try:
+            assert child.stdout.readline().strip() == "ready", child.stderr.read()
+            proxy.set(outage)  # a store that never answers, or drops every connection
+            child.stdin.write("go\n")
+            child.stdin.flush()
+            assert child.stdout.readline().strip() == "logged", child.stderr.read()
+            start = time.monotonic()
+            if how == "sigterm":
+                child.send_signal(signal.SIGTERM)
+            elif how == "sigint":
+                child.send_signal(signal.SIGINT)
+            elif how == "sigint_in_close":
+                assert child.stdout.readline().strip() == "closing"
+                time.sleep(2)  # the first close() waits for the store
+                child.send_signal(signal.SIGINT)
+            child.wait(60)
+            took = time.monotonic() - start
+            stderr = child.stderr.read()
+        finally:
+            if child.poll() is None:
+                child.kill()
+                child.wait()
+            proxy.set("pass")
+    expected = {"sigterm": {-signal.SIGTERM}, "exit": {1}}.get(how, {1, -signal.SIGINT})  # 1: kept, not stored
+    assert child.returncode in expected, (child.returncode, stderr)
+    assert took < 6 + 4, "four writers, one deadline of 6 s: %.1f s\n%s" % (took, stderr)
+    for i in range(4):
+        kept = sorted(p for p in (spool / bucket / ("ending-" + how) / "run" / ("w%d" % i)).glob("*tfevents*"))
+        assert kept, "writer %d kept nothing:\n%s" % (i, stderr)
+        steps = [s for path in kept for t, s, _ in tb_scalars(str(path)) if t == "x"]
+        # each once, in order; step 0 too where the kept file is the first object put again whole
+        assert steps in (list(range(1, 201)), list(range(201))), "writer %d: kept %s" % (i, steps[:5])
+        assert str(kept[0]) in stderr, "the end says where writer %d's points are:\n%s" % (i, stderr)
+    assert not list(spool.rglob("*spooling*")), "the spool files are gone (their records kept)"
+    assert "Task exception" not in stderr and "ClientConnection" not in stderr, stderr
+    if how in ("exit", "sigterm"):
+        assert "Traceback" not in stderr, stderr
+
+
+def test_a_killed_writers_spool_file_is_kept_by_the_next_writer_and_a_live_one_left_alone(proxied, monkeypatch,
+                                                                                          tmp_path, seaweed, caplog):
+    """On b621f0a a killed writer's `.spooling` file stayed for ever, nothing uploaded or named it,
+    and its name held `tfevents`. Now the next writer made with the same spool directory keeps it
+    as an event file (TensorBoard's loader reads its images) and says so once; a live writer's
+    spool file, beside it, is left alone and uploaded when the store returns."""
+    from conftest import ROOT, tb_events
+
+    proxy, bucket = proxied
+    spool = tmp_path / "spool"
+    _spool_after_one_mib(monkeypatch, spool, flush_secs=60)
+    live = SummaryWriter("s3://%s/left/live" % bucket, flush_secs=0.2)
+    killed = subprocess.Popen([sys.executable, "-c", textwrap.dedent(r"""
+        import sys, time
+        import numpy as np
+        import mxboard
+        from mxboard.storage import remote
+        remote.MAX_UNSENT, remote.REQUEST_SECS = 1 << 20, 2
+        w = mxboard.SummaryWriter(sys.argv[1], flush_secs=0.2)
+        print("ready", flush=True)
+        sys.stdin.readline()  # the parent hangs the store
+        for step in range(4):
+            w.add_image("photo", np.random.default_rng(step).integers(0, 256, (512, 512, 4), dtype=np.uint8),
+                        step, dataformats="HWC")
+        time.sleep(3600)
+    """), "s3://%s/left/killed" % bucket], env=dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python")),
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    assert killed.stdout.readline().strip() == "ready"
+    proxy.set("hang")
+    killed.stdin.write("go\n")
+    killed.stdin.flush()
+    for step in range(4):  # 4 MiB: past what waits in memory, into the spool
+        live.add_image("photo", _image(step), step, dataformats="HWC")
+    deadline = time.monotonic() + 60
+    while len([p for p in spool.rglob("*spooling*") if p.stat().st_size]) < 2 and time.monotonic() < deadline:
+        time.sleep(0.2)
+    killed.kill()
+    killed.communicate()
+    (left,) = [p for p in spool.rglob("*spooling*") if "/left/killed/" in str(p)]
+    records = left.stat().st_size
+    caplog.clear()
+    SummaryWriter("memory://left/next").close()  # any store: the spool directory is what it shares
+    said = [r.getMessage() for r in caplog.records]
+    (kept,) = [p for p in spool.rglob("*.left") if "/left/killed/" in str(p)]
+    assert kept.name == left.name.replace("spooling", "tfevents") + ".left" and not left.exists()
+    assert kept.stat().st_size == records and stat.S_IMODE(kept.stat().st_mode) == 0o600
+    steps = [e.step for e in tb_events(str(kept)) for v in e.summary.value if v.tag == "photo"]
+    assert steps and steps == list(range(steps[0], steps[0] + len(steps)))  # TensorBoard's own loader reads them
+    assert [m for m in said if "left by processes that ended without closing" in m and str(kept) in m]
+    assert [p for p in spool.rglob("*spooling*") if "/left/live/" in str(p)], "a live writer's spool file: untouched"
+    proxy.set("pass")
+    live.close()
+    monkeypatch.setenv("AWS_ENDPOINT_URL", seaweed.endpoint)
+    assert [e.step for e in reader.read_events("s3://%s/left/live" % bucket, strict=True)
+            for v in e.summary.value if v.tag == "photo"] == [0, 1, 2, 3]

@@ -1,7 +1,10 @@
 """The process around the writer threads: one registry of live workers (weak references) and the
 three moments a process can end or split without closing its writers.
 
-- Exit: writers still open are closed (everything queued written). A write error then is told
+- Exit: writers still open are closed (everything queued written), all within one deadline
+  (END_SECS, whatever their number): a store's files wait for their uploads until then and
+  keep the rest on disk, and a Ctrl-C meanwhile ends the waiting, not the keeping. A write
+  error then is told
   on stderr and the process exits with status 1: Python fixes the exit status before exit hooks
   run, so only `os._exit` can still change it (stdio and logging are flushed first; exit hooks
   registered before the first SummaryWriter are then skipped).
@@ -9,8 +12,9 @@ three moments a process can end or split without closing its writers.
   fork or forkserver): it leaves through `os._exit`, which skips exit hooks, after running
   multiprocessing's own finalizers; one of those closes the writers made or reopened there.
 - SIGTERM (docker stop, Kubernetes, SLURM, `Pool.terminate()`), while its handler is the default
-  one: every writer is flushed (at most 30 s in all) on a thread of ours, the default action is
-  put back, and the signal is raised again: the process ends by it as it would have. Python runs
+  one: on a thread of ours every writer's queue is written out, then a store's files wait for
+  their uploads and keep the rest on disk (END_SECS in all), the default action is put back,
+  and the signal is raised again: the process ends by it as it would have. Python runs
   a handler only on the main thread, between bytecodes; a process-directed signal may be given
   to any thread that does not block it (a BLAS or OpenMP thread, a user's), and a main thread
   asleep in a lock (a pool worker's task queue) or a C call then never runs it. Python's C-level
@@ -50,15 +54,17 @@ from typing import List, Optional, Protocol, Tuple, Union
 class Worker(Protocol):
     """What this module asks of a writer thread's worker (worker.py's, which imports this one)."""
 
-    def flush(self, timeout: Optional[float] = None) -> bool: ...
+    def write_out(self, timeout: float) -> bool: ...
 
-    def close(self) -> Optional[BaseException]: ...
+    def keep_waiting(self, deadline: float) -> None: ...
+
+    def close(self, deadline: Optional[float] = None) -> Optional[BaseException]: ...
 
     def abandon(self) -> None: ...
 
-__all__ = ["watch", "forget", "reap", "reaped", "keep_signals_off_this_thread", "FLUSH_ON_SIGTERM"]
+__all__ = ["watch", "forget", "reap", "reaped", "keep_signals_off_this_thread", "END_SECS"]
 
-FLUSH_ON_SIGTERM = 30  # seconds the writers may take to flush before SIGTERM ends the process
+END_SECS = 30  # seconds all the writers together may take at exit and at SIGTERM (a store's wait)
 
 _LIVE: weakref.WeakSet[Worker] = weakref.WeakSet()
 _INSTALLED: List[bool] = []
@@ -127,15 +133,24 @@ def forget(worker: Worker) -> None:
 
 
 def _at_exit() -> None:
+    """Close every writer still open, all within one deadline (END_SECS): a store's files wait
+    for their uploads until then and keep the rest on disk. A Ctrl-C meanwhile stops the waiting,
+    not the keeping: the writers left keep what waits at once, then it goes on."""
+    deadline = time.monotonic() + END_SECS
     failed = False
+    interrupted: Optional[KeyboardInterrupt] = None
     for worker in list(_LIVE):
         try:
-            fault = worker.close()
+            fault = worker.close(deadline if interrupted is None else time.monotonic())
         except Exception as exc:  # noqa: BLE001 - every writer gets its turn
             fault = exc
+        except KeyboardInterrupt as exc:  # a Ctrl-C: the others are still closed (keeping at once)
+            interrupted, fault = interrupted or exc, None
         if fault is not None:
             failed = True
             _tell("mxboard: events logged before exit could not all be written: %r" % (fault,))
+    if interrupted is not None:
+        raise interrupted
     if failed:
         logging.shutdown()
         for stream in (sys.stdout, sys.stderr):
@@ -312,13 +327,24 @@ def _default_action(signum: int) -> bool:
 
 
 def _flush_then_die(signum: int) -> None:
+    """Everything queued written (every writer at once, no wait on a store), then a store's
+    files wait for their uploads and keep the rest on disk: all within END_SECS. Then the
+    signal's default action ends the process."""
     keep_signals_off_this_thread()
-    deadline = time.monotonic() + FLUSH_ON_SIGTERM
-    for worker in list(_LIVE):
+    deadline = time.monotonic() + END_SECS
+    workers = list(_LIVE)
+    for worker in workers:
         try:
-            worker.flush(timeout=max(0.0, deadline - time.monotonic()))
+            if not worker.write_out(max(0.0, deadline - time.monotonic())):
+                _tell("mxboard: not every event could be written within %d s of %s"
+                      % (END_SECS, signal.Signals(signum).name))
         except Exception as exc:  # noqa: BLE001 - the signal must still end the process
             _tell("mxboard: could not write every event before %s: %r" % (signal.Signals(signum).name, exc))
+    for worker in workers:
+        try:
+            worker.keep_waiting(deadline)
+        except Exception as exc:  # noqa: BLE001
+            _tell("mxboard: could not keep every event before %s: %r" % (signal.Signals(signum).name, exc))
     if _default_action(signum):  # ended by the signal, as it would have been without us
         signal.pthread_sigmask(signal.SIG_UNBLOCK, {signum})
         signal.pthread_kill(threading.get_ident(), signum)

@@ -229,11 +229,24 @@ class Output:
         kept (a writer of a million tags kept 259 MB after close)."""
         with self._lock:
             self._series = []
+        interrupted: Optional[KeyboardInterrupt] = None
         for event_file in self.files:
-            try:
-                event_file.close(deadline)
+            try:  # after a Ctrl-C, no more waiting: the other files keep what waits at once
+                event_file.close(deadline if interrupted is None else time.monotonic())
             except OSError as exc:
                 self._hold(exc)
+            except KeyboardInterrupt as exc:  # every file is still closed (keeping at once), then it goes on
+                interrupted = interrupted or exc
+        if interrupted is not None:
+            raise interrupted
+
+    def keep_waiting(self, deadline: float) -> None:
+        """A signal ends the process: a store's files wait for their uploads until `deadline`,
+        then keep what the store has not taken on disk (storage/remote.py)."""
+        for event_file in self.files:
+            keep = getattr(event_file, "keep_at_end", None)
+            if keep is not None:
+                keep(deadline)
 
     def abandon(self) -> None:
         """In a forked child: let go of the parent's descriptors, write nothing."""

@@ -181,16 +181,16 @@ class Worker:
         self._check_open()
         return self._intake.flush(timeout)
 
-    def close(self) -> Optional[BaseException]:
-        """Write what is queued, stop the thread, close the files. Returns the writer thread's
-        error that no call has reported yet (or None). Safe to call twice."""
+    def close(self, deadline: Optional[float] = None) -> Optional[BaseException]:
+        """Write what is queued, stop the thread, close the files (a store's wait for their
+        uploads until `deadline`, time.monotonic(); by default FLUSH_SECS from now). Returns the
+        writer thread's error that no call has reported yet (or None). Safe to call twice."""
         with self._closing:  # the reaper, the exit hook and a caller may close at once
-            return self._close()
+            return self._close(time.monotonic() + remote.FLUSH_SECS if deadline is None else deadline)
 
-    def _close(self) -> Optional[BaseException]:
+    def _close(self, deadline: float) -> Optional[BaseException]:
         if self.state is not State.OPEN or self._pid != os.getpid():  # not started, done, or a forked child's copy
             return None
-        deadline = time.monotonic() + remote.FLUSH_SECS  # for a store; then it raises, naming where the rest is
         if self._thread.is_alive():
             self._output.interrupt()  # a write never waits for room now: the thread drains the rest
             # written, and the thread told to end (once it took this barrier); the store's wait is
@@ -199,16 +199,33 @@ class Worker:
             self._thread.join()
         unreported, self._error = self._error, None
         self.state, self.attention = State.CLOSED, True
-        self._drain()  # calls that raced close(): what they queued before `state` said so
-        lifecycle.forget(self)
-        self._output.close(deadline)
-        fault = unreported or self._close_error
-        if isinstance(unreported, WriterError) and self._close_error is not None:
-            fault = self._close_error  # news: where close() kept what a store did not take after an error
-        self._intake.verdict.end(fault)  # callers that close() found waiting for room raise it
+        fault: Optional[BaseException] = None
+        try:
+            self._drain()  # calls that raced close(): what they queued before `state` said so
+            self._output.close(deadline)  # a store's files: until the deadline, then kept on disk
+            fault = unreported or self._close_error
+            if isinstance(unreported, WriterError) and self._close_error is not None:
+                fault = self._close_error  # news: where close() kept what a store did not take after an error
+        finally:  # also after a Ctrl-C in the store's wait: callers waiting for room are released
+            lifecycle.forget(self)  # after the files' close: a SIGTERM meanwhile keeps what they hold
+            self._intake.verdict.end(fault)
         if isinstance(fault, (WriterError, FileDeletedError)):
             return None  # nothing new (a WriterError repeats an error raised), or the user's deletion of the logdir
         return fault
+
+    def write_out(self, timeout: float) -> bool:
+        """A signal ends the process: everything queued written to the files (a store's: to
+        memory or its spool, no wait on the store). False if `timeout` seconds passed first; a
+        closed writer has nothing queued."""
+        if self.state is not State.OPEN or self._pid != os.getpid():
+            return True
+        return self._intake.flush(timeout, sync=False)
+
+    def keep_waiting(self, deadline: float) -> None:
+        """A signal ends the process: a store's files wait for their uploads until `deadline`,
+        then keep the rest on disk (also while close() waits for them)."""
+        if self._pid == os.getpid():
+            self._output.keep_waiting(deadline)
 
     def report(self) -> None:
         """Raise what the writer thread has to say (once; after an I/O error, a WriterError on

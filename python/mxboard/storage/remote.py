@@ -288,61 +288,107 @@ class RemoteEventFile:
                     self._lock.wait(deadline - time.monotonic())
                 self._raise_error()
                 if self._pending() and not self._interrupted:
-                    log.warning("mxboard: %s: the store has not taken %d bytes after %d s; they are kept and "
-                                "retried", self.path, self._waiting_bytes, FLUSH_SECS)
+                    log.warning("mxboard: %s: the store has not taken %s after %d s; they are kept and retried",
+                                self.path, readable(self._pending()), FLUSH_SECS)
 
     def close(self, deadline: Optional[float] = None) -> None:
         """Upload what waits (until `deadline`, time.monotonic(); by default FLUSH_SECS from now)
         and stop the uploader. If the store did not take it all, it is left in the spool's
-        directory as a valid event file named as its object, and the OSError raised names it."""
+        directory as valid event files named as their objects, and the OSError raised names
+        them. A KeyboardInterrupt during the wait keeps what waits there too (said in a warning)."""
         failed: Optional[OSError] = None
         try:
             self.sync(force=True, deadline=deadline)
         except OSError as exc:  # the uploader gave up: what waits is kept all the same
             failed = exc
-        finally:
-            with self._lock:
-                self._stopping = True
-                self._lock.notify_all()
-        with self._lock:
-            if self._pending():
-                waiting = self._waiting_bytes + self._parts.unconfirmed()
-                path, key, directory = self._keep()
-                raise OSError(errno.EIO, "%s: the store did not take %s in time; it is kept in %s: upload it to "
-                              "%s, or serve it (tensorboard --logdir %s)"
-                              % (self.path, readable(waiting), path, self._url(key), directory)) from failed
-            if self._spool is not None:
-                self._spool.close()
+        except BaseException:  # Ctrl-C during the wait: nothing accepted is lost
+            kept = self._stop_and_keep()
+            if kept is not None:
+                log.warning("mxboard: %s", kept)
+            raise
+        kept = self._stop_and_keep()
+        if kept is not None:
+            raise OSError(errno.EIO, kept) from failed
         if failed is not None:
             raise failed
 
-    def _keep(self) -> Tuple[str, str, str]:
-        """What the store did not take, written whole to the spool's directory as the object that
-        would have held it: the current part put again with the rest after it (no record is ever
-        in two objects), or the next part. Returns (local path, key, the spool's directory)."""
-        key = self._parts.pending_key()
-        directory = self._spool_settings[0]
-        parts = key.split("/")
-        for attempt in range(100):  # a name taken (a file, a planted symlink): the next, never through it
-            name = parts[:-1] + [parts[-1] + (".kept%d" % attempt if attempt else "")]
-            try:
-                kept = create_private(directory, name, "wb")
-                break
-            except FileExistsError:
-                continue
+    def keep_at_end(self, deadline: float) -> None:
+        """A signal ends the process: wait for the store until `deadline` (trying it again if the
+        uploader gave up), then keep what it has not taken in the spool's directory, said in a
+        warning. The file stays usable (records written later wait as before)."""
+        with self._lock:
+            self._interrupted = True  # no write waits for room any more
+        try:
+            self.sync(force=True, deadline=deadline)
+        except OSError:
+            pass  # given up again: kept below
+        with self._lock:
+            kept = self._kept_now() if self._pending() else None
+        if kept is not None:
+            log.warning("mxboard: %s", kept)
+
+    def _stop_and_keep(self) -> Optional[str]:
+        """Stop the uploader; keep what waits (see `_kept_now`), else remove the spool file."""
+        with self._lock:
+            self._stopping = True
+            self._lock.notify_all()
+            if self._pending():
+                return self._kept_now()
+            if self._spool is not None:
+                self._spool.close()
+                self._spool = None
+            return None
+
+    def _kept_now(self) -> str:
+        """Keep what waits (under the lock); the sentence that says where."""
+        waiting = self._pending()
+        paths, keys, directory = self._keep()
+        if len(paths) == 1:
+            where, target = paths[0], self._url(keys[0])
         else:
-            raise FileExistsError(errno.EEXIST, "no free name to keep what waits", os.path.join(directory, *parts))
-        with kept:  # piece by piece: memory holds one batch at a time, never the whole spool
-            kept.write(self._parts.unconfirmed_bytes())
-            for piece in self._waiting:
-                kept.write(piece if isinstance(piece, bytes) else piece.spool.read(piece))
-        path = os.path.join(directory, *name)
+            where = "%d files, %s to %s" % (len(paths), paths[0], os.path.basename(paths[-1]))
+            target = "%s ... %s (each to the name it has)" % (self._url(keys[0]), posixpath.basename(keys[-1]))
+        return ("%s: the store did not take %s in time; it is kept in %s: upload it to %s, or serve it "
+                "(tensorboard --logdir %s)" % (self.path, readable(waiting), where, target, directory))
+
+    def _keep(self) -> Tuple[List[str], List[str], str]:
+        """What the store did not take (under the lock), written to the spool's directory as the
+        objects that would have held it: the current part put again with the rest after it (no
+        record is ever in two objects), then the next parts, each within MAX_OBJECT (but a
+        single larger record). Streamed: memory holds one batch at a time, never the spool.
+        Returns (local paths, keys, the spool's directory)."""
+        directory = self._spool_settings[0]
+        part = self._parts.pending_part()
+        paths: List[str] = []
+        keys: List[str] = []
+        kept: Optional[Any] = None
+        size = 0
+        try:
+            for piece in [self._parts.unconfirmed_bytes()] + list(self._waiting):
+                data = collections.deque([piece if isinstance(piece, bytes) else piece.spool.read(piece)])
+                while data and data[0]:
+                    if kept is None:
+                        kept, path = _create_kept(directory, self._parts.key(part))
+                        paths.append(path)
+                        keys.append(self._parts.key(part))
+                    taken = take_records(data, MAX_OBJECT - size, at_least_one=not size)
+                    if not taken:  # the next record does not fit: the next part
+                        kept.close()
+                        kept, size, part = None, 0, part + 1
+                        continue
+                    for records in taken:
+                        kept.write(records)
+                        size += len(records)
+        finally:
+            if kept is not None:
+                kept.close()
         if self._spool is not None:
             self._spool.close()
-        self._waiting.clear()  # kept there now: the uploader, stopping, has nothing more to put
+            self._spool = None
+        self._waiting.clear()  # kept there now: the uploader has nothing more to put
         self._waiting_bytes = self._memory = 0
-        self._parts.abandon()
-        return path, key, directory
+        self._parts.kept(part if size else part - 1)
+        return paths, keys, directory
 
     def abandon(self) -> None:
         """In a forked child: drop the parent's data (the parent uploads it)."""
@@ -403,10 +449,15 @@ class RemoteEventFile:
                         return
                     next_try = now + min(60, RETRY_SECS * 2 ** (failures - 1))
                     kept = self._waiting_bytes + len(body)
-                log.warning("mxboard: upload to %s failed (%s: %s); %d bytes kept, retrying in %.0f s",
-                            self.path, type(exc).__name__, exc, kept, next_try - now)
+                # one warning an outage (its first failure), one at its end; each try in the debug log
+                (log.warning if failures == 1 else log.debug)(
+                    "mxboard: upload to %s failed (%s: %s); %s kept, retried (with backoff) for up to %d s",
+                    self.path, type(exc).__name__, exc, readable(kept), GIVE_UP_SECS)
                 continue
             with self._lock:
+                if failures:
+                    log.warning("mxboard: the store took %s again, after %d failed tries in %.0f s",
+                                self.path, failures, time.monotonic() - (failing_since or 0.0))
                 failures, failing_since, last_upload = 0, None, time.monotonic()
                 self._parts.acknowledge(part, body)
                 self._lock.notify_all()
@@ -428,6 +479,19 @@ class RemoteEventFile:
         self._memory -= taken
         self._lock.notify_all()  # room for the writer thread
         return part, body
+
+
+def _create_kept(directory: str, key: str) -> Tuple[Any, str]:
+    """(a new private file for `key` in `directory`, its path): `<key>`, else `<key>.kept1`...
+    where a name is taken (a file, a planted symlink: never written through)."""
+    parts = key.split("/")
+    for attempt in range(100):
+        name = parts[:-1] + [parts[-1] + (".kept%d" % attempt if attempt else "")]
+        try:
+            return create_private(directory, name, "wb"), os.path.join(directory, *name)
+        except FileExistsError:
+            continue
+    raise FileExistsError(errno.EEXIST, "no free name to keep what waits", os.path.join(directory, *parts))
 
 
 def _whole_records(buffer: bytes, limit: int, at_least_one: bool = False) -> int:
@@ -529,12 +593,16 @@ class Parts:
     def unconfirmed_bytes(self) -> bytes:
         return b"" if self._confirmed else self._object
 
-    def pending_key(self) -> str:
-        """The key of the object that what is not yet stored goes to: the current part while
-        the store may hold it (its put not acknowledged), else the next."""
+    def pending_part(self) -> int:
+        """The part that what is not yet stored goes to: the current one while the store may
+        hold it (its put not acknowledged) or it is empty, else the next."""
         if not self._confirmed or not self._object:
-            return self.key(self._part)
-        return self.key(self._part + 1)
+            return self._part
+        return self._part + 1
+
+    def kept(self, last: int) -> None:
+        """What was pending is kept on disk up to part `last`: the next put starts the part after."""
+        self._part, self._object, self._confirmed = last + 1, b"", True
 
     def acknowledged(self) -> List[Tuple[str, int]]:
         """(key, bytes) of each object the store acknowledged, in order."""

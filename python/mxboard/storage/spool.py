@@ -14,12 +14,17 @@ Nothing in the directory is trusted: it is made with mode 0700 and refused (a cl
 is a symlink, another user's, or writable by others; spool and kept files are made 0600, new
 (O_EXCL) and never through a symlink (O_NOFOLLOW). A spool file's name holds `spooling` where
 the event file's holds `tfevents`: serving the directory serves kept files only. What the store
-did not take by close() is left there as `<dir>/<key>`: a valid event file named as the object
-it would have become, to upload or to serve (storage/remote.py).
+did not take by the end (close(), exit, SIGTERM, Ctrl-C) is left there as `<dir>/<key>`, one
+file an object it would have become, each within the usual object size: valid event files, to
+upload or to serve (storage/remote.py). A live spool file is locked (flock) from before it has
+its name; one whose process is gone (killed) is found by the next writer made with this
+directory, kept as `<name with tfevents>.left` and named once in a warning.
 """
 from __future__ import annotations
 
+import logging
 import os
+import secrets
 import shutil
 import stat
 import threading
@@ -27,12 +32,20 @@ from typing import IO, Any, List, NamedTuple, Tuple
 
 from .sizes import parse_bytes
 
+try:
+    import fcntl
+except ImportError:  # Windows: no leftovers found (a live writer's file cannot be told apart)
+    fcntl = None  # type: ignore[assignment]
+
+log = logging.getLogger("mxboard")
+
 __all__ = ["Spool", "Spooled", "create_private", "settings", "spool_dir", "spool_limit"]
 
 _DEFAULT_MAX = 16 << 30
 _LOCK = threading.Lock()  # guards _USED
 _USED = [0]  # bytes spooled by every Spool of this process
-_NEW = os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0)
+_NOFOLLOW, _CLOEXEC = getattr(os, "O_NOFOLLOW", 0), getattr(os, "O_CLOEXEC", 0)
+_NEW = os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC | getattr(os, "O_BINARY", 0)
 
 
 class Spooled(NamedTuple):
@@ -54,9 +67,58 @@ def spool_dir() -> str:
 
 def settings() -> Tuple[str, int]:
     """(the spool's directory, made private and checked; its limit in bytes), as the variables
-    say now: a value that cannot be used raises here, naming the variable."""
+    say now: a value that cannot be used raises here, naming the variable. Spool files that
+    processes ended without closing left there are kept as event files, said once."""
     directory = _private_dir(spool_dir())
-    return directory, spool_limit(directory)
+    limit = spool_limit(directory)
+    _keep_leftovers(directory)
+    return directory, limit
+
+
+def _keep_leftovers(directory: str) -> None:
+    """Spool files whose process is gone (no lock held on them: a live Spool holds its file's
+    from before its name exists) renamed `...tfevents....left`: an event file of the records its
+    store never took, to serve or upload. Empty ones are removed. Said once, in a warning."""
+    if fcntl is None:
+        return
+    kept = []
+    for folder, _, names in os.walk(directory):  # symlinks to folders are not followed
+        for name in names:
+            if "spooling" not in name:
+                continue
+            path = os.path.join(folder, name)
+            try:
+                fd = os.open(path, os.O_RDONLY | _NOFOLLOW | _CLOEXEC)
+            except OSError:  # gone meanwhile (its writer closed, another scan took it), or a symlink
+                continue
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:  # a live writer's
+                os.close(fd)
+                continue
+            try:
+                if os.fstat(fd).st_size == 0:
+                    os.remove(path)
+                    continue
+                target = path.replace("spooling", "tfevents") + ".left"
+                for attempt in range(1, 100):
+                    try:
+                        os.link(path, target)  # never over an existing name
+                        break
+                    except FileExistsError:
+                        target = "%s.left%d" % (path.replace("spooling", "tfevents"), attempt)
+                else:
+                    continue
+                os.remove(path)
+                kept.append(target)
+            except OSError:
+                continue
+            finally:
+                os.close(fd)
+    if kept:
+        log.warning("mxboard: %d spool file(s) left by processes that ended without closing their writers hold "
+                    "records their store never took; they are kept as event files: %s. Serve them (tensorboard "
+                    "--logdir %s), or upload each as the next part of its run", len(kept), ", ".join(kept), directory)
 
 
 def spool_limit(directory: str) -> int:
@@ -101,6 +163,25 @@ def create_private(directory: str, parts: List[str], mode: str = "w+b") -> IO[An
     return os.fdopen(os.open(os.path.join(folder, parts[-1]), flags, 0o600), mode)
 
 
+def _create_locked(directory: str, parts: List[str]) -> IO[Any]:
+    """create_private, locked (flock) before it has its name: a scan for leftovers
+    (`_keep_leftovers`) never takes a live writer's file."""
+    if fcntl is None:
+        return create_private(directory, parts)
+    hidden = parts[:-1] + [".new-%s" % secrets.token_hex(8)]
+    file = create_private(directory, hidden)
+    try:
+        fcntl.flock(file.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        folder = os.path.join(directory, *parts[:-1])
+        os.link(os.path.join(folder, hidden[-1]), os.path.join(folder, parts[-1]))  # never over an existing name
+    except BaseException:
+        file.close()
+        raise
+    finally:
+        os.remove(os.path.join(directory, *hidden))
+    return file
+
+
 class Spool:
     """The spooled records of the event file `key` (a path in the store, bucket first): appended
     in order, read in order, the file emptied whenever nothing of it waits. One writer thread
@@ -112,7 +193,7 @@ class Spool:
         parts = key.split("/")
         parts[-1] = parts[-1].replace("tfevents", "spooling")  # never served as an event file
         self.path = os.path.join(directory, *parts)
-        self._file = create_private(directory, parts)
+        self._file = _create_locked(directory, parts)
         self._end = 0  # where the next append goes
         self.waiting = 0  # bytes appended and not yet read back
 
