@@ -364,6 +364,7 @@ def test_every_end_keeps_what_the_store_did_not_take_all_writers_within_one_dead
         assert str(kept[0]) in stderr, "the end says where writer %d's points are:\n%s" % (i, stderr)
     assert not list(spool.rglob("*spooling*")), "the spool files are gone (their records kept)"
     assert "Task exception" not in stderr and "ClientConnection" not in stderr, stderr
+    assert stderr.count("mxboard: upload to") <= 4, "one warning an outage and a writer:\n%s" % stderr
     if how in ("exit", "sigterm"):
         assert "Traceback" not in stderr, stderr
 
@@ -423,3 +424,73 @@ def test_a_killed_writers_spool_file_is_kept_by_the_next_writer_and_a_live_one_l
     monkeypatch.setenv("AWS_ENDPOINT_URL", seaweed.endpoint)
     assert [e.step for e in reader.read_events("s3://%s/left/live" % bucket, strict=True)
             for v in e.summary.value if v.tag == "photo"] == [0, 1, 2, 3]
+
+
+CLOSING_BIG = textwrap.dedent(r"""
+    import os, sys
+    import mxboard
+    from mxboard.storage import remote
+
+    remote.REQUEST_SECS, remote.FLUSH_SECS = 2, 2
+    url, mib = sys.argv[1], int(sys.argv[2])
+    w = mxboard.SummaryWriter(url, flush_secs=0.5, max_queue=8)
+    w.add_scalar("before", 1.0, 0)
+    w.flush()
+    print("ready", flush=True)
+    sys.stdin.readline()  # the parent hangs the store
+    text = os.urandom(1 << 19).hex()  # 1 MiB of text a call
+    for step in range(mib):
+        w.add_text("t", text, step)
+    w.flush()
+
+    def status(field):
+        with open("/proc/self/status") as f:
+            return int(next(line for line in f if line.startswith(field + ":")).split()[1]) << 10
+
+    with open("/proc/self/clear_refs", "w") as f:
+        f.write("5")  # the peak (VmHWM) starts again from now
+    before = status("VmRSS")
+    try:
+        w.close()
+    except OSError as exc:
+        print("closed", status("VmHWM") - before, flush=True)
+        print(exc, flush=True)
+""")
+
+
+@pytest.mark.slow
+def test_a_gib_spool_is_kept_in_object_sized_files_with_bounded_memory(proxied, tmp_path):
+    """On b621f0a close() read the whole spool into memory, twice: 1 GiB spooled raised peak RSS
+    from about 260 MB to 2.4 GB, and the kept file was one object of the spool's size. Now it is
+    streamed: close() adds less than 256 MiB to the peak (45 MiB measured), and the kept files are
+    the objects the run would have had (MAX_OBJECT, 16 MiB, each), their records whole."""
+    from conftest import ROOT, tb_events
+
+    proxy, bucket = proxied
+    spool = tmp_path / "spool"
+    env = dict(os.environ, MXBOARD_SPOOL_DIR=str(spool), PYTHONPATH=os.path.join(ROOT, "python"))
+    with subprocess.Popen([sys.executable, "-c", CLOSING_BIG, "s3://%s/big/run" % bucket, "1024"], env=env,
+                          text=True, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE) as child:
+        try:
+            assert child.stdout.readline().strip() == "ready", child.stderr.read()
+            proxy.set("hang")
+            child.stdin.write("go\n")
+            child.stdin.flush()
+            out, err = child.communicate(timeout=200)
+        finally:
+            if child.poll() is None:
+                child.kill()
+                child.wait()
+            proxy.set("pass")
+    assert out.startswith("closed "), out + err
+    added = int(out.split()[1])
+    assert added < 256 << 20, "close() added %.0f MiB to the peak RSS" % (added / 2**20)
+    kept = sorted(p for p in spool.rglob("*tfevents*") if p.is_file())
+    assert sum(p.stat().st_size for p in kept) > 1 << 30
+    assert max(p.stat().st_size for p in kept) <= remote.MAX_OBJECT
+    assert len(kept) == len({p.name for p in kept}) >= 64
+    for path in (kept[0], kept[-1]):  # TensorBoard's own loader (a minute a GiB: two of the files)
+        assert [e.step for e in tb_events(str(path)) for v in e.summary.value if v.tag == "t"]
+    steps = [e.step for p in kept for e in reader.read_events(str(p), strict=True) for v in e.summary.value
+             if v.tag == "t"]
+    assert steps == list(range(1024)), "every text once, in order, over the kept files"
