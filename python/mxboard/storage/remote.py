@@ -346,7 +346,7 @@ class RemoteEventFile:
         if len(paths) == 1:
             where, target = paths[0], self._url(keys[0])
         else:
-            where = "%d files, %s to %s" % (len(paths), paths[0], os.path.basename(paths[-1]))
+            where = "%s and %d more files beside it (to %s)" % (paths[0], len(paths) - 1, os.path.basename(paths[-1]))
             target = "%s ... %s (each to the name it has)" % (self._url(keys[0]), posixpath.basename(keys[-1]))
         return ("%s: the store did not take %s in time; it is kept in %s: upload it to %s, or serve it "
                 "(tensorboard --logdir %s)" % (self.path, readable(waiting), where, target, directory))

@@ -1,0 +1,171 @@
+"""The uploader's model: Hypothesis drives one writer of a real store (SeaweedFS behind the fault
+proxy) through outages (a store that hangs, or drops every connection), their ends, the
+uploader's give-up, flushes, and the end (close), with what waits in memory only (a spool
+limit of 0) or spilling to the spool on disk.
+
+At each step it checks the rule that matters, reading the store's objects with TensorBoard's own
+loader: no record is stored twice, and they are in call order; after a flush that the store
+answered, every accepted record (its call returned) is stored; no call waits past its bound
+(here the spool always has room: a call never waits on the store). At the end, close() with the
+store back stores everything; with it down, close() raises naming the kept files, and the store
+with those files put at their keys holds every accepted record, once, in order.
+
+`make test` runs a bounded, derandomized budget; HYPOTHESIS_PROFILE=long runs more, fresh seeds."""
+import os
+import re
+import tempfile
+import time
+
+import pytest
+from hypothesis import HealthCheck, settings
+from hypothesis import strategies as st
+from hypothesis.stateful import (
+    RuleBasedStateMachine,
+    initialize,
+    invariant,
+    precondition,
+    rule,
+    run_state_machine_as_test,
+)
+
+from conftest import tb_scalars
+from mxboard import SummaryWriter
+from mxboard.storage import remote
+
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
+
+settings.register_profile("uploader-default", max_examples=10, stateful_step_count=10, deadline=None,
+                          derandomize=True, suppress_health_check=list(HealthCheck))
+settings.register_profile("uploader-quick", max_examples=4, stateful_step_count=8, deadline=None,
+                          derandomize=True, suppress_health_check=list(HealthCheck))
+settings.register_profile("uploader-long", max_examples=100, stateful_step_count=20, deadline=None,
+                          suppress_health_check=list(HealthCheck))
+PROFILE = "uploader-" + os.environ.get("HYPOTHESIS_PROFILE", "default")
+
+CALL_SECS = 1.0  # no add_scalar may take longer (the spool has room: the loop never waits on the store)
+
+
+def test_every_accepted_record_is_stored_once_or_kept(proxied, seaweed, monkeypatch, tmp_path):
+    import s3fs
+
+    proxy, bucket = proxied
+    monkeypatch.setattr(remote, "REQUEST_SECS", 1)
+    monkeypatch.setattr(remote, "RETRY_SECS", 0.1)
+    monkeypatch.setattr(remote, "GIVE_UP_SECS", 2)
+    monkeypatch.setattr(remote, "FLUSH_SECS", 1)
+    monkeypatch.setattr(remote, "UPLOAD_SECS", 0.5)
+    monkeypatch.setattr(remote, "MAX_OBJECT", 8 << 10)  # many parts from a few hundred points
+    store = s3fs.S3FileSystem(client_kwargs={"endpoint_url": seaweed.endpoint}, skip_instance_cache=True)
+    examples = iter(range(10 ** 6))
+
+    class Uploader(RuleBasedStateMachine):
+        @initialize(spool=st.sampled_from(["disk", "memory"]))
+        def start(self, spool):
+            n = next(examples)
+            proxy.set("pass")
+            self.spool = tmp_path / ("spool%d" % n)
+            monkeypatch.setenv("MXBOARD_SPOOL_DIR", str(self.spool))
+            if spool == "memory":  # no disk spool: everything waits in memory (within MAX_UNSENT)
+                monkeypatch.setenv("MXBOARD_SPOOL_MAX_BYTES", "0")
+                monkeypatch.setattr(remote, "MAX_UNSENT", 64 << 20)
+            else:  # past 2 KiB, what waits goes to the spool
+                monkeypatch.delenv("MXBOARD_SPOOL_MAX_BYTES", raising=False)
+                monkeypatch.setattr(remote, "MAX_UNSENT", 2 << 10)
+            self.prefix = "%s/model/%d" % (bucket, n)
+            self.writer = SummaryWriter("s3://" + self.prefix, flush_secs=0.2)
+            self.accepted, self.maybe, self.step = [], set(), 0
+            self.down_since = None  # the outage's start (time.monotonic()), None while the store answers
+            self.gave_up = False  # the uploader gave up in this outage
+
+        # -- the steps ---------------------------------------------------------------------
+        @rule(count=st.integers(1, 150))
+        def log(self, count):
+            for _ in range(count):
+                start = time.monotonic()
+                try:
+                    self.writer.add_scalar("x", float(self.step), self.step)
+                except OSError:  # the uploader gave up (said once, then a WriterError a call)
+                    self.maybe.add(self.step)
+                else:
+                    self.accepted.append(self.step)
+                took = time.monotonic() - start
+                assert took < CALL_SECS, "add_scalar waited %.2f s (the loop never waits on the store)" % took
+                self.step += 1
+
+        @precondition(lambda self: self.down_since is None)
+        @rule(kind=st.sampled_from(["hang", "reset"]))
+        def outage(self, kind):
+            proxy.set(kind)
+            self.down_since = time.monotonic()
+
+        @precondition(lambda self: self.down_since is not None)
+        @rule()
+        def store_back(self):
+            proxy.set("pass")
+            self.down_since, self.gave_up = None, False
+
+        @precondition(lambda self: self.down_since is not None and not self.gave_up)
+        @rule()
+        def past_give_up(self):
+            """The outage lasts past GIVE_UP_SECS: the uploader gives up (the next calls raise)."""
+            time.sleep(max(0.0, self.down_since + remote.GIVE_UP_SECS + remote.REQUEST_SECS + 0.5 - time.monotonic()))
+            self.gave_up = True
+
+        @rule()
+        def flush(self):
+            try:
+                self.writer.flush()
+            except OSError:
+                if self.down_since is None:
+                    raise  # a store that answers: flush() tries it again, and it takes everything
+                return
+            if self.down_since is None:
+                stored = self._stored()
+                assert set(self.accepted) <= set(stored), "after a flush the store answered, not stored: %s" % (
+                    sorted(set(self.accepted) - set(stored))[:10])
+
+        @invariant()
+        def each_once_in_order(self):
+            if hasattr(self, "writer"):
+                stored = self._stored()
+                assert stored == sorted(set(stored)), "stored twice or out of order: %s" % stored[:20]
+
+        def teardown(self):
+            if not hasattr(self, "writer"):
+                return
+            kept = {}
+            try:
+                self.writer.close()
+            except OSError as exc:
+                assert self.down_since is not None, "close() with the store answering raised %r" % exc
+                assert "it is kept in %s" % self.spool in str(exc), str(exc)
+                for folder, _, names in os.walk(self.spool):
+                    for name in names:
+                        assert "spooling" not in name, "a spool file left: %s" % name
+                        key = os.path.relpath(os.path.join(folder, name), self.spool)
+                        kept[re.sub(r"\.kept\d+$", "", key)] = os.path.join(folder, name)
+            finally:
+                proxy.set("pass")
+            final = self._stored(kept)
+            assert final == sorted(set(final)), "twice or out of order: %s" % final[:20]
+            assert set(self.accepted) <= set(final), "lost: %s" % sorted(set(self.accepted) - set(final))[:10]
+            assert set(final) <= set(self.accepted) | self.maybe
+
+        def _stored(self, kept=None):
+            """The steps of 'x' in the store's objects (the kept files put at their keys), in the
+            order of their names (creation order), each object read by TensorBoard's loader."""
+            store.invalidate_cache()
+            keys = {key: None for key in store.find(self.prefix) if "tfevents" in key.rsplit("/", 1)[-1]}
+            keys.update(kept or {})
+            steps = []
+            with tempfile.TemporaryDirectory() as scratch:
+                for i, key in enumerate(sorted(keys)):
+                    path = keys[key]
+                    if path is None:
+                        path = os.path.join(scratch, "%d.tfevents" % i)
+                        with open(path, "wb") as f:
+                            f.write(store.cat_file(key))
+                    steps += [s for t, s, _ in tb_scalars(path) if t == "x"]
+            return steps
+
+    run_state_machine_as_test(Uploader, settings=settings.get_profile(PROFILE))
