@@ -494,3 +494,65 @@ def test_a_gib_spool_is_kept_in_object_sized_files_with_bounded_memory(proxied, 
     steps = [e.step for p in kept for e in reader.read_events(str(p), strict=True) for v in e.summary.value
              if v.tag == "t"]
     assert steps == list(range(1024)), "every text once, in order, over the kept files"
+
+
+FULL_SPOOL = textwrap.dedent(r"""
+    import resource, signal, sys
+    import numpy as np
+    import mxboard
+    from mxboard.storage import remote
+
+    remote.MAX_UNSENT, remote.REQUEST_SECS, remote.RETRY_SECS = 2 << 20, 2, 0.2
+    w = mxboard.SummaryWriter(sys.argv[1], flush_secs=0.2)
+    w.add_scalar("before", 1.0, 0)
+    w.flush()
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit fails (EFBIG), as on a full disk
+    resource.setrlimit(resource.RLIMIT_FSIZE, (3 << 20, resource.RLIM_INFINITY))
+    print("ready", flush=True)
+    sys.stdin.readline()  # the parent hangs the store
+    for step in range(8):
+        w.add_image("photo", np.random.default_rng(step).integers(0, 256, (512, 512, 4), dtype=np.uint8), step,
+                    dataformats="HWC")
+        print("logged", step, flush=True)
+    w.close()
+""")
+
+
+def test_a_spool_whose_disk_fills_mid_outage_falls_back_to_memory_and_nothing_is_lost(proxied, monkeypatch, tmp_path,
+                                                                                     seaweed):
+    """On b621f0a a spool disk that filled mid-outage stopped the writer for good (118 of 220
+    points stored), the error not naming the spool. Now the spool's failure is one warning naming
+    it, what follows waits in memory (a call waits while memory is full: the documented bound),
+    and once the store is back every image is stored, once, in order. The disk fills at 3 MiB a
+    file (RLIMIT_FSIZE: EFBIG, as ENOSPC would)."""
+    from conftest import ROOT
+
+    proxy, bucket = proxied
+    spool = tmp_path / "spool"
+    url = "s3://%s/fullspool/run" % bucket
+    env = dict(os.environ, MXBOARD_SPOOL_DIR=str(spool), PYTHONPATH=os.path.join(ROOT, "python"))
+    with subprocess.Popen([sys.executable, "-c", FULL_SPOOL, url], env=env, text=True, stdin=subprocess.PIPE,
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE) as child:
+        try:
+            assert child.stdout.readline().strip() == "ready", child.stderr.read()
+            proxy.set("hang")
+            child.stdin.write("go\n")
+            child.stdin.flush()
+            deadline = time.monotonic() + 60
+            while not [p for p in spool.rglob("*spooling*") if p.stat().st_size >= 2 << 20]:
+                assert time.monotonic() < deadline, "nothing spooled"
+                time.sleep(0.2)
+            time.sleep(3)  # the spool fails; what follows waits in memory, bounded
+            proxy.set("pass")
+            out, err = child.communicate(timeout=120)
+        finally:
+            if child.poll() is None:
+                child.kill()
+                child.wait()
+            proxy.set("pass")
+    assert child.returncode == 0, err
+    assert out.count("logged") == 8
+    assert err.count("cannot take more") == 1 and str(spool) in err, err  # one warning, naming the spool
+    monkeypatch.setenv("AWS_ENDPOINT_URL", seaweed.endpoint)
+    steps = [e.step for e in reader.read_events(url, strict=True) for v in e.summary.value if v.tag == "photo"]
+    assert steps == list(range(8)), "every image once, in order"
