@@ -158,6 +158,28 @@ def test_reader_tolerates_and_reports_a_torn_last_record(logdir, cut):
     assert len(tb_events(path)) == 5  # TensorBoard agrees: the torn one is dropped
 
 
+@pytest.mark.parametrize("claims", [1 << 40, 1 << 62])
+def test_a_header_claiming_more_than_any_file_holds_is_a_torn_record_and_the_export_goes_on(tmp_path, capsys, claims):
+    """An 80-byte file whose header claims 2^40 or 2^62 bytes (its length's checksum right): on
+    b621f0a the reader and `python -m mxboard export` died with MemoryError, good runs included.
+    It is a torn record (what the file has is read, a window at a time), and the other runs are
+    exported."""
+    from mxboard.events import record_header
+
+    good = _written(str(tmp_path / "good"))
+    bad = tmp_path / "bad" / "events.out.tfevents.1.host.1.000000"
+    bad.parent.mkdir()
+    bad.write_bytes(record_header(claims) + b"\0" * 68)
+    with pytest.warns(TornRecordWarning, match="incomplete"):
+        assert list(read_records(str(bad))) == []
+    from mxboard.__main__ import main
+
+    with pytest.warns(TornRecordWarning, match="incomplete"):
+        main(["export", str(tmp_path), "--csv"])
+    assert capsys.readouterr().out.count("good") == 5
+    assert tb_scalars(good) == [("x", s, float(s)) for s in range(5)]
+
+
 @pytest.mark.parametrize("where", ["length", "payload"])
 def test_reader_skips_a_bad_crc_with_a_warning_or_raises_when_strict(logdir, where):
     path = _written(logdir)

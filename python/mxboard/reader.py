@@ -133,10 +133,12 @@ def _open_at(path: str, offset: int) -> Any:
 
 def _refill(f: Any, data: bytes, base: int, at: int, need: int) -> Tuple[bytes, int, int, bool]:
     """(data, base, at, more) with the unparsed rest `data[at:]` carried over and the next window
-    read after it, until `need` bytes are there (a longer record) or the file ends (more False)."""
+    read after it, until `need` bytes are there (a longer record) or the file ends (more False).
+    Read a window at a time: a length no file holds (a header claiming 2^62 bytes) costs what the
+    file has, then reads as a torn record; it is never allocated."""
     pieces, have = [data[at:]], len(data) - at
     while have < need or len(pieces) == 1:
-        piece = f.read(max(WINDOW, need - have))
+        piece = f.read(WINDOW)
         if not piece:
             return b"".join(pieces), base + at, 0, False
         pieces.append(piece)
