@@ -299,6 +299,27 @@ def test_custom_scalars_layout(logdir):
     assert charts["acc"].margin.series[0].upper == "acc_hi"
 
 
+def test_one_writers_layout_call_waiting_never_holds_another_writers(tmp_path):
+    """On b621f0a the layout lock was a class attribute: a layout call of one writer waiting for
+    room in its queue (it holds the lock while it queues) held every writer's in the process.
+    Each writer has its own now."""
+    import threading
+
+    first, second = SummaryWriter(str(tmp_path / "a")), SummaryWriter(str(tmp_path / "b"))
+    with first._layout_lock:  # as a call of the first writer, blocked in its full queue, holds it
+        done = threading.Event()
+        threading.Thread(target=lambda: (second.add_custom_scalars({"c": {"x": ["Multiline", ["x"]]}}), done.set()),
+                         daemon=True).start()
+        assert done.wait(10), "the second writer's layout call waited for the first writer's"
+    first.close()
+    second.close()
+    from tensorboard.plugins.custom_scalar import layout_pb2
+
+    (_, data), = tensor_values(plugin_accumulator(str(tmp_path / "b")), "custom_scalars__config__")
+    (category,) = layout_pb2.Layout.FromString(data.item()).category  # as TensorBoard reads it
+    assert category.title == "c" and list(category.chart[0].multiline.tag) == ["x"]
+
+
 @needs("chromium")
 def test_images_as_served_are_decoded_by_chromium_pixel_for_pixel(logdir, serve, tmp_path):
     # mxboard writes PNGs of its own (Up filter, zlib RLE): the browser must decode them as drawn

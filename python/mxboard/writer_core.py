@@ -10,6 +10,7 @@ opens a worker and files of its own.
 from __future__ import annotations
 
 import contextlib
+import threading
 import weakref
 from typing import Any, Optional, TypeVar, Union
 
@@ -70,6 +71,7 @@ class WriterCore(CallStamps):
         self._suffix = suffix
         self._verbose = verbose
         self._closed = False
+        self._layout_lock = threading.Lock()  # this writer's layout calls, one at a time (writer_dashboards.py)
         self._open(purge_step)
 
     @property

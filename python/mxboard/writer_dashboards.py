@@ -4,7 +4,6 @@ dashboards. Parts of `SummaryWriter` (writer.py); `WriterCore` (writer_core.py) 
 (summaries/) or a task (projector.py)."""
 from __future__ import annotations
 
-import threading
 import warnings
 from collections.abc import Mapping, Sequence
 from types import MappingProxyType
@@ -326,10 +325,9 @@ class LayoutCalls(WriterCore):
     """`SummaryWriter`'s hparams and custom-scalar layout calls."""
 
     # The Custom Scalars charts logged so far, replaced whole by each call (never changed in
-    # place); the lock makes a call's merge and its queueing one step, so that the last layout
-    # queued holds every call's charts.
+    # place); the writer's `_layout_lock` (writer_core.py: one a writer) makes a call's merge and
+    # its queueing one step, so that the last layout queued holds every call's charts.
     _layout: Mapping[str, Mapping[str, Any]] = MappingProxyType({})
-    _layout_lock = threading.Lock()
 
     @peer_names({"name": "run_name"}, peer_order=("hparam_dict", "metric_dict", "name", "global_step"),
                 is_peer_order=lambda args: len(args) > 2 and isinstance(args[2], str))
