@@ -204,8 +204,8 @@ class Worker:
             self._drain()  # calls that raced close(): what they queued before `state` said so
             self._output.close(deadline)  # a store's files: until the deadline, then kept on disk
             fault = self._close_error or unreported  # the news first: where close() kept what a store did not take
-            if fault is not unreported and unreported is not None and not isinstance(unreported, WriterError) \
-                    and fault.__cause__ is None:
+            if fault is not None and fault is not unreported and unreported is not None \
+                    and not isinstance(unreported, WriterError) and fault.__cause__ is None:
                 fault.__cause__ = unreported  # the error no call had raised yet: told as its cause
         finally:  # also after a Ctrl-C in the store's wait: callers waiting for room are released
             lifecycle.forget(self)  # after the files' close: a SIGTERM meanwhile keeps what they hold
