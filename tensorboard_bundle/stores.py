@@ -21,7 +21,7 @@ import urllib.request
 import xml.etree.ElementTree as ElementTree
 from typing import Any, Dict
 
-from mxboard.storage.remote import open_filesystem
+from mxboard.storage.remote import S3_REQUESTS, open_filesystem
 
 __all__ = ["open_reader", "FsspecReader", "S3Reader"]
 
@@ -68,7 +68,7 @@ class S3Reader:
         self._prefix = prefix.strip("/") + "/" if prefix.strip("/") else ""
         self.root = (self.bucket + "/" + self._prefix).rstrip("/")
         self._client = botocore.session.get_session().create_client("s3", config=Config(
-            signature_version="s3v4", connect_timeout=5, read_timeout=20, retries={"max_attempts": 1}))
+            signature_version="s3v4", **S3_REQUESTS))
         self._fallback = None  # fsspec's reader, made at the first refusal
         self._refused = False  # this pass's listing was refused: this pass reads through fsspec
         self._pages = {}  # page number -> (its bytes as last read, entries, next token)

@@ -6,6 +6,8 @@ import struct
 import warnings
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from conftest import event_files, run_python, tb_events, tb_scalars
 from mxboard import SummaryWriter
@@ -245,3 +247,35 @@ with mxboard.SummaryWriter(LOGDIR) as w:
 """)
     assert [s for _, s, _ in tb_scalars(event_files(str(tmp_path))[0])] == list(range(100))
     assert len(list(read_events(str(tmp_path)))) == 102  # file version, 100 scalars, the image
+
+
+@settings(max_examples=200, deadline=None, derandomize=True)
+@given(sizes=st.lists(st.integers(0, 3000), min_size=1, max_size=12), cut=st.integers(0, 40000),
+       room=st.integers(0, 40000), at_least_one=st.booleans())
+def test_the_one_record_scanner_frames_alike_for_the_reader_the_uploader_and_the_mirror(tmp_path_factory, sizes, cut,
+                                                                                        room, at_least_one):
+    """events.whole_records is the framing the uploader cuts its objects with (take_records) and
+    the mirror copies by; the reader frames the same bytes the same way (each record checked)."""
+    import collections
+
+    from mxboard.events import frame, whole_records
+    from mxboard.storage.remote import take_records
+
+    payloads = [bytes([i % 251]) * n for i, n in enumerate(sizes)]
+    records = [frame(p) for p in payloads]
+    stream = b"".join(records)
+    bounds = [sum(len(r) for r in records[:i]) for i in range(len(records) + 1)]
+    cut = min(cut, len(stream))
+    whole = max(b for b in bounds if b <= cut)
+    assert whole_records(stream[:cut], 1 << 30) == (whole, None)  # the mirror's: up to the last whole record
+    path = str(tmp_path_factory.mktemp("scan") / "events.out.tfevents.1.h.1.000000")
+    with open(path, "wb") as f:
+        f.write(stream[:cut])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", TornRecordWarning)  # a cut inside a record: torn, as expected
+        assert list(read_records(path)) == payloads[:bounds.index(whole)]  # the reader's: the same records
+    waiting = collections.deque([stream])
+    taken = b"".join(take_records(waiting, room, at_least_one))  # the uploader's: whole records within room
+    assert taken + b"".join(waiting) == stream and len(taken) in bounds
+    first = bounds[1]
+    assert len(taken) == max(b for b in bounds if b <= room or (at_least_one and b == first and room < first))

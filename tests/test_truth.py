@@ -17,7 +17,7 @@ import pytest
 
 from conftest import ROOT, event_files, projector_config, run_python, started_worker, tb_scalars
 from mxboard import SummaryWriter
-from mxboard.worker import Record
+from mxboard.intake import Record
 
 
 def served_steps(serve, logdir, tag, count, run="."):

@@ -10,8 +10,8 @@ import pytest
 
 from conftest import accumulator, event_files, run_python, started_worker, tb_events, tb_scalars
 from mxboard import SummaryWriter, WriterError, lifecycle, proto
+from mxboard.intake import Record
 from mxboard.reader import TornRecordWarning, read_events
-from mxboard.worker import Record
 
 
 def _summary(tag, value):

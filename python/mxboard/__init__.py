@@ -1,7 +1,7 @@
 """mxboard: log TensorBoard event files from MXNet (or anything numpy-speaking), without
 TensorFlow and without blocking the training loop."""
 from .global_writer import GlobalSummaryWriter
-from .worker import WriterError
+from .intake import WriterError
 from .writer import SummaryWriter
 
 __all__ = ["GlobalSummaryWriter", "SummaryWriter", "WriterError"]

@@ -17,12 +17,10 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 
 def peer_names(aliases: Optional[Dict[str, str]] = None, peer_order: Optional[Sequence[str]] = None,
-               is_peer_order: Optional[Callable[[Any], bool]] = None,
-               check_positional: Optional[Callable[..., None]] = None) -> Callable[[F], F]:
+               is_peer_order: Optional[Callable[[Any], bool]] = None) -> Callable[[F], F]:
     """A method decorator. `aliases` maps a peer's keyword name to ours. When
     `is_peer_order(args)` holds for the positional arguments, they are bound by the names in
-    `peer_order` (peer names allowed) instead of by position. `check_positional(args, kwargs)`
-    may raise on positional values that 0.1.0's order cannot mean."""
+    `peer_order` (peer names allowed) instead of by position."""
     aliases = dict(aliases or {})
     order = tuple(peer_order or ())
 
@@ -42,8 +40,6 @@ def peer_names(aliases: Optional[Dict[str, str]] = None, peer_order: Optional[Se
                         raise TypeError("%s() got multiple values for argument %r" % (name, key))
                     kwargs[key] = value
                 args = ()
-            elif check_positional is not None and args:
-                check_positional(args, kwargs)
             for peer, ours in aliases.items():
                 if peer in kwargs:
                     if kwargs[peer] is None:  # the peers' default: not given

@@ -35,13 +35,15 @@ def frame(payload: bytes) -> bytes:
     return b"".join((record_header(len(payload)), payload, RECORD_TRAILER.pack(masked_crc32c(payload))))
 
 
-def whole_records(data: bytes, limit: int) -> Tuple[int, Optional[str]]:
+def whole_records(data: bytes, limit: int, room: Optional[int] = None,
+                  at_least_one: bool = False) -> Tuple[int, Optional[str]]:
     """(end, problem) of a TFRecord stream's bytes `data`, from a record's start: `end` is where
-    its last whole record ends; `problem` why no record can follow there however the stream
-    grows (a length over `limit`, or one over 1 MiB whose checksum is wrong), else None (the
-    rest is a record still incomplete). Payloads are not checked, nor the checksums of smaller
-    lengths: a reader checks those, and what they claim costs it little (this runs on every
-    byte a mirror copies)."""
+    its last whole record ends (within `room` bytes if given: the first record alone may pass it,
+    with `at_least_one`); `problem` why no record can follow there however the stream grows (a
+    length over `limit`, or one over 1 MiB whose checksum is wrong), else None (the rest is a
+    record still incomplete, or past `room`). Payloads are not checked, nor the checksums of
+    smaller lengths: a reader checks those, and what they claim costs it little (this runs on
+    every byte a mirror copies, and an uploader cuts its objects with it)."""
     offset, size, unpack = 0, len(data), RECORD_HEADER.unpack_from
     while size - offset >= 12:  # RECORD_HEADER.size
         length, length_crc = unpack(data, offset)
@@ -51,7 +53,7 @@ def whole_records(data: bytes, limit: int) -> Tuple[int, Optional[str]]:
             if length > limit:
                 return offset, "a record at byte %d claims %d bytes, over the limit of %d" % (offset, length, limit)
         end = offset + length + 16  # with RECORD_HEADER.size and RECORD_TRAILER.size
-        if end > size:
+        if end > size or room is not None and end > room and not (at_least_one and offset == 0):
             break
         offset = end
     return offset, None

@@ -39,12 +39,10 @@ from . import lifecycle
 from .callsite import CallSite, warn_at
 from .intake import (
     MAX_QUEUE_BYTES,
-    WAKE_EVERY,
     Intake,
     Item,
     Outcome,
     PendingScalar,
-    Record,
     ScalarColumns,
     Task,
     WriterError,
@@ -54,7 +52,7 @@ from .output import Output
 from .storage import remote
 from .storage.local import FileDeletedError
 
-__all__ = ["PendingScalar", "Record", "State", "Task", "Worker", "WriterError", "WAKE_EVERY"]
+__all__ = ["State", "Worker"]
 
 log = logging.getLogger("mxboard")
 

@@ -12,7 +12,7 @@ from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 from ._descriptors import SERIALIZED
 
 __all__ = [
-    "POOL", "AttrValue", "AudioPluginData", "Category", "Chart", "DataClass", "DataType", "Event",
+    "POOL", "AttrValue", "AudioPluginData", "Category", "Chart", "DataType", "Event",
     "GraphDef", "HistogramPluginData", "HistogramProto", "ImagePluginData", "Layout",
     "MarginChartContent", "MeshPluginData", "MultilineChartContent", "NameAttrList", "NodeDef",
     "PrCurvePluginData", "ScalarPluginData", "SessionLog", "Summary", "SummaryMetadata",
@@ -57,7 +57,6 @@ HistogramProto = _message("mxboard.HistogramProto")
 TensorProto = _message("mxboard.TensorProto")
 TensorShapeProto = _message("mxboard.TensorShapeProto")
 DataType = _enum("mxboard.DataType")
-DataClass = _enum("mxboard.DataClass")
 GraphDef = _message("mxboard.GraphDef")
 NodeDef = _message("mxboard.NodeDef")
 AttrValue = _message("mxboard.AttrValue")

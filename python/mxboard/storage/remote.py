@@ -45,12 +45,12 @@ import time
 from typing import Any, ContextManager, Deque, Dict, List, Optional, Tuple, Union
 
 from .. import lifecycle
-from ..events import event_file_name
+from ..events import event_file_name, whole_records
 from .names import components, part_key, run_of
 from .sizes import readable
 from .spool import Spool, Spooled, create_private, settings
 
-__all__ = ["RemoteEventFile", "RemoteStorage", "open_filesystem", "UPLOAD_SECS", "MAX_OBJECT"]
+__all__ = ["RemoteEventFile", "RemoteStorage", "open_filesystem", "S3_REQUESTS", "UPLOAD_SECS", "MAX_OBJECT"]
 
 log = logging.getLogger("mxboard")
 
@@ -61,7 +61,12 @@ REQUEST_SECS = 30  # one request, as a whole (connection, 100-continue, body, an
 RETRY_SECS = 2  # the first backoff, doubled at each failure, at most 60 s
 GIVE_UP_SECS = 180  # uploads failing for this long: writing stops, the caller hears of it
 FLUSH_SECS = 30  # flush() and close() wait at most this long for the store
+MAX_OBJECT_RECORD = 1 << 62  # the writer's own records: any length it wrote is whole
 FIRST_PART = 1  # the number of a file's second object (a test knob: parts past 9999 without 10,000 uploads)
+# botocore's settings for every S3 request of the writer and the server's mirror: an unreachable
+# endpoint fails in seconds, and one try a request (each caller retries on its own clock)
+S3_REQUESTS: Dict[str, Any] = {"connect_timeout": 5, "read_timeout": 20,
+                               "retries": {"max_attempts": 1, "mode": "standard"}}
 
 
 def open_filesystem(url: str) -> Tuple[Any, str]:
@@ -80,8 +85,7 @@ def open_filesystem(url: str) -> Tuple[Any, str]:
                          % (url, protocol + "://", ", ".join(sorted(fsspec.available_protocols())[:12]) + "..."))
     options: Dict[str, Any] = {"skip_instance_cache": True}
     if protocol in ("s3", "s3a"):
-        options["config_kwargs"] = {"connect_timeout": 5, "read_timeout": 20,
-                                    "retries": {"max_attempts": 1, "mode": "standard"}}
+        options["config_kwargs"] = dict(S3_REQUESTS)
     try:
         fs, root = fsspec.core.url_to_fs(url, **options)
     except ImportError as exc:
@@ -494,18 +498,6 @@ def _create_kept(directory: str, key: str) -> Tuple[Any, str]:
     raise FileExistsError(errno.EEXIST, "no free name to keep what waits", os.path.join(directory, *parts))
 
 
-def _whole_records(buffer: bytes, limit: int, at_least_one: bool = False) -> int:
-    """The length of the longest run of whole TFRecords at the start of `buffer` within `limit`
-    bytes (the first record alone if it is longer and `at_least_one`; else 0)."""
-    offset = 0
-    while offset < len(buffer):
-        end = offset + 16 + int.from_bytes(buffer[offset:offset + 8], "little")
-        if end > limit and not (at_least_one and offset == 0):
-            break
-        offset = end
-    return offset
-
-
 def take_records(waiting: Deque[bytes], room: int, at_least_one: bool) -> List[bytes]:
     """Take whole records from the front of `waiting` (a deque of bytes, each whole records)
     within `room` bytes (the first record alone if it is longer and `at_least_one`), splitting a
@@ -514,7 +506,7 @@ def take_records(waiting: Deque[bytes], room: int, at_least_one: bool) -> List[b
     while waiting and (room > 0 or at_least_one and not taken):
         piece = waiting[0]
         if len(piece) > room:
-            cut = _whole_records(piece, room, at_least_one=at_least_one and not taken)
+            cut, _ = whole_records(piece, MAX_OBJECT_RECORD, room=room, at_least_one=at_least_one and not taken)
             if not cut:
                 break
             if cut < len(piece):
