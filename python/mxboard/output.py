@@ -134,9 +134,10 @@ class Output:
 
     def _keep_after_error(self, batch: Batch) -> None:
         """After a store's uploader gave up, what calls that returned queued is still handed to
-        the files that keep it (a store's: close() uploads it or keeps it on disk); a local
-        file's error stops its writes (a full disk would tear records)."""
-        keeping = {f for f in self.files if getattr(f, "keeps_after_error", False)}
+        the files that keep it, and a flush tries the store again (a store that is back takes
+        it; else close() keeps it on disk); a local file's error stops its writes (a full disk
+        would tear records)."""
+        keeping = [f for f in self.files if getattr(f, "keeps_after_error", False)]
         if not keeping:
             return
         records = [entry for entry in batch.items if type(entry[1]) is Record]
@@ -146,6 +147,12 @@ class Output:
                 try:
                     event_file.write(data)
                 except OSError:  # the error already held: the data is kept all the same
+                    pass
+        if any(barrier.sync for barrier in batch.barriers):
+            for event_file in keeping:
+                try:
+                    event_file.sync(True)
+                except OSError:  # still down: kept, the error already held
                     pass
 
     def _failed(self, exc: BaseException) -> None:
