@@ -33,8 +33,14 @@ that loader reads local paths only, and the Python one reads a store ten times s
   refused). A directory named by the user is reused only when empty or a mirror already; then
   each file is checked against the manifest (bytes written after its last save are cut and
   fetched again, a file lost or shortened is fetched anew), and everything the store no longer
-  holds is removed. Nothing is written, replaced or removed through a symlink, nor below an
-  `exclude`d path (where a --logdir_spec serves another logdir: logdirs.py).
+  holds is removed. Nothing is written, replaced or removed through a symlink (the manifest
+  goes to a new file of its own, O_EXCL, then renamed; a link or a file planted at the staging
+  directory's name is removed; files are opened O_NOFOLLOW, directories checked with lstat),
+  nor below an `exclude`d path (where a --logdir_spec serves another logdir: logdirs.py). A
+  directory of another user is refused.
+- An object the store lists but will not return (403: archived, a key the server may not use;
+  a timeout) is said once, naming it and why, and tried again backing off, as a local error on
+  one file is; the rest of its run and the other runs are served.
 """
 import errno
 import json
@@ -43,6 +49,7 @@ import os
 import posixpath
 import shutil
 import stat
+import tempfile
 import threading
 import time
 import weakref
@@ -135,10 +142,14 @@ class Mirror:
 
     def _claim(self, directory):
         os.makedirs(directory, exist_ok=True)
+        owner = os.stat(directory).st_uid
+        if hasattr(os, "getuid") and owner != os.getuid():
+            raise ValueError("%s belongs to another user (uid %d), who could make this server write where they "
+                             "choose: name a directory of your own" % (directory, owner))
         path = os.path.join(directory, MANIFEST)
         manifest = None
-        if os.path.exists(path):
-            with open(path) as f:
+        if os.path.lexists(path):
+            with os.fdopen(os.open(path, os.O_RDONLY | _NOFOLLOW)) as f:  # a symlink there: ELOOP, never read
                 manifest = json.load(f)
             if manifest.get("url") != self.url:
                 raise ValueError("%s mirrors %s, not %s: name another directory" % (directory, manifest.get("url"),
@@ -339,8 +350,11 @@ class Mirror:
             for (job, key, start, end), data in zip(batch, results):
                 if job.failed or job.ended:
                     continue
-                if isinstance(data, BaseException) or len(data) != end - start:
-                    job.failed = True  # the store's: tried again at the next pass
+                if isinstance(data, BaseException):  # refused (403: archived, a key it may not use), gone, late
+                    self._failed(job, key, data)  # said once, tried again backing off, the run shows the rest
+                    continue
+                if len(data) != end - start:
+                    job.failed = True  # changed under the read: copied anew at the next pass
                     continue
                 self.bytes_read += len(data)
                 try:
@@ -423,8 +437,10 @@ class Mirror:
             self._files[job.name].update(pieces=job.pieces, done=True, ended=job.ended)
         else:
             staging = self._staging(job)
-            if not os.path.exists(staging):  # an empty object
-                open(staging, "wb").close()
+            if not os.path.lexists(staging):  # an empty object
+                self._append(staging, 0, b"")
+            if not stat.S_ISREG(os.lstat(staging).st_mode):  # planted since: never put in place
+                raise OSError(errno.ELOOP, "not a file the mirror wrote (a symlink?)", staging)
             old = self._files.get(job.name)
             os.replace(staging, self._place(job.local))
             if old and old["local"] != job.local:
@@ -435,7 +451,8 @@ class Mirror:
             log.warning("mirror: %s is copied now", posixpath.join(self.url, job.name))
 
     def _failed(self, job, key, exc):
-        """A local error on one file: logged, and that file tried again later (backing off)."""
+        """An error on one file (local, or the store's refusal to return it): logged, that file
+        tried again later (backing off), the others going on."""
         job.failed = True
         count = self._retry.get(job.name, [0, 0.0])[0] + 1
         wait = min(RETRY_SECS, self.interval * 2 ** count)
@@ -446,8 +463,17 @@ class Mirror:
         return False
 
     def _staging(self, job):
-        os.makedirs(os.path.join(self.directory, STAGING), exist_ok=True)
-        return os.path.join(self.directory, STAGING, "%x" % (hash(job.name) & 0xFFFFFFFFFFFF))
+        """The file a non-event object is fetched into before it replaces its own: in the mirror's
+        own staging directory (a symlink or a file planted at its name is removed, never
+        followed)."""
+        path = os.path.join(self.directory, STAGING)
+        try:
+            if not stat.S_ISDIR(os.lstat(path).st_mode):
+                os.unlink(path)  # removes a link itself, never what it points to
+                raise FileNotFoundError(path)
+        except FileNotFoundError:
+            os.mkdir(path, 0o700)
+        return os.path.join(path, "%x" % (hash(job.name) & 0xFFFFFFFFFFFF))
 
     def _append(self, path, offset, data):
         """Append `data` to the file `path` (never through a symlink), which must hold `offset`
@@ -512,12 +538,19 @@ class Mirror:
             log.warning("mirror: %s is not removed (%s: %s)", entry["local"], type(exc).__name__, exc)
 
     def _save(self):
+        """Write the manifest: to a new file of a name no one can have planted (O_EXCL, which
+        never follows a symlink), then renamed over the old one (a rename replaces a link
+        itself)."""
         self._unsaved, self._saved_at = False, time.monotonic()
         self._manifest["bytes_read"] = self.bytes_read
-        path = os.path.join(self.directory, MANIFEST)
-        with open(path + ".new", "w") as f:
-            json.dump(self._manifest, f)
-        os.replace(path + ".new", path)
+        fd, new = tempfile.mkstemp(prefix=MANIFEST + ".", suffix=".new", dir=self.directory)
+        try:
+            with os.fdopen(fd, "w") as f:
+                json.dump(self._manifest, f)
+            os.replace(new, os.path.join(self.directory, MANIFEST))
+        except BaseException:
+            _remove(new)
+            raise
 
 
 def _remove(path, remove=os.remove):

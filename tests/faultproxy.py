@@ -10,7 +10,7 @@ import threading
 import time
 import urllib.parse
 
-MODES = ("pass", "hang", "reset", "slow", "lost_ack", "refuse_presigned")
+MODES = ("pass", "hang", "reset", "slow", "lost_ack", "refuse_presigned", "refuse_objects")
 
 
 class FaultProxy:
@@ -19,12 +19,14 @@ class FaultProxy:
     connection with a TCP reset instead of answering (a store restarting); 'slow' answers `delay`
     seconds late; 'lost_ack' forwards a PUT, then answers 504 (its answer lost), for the next
     `lose_next` PUTs; 'refuse_presigned' answers 403 to presigned requests (a signature in the
-    query), as a store that does not take them. `puts` counts the PUTs the store performed,
+    query), as a store that does not take them; 'refuse_objects' answers 403 InvalidObjectState to
+    a GET whose path holds `refused` (an object archived to Glacier), counted in `refusals`, and
+    forwards the rest. `puts` counts the PUTs the store performed,
     `put_bytes` their bodies' bytes, `presigned` the presigned requests forwarded."""
 
     def __init__(self, upstream):
         self.upstream = urllib.parse.urlsplit(upstream).netloc
-        self.mode, self.delay, self.lose_next = "pass", 25.0, 0
+        self.mode, self.delay, self.lose_next, self.refused, self.refusals = "pass", 25.0, 0, "", 0
         self.puts = self.put_bytes = self.presigned = 0
         self._lock = threading.Lock()
         self._released = threading.Event()
@@ -61,6 +63,18 @@ class FaultProxy:
                     return
                 if proxy.mode == "slow":
                     time.sleep(proxy.delay)
+                if proxy.mode == "refuse_objects" and self.command == "GET" and proxy.refused \
+                        and proxy.refused in urllib.parse.unquote(self.path.split("?")[0]):
+                    with proxy._lock:
+                        proxy.refusals += 1
+                    refusal = (b"<?xml version='1.0' encoding='UTF-8'?><Error><Code>InvalidObjectState</Code>"
+                               b"<Message>The operation is not valid for the object's storage class</Message></Error>")
+                    self.send_response(403)
+                    self.send_header("Content-Type", "application/xml")
+                    self.send_header("Content-Length", str(len(refusal)))
+                    self.end_headers()
+                    self.wfile.write(refusal)
+                    return
                 if proxy.mode == "refuse_presigned" and "X-Amz-Signature=" in self.path:
                     self.send_response(403)
                     self.send_header("Content-Length", "0")
