@@ -52,7 +52,7 @@ def test_every_accepted_record_is_stored_once_or_kept(proxied, seaweed, monkeypa
     monkeypatch.setattr(remote, "REQUEST_SECS", 1)
     monkeypatch.setattr(remote, "RETRY_SECS", 0.1)
     monkeypatch.setattr(remote, "GIVE_UP_SECS", 2)
-    monkeypatch.setattr(remote, "FLUSH_SECS", 1)
+    monkeypatch.setattr(remote, "FLUSH_SECS", 3)  # room for a request of the outage to fail late (1 s) and two more
     monkeypatch.setattr(remote, "UPLOAD_SECS", 0.5)
     monkeypatch.setattr(remote, "MAX_OBJECT", 8 << 10)  # many parts from a few hundred points
     store = s3fs.S3FileSystem(client_kwargs={"endpoint_url": seaweed.endpoint}, skip_instance_cache=True)

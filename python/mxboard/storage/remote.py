@@ -281,14 +281,21 @@ class RemoteEventFile:
         store, at most FLUSH_SECS or until `deadline` (time.monotonic()) (a store that is down
         keeps the data, and is retried)."""
         with self._lock:
+            retried = False
             if force and self._error is not None and self._pending() and not self._stopping:
                 self._try_again()
+                retried = True
             self._raise_error()
             if force and self._pending():
                 self._flushes += 1
                 self._lock.notify_all()
                 deadline = time.monotonic() + FLUSH_SECS if deadline is None else deadline
-                while self._pending() and self._error is None and time.monotonic() < deadline:
+                while self._pending() and time.monotonic() < deadline:
+                    if self._error is not None:  # gave up meanwhile (a request of the outage failing late)
+                        if retried or self._stopping:
+                            break
+                        self._try_again()  # once more: the store may be back by now
+                        retried = True
                     self._lock.wait(deadline - time.monotonic())
                 self._raise_error()
                 if self._pending() and not self._interrupted:
