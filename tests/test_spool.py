@@ -556,3 +556,23 @@ def test_a_spool_whose_disk_fills_mid_outage_falls_back_to_memory_and_nothing_is
     monkeypatch.setenv("AWS_ENDPOINT_URL", seaweed.endpoint)
     steps = [e.step for e in reader.read_events(url, strict=True) for v in e.summary.value if v.tag == "photo"]
     assert steps == list(range(8)), "every image once, in order"
+
+
+def test_the_flush_warning_counts_what_the_store_has_not_confirmed(proxied, monkeypatch, tmp_path, caplog):
+    """On b621f0a a flush during an outage said "the store has not taken 0 bytes after 30 s"
+    while 4.6 KiB waited unconfirmed (in a put that got no answer): it counted only what waited
+    in memory. Now it counts both, readably."""
+    proxy, bucket = proxied
+    _spool_after_one_mib(monkeypatch, tmp_path / "spool", flush_secs=2)
+    writer = SummaryWriter("s3://%s/counted/run" % bucket, flush_secs=0.2)
+    writer.add_scalar("x", 0.0, 0)
+    writer.flush()
+    proxy.set("hang")
+    for step in range(1, 101):
+        writer.add_scalar("x", float(step), step)
+    writer.flush()  # its put of them hangs: they wait unconfirmed, none in memory
+    (said,) = [r.getMessage() for r in caplog.records if "has not taken" in r.getMessage()]
+    taken = said.split("has not taken ")[1].split(" after")[0]
+    assert taken != "0 B" and taken.endswith(("B", "KiB")), said
+    proxy.set("pass")
+    writer.close()
