@@ -52,6 +52,8 @@ class Output:
         self._series: List[ScalarSeries] = []  # by id
         self._lock = threading.Lock()  # callers' threads add series
         self.write_error: Optional[BaseException] = None  # the I/O error after which nothing more is written
+        self._keeping = False  # write_error is a store's give-up, whose file kept what came after it
+        self.recovered = False  # close(): the store took everything after all (write_error is moot)
         self._closing = False  # close() has begun (interrupt)
         self.storage: Storage = open_storage(logdir, write_to_disk)  # checked here, on the caller's thread
 
@@ -123,13 +125,13 @@ class Output:
                 self._failed(exc)
                 return
             except OSError as exc:
-                self._failed(exc)
+                self._failed(exc, event_file)
                 return
         for event_file in self.files:  # an object store's files upload when it is time (storage/remote.py)
             try:
                 event_file.sync(any(barrier.sync for barrier in batch.barriers))
             except OSError as exc:
-                self._failed(exc)
+                self._failed(exc, event_file)
                 return
 
     def _keep_after_error(self, batch: Batch) -> None:
@@ -155,8 +157,9 @@ class Output:
                 except OSError:  # still down: kept, the error already held
                     pass
 
-    def _failed(self, exc: BaseException) -> None:
+    def _failed(self, exc: BaseException, event_file: Optional[EventFile] = None) -> None:
         self.write_error = exc
+        self._keeping = bool(getattr(event_file, "keeps_after_error", False))  # a store's give-up: close() retries
         self._hold(exc)
 
     def _encode(self, items: Sequence[Tuple[int, Any, int]], chunks: List[Columns]) -> Dict[EventFile, bytes]:
@@ -237,15 +240,18 @@ class Output:
         with self._lock:
             self._series = []
         interrupted: Optional[KeyboardInterrupt] = None
+        clean = True
         for event_file in self.files:
             try:  # after a Ctrl-C, no more waiting: the other files keep what waits at once
                 event_file.close(deadline if interrupted is None else time.monotonic())
             except OSError as exc:
+                clean = False
                 self._hold(exc)
             except KeyboardInterrupt as exc:  # every file is still closed (keeping at once), then it goes on
                 interrupted = interrupted or exc
         if interrupted is not None:
             raise interrupted
+        self.recovered = clean and self._keeping  # the store came back: every record it gave up on is in it
 
     def keep_waiting(self, deadline: float) -> None:
         """A signal ends the process: a store's files wait for their uploads until `deadline`,

@@ -201,6 +201,8 @@ class Worker:
         try:
             self._drain()  # calls that raced close(): what they queued before `state` said so
             self._output.close(deadline)  # a store's files: until the deadline, then kept on disk
+            if self._output.recovered and unreported is self._output.write_error:
+                unreported = None  # a store's give-up no call heard of, and the store took everything at close
             fault = self._close_error or unreported  # the news first: where close() kept what a store did not take
             if fault is not None and fault is not unreported and unreported is not None \
                     and not isinstance(unreported, WriterError) and fault.__cause__ is None:
