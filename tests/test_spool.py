@@ -1,6 +1,7 @@
 """An object store that stops answering: the local spool (the loop never waits on the store),
 and close()'s bound with a hung store (storage/spool.py, storage/remote.py). Beside
 test_remote.py so that make test's two processes share the load."""
+import contextlib
 import os
 import signal
 import stat
@@ -33,6 +34,29 @@ def _spool_after_one_mib(monkeypatch, spool, flush_secs):
     monkeypatch.setattr(remote, "MAX_UNSENT", 1 << 20)
     monkeypatch.setattr(remote, "REQUEST_SECS", 2)
     monkeypatch.setattr(remote, "FLUSH_SECS", flush_secs)
+
+
+@contextlib.contextmanager
+def _child_in_an_outage(proxy, script, args, spool, outage="hang", **popen):
+    """A child process running `script` with mxboard from this checkout and `spool` as its spool
+    directory: once it prints "ready", the store goes down (`outage`) and the child is told to
+    go on. At the end it is killed if still running, and the store is back."""
+    from conftest import ROOT
+
+    env = dict(os.environ, MXBOARD_SPOOL_DIR=str(spool), PYTHONPATH=os.path.join(ROOT, "python"))
+    with subprocess.Popen([sys.executable, "-c", script] + list(args), env=env, text=True, bufsize=1,
+                          stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, **popen) as child:
+        try:
+            assert child.stdout.readline().strip() == "ready", child.stderr.read()
+            proxy.set(outage)
+            child.stdin.write("go\n")
+            child.stdin.flush()
+            yield child
+        finally:
+            if child.poll() is None:
+                child.kill()
+                child.wait()
+            proxy.set("pass")
 
 
 def test_a_store_hung_for_a_minute_never_holds_the_loop_and_every_image_is_stored_once(proxied, monkeypatch,
@@ -319,39 +343,26 @@ def test_every_end_keeps_what_the_store_did_not_take_all_writers_within_one_dead
     directory (read by TensorBoard's own loader), says where, and all four writers take one
     deadline (6 s here, 30 s by default), not one each. The client libraries' tracebacks of the
     failed uploads stay off stderr."""
-    from conftest import ROOT, tb_scalars
+    from conftest import tb_scalars
 
     proxy, bucket = proxied
     spool = tmp_path / "spool"
-    env = dict(os.environ, MXBOARD_SPOOL_DIR=str(spool), PYTHONPATH=os.path.join(ROOT, "python"))
     url = "s3://%s/ending-%s/run" % (bucket, how)
-    child = subprocess.Popen([sys.executable, "-c", ENDING, url, "4", how], env=env, text=True, bufsize=1,
-                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
-    with child:  # its pipes closed at the end
-        try:
-            assert child.stdout.readline().strip() == "ready", child.stderr.read()
-            proxy.set(outage)  # a store that never answers, or drops every connection
-            child.stdin.write("go\n")
-            child.stdin.flush()
-            assert child.stdout.readline().strip() == "logged", child.stderr.read()
-            start = time.monotonic()
-            if how == "sigterm":
-                child.send_signal(signal.SIGTERM)
-            elif how == "sigint":
-                child.send_signal(signal.SIGINT)
-            elif how == "sigint_in_close":
-                assert child.stdout.readline().strip() == "closing"
-                time.sleep(2)  # the first close() waits for the store
-                child.send_signal(signal.SIGINT)
-            child.wait(60)
-            took = time.monotonic() - start
-            stderr = child.stderr.read()
-        finally:
-            if child.poll() is None:
-                child.kill()
-                child.wait()
-            proxy.set("pass")
+    with _child_in_an_outage(proxy, ENDING, [url, "4", how], spool, outage,  # a store that hangs, or drops
+                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL)) as child:
+        assert child.stdout.readline().strip() == "logged", child.stderr.read()
+        start = time.monotonic()
+        if how == "sigterm":
+            child.send_signal(signal.SIGTERM)
+        elif how == "sigint":
+            child.send_signal(signal.SIGINT)
+        elif how == "sigint_in_close":
+            assert child.stdout.readline().strip() == "closing"
+            time.sleep(2)  # the first close() waits for the store
+            child.send_signal(signal.SIGINT)
+        child.wait(60)
+        took = time.monotonic() - start
+        stderr = child.stderr.read()
     expected = {"sigterm": {-signal.SIGTERM}, "exit": {1}}.get(how, {1, -signal.SIGINT})  # 1: kept, not stored
     assert child.returncode in expected, (child.returncode, stderr)
     assert took < 6 + 4, "four writers, one deadline of 6 s: %.1f s\n%s" % (took, stderr)
@@ -464,24 +475,12 @@ def test_a_gib_spool_is_kept_in_object_sized_files_with_bounded_memory(proxied, 
     from about 260 MB to 2.4 GB, and the kept file was one object of the spool's size. Now it is
     streamed: close() adds less than 256 MiB to the peak (45 MiB measured), and the kept files are
     the objects the run would have had (MAX_OBJECT, 16 MiB, each), their records whole."""
-    from conftest import ROOT, tb_events
+    from conftest import tb_events
 
     proxy, bucket = proxied
     spool = tmp_path / "spool"
-    env = dict(os.environ, MXBOARD_SPOOL_DIR=str(spool), PYTHONPATH=os.path.join(ROOT, "python"))
-    with subprocess.Popen([sys.executable, "-c", CLOSING_BIG, "s3://%s/big/run" % bucket, "1024"], env=env,
-                          text=True, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE) as child:
-        try:
-            assert child.stdout.readline().strip() == "ready", child.stderr.read()
-            proxy.set("hang")
-            child.stdin.write("go\n")
-            child.stdin.flush()
-            out, err = child.communicate(timeout=200)
-        finally:
-            if child.poll() is None:
-                child.kill()
-                child.wait()
-            proxy.set("pass")
+    with _child_in_an_outage(proxy, CLOSING_BIG, ["s3://%s/big/run" % bucket, "1024"], spool) as child:
+        out, err = child.communicate(timeout=200)
     assert out.startswith("closed "), out + err
     added = int(out.split()[1])
     assert added < 256 << 20, "close() added %.0f MiB to the peak RSS" % (added / 2**20)
@@ -525,31 +524,17 @@ def test_a_spool_whose_disk_fills_mid_outage_falls_back_to_memory_and_nothing_is
     it, what follows waits in memory (a call waits while memory is full: the documented bound),
     and once the store is back every image is stored, once, in order. The disk fills at 3 MiB a
     file (RLIMIT_FSIZE: EFBIG, as ENOSPC would)."""
-    from conftest import ROOT
-
     proxy, bucket = proxied
     spool = tmp_path / "spool"
     url = "s3://%s/fullspool/run" % bucket
-    env = dict(os.environ, MXBOARD_SPOOL_DIR=str(spool), PYTHONPATH=os.path.join(ROOT, "python"))
-    with subprocess.Popen([sys.executable, "-c", FULL_SPOOL, url], env=env, text=True, stdin=subprocess.PIPE,
-                          stdout=subprocess.PIPE, stderr=subprocess.PIPE) as child:
-        try:
-            assert child.stdout.readline().strip() == "ready", child.stderr.read()
-            proxy.set("hang")
-            child.stdin.write("go\n")
-            child.stdin.flush()
-            deadline = time.monotonic() + 60
-            while not [p for p in spool.rglob("*spooling*") if p.stat().st_size >= 2 << 20]:
-                assert time.monotonic() < deadline, "nothing spooled"
-                time.sleep(0.2)
-            time.sleep(3)  # the spool fails; what follows waits in memory, bounded
-            proxy.set("pass")
-            out, err = child.communicate(timeout=120)
-        finally:
-            if child.poll() is None:
-                child.kill()
-                child.wait()
-            proxy.set("pass")
+    with _child_in_an_outage(proxy, FULL_SPOOL, [url], spool) as child:
+        deadline = time.monotonic() + 60
+        while not [p for p in spool.rglob("*spooling*") if p.stat().st_size >= 2 << 20]:
+            assert time.monotonic() < deadline, "nothing spooled"
+            time.sleep(0.2)
+        time.sleep(3)  # the spool fails; what follows waits in memory, bounded
+        proxy.set("pass")
+        out, err = child.communicate(timeout=120)
     assert child.returncode == 0, err
     assert out.count("logged") == 8
     assert err.count("cannot take more") == 1 and str(spool) in err, err  # one warning, naming the spool
