@@ -13,7 +13,12 @@ with those files put at their keys holds every accepted record, once, in order.
 `make test` runs a bounded, derandomized budget; HYPOTHESIS_PROFILE=long runs more, fresh seeds."""
 import os
 import re
+import select
+import signal
+import subprocess
+import sys
 import tempfile
+import textwrap
 import time
 
 import pytest
@@ -40,9 +45,50 @@ settings.register_profile("uploader-quick", max_examples=4, stateful_step_count=
                           derandomize=True, suppress_health_check=list(HealthCheck))
 settings.register_profile("uploader-long", max_examples=100, stateful_step_count=20, deadline=None,
                           suppress_health_check=list(HealthCheck))
+settings.register_profile("ends-default", max_examples=8, stateful_step_count=8, deadline=None,
+                          derandomize=True, suppress_health_check=list(HealthCheck))
+settings.register_profile("ends-quick", max_examples=4, stateful_step_count=6, deadline=None,
+                          derandomize=True, suppress_health_check=list(HealthCheck))
+settings.register_profile("ends-long", max_examples=60, stateful_step_count=15, deadline=None,
+                          suppress_health_check=list(HealthCheck))
 PROFILE = "uploader-" + os.environ.get("HYPOTHESIS_PROFILE", "default")
 
 CALL_SECS = 1.0  # no add_scalar may take longer (the spool has room: the loop never waits on the store)
+
+
+def kept_files(spool):
+    """{key: path} of the kept files in the spool directory `spool` (no spool file may be left)."""
+    kept = {}
+    for folder, _, names in os.walk(spool):
+        for name in names:
+            assert "spooling" not in name, "a spool file left: %s" % name
+            key = os.path.relpath(os.path.join(folder, name), spool)
+            kept[re.sub(r"\.kept\d+$", "", key)] = os.path.join(folder, name)
+    return kept
+
+
+def stored_steps(store, prefix, kept=None):
+    """The steps of 'x' in the store's objects below `prefix` (the kept files put at their keys),
+    in the order of their names (creation order), each object read by TensorBoard's loader."""
+    store.invalidate_cache()
+    keys = {key: None for key in store.find(prefix) if "tfevents" in key.rsplit("/", 1)[-1]}
+    keys.update(kept or {})
+    steps = []
+    with tempfile.TemporaryDirectory() as scratch:
+        for i, key in enumerate(sorted(keys)):
+            path = keys[key]
+            if path is None:
+                path = os.path.join(scratch, "%d.tfevents" % i)
+                with open(path, "wb") as f:
+                    f.write(store.cat_file(key))
+            steps += [s for t, s, _ in tb_scalars(path) if t == "x"]
+    return steps
+
+
+def check_final(final, accepted, maybe):
+    assert final == sorted(set(final)), "twice or out of order: %s" % final[:20]
+    assert set(accepted) <= set(final), "lost: %s" % sorted(set(accepted) - set(final))[:10]
+    assert set(final) <= set(accepted) | maybe, "stored, never logged: %s" % sorted(set(final) - set(accepted) - maybe)
 
 
 def test_every_accepted_record_is_stored_once_or_kept(proxied, seaweed, monkeypatch, tmp_path):
@@ -137,33 +183,172 @@ def test_every_accepted_record_is_stored_once_or_kept(proxied, seaweed, monkeypa
             except OSError as exc:
                 assert self.down_since is not None, "close() with the store answering raised %r" % exc
                 assert "it is kept in %s" % self.spool in str(exc), str(exc)
-                for folder, _, names in os.walk(self.spool):
-                    for name in names:
-                        assert "spooling" not in name, "a spool file left: %s" % name
-                        key = os.path.relpath(os.path.join(folder, name), self.spool)
-                        kept[re.sub(r"\.kept\d+$", "", key)] = os.path.join(folder, name)
+                kept = kept_files(self.spool)
             finally:
                 proxy.set("pass")
-            final = self._stored(kept)
-            assert final == sorted(set(final)), "twice or out of order: %s" % final[:20]
-            assert set(self.accepted) <= set(final), "lost: %s" % sorted(set(self.accepted) - set(final))[:10]
-            assert set(final) <= set(self.accepted) | self.maybe
+            check_final(self._stored(kept), self.accepted, self.maybe)
 
         def _stored(self, kept=None):
-            """The steps of 'x' in the store's objects (the kept files put at their keys), in the
-            order of their names (creation order), each object read by TensorBoard's loader."""
-            store.invalidate_cache()
-            keys = {key: None for key in store.find(self.prefix) if "tfevents" in key.rsplit("/", 1)[-1]}
-            keys.update(kept or {})
-            steps = []
-            with tempfile.TemporaryDirectory() as scratch:
-                for i, key in enumerate(sorted(keys)):
-                    path = keys[key]
-                    if path is None:
-                        path = os.path.join(scratch, "%d.tfevents" % i)
-                        with open(path, "wb") as f:
-                            f.write(store.cat_file(key))
-                    steps += [s for t, s, _ in tb_scalars(path) if t == "x"]
-            return steps
+            return stored_steps(store, self.prefix, kept)
 
     run_state_machine_as_test(Uploader, settings=settings.get_profile(PROFILE))
+
+
+CHILD = textwrap.dedent(r"""
+    import signal, sys, time
+    import mxboard
+    from mxboard import lifecycle
+    from mxboard.storage import remote
+
+    remote.REQUEST_SECS, remote.RETRY_SECS, remote.GIVE_UP_SECS, remote.FLUSH_SECS = 1, 0.1, 2, 3
+    remote.UPLOAD_SECS, remote.MAX_OBJECT, remote.MAX_UNSENT = 0.5, 8 << 10, 2 << 10
+    lifecycle.END_SECS = 3  # the ends' one deadline (30 s by default)
+    w = mxboard.SummaryWriter(sys.argv[1], flush_secs=0.2)
+    step = 0
+    print("ready", flush=True)
+    for line in sys.stdin:
+        command, *args = line.split()
+        if command == "log":
+            raised = []
+            for _ in range(int(args[0])):
+                try:
+                    w.add_scalar("x", float(step), step)
+                except (OSError, mxboard.WriterError):
+                    raised.append(step)
+                step += 1
+            print("ok", *raised, flush=True)
+        elif command == "flush":
+            try:
+                w.flush()
+            except (OSError, mxboard.WriterError):
+                pass
+            print("ok", flush=True)
+        elif command == "end":
+            if args[0] == "close":
+                try:
+                    w.close()
+                except OSError as exc:
+                    print(exc, file=sys.stderr)
+            print("ok", flush=True)
+            if args[0] in ("exit", "close"):
+                sys.exit(0)
+            # sigterm, sigint: the parent sends it; this thread waits on stdin
+""")
+
+ENDS = ["exit", "close", "sigterm", "sigint"]
+END_BOUND = 3 + 10  # the one deadline, then the interpreter's exit (a loaded machine)
+
+
+def test_every_end_of_the_process_stores_or_keeps_every_accepted_record(proxied, seaweed, tmp_path):
+    """The uploader's model at the process's end: a child process logs to the store through the
+    proxy, through outages, give-ups and flushes, and ends one way (exit, close() then exit,
+    SIGTERM, Ctrl-C). Each end is within its bound, with the status it has without mxboard (or
+    1 where data was kept, as documented), and every accepted record is in the store or the
+    kept files, once, in order."""
+    import s3fs
+
+    from conftest import ROOT
+
+    proxy, bucket = proxied
+    store = s3fs.S3FileSystem(client_kwargs={"endpoint_url": seaweed.endpoint}, skip_instance_cache=True)
+    examples = iter(range(10 ** 6))
+
+    class ProcessEnds(RuleBasedStateMachine):
+        @initialize(how=st.sampled_from(ENDS))
+        def start(self, how):
+            n = next(examples)
+            proxy.set("pass")
+            self.how, self.spool = how, tmp_path / ("spool%d" % n)
+            self.prefix = "%s/ends/%d" % (bucket, n)
+            env = dict(os.environ, MXBOARD_SPOOL_DIR=str(self.spool), PYTHONPATH=os.path.join(ROOT, "python"))
+            self.child = subprocess.Popen([sys.executable, "-c", CHILD, "s3://" + self.prefix], env=env, text=True,
+                                          bufsize=1, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                          stderr=subprocess.PIPE,
+                                          preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+            assert self._line() == "ready", self._stderr()
+            self.accepted, self.maybe, self.step = [], set(), 0
+            self.down_since, self.gave_up = None, False
+
+        def _line(self, seconds=30):
+            ready, _, _ = select.select([self.child.stdout], [], [], seconds)
+            return self.child.stdout.readline().strip() if ready else None
+
+        def _stderr(self):
+            if self.child.poll() is None:
+                self.child.kill()
+            self.child.wait()
+            return self.child.stderr.read()
+
+        def _send(self, command):
+            self.child.stdin.write(command + "\n")
+            self.child.stdin.flush()
+            answer = self._line()
+            assert answer is not None and answer.startswith("ok"), "%r: %r\n%s" % (command, answer, self._stderr())
+            return answer.split()[1:]
+
+        @rule(count=st.integers(1, 150))
+        def log(self, count):
+            raised = {int(s) for s in self._send("log %d" % count)}
+            steps = range(self.step, self.step + count)
+            self.accepted += [s for s in steps if s not in raised]
+            self.maybe |= raised
+            self.step += count
+
+        @precondition(lambda self: self.down_since is None)
+        @rule(kind=st.sampled_from(["hang", "reset"]))
+        def outage(self, kind):
+            proxy.set(kind)
+            self.down_since = time.monotonic()
+
+        @precondition(lambda self: self.down_since is not None)
+        @rule()
+        def store_back(self):
+            proxy.set("pass")
+            self.down_since, self.gave_up = None, False
+
+        @precondition(lambda self: self.down_since is not None and not self.gave_up)
+        @rule()
+        def past_give_up(self):
+            time.sleep(max(0.0, self.down_since + 2 + 1 + 0.5 - time.monotonic()))
+            self.gave_up = True
+
+        @rule()
+        def flush(self):
+            self._send("flush")
+
+        def teardown(self):
+            if not hasattr(self, "child"):
+                return
+            try:
+                self._send("end " + self.how)
+                start = time.monotonic()
+                if self.how == "sigterm":
+                    self.child.send_signal(signal.SIGTERM)
+                elif self.how == "sigint":
+                    self.child.send_signal(signal.SIGINT)
+                try:
+                    self.child.wait(END_BOUND)
+                except subprocess.TimeoutExpired:
+                    raise AssertionError("end %r: still running %d s later:\n%s"
+                                         % (self.how, END_BOUND, self._stderr())) from None
+                took, stderr = time.monotonic() - start, self._stderr()
+                # as without mxboard, or 1 where the end kept data (told on stderr, as documented)
+                expected = {"sigterm": {-signal.SIGTERM}, "sigint": {-signal.SIGINT, 1}}.get(self.how, {0, 1})
+                assert self.child.returncode in expected, (self.how, self.child.returncode, stderr)
+                kept = kept_files(self.spool)
+                if kept:
+                    assert "it is kept in %s" % self.spool in stderr, stderr  # the end says where
+                check_final(stored_steps(store, self.prefix, kept), self.accepted, self.maybe)
+                assert took < END_BOUND
+            finally:
+                proxy.set("pass")
+                if self.child.poll() is None:
+                    self.child.kill()
+                    self.child.wait()
+                for stream in (self.child.stdin, self.child.stdout, self.child.stderr):
+                    try:
+                        stream.close()
+                    except (OSError, ValueError):
+                        pass
+
+    run_state_machine_as_test(ProcessEnds, settings=settings.get_profile(PROFILE.replace("uploader", "ends")))

@@ -335,6 +335,9 @@ class RemoteEventFile:
             pass  # given up again: kept below
         with self._lock:
             kept = self._kept_now() if self._pending() else None
+            if kept is None and self._spool is not None:  # all stored: no spool file outlives the process
+                self._spool.close()
+                self._spool = None
         if kept is not None:
             log.warning("mxboard: %s", kept)
 
