@@ -2,6 +2,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 import pytest
@@ -370,3 +371,51 @@ def timed(call, *args, **kwargs):
     start = time.monotonic()
     call(*args, **kwargs)
     return time.monotonic() - start
+
+
+class LineChild:
+    """A child process (a Popen with text pipes) spoken to by lines: `send(command)` writes one
+    and returns its answer line, or None after `seconds` (a reader thread takes the lines, so
+    none is ever stuck in a buffer); `stderr()` kills it if it still runs and returns what it
+    printed there; `close()` ends it and closes its pipes."""
+
+    def __init__(self, popen):
+        import queue
+
+        self.popen = popen
+        self._lines = queue.SimpleQueue()
+        self._reader = threading.Thread(target=lambda: [self._lines.put(line.strip()) for line in popen.stdout],
+                                        daemon=True)
+        self._reader.start()
+
+    def line(self, seconds=30):
+        import queue
+
+        try:
+            return self._lines.get(timeout=seconds)
+        except queue.Empty:
+            return None
+
+    def send(self, command, seconds=30):
+        self.popen.stdin.write(command + "\n")
+        self.popen.stdin.flush()
+        answer = self.line(seconds)
+        assert answer is not None, "%r did not return within %d s:\n%s" % (command, seconds, self.stderr())
+        return answer
+
+    def stderr(self):
+        if self.popen.poll() is None:
+            self.popen.kill()
+        self.popen.wait()
+        return self.popen.stderr.read()
+
+    def close(self):
+        if self.popen.poll() is None:
+            self.popen.kill()
+        self.popen.wait()
+        self._reader.join(10)
+        for stream in (self.popen.stdin, self.popen.stdout, self.popen.stderr):
+            try:
+                stream.close()
+            except (OSError, ValueError):  # stdin: the pipe's other end is gone
+                pass

@@ -20,20 +20,18 @@ in test_process.py has its workers, not a thread beside the fork, use BLAS.
 `make test` runs a bounded, derandomized budget (the `quick` profile in the plain environments);
 HYPOTHESIS_PROFILE=long runs many more with fresh seeds."""
 import os
-import queue
 import shutil
 import signal
 import subprocess
 import sys
 import textwrap
-import threading
 
 import pytest
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, precondition, rule
 
-from conftest import event_files, tb_scalars
+from conftest import LineChild, event_files, tb_scalars
 
 pytestmark = [pytest.mark.slow, pytest.mark.process_end, pytest.mark.timeout(600)]
 
@@ -140,33 +138,17 @@ class ProcessEnd(RuleBasedStateMachine):
         self.logdir = os.path.join(self.root, "logs")
         self.logged = 0
         self.flushed = 0
-        self.child = subprocess.Popen([sys.executable, "-c", CHILD, self.logdir], stdin=subprocess.PIPE,
-                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, bufsize=1,
-                                      preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
-        self.lines = queue.SimpleQueue()
-        self.reader = threading.Thread(target=lambda: [self.lines.put(line.strip()) for line in self.child.stdout],
-                                       daemon=True)
-        self.reader.start()
-        assert self._answer(60) == "ready", self._stderr()
-
-    def _answer(self, seconds=STEP_SECS):
-        try:
-            return self.lines.get(timeout=seconds)
-        except queue.Empty:
-            return None
-
-    def _stderr(self):
-        if self.child.poll() is None:
-            self.child.kill()
-        self.child.wait()
-        return self.child.stderr.read()
+        self.talk = LineChild(subprocess.Popen([sys.executable, "-c", CHILD, self.logdir], stdin=subprocess.PIPE,
+                                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, bufsize=1,
+                                               preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL)))
+        self.child = self.talk.popen
+        assert self.talk.line(60) == "ready", self.talk.stderr()
 
     def _send(self, command):
-        self.child.stdin.write(command + "\n")
-        self.child.stdin.flush()
-        answer = self._answer()
-        assert answer is not None, "%r did not return within %d s:\n%s" % (command, STEP_SECS, self._stderr())
-        return answer
+        return self.talk.send(command, STEP_SECS)
+
+    def _stderr(self):
+        return self.talk.stderr()
 
     def _on_disk(self):
         return [s for t, s, _ in tb_scalars(event_files(self.logdir)[0]) if t == "x"]
@@ -199,15 +181,7 @@ class ProcessEnd(RuleBasedStateMachine):
         try:
             self._end()
         finally:
-            if child.poll() is None:
-                child.kill()
-            child.wait()
-            self.reader.join(10)
-            for stream in (child.stdin, child.stdout, child.stderr):
-                try:
-                    stream.close()
-                except (OSError, ValueError):  # stdin: the pipe's other end is gone
-                    pass
+            self.talk.close()
             shutil.rmtree(self.root, ignore_errors=True)
 
     def _end(self):

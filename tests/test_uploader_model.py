@@ -13,7 +13,6 @@ with those files put at their keys holds every accepted record, once, in order.
 `make test` runs a bounded, derandomized budget; HYPOTHESIS_PROFILE=long runs more, fresh seeds."""
 import os
 import re
-import select
 import signal
 import subprocess
 import sys
@@ -33,7 +32,7 @@ from hypothesis.stateful import (
     run_state_machine_as_test,
 )
 
-from conftest import tb_scalars
+from conftest import LineChild, tb_scalars
 from mxboard import SummaryWriter, WriterError
 from mxboard.storage import remote
 
@@ -91,6 +90,35 @@ def check_final(final, accepted, maybe):
     assert set(final) <= set(accepted) | maybe, "stored, never logged: %s" % sorted(set(final) - set(accepted) - maybe)
 
 
+class Outages(RuleBasedStateMachine):
+    """The store's rules, shared by both machines: `self.proxy` (the FaultProxy) hangs or drops
+    connections, answers again, or stays down past the uploader's give-up."""
+
+    proxy = None
+    down_since = None  # the outage's start (time.monotonic()), None while the store answers
+    gave_up = False  # the uploader gave up in this outage
+
+    @precondition(lambda self: self.proxy is not None and self.down_since is None)
+    @rule(kind=st.sampled_from(["hang", "reset"]))
+    def outage(self, kind):
+        self.proxy.set(kind)
+        self.down_since = time.monotonic()
+
+    @precondition(lambda self: self.down_since is not None)
+    @rule()
+    def store_back(self):
+        self.proxy.set("pass")
+        self.down_since, self.gave_up = None, False
+
+    @precondition(lambda self: self.down_since is not None and not self.gave_up)
+    @rule()
+    def past_give_up(self):
+        """The outage lasts past GIVE_UP_SECS (2 s here): the uploader gives up (then the next
+        calls raise)."""
+        time.sleep(max(0.0, self.down_since + 2 + 1 + 0.5 - time.monotonic()))  # + a request's bound (1 s)
+        self.gave_up = True
+
+
 def test_every_accepted_record_is_stored_once_or_kept(proxied, seaweed, monkeypatch, tmp_path):
     import s3fs
 
@@ -104,7 +132,7 @@ def test_every_accepted_record_is_stored_once_or_kept(proxied, seaweed, monkeypa
     store = s3fs.S3FileSystem(client_kwargs={"endpoint_url": seaweed.endpoint}, skip_instance_cache=True)
     examples = iter(range(10 ** 6))
 
-    class Uploader(RuleBasedStateMachine):
+    class Uploader(Outages):
         @initialize(spool=st.sampled_from(["disk", "memory"]))
         def start(self, spool):
             n = next(examples)
@@ -120,8 +148,7 @@ def test_every_accepted_record_is_stored_once_or_kept(proxied, seaweed, monkeypa
             self.prefix = "%s/model/%d" % (bucket, n)
             self.writer = SummaryWriter("s3://" + self.prefix, flush_secs=0.2)
             self.accepted, self.maybe, self.step = [], set(), 0
-            self.down_since = None  # the outage's start (time.monotonic()), None while the store answers
-            self.gave_up = False  # the uploader gave up in this outage
+            self.proxy, self.down_since, self.gave_up = proxy, None, False
 
         # -- the steps ---------------------------------------------------------------------
         @rule(count=st.integers(1, 150))
@@ -137,25 +164,6 @@ def test_every_accepted_record_is_stored_once_or_kept(proxied, seaweed, monkeypa
                 took = time.monotonic() - start
                 assert took < CALL_SECS, "add_scalar waited %.2f s (the loop never waits on the store)" % took
                 self.step += 1
-
-        @precondition(lambda self: self.down_since is None)
-        @rule(kind=st.sampled_from(["hang", "reset"]))
-        def outage(self, kind):
-            proxy.set(kind)
-            self.down_since = time.monotonic()
-
-        @precondition(lambda self: self.down_since is not None)
-        @rule()
-        def store_back(self):
-            proxy.set("pass")
-            self.down_since, self.gave_up = None, False
-
-        @precondition(lambda self: self.down_since is not None and not self.gave_up)
-        @rule()
-        def past_give_up(self):
-            """The outage lasts past GIVE_UP_SECS: the uploader gives up (the next calls raise)."""
-            time.sleep(max(0.0, self.down_since + remote.GIVE_UP_SECS + remote.REQUEST_SECS + 0.5 - time.monotonic()))
-            self.gave_up = True
 
         @rule()
         def flush(self):
@@ -253,7 +261,7 @@ def test_every_end_of_the_process_stores_or_keeps_every_accepted_record(proxied,
     store = s3fs.S3FileSystem(client_kwargs={"endpoint_url": seaweed.endpoint}, skip_instance_cache=True)
     examples = iter(range(10 ** 6))
 
-    class ProcessEnds(RuleBasedStateMachine):
+    class ProcessEnds(Outages):
         @initialize(how=st.sampled_from(ENDS))
         def start(self, how):
             n = next(examples)
@@ -261,29 +269,18 @@ def test_every_end_of_the_process_stores_or_keeps_every_accepted_record(proxied,
             self.how, self.spool = how, tmp_path / ("spool%d" % n)
             self.prefix = "%s/ends/%d" % (bucket, n)
             env = dict(os.environ, MXBOARD_SPOOL_DIR=str(self.spool), PYTHONPATH=os.path.join(ROOT, "python"))
-            self.child = subprocess.Popen([sys.executable, "-c", CHILD, "s3://" + self.prefix], env=env, text=True,
-                                          bufsize=1, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                          stderr=subprocess.PIPE,
-                                          preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
-            assert self._line() == "ready", self._stderr()
+            self.talk = LineChild(subprocess.Popen(
+                [sys.executable, "-c", CHILD, "s3://" + self.prefix], env=env, text=True, bufsize=1,
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL)))
+            self.child = self.talk.popen
+            assert self.talk.line(60) == "ready", self.talk.stderr()
             self.accepted, self.maybe, self.step = [], set(), 0
-            self.down_since, self.gave_up = None, False
-
-        def _line(self, seconds=30):
-            ready, _, _ = select.select([self.child.stdout], [], [], seconds)
-            return self.child.stdout.readline().strip() if ready else None
-
-        def _stderr(self):
-            if self.child.poll() is None:
-                self.child.kill()
-            self.child.wait()
-            return self.child.stderr.read()
+            self.proxy, self.down_since, self.gave_up = proxy, None, False
 
         def _send(self, command):
-            self.child.stdin.write(command + "\n")
-            self.child.stdin.flush()
-            answer = self._line()
-            assert answer is not None and answer.startswith("ok"), "%r: %r\n%s" % (command, answer, self._stderr())
+            answer = self.talk.send(command)
+            assert answer.startswith("ok"), "%r: %r\n%s" % (command, answer, self.talk.stderr())
             return answer.split()[1:]
 
         @rule(count=st.integers(1, 150))
@@ -293,24 +290,6 @@ def test_every_end_of_the_process_stores_or_keeps_every_accepted_record(proxied,
             self.accepted += [s for s in steps if s not in raised]
             self.maybe |= raised
             self.step += count
-
-        @precondition(lambda self: self.down_since is None)
-        @rule(kind=st.sampled_from(["hang", "reset"]))
-        def outage(self, kind):
-            proxy.set(kind)
-            self.down_since = time.monotonic()
-
-        @precondition(lambda self: self.down_since is not None)
-        @rule()
-        def store_back(self):
-            proxy.set("pass")
-            self.down_since, self.gave_up = None, False
-
-        @precondition(lambda self: self.down_since is not None and not self.gave_up)
-        @rule()
-        def past_give_up(self):
-            time.sleep(max(0.0, self.down_since + 2 + 1 + 0.5 - time.monotonic()))
-            self.gave_up = True
 
         @rule()
         def flush(self):
@@ -330,8 +309,8 @@ def test_every_end_of_the_process_stores_or_keeps_every_accepted_record(proxied,
                     self.child.wait(END_BOUND)
                 except subprocess.TimeoutExpired:
                     raise AssertionError("end %r: still running %d s later:\n%s"
-                                         % (self.how, END_BOUND, self._stderr())) from None
-                took, stderr = time.monotonic() - start, self._stderr()
+                                         % (self.how, END_BOUND, self.talk.stderr())) from None
+                took, stderr = time.monotonic() - start, self.talk.stderr()
                 # as without mxboard, or 1 where the end kept data (told on stderr, as documented)
                 expected = {"sigterm": {-signal.SIGTERM}, "sigint": {-signal.SIGINT, 1}}.get(self.how, {0, 1})
                 assert self.child.returncode in expected, (self.how, self.child.returncode, stderr)
@@ -342,13 +321,6 @@ def test_every_end_of_the_process_stores_or_keeps_every_accepted_record(proxied,
                 assert took < END_BOUND
             finally:
                 proxy.set("pass")
-                if self.child.poll() is None:
-                    self.child.kill()
-                    self.child.wait()
-                for stream in (self.child.stdin, self.child.stdout, self.child.stderr):
-                    try:
-                        stream.close()
-                    except (OSError, ValueError):
-                        pass
+                self.talk.close()
 
     run_state_machine_as_test(ProcessEnds, settings=settings.get_profile(PROFILE.replace("uploader", "ends")))
