@@ -365,7 +365,7 @@ def test_every_end_keeps_what_the_store_did_not_take_all_writers_within_one_dead
         stderr = child.stderr.read()
     expected = {"sigterm": {-signal.SIGTERM}, "exit": {1}}.get(how, {1, -signal.SIGINT})  # 1: kept, not stored
     assert child.returncode in expected, (child.returncode, stderr)
-    assert took < 6 + 4, "four writers, one deadline of 6 s: %.1f s\n%s" % (took, stderr)
+    assert took < 6 + 6, "four writers, one deadline of 6 s: %.1f s\n%s" % (took, stderr)  # 24 s on b621f0a
     for i in range(4):
         kept = sorted(p for p in (spool / bucket / ("ending-" + how) / "run" / ("w%d" % i)).glob("*tfevents*"))
         assert kept, "writer %d kept nothing:\n%s" % (i, stderr)
