@@ -93,7 +93,7 @@ def pip_target(spec):
 
 
 # Fixtures that start processes (servers, S3, builds, training runs): their tests are slow.
-SLOW_FIXTURES = {"serve", "server", "seaweed", "bucket", "served", "demo_run", "fresh_venv"}
+SLOW_FIXTURES = {"serve", "server", "seaweed", "bucket", "fake_gcs", "gcs_bucket", "served", "demo_run", "fresh_venv"}
 
 
 def pytest_configure(config):
