@@ -4,10 +4,10 @@ three moments a process can end or split without closing its writers.
 - Exit: writers still open are closed (everything queued written), all within one deadline
   (END_SECS, whatever their number): a store's files wait for their uploads until then and
   keep the rest on disk, and a Ctrl-C meanwhile ends the waiting, not the keeping. A write
-  error then is told
-  on stderr and the process exits with status 1: Python fixes the exit status before exit hooks
-  run, so only `os._exit` can still change it (stdio and logging are flushed first; exit hooks
-  registered before the first SummaryWriter are then skipped).
+  error (or data kept on disk) is then told on stderr and the process exits with status 1:
+  Python fixes the exit status before exit hooks run, so only `os._exit` can still change it
+  (stdio and logging are flushed first; exit hooks registered before the first SummaryWriter
+  are then skipped).
 - The end of a multiprocessing child (a Pool, ProcessPoolExecutor or Process worker started by
   fork or forkserver): it leaves through `os._exit`, which skips exit hooks, after running
   multiprocessing's own finalizers; one of those closes the writers made or reopened there.

@@ -227,12 +227,13 @@ class Spool:
         return data
 
     def close(self) -> None:
-        """Remove the spool file (what waits in it was read back, or written elsewhere)."""
+        """Remove the spool file (what waits in it was read back, or written elsewhere): its name
+        first, then its lock (closed before, a scan for leftovers could take it for one)."""
         with _LOCK:
             _USED[0] -= self.waiting
         self.waiting = 0
-        self._file.close()
         try:
             os.remove(self.path)
         except OSError:
             pass
+        self._file.close()
