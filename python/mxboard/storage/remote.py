@@ -78,7 +78,7 @@ def open_filesystem(url: str) -> Tuple[Any, str]:
         import fsspec
     except ImportError:
         raise ImportError("logdir %r is a URL: install fsspec and the package of its filesystem "
-                          "(for S3: pip install 'mxboard[s3]')" % url) from None
+                          "(for S3: pip install 'mxboard[s3]'; for GCS: 'mxboard[gcs]')" % url) from None
     protocol = url.split("://", 1)[0].lower()
     if protocol not in fsspec.available_protocols():
         raise ValueError("logdir %r: unknown URL scheme %r (fsspec knows %s)"
@@ -92,8 +92,9 @@ def open_filesystem(url: str) -> Tuple[Any, str]:
         else:
             fs, root = fsspec.core.url_to_fs(url, **options)
     except ImportError as exc:
-        raise ImportError("logdir %r needs a package for %s:// (for S3: pip install 'mxboard[s3]'): %s"
-                          % (url, protocol, exc)) from None
+        extra = {"s3": "s3", "s3a": "s3", "gs": "gcs", "gcs": "gcs"}.get(protocol)
+        hint = "pip install 'mxboard[%s]'" % extra if extra else "for S3: pip install 'mxboard[s3]'"
+        raise ImportError("logdir %r needs a package for %s:// (%s): %s" % (url, protocol, hint, exc)) from None
     if protocol in ("s3", "s3a"):
         fs.retries = 1
     return fs, root.rstrip("/")
