@@ -385,7 +385,8 @@ def test_a_killed_writers_spool_file_is_kept_by_the_next_writer_and_a_live_one_l
     """On b621f0a a killed writer's `.spooling` file stayed for ever, nothing uploaded or named it,
     and its name held `tfevents`. Now the next writer made with the same spool directory keeps it
     as an event file (TensorBoard's loader reads its images) and says so once; a live writer's
-    spool file, beside it, is left alone and uploaded when the store returns."""
+    spool file, beside it, is left alone and uploaded when the store returns, and so is one of
+    another host's (its lock may not be seen across NFS)."""
     from conftest import ROOT, tb_events
 
     proxy, bucket = proxied
@@ -420,6 +421,8 @@ def test_a_killed_writers_spool_file_is_kept_by_the_next_writer_and_a_live_one_l
     killed.communicate()
     (left,) = [p for p in spool.rglob("*spooling*") if "/left/killed/" in str(p)]
     records = left.stat().st_size
+    elsewhere = left.parent / "events.out.spooling.1700000000.another-host.7.000000.0123456789abcdef"
+    elsewhere.write_bytes(b"another host's writer, maybe alive: its lock may not be seen here (NFS)")
     caplog.clear()
     SummaryWriter("memory://left/next").close()  # any store: the spool directory is what it shares
     said = [r.getMessage() for r in caplog.records]
@@ -430,6 +433,7 @@ def test_a_killed_writers_spool_file_is_kept_by_the_next_writer_and_a_live_one_l
     assert steps and steps == list(range(steps[0], steps[0] + len(steps)))  # TensorBoard's own loader reads them
     assert [m for m in said if "left by processes that ended without closing" in m and str(kept) in m]
     assert [p for p in spool.rglob("*spooling*") if "/left/live/" in str(p)], "a live writer's spool file: untouched"
+    assert elsewhere.exists(), "another host's spool file is left to that host's next writer"
     proxy.set("pass")
     live.close()
     monkeypatch.setenv("AWS_ENDPOINT_URL", seaweed.endpoint)

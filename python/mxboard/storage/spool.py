@@ -17,8 +17,10 @@ the event file's holds `tfevents`: serving the directory serves kept files only.
 did not take by the end (close(), exit, SIGTERM, Ctrl-C) is left there as `<dir>/<key>`, one
 file an object it would have become, each within the usual object size: valid event files, to
 upload or to serve (storage/remote.py). A live spool file is locked (flock) from before it has
-its name; one whose process is gone (killed) is found by the next writer made with this
-directory, kept as `<name with tfevents>.left` and named once in a warning.
+its name; one whose process is gone (killed) is found by the next writer on the same host made
+with this directory, kept as `<name with tfevents>.left` and named once in a warning. Only
+files named with this host are looked at: on a directory shared between hosts (a home
+directory over NFS), another host's lock may not be seen here.
 """
 from __future__ import annotations
 
@@ -81,10 +83,13 @@ def _keep_leftovers(directory: str) -> None:
     store never took, to serve or upload. Empty ones are removed. Said once, in a warning."""
     if fcntl is None:
         return
+    import socket
+
+    ours = ".%s." % socket.gethostname()  # a file of another host's: its flock may not reach here (NFS)
     kept = []
     for folder, _, names in os.walk(directory):  # symlinks to folders are not followed
         for name in names:
-            if "spooling" not in name:
+            if "spooling" not in name or ours not in name:
                 continue
             path = os.path.join(folder, name)
             try:
