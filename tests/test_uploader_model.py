@@ -38,18 +38,12 @@ from mxboard.storage import remote
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 
-settings.register_profile("uploader-default", max_examples=10, stateful_step_count=10, deadline=None,
-                          derandomize=True, suppress_health_check=list(HealthCheck))
-settings.register_profile("uploader-quick", max_examples=4, stateful_step_count=8, deadline=None,
-                          derandomize=True, suppress_health_check=list(HealthCheck))
-settings.register_profile("uploader-long", max_examples=100, stateful_step_count=20, deadline=None,
-                          suppress_health_check=list(HealthCheck))
-settings.register_profile("ends-default", max_examples=8, stateful_step_count=8, deadline=None,
-                          derandomize=True, suppress_health_check=list(HealthCheck))
-settings.register_profile("ends-quick", max_examples=4, stateful_step_count=6, deadline=None,
-                          derandomize=True, suppress_health_check=list(HealthCheck))
-settings.register_profile("ends-long", max_examples=60, stateful_step_count=15, deadline=None,
-                          suppress_health_check=list(HealthCheck))
+for machine, sizes in {"uploader": {"default": (10, 10), "quick": (4, 8), "long": (100, 20)},
+                       "ends": {"default": (8, 8), "quick": (4, 6), "long": (60, 15)}}.items():
+    for profile, (examples, steps) in sizes.items():  # `long`: fresh seeds; the others derandomized
+        settings.register_profile("%s-%s" % (machine, profile), max_examples=examples, stateful_step_count=steps,
+                                  deadline=None, derandomize=profile != "long",
+                                  suppress_health_check=list(HealthCheck))
 PROFILE = "uploader-" + os.environ.get("HYPOTHESIS_PROFILE", "default")
 
 CALL_SECS = 1.0  # no add_scalar may take longer (the spool has room: the loop never waits on the store)

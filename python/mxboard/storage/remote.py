@@ -348,24 +348,27 @@ class RemoteEventFile:
         except OSError:
             pass  # given up again: kept below
         with self._lock:
-            kept = self._kept_now() if self._pending() else None
-            if kept is None and self._spool is not None:  # all stored: no spool file outlives the process
-                self._spool.close()
-                self._spool = None
+            kept = self._keep_or_clear()
         if kept is not None:
             log.warning("mxboard: %s", kept)
 
     def _stop_and_keep(self) -> Optional[str]:
-        """Stop the uploader; keep what waits (see `_kept_now`), else remove the spool file."""
+        """Stop the uploader, then `_keep_or_clear`."""
         with self._lock:
             self._stopping = True
             self._lock.notify_all()
-            if self._pending():
-                return self._kept_now()
-            if self._spool is not None:
-                self._spool.close()
-                self._spool = None
-            return None
+            return self._keep_or_clear()
+
+    def _keep_or_clear(self) -> Optional[str]:
+        """Keep what waits (under the lock), returning the sentence that says where; with nothing
+        waiting, remove the spool file (none outlives the process, for the next writer to take
+        for a killed one's)."""
+        if self._pending():
+            return self._kept_now()
+        if self._spool is not None:
+            self._spool.close()
+            self._spool = None
+        return None
 
     def _kept_now(self) -> str:
         """Keep what waits (under the lock); the sentence that says where."""
