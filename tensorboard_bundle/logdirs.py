@@ -1,10 +1,15 @@
 """Logdirs in object stores on the fast loader: the command line's `--logdir` URL, or the URLs of
 `--logdir_spec`, become local mirrors (mirror.py) that the Rust data server reads. The server
 starts once the mirrors' first passes are done (at most FIRST_PASS_SECS: a large logdir then
-appears as it is fetched). `gs://` and local paths are left as they are (the data server reads
-both; gs:// is mirrored where an emulator serves it, STORAGE_EMULATOR_HOST, which the data
-server does not know), and so is everything with `--load_fast=false` (TensorBoard's Python
-loader then reads the store itself).
+appears as it is fetched). Local paths are left as they are, and so is everything with
+`--load_fast=false` (TensorBoard's Python loader then reads the store itself).
+
+`gs://` is mirrored too, though the data server reads it: one tested path for every store (whole
+records only, so that a hostile record header cannot abort the data server, as one did a local
+file on 802362c; names as data; a resumable --mirror_dir), credentials as google-auth finds them
+(a VM's or a pod's identity, a key file, gcloud's), and an emulator's endpoint
+(STORAGE_EMULATOR_HOST), which the data server does not know. Without gcsfs, gs:// is left to the
+data server, as upstream.
 
 The launcher's own flags (--mirror_dir, --mirror_max_bytes...) are parsed in arguments.py.
 
@@ -21,6 +26,7 @@ adlfs): said in a line, that entry is left to the Python loader, and the others 
 A temporary mirror is removed at exit, on SIGTERM, SIGINT and SIGHUP (a closed terminal) alike.
 """
 import atexit
+import importlib.util
 import os
 import shutil
 import signal
@@ -40,10 +46,11 @@ FIRST_PASS_SECS = 10  # the server starts once the mirrors' first passes ended, 
 
 
 def _mirrored(path):
-    """Whether `path` is a URL the mirror serves: every one but gs://, which the data server
-    reads itself, from Google's endpoint; with an emulator's (STORAGE_EMULATOR_HOST), which the
-    data server does not know, gs:// is mirrored too."""
-    return is_url(path) and (not path.lower().startswith("gs://") or bool(os.environ.get("STORAGE_EMULATOR_HOST")))
+    """Whether `path` is a URL the mirror serves: every one, gs:// too (see the module's
+    docstring); gs:// without gcsfs is left to the data server, which reads Google's endpoint."""
+    if not is_url(path):
+        return False
+    return not path.lower().startswith(("gs://", "gcs://")) or importlib.util.find_spec("gcsfs") is not None
 
 
 def serve_remote(launch: Launch) -> Tuple[Optional[str], Optional[str]]:

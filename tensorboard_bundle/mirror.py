@@ -75,6 +75,8 @@ RANGE_BYTES = 16 << 20  # one request reads at most this much
 MAX_RECORD_BYTES = 1 << 30  # a record claiming more ends its file's copy
 RETRY_SECS = 300  # the longest wait before a file that failed locally is tried again
 VERIFY_BYTES = 64  # of a copy's end, read again where its object grew: the same object, grown?
+# what tells an object's versions apart, by store: s3fs's ETag, gcsfs' and adlfs' etag, then times
+_TAGS = ("ETag", "etag", "generation", "LastModified", "last_modified", "mtime", "created")
 _OWN = (MANIFEST, LOCK, STAGING)
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
 
@@ -293,7 +295,7 @@ class Mirror:
                 continue
             if is_event_file(name):
                 name = stitched_name(name)
-            tag = str(info.get("ETag") or info.get("LastModified") or info.get("mtime") or info.get("created") or "")
+            tag = str(next((info[k] for k in _TAGS if info.get(k)), ""))
             wanted.setdefault(name, []).append([key, int(info["size"]), tag])
         return {name: pieces for name, pieces in wanted.items() if pieces[0][0] == self._key(name)}
 

@@ -120,9 +120,9 @@ WINDOW = 4 << 20  # bytes read at a time: a file of any size is read in about th
 def _open_at(path: str, offset: int) -> Any:
     """`path` (a file or a URL) open for reading from `offset`."""
     if is_url(path):
-        import fsspec
+        from .storage.remote import open_filesystem
 
-        fs, key = fsspec.core.url_to_fs(path)
+        fs, key = open_filesystem(path, shared=True)
         fs.invalidate_cache(key)  # its size as the store holds it now, not as a listing said
         f = fs.open(key, "rb", block_size=WINDOW)
     else:
@@ -189,9 +189,9 @@ def event_files(logdir: Union[str, "os.PathLike[str]"]) -> List[str]:
 def _remote_event_files(url: str) -> List[str]:
     import posixpath
 
-    import fsspec
+    from .storage.remote import open_filesystem
 
-    fs, root = fsspec.core.url_to_fs(url)
+    fs, root = open_filesystem(url, shared=True)
     fs.invalidate_cache()  # a listing cached earlier in this process may miss new objects
     found = [p for p in fs.find(root) if "tfevents" in posixpath.basename(p)]
     if not found and fs.isfile(root):

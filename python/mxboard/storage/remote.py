@@ -36,6 +36,7 @@ from __future__ import annotations
 import collections
 import contextlib
 import errno
+import functools
 import logging
 import os
 import posixpath
@@ -69,21 +70,24 @@ S3_REQUESTS: Dict[str, Any] = {"connect_timeout": 5, "read_timeout": 20,
                                "retries": {"max_attempts": 1, "mode": "standard"}}
 
 
-def open_filesystem(url: str) -> Tuple[Any, str]:
-    """(fsspec filesystem, path) of a URL, a new instance (never fsspec's shared one: a forked
-    child or another thread must not share its connections). An unknown scheme or a missing
-    package is a clear error. On S3, every request is bounded (an unreachable endpoint fails in
-    seconds) and tried once: callers retry on their own clock, not botocore's times s3fs's."""
+def open_filesystem(url: str, shared: bool = False) -> Tuple[Any, str]:
+    """(fsspec filesystem, path) of a URL, a new instance (a writer's uploader, the mirror: never
+    fsspec's shared one, whose connections a forked child or another thread must not share), or
+    with `shared` fsspec's one for these settings (a reader's, made once a process). An unknown
+    scheme or a missing package is a clear error. On S3, every request is bounded (an
+    unreachable endpoint fails in seconds); on every store, each is tried once: callers retry on
+    their own clock, not botocore's times s3fs's."""
     try:
         import fsspec
     except ImportError:
         raise ImportError("logdir %r is a URL: install fsspec and the package of its filesystem "
-                          "(for S3: pip install 'mxboard[s3]'; for GCS: 'mxboard[gcs]')" % url) from None
+                          "(for S3: pip install 'mxboard[s3]'; for GCS: 'mxboard[gcs]'; for Azure: "
+                          "'mxboard[azure]')" % url) from None
     protocol = url.split("://", 1)[0].lower()
     if protocol not in fsspec.available_protocols():
         raise ValueError("logdir %r: unknown URL scheme %r (fsspec knows %s)"
                          % (url, protocol + "://", ", ".join(sorted(fsspec.available_protocols())[:12]) + "..."))
-    options: Dict[str, Any] = {"skip_instance_cache": True}
+    options: Dict[str, Any] = {"skip_instance_cache": not shared}
     if protocol in ("s3", "s3a"):
         options["config_kwargs"] = dict(S3_REQUESTS)
     try:
@@ -92,22 +96,46 @@ def open_filesystem(url: str) -> Tuple[Any, str]:
         else:
             fs, root = fsspec.core.url_to_fs(url, **options)
     except ImportError as exc:
-        extra = {"s3": "s3", "s3a": "s3", "gs": "gcs", "gcs": "gcs"}.get(protocol)
+        extra = {"s3": "s3", "s3a": "s3", "gs": "gcs", "gcs": "gcs", "az": "azure", "abfs": "azure",
+                 "abfss": "azure"}.get(protocol)
         hint = "pip install 'mxboard[%s]'" % extra if extra else "for S3: pip install 'mxboard[s3]'"
         raise ImportError("logdir %r needs a package for %s:// (%s): %s" % (url, protocol, hint, exc)) from None
     if protocol in ("s3", "s3a"):
         fs.retries = 1
+    if protocol in ("az", "abfs", "abfss"):
+        _one_try(getattr(fs, "service_client", None))
     return fs, root.rstrip("/")
+
+
+def _one_try(client: Any) -> None:
+    """An Azure client's requests tried once, as S3's: its SDK's own policy waits 15 s, then 18,
+    then 24 before a retry (a lost answer cost a minute); the uploader retries on its own clock."""
+    policy = getattr(getattr(client, "_config", None), "retry_policy", None)
+    for name in ("total_retries", "connect_retries", "read_retries", "status_retries"):
+        if hasattr(policy, name):
+            setattr(policy, name, 0)
 
 
 def _gcs(url: str, options: Dict[str, Any]) -> Tuple[Any, str]:
     """gcsfs' plain filesystem: its default one probes each bucket's type over gRPC first (60 s
     against an emulator, and a warning without Google credentials), which writing never needs.
     An emulator's endpoint (STORAGE_EMULATOR_HOST) is gcsfs' own convention, taken as is."""
-    from gcsfs.core import GCSFileSystem
-
-    fs = GCSFileSystem(**options)
+    fs = _gcs_one_try()(**options)
     return fs, fs._strip_protocol(url)
+
+
+@functools.lru_cache(maxsize=None)
+def _gcs_one_try() -> Any:
+    """gcsfs' filesystem with each request tried once, as S3's: its own policy tries six times
+    over 31 s; the uploader retries on its own clock. A gcsfs without that decorator keeps its own
+    (still bounded by REQUEST_SECS)."""
+    from gcsfs.core import GCSFileSystem
+    from gcsfs.retry import retry_request
+
+    request = getattr(GCSFileSystem._request, "__wrapped__", None)
+    if request is None:
+        return GCSFileSystem
+    return type("GCSFileSystem", (GCSFileSystem,), {"_request": retry_request(retries=1)(request)})
 
 
 class RemoteStorage:
