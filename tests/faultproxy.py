@@ -1,7 +1,8 @@
-"""An HTTP proxy in front of a real S3 server (SeaweedFS) that injects the faults of a hostile
-network: it forwards every request as it is (the Host header kept, so signatures hold), and by
-`mode` it stops answering mid-request, answers late, or answers 504 after the store performed a
-request. No mock: the store behind it is real."""
+"""An HTTP proxy in front of a real object store (SeaweedFS, fake-gcs-server, Azurite:
+tests/object_stores.py) that injects the faults of a hostile network: it forwards every request
+as it is (the Host header kept, so signatures hold), and by `mode` it stops answering
+mid-request, answers late, or answers 504 after the store performed a request. No mock: the
+store behind it is real."""
 import http.client
 import http.server
 import socket
@@ -17,12 +18,13 @@ class FaultProxy:
     """`FaultProxy(endpoint)` listens on 127.0.0.1 (`self.endpoint`). `mode`: 'pass' forwards;
     'hang' reads a request and never answers (nor says 100 Continue); 'reset' drops the
     connection with a TCP reset instead of answering (a store restarting); 'slow' answers `delay`
-    seconds late; 'lost_ack' forwards a PUT, then answers 504 (its answer lost), for the next
-    `lose_next` PUTs; 'refuse_presigned' answers 403 to presigned requests (a signature in the
-    query), as a store that does not take them; 'refuse_objects' answers 403 InvalidObjectState to
-    a GET whose path holds `refused` (an object archived to Glacier), counted in `refusals`, and
-    forwards the rest. `puts` counts the PUTs the store performed,
-    `put_bytes` their bodies' bytes, `presigned` the presigned requests forwarded."""
+    seconds late; 'lost_ack' forwards an upload (a PUT, or a POST to GCS's /upload/), then answers
+    504 (its answer lost), for the next `lose_next` uploads; 'refuse_presigned' answers 403 to
+    presigned requests (a signature in the query), as a store that does not take them;
+    'refuse_objects' answers 403 InvalidObjectState to a GET whose path holds `refused` (an
+    object archived to Glacier), counted in `refusals`, and forwards the rest. `puts` counts the
+    uploads the store performed, `put_bytes` their bodies' bytes, `presigned` the presigned
+    requests forwarded."""
 
     def __init__(self, upstream):
         self.upstream = urllib.parse.urlsplit(upstream).netloc
@@ -83,7 +85,8 @@ class FaultProxy:
                 status, headers, data = proxy._forward(self.command, self.path, self.headers, body)
                 with proxy._lock:
                     proxy.presigned += "X-Amz-Signature=" in self.path
-                if self.command == "PUT" and status < 300:
+                upload = self.command == "PUT" or self.command == "POST" and self.path.startswith("/upload/")
+                if upload and status < 300:
                     with proxy._lock:
                         proxy.puts += 1
                         proxy.put_bytes += len(body)

@@ -5,7 +5,6 @@ import os
 import subprocess
 import sys
 import time
-import urllib.parse
 
 import numpy as np
 import pytest
@@ -15,35 +14,6 @@ from mxboard import SummaryWriter, WriterError, reader
 from mxboard.storage import remote
 
 pytest.importorskip("s3fs")
-def test_a_point_is_served_within_30_s_uploads_stay_within_twice_the_bytes(proxied, serve):
-    proxy, bucket = proxied  # in 'pass' mode: it counts the bytes of the PUTs the store performed
-    writer = SummaryWriter("s3://%s/exp/run" % bucket)
-    server = serve("s3://%s/exp" % bucket)
-    assert "data loader: fast (Rust data server)" in server.banner  # S3 served from a local mirror
-    assert any(line.startswith("mirror: s3://%s/exp in /" % bucket) for line in server.output), server.output
-    start = time.monotonic()
-    writer.add_scalar("loss", 0.0, 0)
-    assert served_losses(server, "run", until=bool, timeout=40) == [(0, 0.0)]
-    assert time.monotonic() - start < 30
-    for step in range(1, 150):  # 15 s of steady logging, a histogram every 50 steps
-        writer.add_scalar("loss", float(step), step)
-        if step % 50 == 0:
-            writer.add_histogram("weights", np.random.default_rng(step).normal(size=1000), step)
-        time.sleep(0.1)
-    writer.close()
-    served = served_losses(server, "run", until=lambda rows: len(rows) == 150)
-    assert served == [(s, float(s)) for s in range(150)]  # one ordered stream over the objects
-    fs = remote.open_filesystem("s3://%s" % bucket)[0]
-    objects = [o for o in fs.ls("%s/exp/run" % bucket, detail=False, refresh=True) if "tfevents" in o]
-    logged = sum(fs.size(o) for o in objects)  # each record is in exactly one object
-    assert proxy.put_bytes <= 2 * logged, (proxy.put_bytes, logged)
-    assert 1 <= len(objects) <= 1 + proxy.puts // 2  # an object at most every second upload
-    assert [e[1] for e in server.json("/data/plugin/histograms/histograms", {"run": "run", "tag": "weights"})] \
-        == [50, 100]
-    table = reader.table("s3://%s/exp" % bucket, "scalars")
-    assert list(zip(table["step"], table["value"])) == served
-
-
 def test_objects_are_parts_read_in_order(monkeypatch):
     """Small objects (MAX_OBJECT lowered) make many parts; TensorBoard's loader and the reader
     read them as one stream (fsspec's memory:// store)."""
@@ -91,47 +61,6 @@ class open_local_copy:  # noqa: N801 - a context manager
         shutil.rmtree(self.directory)
 
 
-RANK = r"""
-import sys
-import numpy as np
-from mxboard import SummaryWriter
-rank, logdir = int(sys.argv[1]), sys.argv[2]
-with SummaryWriter(logdir) as w:
-    for step in range(100):
-        w.add_scalar("loss", rank * 1000.0 + step, step)
-        w.add_scalar("rank%d/acc" % rank, step / 100.0, step)
-    w.add_embedding("features%d" % rank, np.eye(4) * rank, labels=list("abcd"))
-    w.add_hparams({"lr": 0.1 * (rank + 1), "rank": rank}, {"hparam/acc": 0.9}, run_name="hp%d" % rank)
-"""
-
-
-@pytest.mark.plain
-def test_ranks_write_one_remote_logdir_projector_and_hparams_included(bucket, serve):
-    logdir = "s3://%s/ranks" % bucket
-    env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python"))
-    procs = [subprocess.Popen([sys.executable, "-c", RANK, str(rank), logdir], env=env) for rank in range(3)]
-    assert [p.wait(120) for p in procs] == [0, 0, 0]
-    server = serve(logdir)
-    server.json("/data/runs", until=lambda runs: {".", "hp0", "hp1", "hp2"} <= set(runs))
-    for rank in range(3):
-        served = served_losses(server, ".", "rank%d/acc" % rank, until=lambda r: len(r) == 100)
-        assert served[-1] == (99, pytest.approx(0.99))
-    table = reader.table(logdir, "scalars", raw=True)  # every record: three ranks log one tag in one run,
-    loss = [v for run, tag, v in zip(table["run"], table["tag"], table["value"])  # which TensorBoard shows as
-            if run == "." and tag == "loss"]  # restarts
-    assert sorted(loss) == sorted(rank * 1000.0 + s for rank in range(3) for s in range(100))
-    server.json("/data/plugin/projector/runs", until=lambda runs: "." in runs)
-    info = server.json("/data/plugin/projector/info", {"run": "."})
-    assert sorted(e["tensorName"] for e in info["embeddings"]) == ["features0", "features1", "features2"]
-    _, metadata = server.get("/data/plugin/projector/metadata?" + urllib.parse.urlencode(
-        {"run": ".", "name": "features2"}))
-    assert metadata.decode().split() == list("abcd")
-    groups = server.post_json("/data/plugin/hparams/session_groups", {
-        "experimentName": "", "allowedStatuses": ["STATUS_SUCCESS", "STATUS_UNKNOWN"],
-        "colParams": [{"hparam": "rank"}], "startIndex": 0, "sliceSize": 10})
-    assert sorted(g["hparams"]["rank"] for g in groups["sessionGroups"]) == [0, 1, 2]
-
-
 @pytest.mark.plain
 def test_the_server_reads_a_bucket_root_and_a_prefix(seaweed, serve):
     bucket = seaweed.bucket("root-%d" % os.getpid())
@@ -170,29 +99,9 @@ def test_an_unreachable_endpoint_wrong_credentials_or_an_unknown_scheme_fail_at_
     assert time.monotonic() - start < 30
     with pytest.raises(ValueError, match="unknown URL scheme 'nosuch://'"):
         SummaryWriter("nosuch://bucket/run")
-    with pytest.raises(ImportError, match="adlfs"):  # a scheme whose package is not installed (gcsfs is, for gs://)
-        SummaryWriter("az://container/run")
+    with pytest.raises(ImportError, match="ossfs"):  # a scheme whose package is not installed (gs:// and az://
+        SummaryWriter("oss://bucket/run")             # have theirs in the test extra)
     assert os.listdir(tmp_path) == []  # no local folder named after a URL
-
-
-def test_the_store_going_away_keeps_the_data_then_uploads_it(seaweed, serve, monkeypatch):
-    monkeypatch.setattr(remote, "UPLOAD_SECS", 1)
-    monkeypatch.setattr(remote, "RETRY_SECS", 0.5)
-    bucket = seaweed.bucket("outage-%d" % os.getpid())
-    writer = SummaryWriter("s3://%s/run" % bucket, flush_secs=0.5)
-    for step in range(10):
-        writer.add_scalar("loss", float(step), step)
-    writer.flush()
-    seaweed.stop()
-    try:
-        for step in range(10, 30):
-            writer.add_scalar("loss", float(step), step)  # no error: the data waits
-            time.sleep(0.1)
-    finally:
-        seaweed.start()
-    writer.close()
-    server = serve("s3://%s" % bucket)
-    assert served_losses(server, "run", until=lambda r: len(r) == 30) == [(s, float(s)) for s in range(30)]
 
 
 def test_a_store_gone_for_good_is_a_writer_error_and_close_returns(seaweed, monkeypatch):
@@ -242,51 +151,6 @@ def test_make_demo_logs_to_s3(seaweed):
     assert proc.returncode == 0, proc.stderr
     for kind in ("scalars", "histograms", "text", "hparams"):
         assert reader.table("s3://%s/demo" % bucket, kind)["run"], kind
-
-
-FORK_POOL = r"""
-import multiprocessing, os, sys
-import mxboard
-
-writer = mxboard.SummaryWriter(sys.argv[1], flush_secs=0.5)
-writer.add_scalar("parent", 1.0, 0)
-
-
-def log(first):  # a fork-Pool worker logs through the parent's writer (a DataLoader worker does)
-    for step in range(first, first + 50):
-        writer.add_scalar("child/%d" % first, float(step), step)
-    writer.flush()
-    return os.getpid()
-
-
-if __name__ == "__main__":
-    with multiprocessing.get_context("fork").Pool(2) as pool:
-        pids = pool.map(log, [0, 50, 100, 150])
-        pool.close()
-        pool.join()
-    writer.close()
-    print(len(set(pids)))
-"""
-
-
-@pytest.mark.plain
-def test_a_forked_child_logs_through_its_parents_remote_writer(bucket, tmp_path, serve):
-    """The child's worker opens a store connection of its own (the parent's fsspec instance is
-    not fork-safe) and objects of its own: 200 of 200 points, stored and served."""
-    script = tmp_path / "fork_pool.py"
-    script.write_text(FORK_POOL)
-    url = "s3://%s/forked" % bucket
-    proc = subprocess.run([sys.executable, str(script), url], capture_output=True, text=True, timeout=240,
-                          env=dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python")))
-    assert proc.returncode == 0, proc.stderr
-    assert "Error" not in proc.stderr, proc.stderr
-    rows = [(e.step, e.summary.value[0].simple_value) for e in reader.read_events(url)
-            if e.summary.value and e.summary.value[0].tag.startswith("child")]
-    assert sorted(rows) == [(s, float(s)) for s in range(200)]
-    server = serve("s3://%s" % bucket)
-    for first in (0, 50, 100, 150):
-        served = served_losses(server, "forked", "child/%d" % first, until=lambda r: len(r) == 50)
-        assert served == [(s, float(s)) for s in range(first, first + 50)]
 
 
 def test_parts_past_10000_are_read_in_order_while_tensorboard_tails_the_run(bucket, serve, monkeypatch):
@@ -349,7 +213,6 @@ def test_two_processes_with_one_host_name_and_pid_never_overwrite_each_other(buc
         assert served_losses(server, "run", name, until=lambda r: len(r) == 100) == [(s, float(s)) for s in range(100)]
 
 
-
 def test_a_hung_store_is_a_writer_error_within_the_budget_and_close_returns(proxied, monkeypatch):
     """A store that takes the connection and never answers (nor says 100 Continue): logging goes
     on without waiting, the error comes after GIVE_UP_SECS, close() returns within FLUSH_SECS."""
@@ -401,36 +264,6 @@ def test_a_slow_store_never_makes_a_call_wait(proxied, monkeypatch, seaweed):
     monkeypatch.setenv("AWS_ENDPOINT_URL", seaweed.endpoint)
     steps = [e.step for e in reader.read_events(url) if e.summary.value and e.summary.value[0].tag == "loss"]
     assert steps == list(range(200))
-
-
-def test_a_lost_acknowledgement_never_stores_a_record_twice(proxied, monkeypatch, seaweed, serve):
-    """The store performs six PUTs whose answers are lost (a gateway's 504, past botocore's and
-    s3fs's own retries) while a part is extended; then a burst no longer fits that part. Each
-    step is stored, and served, once."""
-    proxy, bucket = proxied
-    monkeypatch.setattr(remote, "MAX_OBJECT", 2000)
-    monkeypatch.setattr(remote, "UPLOAD_SECS", 0)
-    monkeypatch.setattr(remote, "RETRY_SECS", 0.05)
-    url = "s3://%s/lost/run" % bucket
-    writer = SummaryWriter(url, flush_secs=0.2)
-    for step in range(10):
-        writer.add_scalar("loss", float(step), step)
-    writer.flush()
-    proxy.set("lost_ack", lose_next=6)
-    for step in range(10, 20):  # extends the first part: stored, but the answers are lost
-        writer.add_scalar("loss", float(step), step)
-    deadline = time.monotonic() + 30
-    while proxy.lose_next and time.monotonic() < deadline:
-        time.sleep(0.01)
-    for step in range(20, 150):  # more than the part has room for
-        writer.add_scalar("loss", float(step), step)
-    writer.close()
-    assert proxy.lose_next == 0
-    monkeypatch.setenv("AWS_ENDPOINT_URL", seaweed.endpoint)
-    steps = [e.step for e in reader.read_events(url) if e.summary.value]
-    assert steps == list(range(150))
-    server = serve("s3://%s/lost" % bucket)
-    assert served_losses(server, "run", until=lambda r: len(r) >= 150) == [(s, float(s)) for s in range(150)]
 
 
 def test_fast_logging_keeps_objects_and_waiting_bytes_bounded(bucket, tmp_path, seaweed):
@@ -506,25 +339,3 @@ def test_the_python_loaders_s3_filesystem_makes_one_client_a_thread(bucket, seaw
     assert read[upstream][1:] == read[bundled][1:]
 
 
-
-def test_gs_is_written_and_served_by_the_fast_loader_from_an_emulator(gcs_bucket, serve, monkeypatch):
-    """On b621f0a a writer of gs:// paid gcsfs' 60 s gRPC probe of the bucket's type against an
-    emulator (and warned about Google credentials), and the bundled server left gs:// to the
-    data server, which knows only Google's endpoint: 0 of 50 points served. Now the writer uses
-    gcsfs' plain filesystem (no probe), and a gs:// logdir on an emulator (STORAGE_EMULATOR_HOST)
-    is mirrored and served by the fast loader, as s3:// is: objects as parts, every point."""
-    monkeypatch.setattr(remote, "MAX_OBJECT", 600)  # several parts
-    monkeypatch.setattr(remote, "UPLOAD_SECS", 0)
-    logdir = "gs://%s/exp" % gcs_bucket
-    start = time.monotonic()
-    with SummaryWriter(logdir + "/run", flush_secs=0.2) as w:
-        for step in range(50):
-            w.add_scalar("loss", float(step), step)
-            if step % 10 == 9:
-                w.flush()
-    assert time.monotonic() - start < 20, "writing took %.0f s" % (time.monotonic() - start)
-    fs, root = remote.open_filesystem(logdir + "/run")
-    assert len([k for k in fs.find(root) if "tfevents" in k]) > 2  # parts, as on S3
-    server = serve(logdir)
-    assert "data loader: fast (Rust data server)" in server.banner
-    assert served_losses(server, "run", until=lambda rows: len(rows) == 50) == [(s, float(s)) for s in range(50)]
