@@ -1,0 +1,46 @@
+"""The public API, pinned (as httpx's test_exported_members does): the names of the public
+modules' `__all__` and the writers' public members. A change here is a change users see: it
+belongs in docs/compat.md and the changelog, not in a refactor. The modules below the public
+ones (`mxboard.writer_core`, `mxboard.storage`...) may move freely."""
+import ast
+import os
+
+import mxboard
+import mxboard.reader
+from conftest import ROOT
+
+SUMMARY_WRITER = [
+    "add_audio", "add_custom_scalars", "add_custom_scalars_marginchart", "add_custom_scalars_multilinechart",
+    "add_embedding", "add_figure", "add_graph", "add_histogram", "add_histogram_raw", "add_hparams", "add_image",
+    "add_image_with_boxes", "add_images", "add_mesh", "add_onnx_graph", "add_openvino_graph", "add_pr_curve",
+    "add_pr_curve_raw", "add_scalar", "add_scalars", "add_tensor", "add_text", "add_video", "clear_scalar_dict",
+    "close", "closed", "export_scalars", "export_scalars_to_json", "flush", "get_logdir", "log_dir", "logdir",
+    "reopen", "use_metadata",
+]
+GLOBAL_SUMMARY_WRITER = ["add_audio", "add_histogram", "add_image", "add_scalar", "add_text", "add_video", "close",
+                         "flush", "getSummaryWriter", "logdir"]
+
+
+def _public(cls):
+    return sorted(name for name in dir(cls) if not name.startswith("_"))
+
+
+def test_the_public_modules_export_what_they_did_and_each_name_exists():
+    assert mxboard.__all__ == ["GlobalSummaryWriter", "SummaryWriter", "WriterError"]
+    assert sorted(mxboard.reader.__all__) == [
+        "CorruptRecordWarning", "DataLossError", "KINDS", "TornRecordWarning", "event_files", "histograms", "hparams",
+        "read_events", "read_records", "scalars", "table", "text"]
+    for module in (mxboard, mxboard.reader):
+        assert [name for name in module.__all__ if not hasattr(module, name)] == []
+    # mxboard.callbacks imports mxnet: read without importing it (the plain environments have none)
+    with open(os.path.join(ROOT, "python", "mxboard", "callbacks.py")) as f:
+        tree = ast.parse(f.read())
+    (exported,) = [ast.literal_eval(node.value) for node in tree.body if isinstance(node, ast.Assign)
+                   and any(getattr(t, "id", None) == "__all__" for t in node.targets)]
+    defined = {node.name for node in tree.body if isinstance(node, (ast.FunctionDef, ast.ClassDef))}
+    assert exported == ["ModuleLogger", "SummaryHandler", "log_parameters"] and set(exported) <= defined
+
+
+def test_the_writers_public_members_are_what_they_were():
+    assert _public(mxboard.SummaryWriter) == SUMMARY_WRITER
+    assert _public(mxboard.GlobalSummaryWriter) == GLOBAL_SUMMARY_WRITER
