@@ -208,11 +208,10 @@ def main(argv=None):
         metrics = train(args, writer)
     print("trained in %.0f s: validation accuracy %.3f; logs in %s"
           % (time.time() - start, metrics["accuracy"], os.path.join(args.logdir, run)), flush=True)
-    if args.serve:
-        from tensorboard_bundle.launcher import main as tensorboard
-
+    if args.serve:  # the bundled server's command line, as a user runs it: this process becomes the server
         print("starting TensorBoard: open the URL below (Ctrl+C stops it)", flush=True)
-        tensorboard(["tensorboard", "--logdir", args.logdir, "--port", str(port)])
+        python = [sys.executable] + (["-I"] if sys.flags.isolated else [])
+        os.execv(sys.executable, python + ["-m", "tensorboard_bundle", "--logdir", args.logdir, "--port", str(port)])
 
 
 if __name__ == "__main__":
