@@ -50,6 +50,8 @@ import weakref
 from types import FrameType
 from typing import List, Optional, Protocol, Tuple, Union
 
+from .threads import keep_signals_off_this_thread
+
 
 class Worker(Protocol):
     """What this module asks of a writer thread's worker (worker.py's, which imports this one)."""
@@ -62,7 +64,7 @@ class Worker(Protocol):
 
     def abandon(self) -> None: ...
 
-__all__ = ["watch", "forget", "reap", "reaped", "keep_signals_off_this_thread", "END_SECS"]
+__all__ = ["watch", "forget", "reap", "reaped", "END_SECS"]
 
 END_SECS = 30  # seconds all the writers together may take at exit and at SIGTERM (a store's wait)
 
@@ -283,13 +285,6 @@ def _drop_sigterm_in_child() -> None:
                 pass
     _Sigterm.pid = _Sigterm.pipe = None
     _Sigterm.begun = threading.Lock()
-
-
-def keep_signals_off_this_thread() -> None:
-    """Block SIGTERM and SIGINT in the calling (mxboard) thread: the kernel then gives a
-    process-directed one to another thread, never to one of ours, which could be busy writing."""
-    if hasattr(signal, "pthread_sigmask"):
-        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM, signal.SIGINT})
 
 
 def _on_sigterm(signum: int, frame: Optional[FrameType]) -> None:

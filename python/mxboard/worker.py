@@ -51,6 +51,7 @@ from .intake import (
 from .output import Output
 from .storage import remote
 from .storage.local import FileDeletedError
+from .threads import keep_signals_off_this_thread
 
 __all__ = ["State", "Worker"]
 
@@ -265,7 +266,7 @@ class Worker:
     # -- the thread's side ------------------------------------------------------------------
     def _run(self, opened: threading.Event) -> None:
         try:
-            lifecycle.keep_signals_off_this_thread()
+            keep_signals_off_this_thread()
             self._output.open_main()
         finally:
             opened.set()

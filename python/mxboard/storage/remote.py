@@ -45,8 +45,8 @@ import threading
 import time
 from typing import Any, ContextManager, Deque, Dict, List, Optional, Tuple, Union
 
-from .. import lifecycle
 from ..events import event_file_name, whole_records
+from ..threads import keep_signals_off_this_thread
 from .names import components, part_key, run_of
 from .sizes import readable
 from .spool import Spool, Spooled, create_private, settings
@@ -471,7 +471,7 @@ class RemoteEventFile:
 
     # -- the uploader thread ----------------------------------------------------------------
     def _upload_loop(self) -> None:
-        lifecycle.keep_signals_off_this_thread()
+        keep_signals_off_this_thread()
         last_upload, failures, next_try, flushes = float("-inf"), 0, 0.0, 0
         failing_since: Optional[float] = None
         while True:
