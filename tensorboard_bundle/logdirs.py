@@ -1,5 +1,5 @@
 """Logdirs in object stores on the fast loader: the command line's `--logdir` URL, or the URLs of
-`--logdir_spec`, become local mirrors (mirror.py) that the Rust data server reads. The server
+`--logdir_spec`, become local mirrors (mirror/) that the Rust data server reads. The server
 starts once the mirrors' first passes are done (at most FIRST_PASS_SECS: a large logdir then
 appears as it is fetched). Local paths are left as they are, and so is everything with
 `--load_fast=false` (TensorBoard's Python loader then reads the store itself).

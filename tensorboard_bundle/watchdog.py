@@ -5,7 +5,7 @@ The data server aborts on a record header claiming more bytes than it can alloca
 event file with a header of 2^62 bytes is enough), and restarting it would only read that file
 again. The Python loader reads such a file safely (patches/0008: it never asks for more bytes
 than a file holds). Mirrored logdirs never get such a file (the mirror checks each record's
-header as it copies: mirror.py); a local logdir is read by the data server itself, so this is
+header as it copies: mirror/); a local logdir is read by the data server itself, so this is
 what protects it.
 """
 import logging

@@ -21,8 +21,8 @@ from conftest import ROOT, event_files, served_losses, tb_scalars
 from mxboard import SummaryWriter, reader
 from mxboard.events import record_header
 from mxboard.storage import remote
-from tensorboard_bundle import mirror as mirror_module
 from tensorboard_bundle.mirror import MANIFEST, Mirror
+from tensorboard_bundle.mirror import loop as mirror_loop
 
 pytest.importorskip("fsspec")
 pytestmark = pytest.mark.slow
@@ -259,10 +259,10 @@ def test_a_mirror_dir_resumed_after_a_kill_serves_all(store_url, serve, tmp_path
     for step in range(10):
         writer.add_scalar("loss", float(step), step)
     writer.flush()
-    monkeypatch.setattr(mirror_module, "SAVE_SECS", 0)
+    monkeypatch.setattr(mirror_loop, "SAVE_SECS", 0)
     mirror = Mirror(url, directory, 1 << 30)
     mirror.sync()  # saves its manifest
-    monkeypatch.setattr(mirror_module, "SAVE_SECS", 3600)
+    monkeypatch.setattr(mirror_loop, "SAVE_SECS", 3600)
     for step in range(10, 20):
         writer.add_scalar("loss", float(step), step)
     writer.flush()

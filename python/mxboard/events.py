@@ -11,7 +11,7 @@ import os
 import socket
 import struct
 import time
-from typing import Optional, Tuple
+from typing import Optional, Tuple, Union
 
 from ._crc32c import masked_crc32c
 
@@ -35,7 +35,7 @@ def frame(payload: bytes) -> bytes:
     return b"".join((record_header(len(payload)), payload, RECORD_TRAILER.pack(masked_crc32c(payload))))
 
 
-def whole_records(data: bytes, limit: int, room: Optional[int] = None,
+def whole_records(data: Union[bytes, bytearray], limit: int, room: Optional[int] = None,
                   at_least_one: bool = False) -> Tuple[int, Optional[str]]:
     """(end, problem) of a TFRecord stream's bytes `data`, from a record's start: `end` is where
     its last whole record ends (within `room` bytes if given: the first record alone may pass it,

@@ -19,11 +19,11 @@ import urllib.error
 import urllib.parse
 import urllib.request
 import xml.etree.ElementTree as ElementTree
-from typing import Any, Dict
+from typing import Any, Dict, List, Optional, Protocol, Sequence, Tuple, Union
 
 from mxboard.storage.remote import S3_REQUESTS, open_filesystem
 
-__all__ = ["open_reader", "FsspecReader", "S3Reader"]
+__all__ = ["open_reader", "Reader", "FsspecReader", "S3Reader"]
 
 log = logging.getLogger("tensorboard_bundle")
 
@@ -33,7 +33,21 @@ EXPIRES_SECS = 600  # presigned requests are sent at once: any validity will do
 PAGE_TRIES = 3  # a listing page is asked this often at most, a second apart
 
 
-def open_reader(url):
+Listing = Dict[str, Dict[str, Any]]  # {key: {"type", "size", and a tag: "ETag" or a time}}
+
+
+class Reader(Protocol):
+    root: str
+
+    def listing(self) -> Listing:
+        """Every object below root."""
+
+    def read_ranges(self, keys: Sequence[str], starts: Sequence[int],
+                    ends: Sequence[int]) -> List[Union[bytes, BaseException]]:
+        """The bytes [start, end) of each key, or the exception that read raised, in order."""
+
+
+def open_reader(url: str) -> Reader:
     """The reader of a store URL: S3Reader for s3://, else FsspecReader."""
     if url.split("://", 1)[0].lower() in ("s3", "s3a"):
         try:
@@ -44,21 +58,23 @@ def open_reader(url):
 
 
 class FsspecReader:
-    def __init__(self, url):
+    def __init__(self, url: str) -> None:
         self.fs, self.root = open_filesystem(url)
 
-    def listing(self):
-        """{key: {"type", "size", and a tag: "ETag" or a time}} of every object below root."""
+    def listing(self) -> Listing:
         self.fs.invalidate_cache()
-        return self.fs.find(self.root, detail=True)
+        found: Listing = self.fs.find(self.root, detail=True)
+        return found
 
-    def read_ranges(self, keys, starts, ends):
-        """The bytes [start, end) of each key, or the exception that read raised, in order."""
-        return self.fs.cat_ranges(keys, starts, ends, on_error="return")
+    def read_ranges(self, keys: Sequence[str], starts: Sequence[int],
+                    ends: Sequence[int]) -> List[Union[bytes, BaseException]]:
+        read: List[Union[bytes, BaseException]] = self.fs.cat_ranges(list(keys), list(starts), list(ends),
+                                                                      on_error="return")
+        return read
 
 
 class S3Reader:
-    def __init__(self, url):
+    def __init__(self, url: str) -> None:
         import aiohttp  # noqa: F401 - s3fs's dependency: checked here, used in read_ranges
         import botocore.session
         from botocore.config import Config
@@ -69,18 +85,20 @@ class S3Reader:
         self.root = (self.bucket + "/" + self._prefix).rstrip("/")
         self._client = botocore.session.get_session().create_client("s3", config=Config(
             signature_version="s3v4", **S3_REQUESTS))
-        self._fallback = None  # fsspec's reader, made at the first refusal
+        self._fallback: Optional[FsspecReader] = None  # fsspec's reader, made at the first refusal
         self._refused = False  # this pass's listing was refused: this pass reads through fsspec
-        self._pages = {}  # page number -> (its bytes as last read, entries, next token)
+        self._pages: Dict[int, Tuple[bytes, Listing, Optional[str]]] = {}  # page -> (its bytes, entries, next token)
 
-    def _presign(self, operation, **params):
-        return self._client.generate_presigned_url(operation, Params=dict(params, Bucket=self.bucket),
-                                                   ExpiresIn=EXPIRES_SECS)
+    def _presign(self, operation: str, **params: str) -> str:
+        url: str = self._client.generate_presigned_url(operation, Params=dict(params, Bucket=self.bucket),
+                                                        ExpiresIn=EXPIRES_SECS)
+        return url
 
-    def listing(self):
+    def listing(self) -> Listing:
         self._refused = False
-        found: Dict[str, Dict[str, Any]] = {}
-        token, page = None, 0
+        found: Listing = {}
+        token: Optional[str] = None
+        page = 0
         while True:
             params = {"Prefix": self._prefix, **({"ContinuationToken": token} if token else {})}
             try:
@@ -89,7 +107,7 @@ class S3Reader:
                 if 400 <= exc.code < 500 and exc.code != 404 and not found and token is None:
                     return self._fall_back(exc)
                 raise
-            if self._pages.get(page, (None,))[0] != raw:  # a page as last time is not parsed again
+            if page not in self._pages or self._pages[page][0] != raw:  # a page as last time is not parsed again
                 self._pages[page] = (raw,) + self._parse(raw)
             _, entries, token = self._pages[page]
             found.update(entries)
@@ -97,11 +115,12 @@ class S3Reader:
             if not token:
                 return found
 
-    def _page(self, params):
+    def _page(self, params: Dict[str, str]) -> bytes:
         for attempt in range(PAGE_TRIES):
             try:
                 with urllib.request.urlopen(self._presign("list_objects_v2", **params), timeout=REQUEST_SECS) as r:
-                    return r.read()
+                    raw: bytes = r.read()
+                    return raw
             except urllib.error.HTTPError as exc:
                 if exc.code < 500 or attempt == PAGE_TRIES - 1:
                     raise
@@ -111,12 +130,12 @@ class S3Reader:
             time.sleep(1)
         raise AssertionError("unreachable")
 
-    def _parse(self, raw):
+    def _parse(self, raw: bytes) -> Tuple[Listing, Optional[str]]:
         """(entries, the next page's token or None) of a ListObjectsV2 answer."""
         tree = ElementTree.fromstring(raw)
         ns = tree.tag[:tree.tag.index("}") + 1] if tree.tag.startswith("{") else ""
         url_encoded = tree.findtext(ns + "EncodingType") == "url"  # botocore asks for it: keys arrive escaped
-        entries: Dict[str, Dict[str, Any]] = {}
+        entries: Listing = {}
         for item in tree.iter(ns + "Contents"):
             key = item.findtext(ns + "Key") or ""
             if url_encoded:
@@ -127,7 +146,7 @@ class S3Reader:
         truncated = tree.findtext(ns + "IsTruncated") == "true"
         return entries, tree.findtext(ns + "NextContinuationToken") if truncated else None
 
-    def _fall_back(self, exc):
+    def _fall_back(self, exc: Exception) -> Listing:
         if self._fallback is None:
             log.warning("mirror: %s refuses presigned requests (%s); reading it through s3fs while it does",
                         self.url, exc)
@@ -135,20 +154,22 @@ class S3Reader:
         self._refused = True
         return self._fallback.listing()
 
-    def read_ranges(self, keys, starts, ends):
+    def read_ranges(self, keys: Sequence[str], starts: Sequence[int],
+                    ends: Sequence[int]) -> List[Union[bytes, BaseException]]:
         if self._refused and self._fallback is not None:
             return self._fallback.read_ranges(keys, starts, ends)
         urls = [self._presign("get_object", Key=key.split("/", 1)[1]) for key in keys]
         return asyncio.run(self._read_all(urls, starts, ends))
 
-    async def _read_all(self, urls, starts, ends):
+    async def _read_all(self, urls: Sequence[str], starts: Sequence[int],
+                        ends: Sequence[int]) -> List[Union[bytes, BaseException]]:
         import aiohttp
 
         limit = asyncio.Semaphore(CONCURRENT)
         timeout = aiohttp.ClientTimeout(total=REQUEST_SECS, connect=5)
         async with aiohttp.ClientSession(timeout=timeout) as session:
 
-            async def read(url, start, end):
+            async def read(url: str, start: int, end: int) -> bytes:
                 async with limit:
                     headers = {"Range": "bytes=%d-%d" % (start, end - 1)}
                     async with session.get(url, headers=headers) as response:

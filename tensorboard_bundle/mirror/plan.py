@@ -1,0 +1,100 @@
+"""What the mirror fetches, decided from a listing alone: no disk, no store (tested with
+Hypothesis in tests/test_mirror_plan.py).
+
+- `plan(listing, ...)`: the local files a store's listing makes, each the objects it is read from
+  in order. mxboard's objects of one event file (`<file>`, `<file>.part0001`, ...:
+  storage/names.py) make one file, named as its first; parts whose first object is gone make
+  none. A key that is no path below the logdir (`..`, empty parts, the mirror's own names), or
+  that lies below an excluded path, makes none, and is reported.
+- `extends(have, pieces)`: whether an event file only grew (so only its new bytes are fetched).
+- `Job`: what one file lacks, and the range reads that fetch it.
+"""
+import posixpath
+from typing import Any, Dict, List, Mapping, NamedTuple, Optional, Sequence, Set, Tuple
+
+from mxboard.storage.names import stitched_name
+
+__all__ = ["Piece", "Plan", "Job", "plan", "extends", "is_event_file", "RANGE_BYTES"]
+
+RANGE_BYTES = 16 << 20  # one request reads at most this much
+# what tells an object's versions apart, by store: s3fs's ETag, gcsfs' and adlfs' etag, then times
+TAGS = ("ETag", "etag", "generation", "LastModified", "last_modified", "mtime", "created")
+
+Piece = Tuple[str, int, str]  # an object: (its key, its size, its version's tag)
+
+
+def is_event_file(name: str) -> bool:
+    return "tfevents" in posixpath.basename(name)
+
+
+class Plan(NamedTuple):
+    wanted: Dict[str, List[Piece]]  # local name -> its objects, in reading order
+    refused: List[str]  # keys that are no path below the logdir
+    excluded: Set[str]  # excluded paths (with a trailing /) that held objects
+
+
+def plan(listing: Mapping[str, Mapping[str, Any]], root: str, exclude: Sequence[str] = (),
+         own: Sequence[str] = ()) -> Plan:
+    """The Plan of a listing ({key: fsspec's info: "type", "size", a tag}) of what the store holds
+    below `root` (keys are `<root>/<name>`); `exclude`: relative paths, each with a trailing `/`;
+    `own`: names the mirror's directory keeps for itself (never a run's first component)."""
+    wanted: Dict[str, List[Piece]] = {}
+    refused: List[str] = []
+    excluded: Set[str] = set()
+    for key in sorted(listing):
+        info = listing[key]
+        if info.get("type") != "file" or (root and not key.startswith(root + "/")):
+            continue
+        name = key[len(root) + 1:] if root else key
+        parts = name.split("/")
+        if not name or any(p in ("", ".", "..") for p in parts) or parts[0] in own:
+            refused.append(key)
+            continue
+        below = next((e for e in exclude if (name + "/").startswith(e)), None)
+        if below is not None:
+            excluded.add(below)
+            continue
+        if is_event_file(name):
+            name = stitched_name(name)
+        tag = str(next((info[k] for k in TAGS if info.get(k)), ""))
+        wanted.setdefault(name, []).append((key, int(info["size"]), tag))
+    first = {name: posixpath.join(root, name) if root else name for name in wanted}
+    return Plan({name: pieces for name, pieces in wanted.items() if pieces[0][0] == first[name]}, refused, excluded)
+
+
+def extends(have: Sequence[Piece], pieces: Sequence[Piece]) -> bool:
+    """Whether an event file's objects `pieces` only grew since `have` (its earlier objects
+    unchanged, the last one longer or the same, new ones after it)."""
+    if not have or len(have) > len(pieces) or list(have[:-1]) != list(pieces[:len(have) - 1]):
+        return False
+    key, size, _ = have[-1]
+    now_key, now_size, _ = pieces[len(have) - 1]
+    return key == now_key and now_size >= size
+
+
+class Job:
+    """What one file lacks: its bytes from `start` (stitched over its objects) to the end; and
+    before them, where the file grew, the bytes `verify` (the copy's last), which the store
+    must still hold (an object of the same name and a larger size may be another one)."""
+
+    def __init__(self, name: str, pieces: List[Piece], local: str, start: int, verify: bytes = b"") -> None:
+        self.name, self.pieces, self.local, self.start = name, pieces, local, start - len(verify)
+        self.verify = bytearray(verify)
+        self.copied = start  # bytes in the local (or staging) file
+        self.carry = bytearray()  # an event file's record still incomplete
+        self.failed = False
+        self.ended: Optional[str] = None  # why an event file's copy ended
+
+    def ranges(self, most: Optional[int] = None) -> List[Tuple["Job", str, int, int]]:
+        """(job, key, start, end) of each range read, in order, each within `most` bytes
+        (RANGE_BYTES), that fetches what the file lacks."""
+        most = most or RANGE_BYTES
+        found, offset = [], 0
+        for key, size, _ in self.pieces:
+            begin = max(offset, self.start)
+            while begin < offset + size:
+                end = min(offset + size, begin + most)
+                found.append((self, key, begin - offset, end - offset))
+                begin = end
+            offset += size
+        return found
