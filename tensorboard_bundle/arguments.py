@@ -26,7 +26,7 @@ import functools
 import sys
 from typing import Dict, List, Optional, Tuple
 
-from mxboard.storage.sizes import parse_bytes
+from mxboard._format.sizes import parse_bytes
 
 __all__ = ["Launch", "parse"]
 

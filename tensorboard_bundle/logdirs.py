@@ -36,8 +36,8 @@ import threading
 import time
 from typing import Any, List, Optional, Tuple
 
-from mxboard.storage.names import components, is_url
-from mxboard.storage.sizes import readable
+from mxboard._format.names import components, is_url
+from mxboard._format.sizes import readable
 from tensorboard_bundle.arguments import Launch
 
 __all__ = ["serve_remote"]
@@ -121,7 +121,7 @@ def _python_loader_reads(url: str) -> bool:
 
 def _missing_package(url: str) -> Optional[str]:
     """Why `url` cannot be read through fsspec here (its scheme's package missing), or None."""
-    from mxboard.storage.remote import open_filesystem
+    from mxboard.storage import open_filesystem
 
     try:
         open_filesystem(url)

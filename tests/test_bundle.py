@@ -309,7 +309,7 @@ def _hostile_logdir(tmp_path, good=True, hostile=True):
     """A good run of 20 points, and two runs whose 80-byte file holds 3 good records and then a
     header claiming 2^62 bytes, or 2^30 (their checksums right)."""
     from conftest import event_files
-    from mxboard.events import record_header
+    from mxboard._format.events import record_header
 
     logdir = tmp_path / "hostile"
     with SummaryWriter(str(logdir / "good"), write_to_disk=good) as writer:

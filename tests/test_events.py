@@ -11,8 +11,8 @@ from hypothesis import strategies as st
 
 from conftest import event_files, run_python, tb_events, tb_scalars
 from mxboard import SummaryWriter
-from mxboard._crc32c import _crc32c_python, crc32c, masked_crc32c, masked_crc32c_rows
-from mxboard.events import frame
+from mxboard._format._crc32c import _crc32c_python, crc32c, masked_crc32c, masked_crc32c_rows
+from mxboard._format.events import frame
 from mxboard.reader import CorruptRecordWarning, DataLossError, TornRecordWarning, read_events, read_records
 from mxboard.storage import LocalEventFile as EventFile
 
@@ -25,7 +25,7 @@ def test_crc32c_known_answers():
 
 
 def test_the_plain_install_has_the_c_crc32c():
-    from mxboard._crc32c import IMPLEMENTATION
+    from mxboard._format._crc32c import IMPLEMENTATION
 
     assert IMPLEMENTATION == "google-crc32c"  # a dependency: `pip install mxboard` has it
 
@@ -35,7 +35,7 @@ def test_every_kind_of_record_has_the_same_crc_with_and_without_the_c_implementa
     CRC32C, checks against the pure-Python one: header and payload."""
     import numpy as np
 
-    from mxboard.events import RECORD_HEADER, RECORD_TRAILER
+    from mxboard._format.events import RECORD_HEADER, RECORD_TRAILER
 
     rng = np.random.default_rng(0)
     with SummaryWriter(logdir) as w:
@@ -119,7 +119,7 @@ def test_two_writers_in_one_second_get_two_files_and_keep_all_data(logdir):
 
 def test_a_name_clash_picks_another_name_and_never_overwrites(tmp_path, monkeypatch):
     # a restarted container: same host, same pid, same second, counter back at 0
-    import mxboard.events as events
+    import mxboard._format.events as events
     import mxboard.storage.local as local
 
     taken, free = events.event_file_name(), events.event_file_name()
@@ -166,7 +166,7 @@ def test_a_header_claiming_more_than_any_file_holds_is_a_torn_record_and_the_exp
     b621f0a the reader and `python -m mxboard export` died with MemoryError, good runs included.
     It is a torn record (what the file has is read, a window at a time), and the other runs are
     exported."""
-    from mxboard.events import record_header
+    from mxboard._format.events import record_header
 
     good = _written(str(tmp_path / "good"))
     bad = tmp_path / "bad" / "events.out.tfevents.1.host.1.000000"
@@ -238,7 +238,7 @@ import sys
 sys.modules["google_crc32c"] = sys.modules["crc32c"] = None  # neither can be imported
 import numpy as np
 import mxboard
-from mxboard import _crc32c
+from mxboard._format import _crc32c
 assert _crc32c.IMPLEMENTATION == "python", _crc32c.IMPLEMENTATION
 with mxboard.SummaryWriter(LOGDIR) as w:
     for step in range(100):
@@ -258,7 +258,7 @@ def test_the_one_record_scanner_frames_alike_for_the_reader_the_uploader_and_the
     the mirror copies by; the reader frames the same bytes the same way (each record checked)."""
     import collections
 
-    from mxboard.events import frame, whole_records
+    from mxboard._format.events import frame, whole_records
     from mxboard.storage.remote import take_records
 
     payloads = [bytes([i % 251]) * n for i, n in enumerate(sizes)]

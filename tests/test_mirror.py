@@ -16,8 +16,8 @@ import pytest
 
 from conftest import event_files, run_python, served_losses, tb_scalars
 from mxboard import SummaryWriter
+from mxboard._format.sizes import readable
 from mxboard.storage import remote
-from mxboard.storage.sizes import readable
 from tensorboard_bundle.mirror import LOCK, MANIFEST, Mirror
 
 

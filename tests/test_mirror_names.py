@@ -14,8 +14,8 @@ from hypothesis import strategies as st
 
 from conftest import Server, event_files
 from mxboard import SummaryWriter
+from mxboard._format.names import local_names
 from mxboard.storage import remote
-from mxboard.storage.names import local_names
 
 PRINTABLE = st.characters(exclude_categories=("Cs", "Cc", "Co", "Cn"), exclude_characters="/\\")
 SPECIAL = st.sampled_from([" ", "%", "+", ",", "=", "..", "%20", "é", "ü", "名", "🙂"])

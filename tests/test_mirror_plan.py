@@ -9,7 +9,7 @@ import posixpath
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mxboard.storage.names import part_key
+from mxboard._format.names import part_key
 from tensorboard_bundle.mirror.plan import Job, extends, is_event_file, plan
 
 ROOT = "bucket/exp"

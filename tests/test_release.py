@@ -102,7 +102,7 @@ def test_installer_with_the_plain_python3_then_tensorboard_serves_and_pip_instal
     print("fresh clone to a served run by installer.sh: %.0f s" % (time.monotonic() - start))
     assert "installed" in out
     assert not list((clone / "tensorboard_bundle" / "_patched").glob("[!_]*.py"))  # never the source tree
-    crc = "from mxboard import _crc32c; print(_crc32c.IMPLEMENTATION)"
+    crc = "from mxboard._format import _crc32c; print(_crc32c.IMPLEMENTATION)"
     assert run([venv / "bin" / "python", "-c", crc], cwd=tmp_path).strip() == "google-crc32c"  # a plain install's
     where = "import mxboard, tensorboard_bundle._patched.program as p; print(mxboard.__file__, p.__file__)"
     assert all(p.startswith(str(venv)) for p in run([venv / "bin" / "python", "-c", where], cwd=tmp_path).split())

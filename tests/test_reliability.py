@@ -19,8 +19,8 @@ from hypothesis import strategies as st
 
 from conftest import BUNDLE, ROOT, accumulator, event_files, needs, projector_config, tb_scalars
 from mxboard import SummaryWriter, reader
-from mxboard._crc32c import masked_crc32c
-from mxboard.events import frame
+from mxboard._format._crc32c import masked_crc32c
+from mxboard._format.events import frame
 from mxboard.reader import DataLossError, TornRecordWarning, read_events, read_records
 
 # -- kill -9 ------------------------------------------------------------------------------------

@@ -19,7 +19,7 @@ import pytest
 
 from conftest import ROOT, event_files, served_losses, tb_scalars
 from mxboard import SummaryWriter, reader
-from mxboard.events import record_header
+from mxboard._format.events import record_header
 from mxboard.storage import remote
 from tensorboard_bundle.mirror import MANIFEST, Mirror
 from tensorboard_bundle.mirror import loop as mirror_loop

@@ -245,7 +245,7 @@ result = {"without_pct": idle(), "every_10s_pct": idle(system_metrics=True), "ev
 
 READ_1GB = """
 import os, resource
-from mxboard.events import frame
+from mxboard._format.events import frame
 path = os.path.join(LOGDIR, "events.out.tfevents.1gb")
 record = frame(bytes(1 << 20))
 with open(path, "wb") as f:
@@ -272,7 +272,7 @@ import json, sys, time
 LOGDIR, N, CALLS, LOG = {logdir!r}, {n}, {calls}, {log}
 {body}
 if "mxboard" in sys.modules:
-    from mxboard._crc32c import IMPLEMENTATION
+    from mxboard._format._crc32c import IMPLEMENTATION
     result["crc32c"] = IMPLEMENTATION
 print(json.dumps(result))
 """
@@ -454,7 +454,7 @@ def main():
     parser.add_argument("--json", default=os.path.join(ROOT, "dist", "bench.json"))
     args = parser.parse_args()
     libraries = [lib for lib in LIBRARIES if available(lib)]
-    from mxboard._crc32c import IMPLEMENTATION
+    from mxboard._format._crc32c import IMPLEMENTATION
 
     report = {"python": sys.version.split()[0], "libraries": libraries, "crc32c": IMPLEMENTATION, "results": {}}
     results = report["results"]

@@ -15,8 +15,8 @@ from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
 import numpy as np
 import numpy.typing as npt
 
-from ._crc32c import crc32c_linear_rows, masked_crc32c_rows
-from .events import frame, record_header
+from ._format._crc32c import crc32c_linear_rows, masked_crc32c_rows
+from ._format.events import frame, record_header
 from .proto import Event
 
 __all__ = ["ScalarSeries", "encode_event", "encode_scalar_rows", "scalar_prefix"]

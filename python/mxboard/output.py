@@ -17,8 +17,8 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
+from ._format.events import FILE_VERSION
 from .encoding import ScalarSeries, encode_event, encode_scalar_rows
-from .events import FILE_VERSION
 from .intake import Batch, Columns, PendingScalar, Record, Task, WriterError
 from .mxnet_capture import resolve
 from .proto import Event, SessionLog

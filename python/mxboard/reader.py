@@ -37,8 +37,8 @@ from typing import Any, Dict, Iterator, List, Optional, Tuple, Union
 import numpy as np
 from google.protobuf.message import DecodeError
 
-from ._crc32c import masked_crc32c
-from .events import RECORD_HEADER, RECORD_TRAILER
+from ._format._crc32c import masked_crc32c
+from ._format.events import RECORD_HEADER, RECORD_TRAILER
 from .proto import Event
 from .proto import hparams as hparams_proto
 from .storage import is_url, run_of
@@ -120,7 +120,7 @@ WINDOW = 4 << 20  # bytes read at a time: a file of any size is read in about th
 def _open_at(path: str, offset: int) -> Any:
     """`path` (a file or a URL) open for reading from `offset`."""
     if is_url(path):
-        from .storage.remote import open_filesystem
+        from .storage import open_filesystem
 
         fs, key = open_filesystem(path, shared=True)
         fs.invalidate_cache(key)  # its size as the store holds it now, not as a listing said
@@ -189,7 +189,7 @@ def event_files(logdir: Union[str, "os.PathLike[str]"]) -> List[str]:
 def _remote_event_files(url: str) -> List[str]:
     import posixpath
 
-    from .storage.remote import open_filesystem
+    from .storage import open_filesystem
 
     fs, root = open_filesystem(url, shared=True)
     fs.invalidate_cache()  # a listing cached earlier in this process may miss new objects

@@ -10,8 +10,8 @@ from datetime import datetime
 from typing import Any, Dict, Optional, Union
 
 from . import checks
+from ._format.names import is_url
 from .compat import peer_names
-from .storage.names import is_url
 from .system_metrics import SystemMetrics, psutil_module
 from .system_metrics import interval_of as system_metrics_interval
 from .writer_dashboards import HistogramCalls, LayoutCalls, ModelCalls

@@ -12,10 +12,10 @@ from typing import Any, Optional
 import numpy as np
 
 from . import checks, convert, projector
+from ._format.names import components
 from .callsite import call_site
 from .compat import peer_names
 from .mxnet_capture import DeviceHistogram
-from .storage.names import components
 from .summaries._common import tensor_summary
 from .summaries.custom_scalars import custom_scalars_summary, layout_proto
 from .summaries.histogram import histogram_of, histogram_raw_summary

@@ -11,7 +11,7 @@ reading each kind of store.
   (stores.py: on S3, presigned requests, a quarter of s3fs's CPU). Event files come first.
 - Names are data: a name in the store has one local path (names.local_names), the name itself
   wherever the disk can hold it, so that runs are served as the store names them.
-- mxboard's objects of one event file (`<file>`, `<file>.part0001`, ...: storage/names.py) are
+- mxboard's objects of one event file (`<file>`, `<file>.part0001`, ...: _format/names.py) are
   stitched into one local file, in name order; other writers' event files are copied as they
   are; other files (the projector's) are fetched whole and replace theirs at once.
 - An event file only grows under the loader. Where its last object is larger, the copy's last

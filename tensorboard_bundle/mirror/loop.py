@@ -6,9 +6,9 @@ import threading
 import time
 from typing import Any, Dict, Iterator, List, Literal, Optional, Sequence, Set, Tuple, Union
 
-from mxboard.events import whole_records
-from mxboard.storage.names import local_names
-from mxboard.storage.sizes import readable
+from mxboard._format.events import whole_records
+from mxboard._format.names import local_names
+from mxboard._format.sizes import readable
 
 from .directory import STAGING, ChangedError, Directory, remove
 from .manifest import LOCK, MANIFEST, Entry, Manifest

@@ -3,7 +3,7 @@ Hypothesis in tests/test_mirror_plan.py).
 
 - `plan(listing, ...)`: the local files a store's listing makes, each the objects it is read from
   in order. mxboard's objects of one event file (`<file>`, `<file>.part0001`, ...:
-  storage/names.py) make one file, named as its first; parts whose first object is gone make
+  _format/names.py) make one file, named as its first; parts whose first object is gone make
   none. A key that is no path below the logdir (`..`, empty parts, the mirror's own names), or
   that lies below an excluded path, makes none, and is reported.
 - `extends(have, pieces)`: whether an event file only grew (so only its new bytes are fetched).
@@ -12,7 +12,7 @@ Hypothesis in tests/test_mirror_plan.py).
 import posixpath
 from typing import Any, Dict, List, Mapping, NamedTuple, Optional, Sequence, Set, Tuple
 
-from mxboard.storage.names import stitched_name
+from mxboard._format.names import stitched_name
 
 __all__ = ["Piece", "Plan", "Job", "plan", "extends", "is_event_file", "RANGE_BYTES"]
 

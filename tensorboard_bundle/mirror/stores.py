@@ -21,7 +21,7 @@ import urllib.request
 import xml.etree.ElementTree as ElementTree
 from typing import Any, Dict, List, Optional, Protocol, Sequence, Tuple, Union
 
-from mxboard.storage.remote import S3_REQUESTS, open_filesystem
+from mxboard.storage import S3_REQUESTS, open_filesystem
 
 __all__ = ["open_reader", "Reader", "FsspecReader", "S3Reader"]
 

@@ -7,17 +7,18 @@
 
 `open_storage(logdir)` picks one. The writer thread writes event files through it, the projector
 whole files, and the writer names sub-runs with `subdir`: no caller asks which home it has.
-`names.py` says what a name below a logdir may be, whether a logdir is a URL, and a directory's
-run; the writer, the projector and the reader all use it.
+`open_filesystem(url)` is the one way to a store's fsspec filesystem, with mxboard's settings
+(one try a request, bounded); the reader and the bundled server use it. What a name below a
+logdir may be, whether a logdir is a URL, and a directory's run: ../_format/names.py.
 """
 from typing import Any, ContextManager, List, Optional, Protocol, Tuple
 
+from .._format.names import components, is_url, run_of
 from .local import LocalEventFile, LocalStorage, Nowhere
-from .names import components, is_url, run_of
-from .remote import RemoteStorage
+from .remote import S3_REQUESTS, RemoteStorage, open_filesystem
 
 __all__ = ["EventFile", "LocalEventFile", "LocalStorage", "Nowhere", "RemoteStorage", "Storage", "components", "is_url",
-           "open_storage", "run_of"]
+           "open_storage", "open_filesystem", "run_of", "S3_REQUESTS"]
 
 
 class EventFile(Protocol):

@@ -7,8 +7,8 @@ import errno
 import os
 from typing import TYPE_CHECKING, Iterator, List, Optional, Tuple
 
-from ..events import event_file_name
-from .names import components, run_of
+from .._format.events import event_file_name
+from .._format.names import components, run_of
 
 if TYPE_CHECKING:
     from . import EventFile

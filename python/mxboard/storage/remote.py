@@ -45,10 +45,10 @@ import threading
 import time
 from typing import Any, ContextManager, Deque, Dict, List, Optional, Tuple, Union
 
-from ..events import event_file_name, whole_records
+from .._format.events import event_file_name, whole_records
+from .._format.names import components, part_key, run_of
+from .._format.sizes import readable
 from ..threads import keep_signals_off_this_thread
-from .names import components, part_key, run_of
-from .sizes import readable
 from .spool import Spool, Spooled, create_private, settings
 
 __all__ = ["RemoteEventFile", "RemoteStorage", "open_filesystem", "S3_REQUESTS", "UPLOAD_SECS", "MAX_OBJECT"]

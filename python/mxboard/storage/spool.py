@@ -32,7 +32,7 @@ import stat
 import threading
 from typing import IO, Any, List, NamedTuple, Tuple
 
-from .sizes import parse_bytes
+from .._format.sizes import parse_bytes
 
 try:
     import fcntl
