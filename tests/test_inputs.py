@@ -184,7 +184,7 @@ BAD = [
     ("add_image", ("i", np.ones((32, 24, 3))), ValueError, r"got 32 in shape \(32, 24, 3\); channels last\? pass "
      "dataformats='HWC'"),
     ("add_images", ("i", np.ones((2, 32, 24, 4))), ValueError, r"channels last\? pass dataformats='NHWC'"),
-    # unclear before: the internal ScalarCalls._add_scalar_peer(), the mixin's ImageCalls.add_image()
+    # unclear before: the internal ScalarCalls._add_scalar_peer(), a mixin's ImageCalls.add_image()
     ("add_scalar", ("s", 1.0), {"bogus": 1}, TypeError, r"^SummaryWriter\.add_scalar\(\) got an unexpected keyword "
      "argument 'bogus'$"),
     ("add_image", ("i", np.ones((3, 4, 4))), {"bogus": 1}, TypeError,  # Python 3.9 says add_image() alone

@@ -306,7 +306,7 @@ def test_one_writers_layout_call_waiting_never_holds_another_writers(tmp_path):
     import threading
 
     first, second = SummaryWriter(str(tmp_path / "a")), SummaryWriter(str(tmp_path / "b"))
-    with first._layout_lock:  # as a call of the first writer, blocked in its full queue, holds it
+    with first._core.layout_lock:  # as a call of the first writer, blocked in its full queue, holds it
         done = threading.Event()
         threading.Thread(target=lambda: (second.add_custom_scalars({"c": {"x": ["Multiline", ["x"]]}}), done.set()),
                          daemon=True).start()

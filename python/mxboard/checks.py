@@ -7,7 +7,7 @@ the writer thread resolves them (the training thread never waits for MXNet's eng
 import json
 import math
 from time import time as _now
-from typing import Any
+from typing import Any, Mapping, Optional, Tuple
 
 import numpy as np
 
@@ -33,7 +33,7 @@ def step(global_step: Any, name: str = "global_step") -> int:
     return 0 if global_step is None else convert.to_int(global_step, name)
 
 
-def walltime(value):
+def walltime(value: Any) -> float:
     """Seconds since the epoch as a float (None is now)."""
     if value is None:
         return _now()
@@ -43,7 +43,7 @@ def walltime(value):
     return wall
 
 
-def stamp(global_step, wall):
+def stamp(global_step: Any, wall: Any) -> Tuple[int, float]:
     """(step, walltime) of a call."""
     return step(global_step), walltime(wall)
 
@@ -260,7 +260,7 @@ def tensor_text(array, name="tensor"):
     return array
 
 
-def tag(value, name="tag"):
+def tag(value: Any, name: str = "tag") -> str:
     """A tag (or a run or scalar name) is a non-empty str of valid Unicode; returned as given (its
     text is kept in the event)."""
     if not isinstance(value, str):
@@ -479,3 +479,16 @@ def _metric_key(key, value, declared):
 def _hparam(value, name):
     value = hparam_value(value, name)
     return _utf8(value, "hparam %r" % (name,)) if isinstance(value, str) else value
+
+
+def no_points_on_own_curves(metrics: Mapping[Any, Any], logged: Mapping[str, int], global_step: Optional[int]) -> None:
+    """`add_hparams(in_run=True)` never adds a point to a curve the run logs: a number for such a
+    tag would be one more point at `global_step` (0 by default), a step going back, which
+    TensorBoard reads as a restart (100 points logged, 1 shown). None names the curve itself."""
+    for tag, value in metrics.items():
+        if value is not None and isinstance(tag, str) and tag in logged:
+            raise ValueError(
+                "add_hparams: metric_dict[%r] is a number, but this run logs %r with add_scalar: it would add a point "
+                "at step %d to that curve, and TensorBoard would show only the points from it on (a step going back "
+                "reads as a restart). Give {%r: None}: the dashboard shows the curve's last value."
+                % (tag, tag, 0 if global_step is None else global_step, tag))

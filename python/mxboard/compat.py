@@ -8,9 +8,12 @@ from __future__ import annotations
 
 import functools
 import inspect
-from typing import Any, Callable, Dict, Optional, Sequence, TypeVar
+import warnings
+from typing import Any, Callable, Dict, Optional, Sequence, Tuple, TypeVar
 
-__all__ = ["peer_names"]
+import numpy as np
+
+__all__ = ["peer_names", "audio_peer_order", "pr_curve_peer_order", "scalar_peer_value", "AUDIO_RATES"]
 
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -65,3 +68,63 @@ def _signature_with(method: Callable[..., Any], aliases: Dict[str, str]) -> insp
     tail = [p for p in params if p.kind is inspect.Parameter.VAR_KEYWORD]
     head = [p for p in params if p.kind is not inspect.Parameter.VAR_KEYWORD]
     return signature.replace(parameters=head + extra + tail)
+
+
+# -- the calls whose positional order differs from the peers', and add_scalar's peer keywords --
+AUDIO_RATES = {8000, 11025, 12000, 16000, 22050, 24000, 32000, 44100, 48000, 64000, 88200, 96000, 176400, 192000}
+
+
+def audio_peer_order(args: Sequence[Any]) -> bool:
+    """add_audio(tag, audio, N[, M]): mxboard 0.1.0 took (sample_rate, global_step) there,
+    tensorboardX and torch take (global_step, sample_rate). N is a sample rate if it is one of
+    the audio rates (8 kHz ... 192 kHz); else it is the peers' step (tensorboardX's demo passes
+    the step third), with a warning where it could be a rate (1 kHz or more)."""
+    if len(args) < 3 or isinstance(args[2], bool) or not isinstance(args[2], (int, float, np.number)):
+        return False
+    if args[2] in AUDIO_RATES:
+        return False
+    if args[2] >= 1000:
+        warnings.warn("add_audio: a third positional argument that is no usual audio rate is read as "
+                      "global_step (tensorboardX's and torch's order); pass sample_rate= and global_step= by keyword",
+                      UserWarning, stacklevel=3)
+    return True
+
+
+def pr_curve_peer_order(args: Sequence[Any]) -> bool:
+    """add_pr_curve(tag, labels, predictions, N[, M]): mxboard 0.1.0 took (num_thresholds,
+    global_step) there, tensorboardX and torch take (global_step, num_thresholds). A lone N is the
+    step (the peers' idiom: tensorboardX's own demo passes it so; mxboard 0.1.0's examples pass
+    num_thresholds by keyword); with M too, 0.1.0's order holds, unless N < 2 cannot be
+    num_thresholds. Either reading is said in a warning: by keyword, nothing is guessed."""
+    if len(args) < 4:
+        return False
+    lone = len(args) == 4
+    peers = lone or (isinstance(args[3], (int, float, np.integer)) and args[3] < 2)
+    if lone:
+        message = "a lone fourth positional argument is read as global_step (tensorboardX's and torch's order)"
+    elif peers:
+        message = "positional (global_step, num_thresholds): the fourth, below 2, is no num_thresholds"
+    else:
+        message = "positional (num_thresholds, global_step), mxboard 0.1.0's order"
+    warnings.warn("add_pr_curve: %s; pass num_thresholds= and global_step= by keyword" % message, UserWarning,
+                  stacklevel=3)
+    return bool(peers)
+
+
+_SCALAR_PEER_KEYWORDS = {"scalar_value", "new_style", "double_precision", "display_name", "summary_description"}
+
+
+def scalar_peer_value(value: Any, peer: Dict[str, Any]) -> Tuple[Any, Optional[Tuple[str, str]]]:
+    """(value, (display_name, description) or None) of a call with the peers' keywords: their
+    `scalar_value=`, tensorboardX's `display_name`/`summary_description` (a summary of its own),
+    torch's `new_style`/`double_precision` (accepted: values are float32 either way)."""
+    unknown = sorted(set(peer) - _SCALAR_PEER_KEYWORDS)
+    if unknown:
+        raise TypeError("SummaryWriter.add_scalar() got an unexpected keyword argument %r" % unknown[0])
+    scalar_value = peer.get("scalar_value")
+    if scalar_value is not None:
+        if value is not None:
+            raise TypeError("add_scalar() got both 'value' and 'scalar_value' (tensorboardX's name for it)")
+        value = scalar_value
+    display_name, description = peer.get("display_name") or "", peer.get("summary_description") or ""
+    return value, (display_name, description) if display_name or description else None

@@ -9,16 +9,26 @@ import math
 import numbers
 import sys
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, NamedTuple, Union
 
 import numpy as np
 
 from .mxnet_capture import Snapshot
 
-__all__ = ["GROUP", "DEFERRED", "NUMBER", "capture", "describe", "is_ndarray", "on_accelerator", "scalar_form",
+__all__ = ["Deferred", "Named", "capture", "describe", "is_ndarray", "on_accelerator", "one_scalar", "scalar_value",
            "to_float", "to_int", "to_numpy"]
 
-GROUP, DEFERRED, NUMBER = "group", "deferred", "number"  # the forms of a scalar call's value
+
+class Named(NamedTuple):
+    """A scalar call's named values: `{name: value}`, each name a line of its own in one chart."""
+
+    values: Mapping[Any, Any]
+
+
+class Deferred(NamedTuple):
+    """A scalar call's MXNet NDArray, read by the writer thread once its engine computed it."""
+
+    array: Any
 
 
 def is_ndarray(value):
@@ -83,24 +93,26 @@ def capture(value, name="value", numeric=True, defer=True, check=None):
     return array if check is None else check(array)
 
 
-def scalar_form(value, name="value", named=True):
-    """What a scalar call was given, decided here once for every type: (GROUP, {name: value}) for
-    named values (a mapping, or one `(name, value)` pair or `[name, value]` list; with `named`),
-    (DEFERRED, value) for an MXNet NDArray (read once its engine computed it), else (NUMBER,
-    float)."""
-    if named and isinstance(value, (dict, tuple, list, Mapping)):
+def scalar_value(value: Any, name: str = "value") -> Union[float, Named, Deferred]:
+    """What a scalar call was given, decided here once for every type: `Named` values (a
+    mapping, or one `(name, value)` pair or `[name, value]` list), else `one_scalar(value)`."""
+    if isinstance(value, (dict, tuple, list, Mapping)):
         if isinstance(value, (tuple, list)):
             if len(value) != 2:
                 raise ValueError("a %s value must be a (name, value) pair; got %d elements"
                                  % (type(value).__name__, len(value)))
             value = {value[0]: value[1]}
-        return GROUP, value
-    if is_ndarray(value):
-        return DEFERRED, value
-    return NUMBER, to_float(value, name)
+        return Named(value)
+    return one_scalar(value, name)
 
 
-def to_float(value, name="value"):
+def one_scalar(value: Any, name: str = "value") -> Union[float, Deferred]:
+    """A single scalar: an MXNet NDArray `Deferred` (read once its engine computed it), else the
+    number as a float (checked)."""
+    return Deferred(value) if is_ndarray(value) else to_float(value, name)
+
+
+def to_float(value: Any, name: str = "value") -> float:
     """A scalar as a Python float: a number, a numpy scalar, or any array of exactly one element."""
     if isinstance(value, (float, int)) and not isinstance(value, bool):
         return _float(value, name)
@@ -116,7 +128,7 @@ def to_float(value, name="value"):
     return _float(array.reshape(()).item(), name)
 
 
-def _float(value, name):
+def _float(value: Any, name: str) -> float:
     try:
         return float(value)
     except OverflowError:

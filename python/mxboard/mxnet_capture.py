@@ -90,9 +90,9 @@ class ScalarSlots:
     frees the views it read. Only arrays of shape (1,) (what `loss.mean()` gives) fit a view;
     others are snapshotted alone."""
 
-    def __init__(self, size=1024):
+    def __init__(self, size: int = 1024) -> None:
         self._size = size
-        self._rings = []
+        self._rings: list[Any] = []
         # (ring, slot, copy into the slot): appends and pops are atomic
         self._free: collections.deque[Any] = collections.deque()
 

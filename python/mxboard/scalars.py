@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import threading
 from types import MappingProxyType
-from typing import Any, Mapping
+from typing import Any, Mapping, NamedTuple, Union
 
 import numpy as np
 
@@ -15,9 +15,15 @@ from .intake import WAKE_EVERY, PendingScalar, Record, closed_error
 from .mxnet_capture import Snapshot
 from .summaries.scalar import described_scalar_summary
 
-__all__ = ["DESCRIBED", "ClosedScalars", "Scalars"]
+__all__ = ["Described", "ClosedScalars", "Scalars"]
 
-DESCRIBED = "described"  # Scalars.add's form of a scalar with tensorboardX's display name and description
+
+class Described(NamedTuple):
+    """A scalar with tensorboardX's display name and description: a summary of its own."""
+
+    value: Union[float, convert.Deferred]
+    display_name: str
+    description: str
 
 
 class Scalars:
@@ -25,13 +31,13 @@ class Scalars:
     (mxnet_capture.ScalarSlots): where NDArray scalars are copied; `suffix`: the event files'
     (a named value's sub-run has a file of its own)."""
 
-    def __init__(self, worker, slots, suffix):
+    def __init__(self, worker: Any, slots: Any, suffix: str) -> None:
         self._worker = worker
         self._slots = slots
         self._suffix = suffix
         self._lock = threading.Lock()  # guards new series
-        self.ids = {}  # tag -> series id in the main file (the hot path reads it directly)
-        self._runs = {}  # (tag, name) -> series id in the sub-run's file
+        self.ids: dict[str, int] = {}  # tag -> series id in the main file (the hot path reads it directly)
+        self._runs: dict[Any, int] = {}  # (tag, name) -> series id in the sub-run's file
         self._local = threading.local()  # .columns: this thread's ScalarColumns
 
     def series(self, tag):
@@ -52,32 +58,31 @@ class Scalars:
         if len(columns.series) >= WAKE_EVERY:
             self._worker.hand_over(columns)
 
-    def add(self, form, tag, value, step, wall):
-        """A value of `form` (convert.scalar_form): GROUP `{name: value}`, each name a line of its
-        own in one chart, from the sub-run `logdir/<tag>/<name>/` (every value checked before
-        any is queued); DEFERRED, an NDArray read by the writer thread once the engine has
-        computed it. DESCRIBED: `(form, value, display_name, description)`, a scalar with
-        tensorboardX's metadata, a summary of its own (not a batched row)."""
+    def add(self, tag: str, value: Union[convert.Named, convert.Deferred, Described], step: int, wall: float) -> None:
+        """`Named` values, each name a line of its own in one chart, from the sub-run
+        `logdir/<tag>/<name>/` (every value checked before any is queued); a `Deferred` NDArray,
+        read by the writer thread once the engine has computed it; a `Described` scalar, a
+        summary of its own (not a batched row)."""
         checks.tag(tag)
-        if form is DESCRIBED:
-            kind, value, display_name, description = value
-            if kind is convert.DEFERRED:  # read by the writer thread once the engine computed it
-                value = self._snapshot(value, alone=True)
-            self._worker.put(Record(None, described_scalar_summary, (tag, value, display_name, description),
-                                    step, wall))
+        if isinstance(value, Described):
+            number: Any = value.value
+            if isinstance(number, convert.Deferred):  # read by the writer thread once the engine computed it
+                number = self._snapshot(number.array, alone=True)
+            self._worker.put(Record(None, described_scalar_summary, (tag, number, value.display_name,
+                                                                     value.description), step, wall))
             return
-        if form is convert.DEFERRED:
+        if isinstance(value, convert.Deferred):
             series = self.ids.get(tag)  # a lock only the first time
             self._worker.put_scalar(PendingScalar(self.series(tag) if series is None else series,
-                                                  self._snapshot(value), step, wall))
+                                                  self._snapshot(value.array), step, wall))
             return
-        if not value:
+        if not value.values:
             raise ValueError("value: the dict of named scalars for %r is empty" % tag)
         values = []
-        for name, v in value.items():
-            kind, v = convert.scalar_form(v, "value[%r]" % (name,), named=False)
-            values.append((checks.tag(name, "scalar name"), v if kind is convert.NUMBER
-                           else self._snapshot(v, "value[%r]" % (name,))))
+        for name, v in value.values.items():
+            one = convert.one_scalar(v, "value[%r]" % (name,))
+            values.append((checks.tag(name, "scalar name"), one if isinstance(one, float)
+                           else self._snapshot(one.array, "value[%r]" % (name,))))
         for name, v in values:
             series = self._run_series(tag, name)
             if isinstance(v, float):
@@ -121,7 +126,7 @@ class ClosedScalars:
     def append(self, series: int, value: float, step: int, wall: float) -> None:
         raise closed_error()
 
-    def add(self, form: str, tag: str, value: Any, step: int, wall: float) -> None:
+    def add(self, tag: str, value: Any, step: int, wall: float) -> None:
         raise closed_error()
 
     def add_to_file(self, run: Any, values: Mapping[str, float], step: int, wall: float) -> None:

@@ -1,22 +1,40 @@
-"""`SummaryWriter`: the public face. Its constructor checks the arguments; its calls come from
-one class a dashboard (writer_scalars.py, writer_media.py, writer_dashboards.py), each a part of
-`WriterCore` (writer_core.py), through which every call queues its item for the writer thread.
+"""`SummaryWriter`: every call a user makes, in one place, each a few lines and its docstring
+over the one object a writer has, its `WriterCore` (writer_core.py: the worker, the scalars, the
+files and their lifecycle), through which every call queues its item for the writer thread. A
+call checks and captures its arguments here, on the caller's thread (checks.py, convert.py), and
+queues a summary builder (summaries/) or a task (projector.py). The peers' argument names and
+orders are taken by `compat.peer_names`.
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
+from collections.abc import Mapping, Sequence
 from datetime import datetime
-from typing import Any, Dict, Optional, Union
+from time import time as _now
+from typing import Any, Dict, Iterator, Optional, Union
 
-from . import checks
-from ._format.names import is_url
-from .compat import peer_names
+import numpy as np
+
+from . import checks, convert, projector
+from ._format.names import components, is_url
+from .callsite import call_site
+from .compat import audio_peer_order, peer_names, pr_curve_peer_order, scalar_peer_value
+from .mxnet_capture import DeviceHistogram
+from .scalars import Described
+from .summaries._common import tensor_summary
+from .summaries.audio import audio_summary
+from .summaries.custom_scalars import custom_scalars_summary, layout_proto
+from .summaries.histogram import histogram_of, histogram_raw_summary
+from .summaries.hparams import hparams_summary
+from .summaries.image import boxes_summary, figure_pixels, image_summary, video_summary
+from .summaries.mesh import mesh_summary
+from .summaries.pr_curve import pr_curve_raw_summary, pr_curve_summary
+from .summaries.text import text_summary
 from .system_metrics import SystemMetrics, psutil_module
 from .system_metrics import interval_of as system_metrics_interval
-from .writer_dashboards import HistogramCalls, LayoutCalls, ModelCalls
-from .writer_media import AudioTextCalls, ImageCalls
-from .writer_scalars import ScalarCalls
+from .writer_core import WriterCore
 
 __all__ = ["SummaryWriter"]
 
@@ -25,7 +43,7 @@ __all__ = ["SummaryWriter"]
 PEER_ORDER = ("logdir", "comment", "purge_step", "max_queue", "flush_secs", "filename_suffix", "write_to_disk")
 
 
-class SummaryWriter(ScalarCalls, ImageCalls, AudioTextCalls, HistogramCalls, ModelCalls, LayoutCalls):
+class SummaryWriter:
     """Writes TensorBoard event files into `logdir`, on a background thread.
 
     Every `add_*` checks its arguments and captures its data on the calling thread, then queues
@@ -93,9 +111,9 @@ class SummaryWriter(ScalarCalls, ImageCalls, AudioTextCalls, HistogramCalls, Mod
         if interval is not None:
             psutil_module()  # missing: an ImportError naming the extra, before any file is made
         logdir = os.fspath(logdir)
-        super().__init__(logdir if is_url(logdir) else os.path.expanduser(logdir), max_queue, flush_secs,
-                         filename_suffix or "", verbose, purge_step, write_to_disk)
-        self._system = None
+        self._core = WriterCore(logdir if is_url(logdir) else os.path.expanduser(logdir), max_queue, flush_secs,
+                                filename_suffix or "", verbose, purge_step, write_to_disk)
+        self._system: Optional[SystemMetrics] = None
         if interval is not None:
             self._system = SystemMetrics(self, interval)
 
@@ -109,17 +127,683 @@ class SummaryWriter(ScalarCalls, ImageCalls, AudioTextCalls, HistogramCalls, Mod
         system, self._system = getattr(self, "_system", None), None
         if system is not None:
             system.stop()
-        super().close()
+        self._core.close()
 
+    def flush(self) -> None:
+        """Return when everything logged before the call is in the event files (or the store).
 
-def _named_as_public(cls: type) -> None:
-    """The public methods, wherever their mixin defines them, named `SummaryWriter.<name>`: Python's
-    own errors (an unexpected keyword) then name the method the user called."""
-    for name in dir(cls):
-        function = getattr(cls, name, None)
-        while not name.startswith("_") and callable(function) and hasattr(function, "__qualname__"):
-            function.__qualname__ = "%s.%s" % (cls.__name__, name)
-            function = getattr(function, "__wrapped__", None)
+        Raises:
+            WriterError: the writer thread failed.
+        """
+        self._core.flush()
 
+    def reopen(self) -> None:
+        """After `close()`, start logging again, into a new event file (mxboard's reopen; any
+        call does it too)."""
+        self._core.reopen()
 
-_named_as_public(SummaryWriter)
+    def __enter__(self) -> SummaryWriter:
+        return self
+
+    def __exit__(self, *exc_info: Any) -> None:
+        self.close()
+
+    @property
+    def closed(self) -> bool:
+        """Whether `close()` was called (and no call or `reopen()` since)."""
+        return self._core.closed
+
+    @property
+    def logdir(self) -> str:
+        """Where this writer writes (tensorboardX's attribute; torch's is `log_dir`)."""
+        return self._core.logdir
+
+    log_dir = logdir
+
+    def get_logdir(self) -> str:
+        """Where this writer writes (torch's method)."""
+        return self._core.logdir
+
+    @contextlib.contextmanager
+    def use_metadata(self, *, global_step: Optional[int] = None,
+                     walltime: Optional[float] = None) -> Iterator[SummaryWriter]:
+        """The step and walltime of the enclosed calls that give none (tensorboardX's).
+
+        Args:
+            global_step: their step.
+            walltime: their time, seconds since the epoch (default: each call's own).
+
+        Example:
+            >>> with sw.use_metadata(global_step=10):
+            ...     sw.add_scalar("loss", 3.0)
+        """
+        core = self._core
+        saved = core.default_step, core.default_wall
+        step, wall = checks.stamp(saved[0] if global_step is None else global_step, walltime)
+        core.default_step, core.default_wall = step, None if walltime is None else wall
+        try:
+            yield self
+        finally:
+            core.default_step, core.default_wall = saved
+
+    # -- Scalars -------------------------------------------------------------------------------
+    def add_scalar(self, tag: str, value: Any = None, global_step: Optional[int] = None,
+                   walltime: Optional[float] = None, **peer: Any) -> None:
+        """Log a number under `tag` (the training loop's hot path: a few microseconds).
+
+        Args:
+            tag: the chart's name.
+            value: a number, numpy scalar, one-element array, torch tensor or MXNet NDArray (read
+                once the engine has computed it: the loop never waits); or a `(name, value)`
+                pair, a `[name, value]` list or a mapping of them: each name one line in the same
+                chart, from the sub-run `logdir/<tag>/<name>/`.
+            global_step: the step (x axis); an int, or a float taken as int(step). Default 0.
+            walltime: seconds since the epoch. Default: the time of the call.
+            **peer: the peers' `scalar_value=` (for `value`); tensorboardX's `display_name` and
+                `summary_description` (shown by TensorBoard; such a call is a summary of its
+                own, not a batched row); torch's `new_style` and `double_precision` are
+                accepted (values are float32 either way).
+
+        Raises:
+            TypeError, ValueError: a value that is no single real number, a bad tag or step.
+            WriterError: the writer thread failed earlier (its cause is attached).
+
+        Example:
+            >>> sw.add_scalar("loss", loss.mean(), global_step=step)  # an NDArray: no wait
+            >>> sw.add_scalar("accuracy", {"train": 0.91, "val": 0.87}, global_step=epoch)
+        """
+        core = self._core
+        if type(value) is not float or peer:
+            described = None
+            if peer:
+                value, described = scalar_peer_value(value, peer)
+            if described:  # a summary of its own, with its metadata
+                value = Described(convert.one_scalar(value), *described)
+            else:
+                value = convert.scalar_value(value)
+            if type(value) is not float:  # named values, an NDArray read later, or described
+                core.ready()
+                core.scalars.add(tag, value, *core.stamp(global_step, walltime))
+                return core.report()
+        while True:
+            scalars = core.scalars
+            try:
+                series = scalars.ids[tag]
+            except (KeyError, TypeError):
+                core.ready()
+                scalars = core.scalars  # a forked child's own
+                series = scalars.series(tag)
+            if global_step is None:
+                global_step = core.default_step
+            elif type(global_step) is not int or not 0 <= global_step < 0x7FFFFFFFFFFFFFFF:
+                global_step = checks.step(global_step)
+            if walltime is None:
+                walltime = _now() if core.default_wall is None else core.default_wall
+            else:
+                walltime = checks.walltime(walltime)
+            scalars.append(series, value, global_step, walltime)
+            if not (core.worker.attention and core.report_or_reopen()):
+                return  # else a forked child, which now has a worker of its own: once more, into it
+
+    def add_scalars(self, main_tag: str, tag_scalar_dict: Mapping[str, Any], global_step: Optional[int] = None,
+                    walltime: Optional[float] = None) -> None:
+        """Lines in one chart (tensorboardX's call), as `add_scalar(main_tag, dict)`.
+
+        Args:
+            main_tag: the chart's name.
+            tag_scalar_dict: `{name: value}`; each name's values go to the sub-run
+                `logdir/<main_tag>/<name>/` (tensorboardX's layout; torch's is `<main_tag>_<name>`).
+            global_step: the step (x axis); an int, or a float taken as int(step). Default 0.
+            walltime: seconds since the epoch. Default: the time of the call.
+
+        Raises:
+            TypeError, ValueError: not a mapping, or a value that is no single number.
+
+        Example:
+            >>> sw.add_scalars("loss", {"train": 0.3, "val": 0.4}, global_step=10)
+        """
+        if not isinstance(tag_scalar_dict, Mapping):
+            raise TypeError("tag_scalar_dict must be a dict of name -> value; got %s"
+                            % type(tag_scalar_dict).__name__)
+        self._core.ready()
+        self._core.scalars.add(main_tag, convert.Named(tag_scalar_dict), *self._core.stamp(global_step, walltime))
+        self._core.report()
+
+    def export_scalars(self, path: str) -> None:
+        """Write the scalars this writer has written (since `clear_scalar_dict()`) to a JSON file.
+
+        As mxboard did: `{"<logdir>/<tag>[/<name>]": [[wall_time, step, value], ...]}`, read back
+        from the event files (no scalar is kept in memory).
+
+        Args:
+            path: the JSON file to write.
+        """
+        self._core.export_scalars(path)
+
+    def export_scalars_to_json(self, path: str) -> None:
+        """tensorboardX's name for `export_scalars`."""
+        self.export_scalars(path)
+
+    def clear_scalar_dict(self) -> None:
+        """Start `export_scalars` afresh from here."""
+        self._core.clear_scalars()
+
+    # -- Images, videos, figures, Audio, Text --------------------------------------------------
+    @peer_names({"img_tensor": "image"})
+    def add_image(self, tag: str, image: Any, global_step: Optional[int] = None, walltime: Optional[float] = None,
+                  dataformats: str = "CHW") -> None:
+        """An image, for the Images dashboard.
+
+        Args:
+            tag: the image's name.
+            image: float pixels in [0, 1] (clipped, never wrapped) or integers in [0, 255]; 1, 3
+                or 4 channels.
+            dataformats: 'CHW' (a 2-D array is taken as HW and a 4-D one as a batch NCHW shown
+                as a grid, as mxboard did), 'HWC', 'HW', 'NCHW' or 'NHWC'.
+            global_step: the step (x axis); an int, or a float taken as int(step). Default 0.
+            walltime: seconds since the epoch. Default: the time of the call.
+
+        Raises:
+            TypeError, ValueError: a shape that does not fit `dataformats`, pixels out of range.
+
+        Example:
+            >>> sw.add_image("digit", np.random.rand(1, 28, 28), global_step=0)
+        """
+        if dataformats == "CHW" and getattr(image, "ndim", None) in (2, 4):  # mxboard took these
+            dataformats = "HW" if image.ndim == 2 else "NCHW"
+        self._core.log(image_summary, tag, checks.image(image, dataformats), global_step, walltime)
+
+    def add_images(self, tag: str, img_tensor: Any, global_step: Optional[int] = None,
+                   walltime: Optional[float] = None, dataformats: str = "NCHW") -> None:
+        """A batch of images shown as one grid (tensorboardX's add_images).
+
+        Args:
+            tag: the grid's name.
+            img_tensor: (N, C, H, W) or (N, H, W, C) pixels, as `add_image` takes them; or a
+                list of images of one shape, stacked (`dataformats` then names each one's, 'CHW'
+                or 'HWC', or the stack's).
+            dataformats: 'NCHW' or 'NHWC'.
+            global_step: the step (x axis); an int, or a float taken as int(step). Default 0.
+            walltime: seconds since the epoch. Default: the time of the call.
+
+        Raises:
+            TypeError, ValueError: as `add_image`.
+
+        Example:
+            >>> sw.add_images("batch", data.asnumpy()[:16], global_step=step)
+        """
+        if isinstance(img_tensor, (list, tuple)):  # tensorboardX stacks a list of images
+            img_tensor, dataformats = checks.image_list(img_tensor, dataformats)
+        self._core.log(image_summary, tag, checks.image(img_tensor, dataformats, "img_tensor"), global_step, walltime)
+
+    def add_image_with_boxes(self, tag: str, img_tensor: Any, box_tensor: Any, global_step: Optional[int] = None,
+                             walltime: Optional[float] = None, rescale: float = 1, dataformats: str = "CHW",
+                             labels: Optional[Sequence[str]] = None) -> None:
+        """An image with boxes drawn on it (tensorboardX's and torch's signature).
+
+        Args:
+            tag: the image's name.
+            img_tensor: one image, as `add_image` takes it.
+            box_tensor: (N, 4) boxes [xmin, ymin, xmax, ymax] in pixels, xmin <= xmax, ymin <= ymax.
+            rescale: scales the image and its boxes (the result at most 16384 px a side).
+            dataformats: the image's, as `add_image`.
+            labels: one str a box, drawn above it.
+            global_step: the step (x axis); an int, or a float taken as int(step). Default 0.
+            walltime: seconds since the epoch. Default: the time of the call.
+
+        Raises:
+            TypeError, ValueError: a bad image, inverted or non-finite boxes, a bad rescale.
+
+        Example:
+            >>> sw.add_image_with_boxes("detections", image, [[10, 10, 40, 50]], labels=["cat"])
+        """
+        pixels, dataformats = checks.image(img_tensor, dataformats, "img_tensor")
+        boxes, labels, scale = checks.boxes(box_tensor, labels, rescale, dataformats, pixels.shape)
+        self._core.log(boxes_summary, tag, (pixels, dataformats, boxes, labels, scale), global_step, walltime)
+
+    def add_video(self, tag: str, vid_tensor: Any, global_step: Optional[int] = None, fps: float = 4,
+                  walltime: Optional[float] = None, dataformats: Optional[str] = None) -> None:
+        """A video, shown as an animated GIF in the Images dashboard.
+
+        Args:
+            tag: the video's name.
+            vid_tensor: (N, T, C, H, W) (a grid of N videos) or (T, C, H, W); float in [0, 1] or uint8.
+            fps: frames a second.
+            dataformats: the axes' order, a permutation of 'NTCHW' or 'TCHW' (tensorboardX's).
+                Default: (N, T, C, H, W) or (T, C, H, W) by the number of dimensions.
+            global_step: the step (x axis); an int, or a float taken as int(step). Default 0.
+            walltime: seconds since the epoch. Default: the time of the call.
+
+        Raises:
+            TypeError, ValueError: a bad shape, pixels out of range, fps <= 0.
+
+        Example:
+            >>> sw.add_video("rollout", np.random.rand(8, 3, 32, 32), fps=4)
+        """
+        self._core.log(video_summary, tag, checks.video(vid_tensor, fps, dataformats), global_step, walltime)
+
+    def add_figure(self, tag: str, figure: Any, global_step: Optional[int] = None, close: bool = True,
+                   walltime: Optional[float] = None) -> None:
+        """A matplotlib figure (or a list of them, shown as a grid), logged as an image.
+
+        Rendered here, on the caller's thread (matplotlib is not thread-safe).
+
+        Args:
+            tag: the image's name.
+            figure: a `matplotlib.figure.Figure`, or a list of them of one size.
+            close: close the figure once rendered.
+            global_step: the step (x axis); an int, or a float taken as int(step). Default 0.
+            walltime: seconds since the epoch. Default: the time of the call.
+
+        Raises:
+            TypeError, ValueError: not a Figure, or figures of different sizes.
+
+        Example:
+            >>> fig = plt.figure(); plt.plot([1, 2, 3])
+            >>> sw.add_figure("curve", fig, global_step=0)
+        """
+        checks.tag(tag)
+        figures = figure if isinstance(figure, (list, tuple)) else [figure]
+        rendered = [figure_pixels(f, close) for f in figures]
+        if len(rendered) == 1:
+            self._core.log(image_summary, tag, (rendered[0], "HWC"), global_step, walltime)
+        else:
+            shape = rendered[0].shape
+            if any(i.shape != shape for i in rendered):
+                raise ValueError("figures of a list must have one size; got %s"
+                                 % sorted({i.shape for i in rendered}))
+            self._core.log(image_summary, tag, (np.stack(rendered), "NHWC"), global_step, walltime)
+
+    @peer_names({"snd_tensor": "audio"}, peer_order=("tag", "audio", "global_step", "sample_rate", "walltime"),
+                is_peer_order=audio_peer_order)
+    def add_audio(self, tag: str, audio: Any, sample_rate: int = 44100, global_step: Optional[int] = None,
+                  walltime: Optional[float] = None) -> None:
+        """Audio, written as 16-bit WAV, for the Audio dashboard.
+
+        Args:
+            tag: the clip's name.
+            audio: float in [-1, 1] (clipped) or int16: (frames,) mono, or (frames, channels) /
+                (channels, frames) with 1 or 2 channels.
+            sample_rate: Hz. Third, as in mxboard 0.1.0 (the peers take the step there): a third
+                positional value that is no usual audio rate (8 kHz ... 192 kHz) is the step, in
+                the peers' order (with a warning from 1000 up).
+            global_step: the step (x axis); an int, or a float taken as int(step). Default 0.
+            walltime: seconds since the epoch. Default: the time of the call.
+
+        Raises:
+            TypeError, ValueError: a bad shape or rate.
+
+        Example:
+            >>> sw.add_audio("tone", np.sin(np.arange(16000) / 10), sample_rate=16000)
+        """
+        self._core.log(audio_summary, tag, checks.audio(audio, sample_rate), global_step, walltime)
+
+    @peer_names({"text_string": "text"})
+    def add_text(self, tag: str, text: Any, global_step: Optional[int] = None,
+                 walltime: Optional[float] = None) -> None:
+        """Markdown text for the Text dashboard; a list (or a 2-D list) of str is shown as a table.
+
+        Args:
+            tag: the text's name.
+            text: a str, a list or 1-D array of str, or a 2-D one of equal-length rows.
+            global_step: the step (x axis); an int, or a float taken as int(step). Default 0.
+            walltime: seconds since the epoch. Default: the time of the call.
+
+        Raises:
+            TypeError, ValueError: no str, invalid Unicode, rows of different lengths.
+
+        Example:
+            >>> sw.add_text("config", "lr: **0.1**, batch: 64")
+        """
+        self._core.log(text_summary, tag, (checks.text(text),), global_step, walltime)
+
+    # -- Histograms, PR curves, tensors --------------------------------------------------------
+    def add_histogram(self, tag: str, values: Any, global_step: Optional[int] = None, bins: Any = "default",
+                      walltime: Optional[float] = None, max_bins: Optional[int] = None) -> None:
+        """A histogram of `values` (any shape), for the Histograms and Distributions dashboards.
+
+        Args:
+            tag: the chart's name.
+            values: an array of real numbers (numpy, NDArray, torch, list...). NaN and +-Inf
+                cannot be binned: they are dropped, with one warning a tag.
+            bins: 'default' (TensorBoard's exponential buckets, trimmed to the occupied range),
+                'tensorflow' (the same), an int, a numpy rule name ('auto', 'fd', 'doane',
+                'scott', 'stone', 'rice', 'sturges', 'sqrt') or increasing bin edges.
+            global_step: the step (x axis); an int, or a float taken as int(step). Default 0.
+            walltime: seconds since the epoch. Default: the time of the call.
+            max_bins: at most this many buckets: neighbours are merged (tensorboardX's and torch's).
+
+        Raises:
+            TypeError, ValueError: values that are empty or not real numbers; bad bins.
+
+        Example:
+            >>> for name, param in net.collect_params().items():
+            ...     sw.add_histogram(name, param.data(), global_step=step)
+        """
+        bins = checks.bins(bins)
+        max_bins = None if max_bins is None else checks.max_bins(max_bins)
+        if convert.on_accelerator(values) and not (isinstance(bins, str) and bins != "default"):
+            # counted on the GPU: only the counts cross to the host
+            if not values.size:
+                raise ValueError("values is empty (shape %s)" % (values.shape,))
+            values = DeviceHistogram(values, bins)
+        else:  # numpy, or a CPU NDArray: one engine copy, binned on the writer thread
+            values = convert.capture(values, "values")
+        warn = self._core.worker.warner(call_site())  # a NaN the writer thread finds: shown at this call's line
+        self._core.log(histogram_of, tag, (values, bins, max_bins, warn), global_step, walltime)
+
+    def add_histogram_raw(self, tag: str, min: float, max: float, num: float, sum: float, sum_squares: float,
+                          bucket_limits: Any, bucket_counts: Any, global_step: Optional[int] = None,
+                          walltime: Optional[float] = None) -> None:
+        """A histogram counted already (tensorboardX's signature).
+
+        Args:
+            tag: the chart's name.
+            min: the lowest value (the first bucket's left edge).
+            max, num, sum, sum_squares: the highest value (the last bucket's right edge as
+                TensorBoard draws it), how many, their sum and sum of squares (written as given,
+                for readers such as tbparse; TensorBoard's dashboards show the buckets).
+            bucket_limits: the buckets' right edges, increasing (the last may be +inf).
+            bucket_counts: values in each bucket, finite and >= 0.
+            global_step: the step (x axis); an int, or a float taken as int(step). Default 0.
+            walltime: seconds since the epoch. Default: the time of the call.
+
+        Raises:
+            ValueError: lengths that differ, limits that decrease or are NaN, counts < 0.
+
+        Example:
+            >>> sw.add_histogram_raw("h", min=0, max=3, num=6, sum=9, sum_squares=17,
+            ...                      bucket_limits=[1, 2, 3], bucket_counts=[1, 2, 3])
+        """
+        fields = checks.histogram_raw(min, max, num, sum, sum_squares, bucket_limits, bucket_counts)
+        self._core.log(histogram_raw_summary, tag, (fields,), global_step, walltime)
+
+    @peer_names(peer_order=("tag", "labels", "predictions", "global_step", "num_thresholds", "weights", "walltime"),
+                is_peer_order=pr_curve_peer_order)
+    def add_pr_curve(self, tag: str, labels: Any, predictions: Any, num_thresholds: int = 127,
+                     global_step: Optional[int] = None, weights: Any = None,
+                     walltime: Optional[float] = None) -> None:
+        """A precision-recall curve for the PR Curves dashboard.
+
+        Args:
+            tag: the curve's name.
+            labels: the truth, 0/1 or bool, one a prediction.
+            predictions: probabilities in [0, 1], finite.
+            num_thresholds: thresholds >= 2. By keyword: mxboard 0.1.0 took it fourth, the peers
+                take the step there; a lone fourth positional argument is read as the step, and
+                with a fifth as (num_thresholds, global_step), each with a warning.
+            weights: a weight a prediction (broadcast to the labels' shape).
+            global_step: the step (x axis); an int, or a float taken as int(step). Default 0.
+            walltime: seconds since the epoch. Default: the time of the call.
+
+        Raises:
+            TypeError, ValueError: shapes that differ, labels outside {0, 1}, predictions NaN.
+
+        Example:
+            >>> sw.add_pr_curve("pr/cat", labels == 3, probabilities[:, 3], global_step=epoch)
+        """
+        self._core.log(pr_curve_summary, tag, checks.pr_curve(labels, predictions, num_thresholds, weights),
+                  global_step, walltime)
+
+    def add_pr_curve_raw(self, tag: str, true_positive_counts: Any, false_positive_counts: Any,
+                         true_negative_counts: Any, false_negative_counts: Any, precision: Any, recall: Any,
+                         global_step: Optional[int] = None, num_thresholds: Optional[int] = None, weights: Any = None,
+                         walltime: Optional[float] = None) -> None:
+        """A precision-recall curve counted already (tensorboardX's signature).
+
+        Args:
+            tag: the curve's name.
+            true_positive_counts, false_positive_counts, true_negative_counts,
+                false_negative_counts, precision, recall: one value a threshold each.
+            num_thresholds: how many thresholds each column has (None: their length).
+            weights: accepted and ignored, as in tensorboardX.
+            global_step: the step (x axis); an int, or a float taken as int(step). Default 0.
+            walltime: seconds since the epoch. Default: the time of the call.
+
+        Raises:
+            ValueError: a column whose length is not `num_thresholds`.
+
+        Example:
+            >>> sw.add_pr_curve_raw("pr", tp, fp, tn, fn, precision, recall, num_thresholds=len(tp))
+        """
+        columns, num_thresholds = checks.pr_curve_raw({
+            "true_positive_counts": true_positive_counts, "false_positive_counts": false_positive_counts,
+            "true_negative_counts": true_negative_counts, "false_negative_counts": false_negative_counts,
+            "precision": precision, "recall": recall}, num_thresholds)
+        self._core.log(pr_curve_raw_summary, tag, (*columns, num_thresholds), global_step, walltime)
+
+    def add_tensor(self, tag: str, tensor: Any, global_step: Optional[int] = None,
+                   walltime: Optional[float] = None) -> None:
+        """A tensor as it is (torch's add_tensor): the TensorProto of `tensor` under the plugin
+        name 'tensor', which TensorBoard keeps and no dashboard draws (read it back with its
+        loaders or `mxboard.reader.read_events`).
+
+        Args:
+            tag: the tensor's name.
+            tensor: an array of numbers (or of str).
+            global_step: the step. Default 0.
+            walltime: seconds since the epoch. Default: the time of the call.
+
+        Raises:
+            TypeError: an array of another kind.
+
+        Example:
+            >>> sw.add_tensor("confusion", confusion_matrix, global_step=epoch)
+        """
+        self._core.log(tensor_summary, tag, (checks.tensor_text(convert.capture(tensor, "tensor", numeric=False)),),
+                  global_step, walltime)
+
+    # -- Graphs, Projector, Mesh ---------------------------------------------------------------
+    @peer_names({"model": "net", "input_to_model": "input_shape"})
+    def add_graph(self, net: Any, input_shape: Any = None, verbose: bool = False,
+                  use_strict_trace: bool = True) -> None:
+        """The network's graph for the Graphs dashboard.
+
+        Args:
+            net: an `mx.sym.Symbol`, or a Gluon `HybridBlock` (the graph it cached once
+                hybridized and run forward; else traced with a symbolic input `data`); or a
+                torch `nn.Module` (traced by torch's own tracer, as torch's writer and
+                tensorboardX do).
+            input_shape: for MXNet, a tuple for the input, or `{input name: shape}`: the edges
+                then carry tensor shapes. For torch, the example input to trace with (torch's
+                `input_to_model`: a tensor or a tuple of them).
+            verbose, use_strict_trace: torch's tracer's options.
+
+        Raises:
+            TypeError: a net of another kind.
+            ValueError: a torch module without an example input.
+
+        Example:
+            >>> net.hybridize(); net(x)
+            >>> sw.add_graph(net)
+            >>> sw.add_graph(torch_model, torch.rand(1, 3, 32, 32))
+        """
+        from .graph import graph_def, graph_event, is_torch_module, torch_graph_def
+
+        self._core.ready()
+        if is_torch_module(net):  # traced here: the module is the caller's, and may change
+            serialized = torch_graph_def(net, input_shape, verbose, use_strict_trace)
+        else:
+            serialized = graph_def(net, input_shape).SerializeToString()
+        self._core.put(graph_event, (serialized,))
+
+    @peer_names({"prototxt": "onnx_model_file"})  # torch's name
+    def add_onnx_graph(self, onnx_model_file: Any) -> None:
+        """An ONNX model's graph for the Graphs dashboard (needs the `onnx` package).
+
+        Args:
+            onnx_model_file: a path, or a loaded `onnx.ModelProto`.
+
+        Raises:
+            ImportError: `onnx` is not installed.
+
+        Example:
+            >>> sw.add_onnx_graph("model.onnx")
+        """
+        from .graph import graph_event, onnx_graph_def
+
+        self._core.ready()
+        self._core.put(graph_event, (onnx_graph_def(onnx_model_file).SerializeToString(),))
+
+    def add_openvino_graph(self, xmlname: str) -> None:
+        """tensorboardX's OpenVINO graph: not drawn by mxboard.
+
+        Raises:
+            NotImplementedError: always, saying what to do instead.
+        """
+        raise NotImplementedError("add_openvino_graph(%r): mxboard does not read OpenVINO IR; export the model "
+                                  "to ONNX and log it with add_onnx_graph" % (xmlname,))
+
+    @peer_names({"mat": "embedding", "metadata": "labels", "label_img": "images"},
+                peer_order=("mat", "metadata", "label_img", "global_step", "tag", "metadata_header"),
+                is_peer_order=lambda args: not isinstance(args[0], str))
+    def add_embedding(self, tag: str = "default", embedding: Any = None, labels: Any = None, images: Any = None,
+                      global_step: Optional[int] = None, metadata_header: Optional[Sequence[str]] = None) -> None:
+        """Data points for the Projector.
+
+        Assets go to `logdir/<tag>[_<step>]/`, registered in the logdir's projector_config.pbtxt
+        (safe when many writers and processes share the logdir). tensorboardX's
+        `add_embedding(mat, metadata, label_img, global_step, tag)` works as well (an array
+        first is its order).
+
+        Args:
+            tag: the embedding's name.
+            embedding: (N, D) points.
+            labels: N labels, or N rows of labels with `metadata_header` naming the columns.
+            images: (N, C, H, W) thumbnails for the sprite.
+            global_step: a step, to keep one embedding a step.
+            metadata_header: the labels' column names.
+
+        Raises:
+            TypeError, ValueError: shapes or label counts that disagree.
+
+        Example:
+            >>> sw.add_embedding("features", features, labels=list(y), images=x[:, None])
+        """
+        self._core.ready()
+        tag = checks.tag(tag)
+        if embedding is None:
+            raise TypeError("add_embedding() needs the embedding matrix (`embedding`, or `mat`)")
+        matrix, labels, images, header = checks.embedding(embedding, labels, images, metadata_header)
+        step = None if global_step is None else checks.step(global_step)
+        self._core.worker.run(projector.write_embedding, tag, step, matrix, labels, header, images)  # files in place
+        self._core.report()
+
+    def add_mesh(self, tag: str, vertices: Any, colors: Any = None, faces: Any = None,
+                 config_dict: Optional[Dict[str, Any]] = None, global_step: Optional[int] = None,
+                 walltime: Optional[float] = None) -> None:
+        """A mesh or point cloud for the Mesh dashboard.
+
+        Args:
+            tag: the mesh's name.
+            vertices: (B, N, 3) or (N, 3) floats.
+            colors: (B, N, 3) RGB, integers in [0, 255].
+            faces: (B, F, 3) integer vertex indices.
+            config_dict: JSON data for the viewer (copied at the call).
+            global_step: the step (x axis); an int, or a float taken as int(step). Default 0.
+            walltime: seconds since the epoch. Default: the time of the call.
+
+        Raises:
+            TypeError, ValueError: shapes that disagree, indices out of range, bad colors.
+
+        Example:
+            >>> sw.add_mesh("cloud", np.random.rand(100, 3), colors=np.full((100, 3), 200))
+        """
+        self._core.log(mesh_summary, tag, checks.mesh(vertices, colors, faces, config_dict), global_step, walltime)
+
+    # -- HParams, Custom Scalars ---------------------------------------------------------------
+    @peer_names({"name": "run_name"}, peer_order=("hparam_dict", "metric_dict", "name", "global_step"),
+                is_peer_order=lambda args: len(args) > 2 and isinstance(args[2], str))
+    def add_hparams(self, hparam_dict: Mapping[str, Any], metric_dict: Mapping[Any, Any],
+                    hparam_domain_discrete: Optional[Mapping[str, Any]] = None,
+                    run_name: Optional[str] = None, global_step: Optional[int] = None, *,
+                    in_run: bool = False) -> None:
+        """One run of a hyper-parameter search for the HParams dashboard.
+
+        By default (the peers' way), written to a sub-run `logdir/<run_name>/` of its own: the
+        hparams, and the metrics as scalars there. With `in_run=True`, written into this writer's
+        own run instead, so that the dashboard shows the run's own curves on the hparams' row;
+        a metric given as None is a tag the run logs itself (its last value is shown). torch's
+        signature; tensorboardX's `(hparam_dict, metric_dict, name, global_step)` works as well
+        (a str third is its order).
+
+        Args:
+            hparam_dict: `{name: bool, number or str}`.
+            metric_dict: `{metric tag: number}`. With `in_run`, a number or None; a key
+                `(tag, name)` with None names the run's own `add_scalar(tag, {name: ...})` line.
+            hparam_domain_discrete: `{name: [the values it may take]}`.
+            run_name: the sub-run's name. Default: the time. Not with `in_run`.
+            global_step: the metrics' step. Default 0.
+            in_run: into this writer's run, not a sub-run of its own.
+
+        Raises:
+            TypeError, ValueError: values of other types, a domain without the value, a run_name
+                with `in_run`.
+
+        Example:
+            >>> sw.add_hparams({"lr": 0.1, "batch": 64}, {"hparam/accuracy": 0.93})
+            >>> sw.add_hparams({"lr": 0.1}, {"loss/validation": None}, in_run=True)
+            >>> sw.add_hparams({"lr": 0.1}, {("loss", "validation"): None}, in_run=True)
+        """
+        self._core.ready()
+        if in_run and run_name is not None:
+            raise ValueError("add_hparams: run_name=%r with in_run=True: the hparams go into this writer's run"
+                             % (run_name,))
+        values, metrics, domains = checks.hparams(hparam_dict, metric_dict, hparam_domain_discrete, in_run)
+        if in_run:
+            checks.no_points_on_own_curves(metrics, self._core.scalars.ids, global_step)
+        step, now = self._core.stamp(global_step, None)
+        run_file = None  # in_run: the main file
+        if not in_run:
+            run_file = self._core.open_run(checks.tag(run_name, "run_name") if run_name is not None else "%.6f" % now)
+        numbers = {tag: value for tag, value in metrics.items() if value is not None}
+        self._core.scalars.add_to_file(run_file, numbers, step, now)
+        names = [(key[0], "/".join(components(*key)), "%s (%s)" % key) if isinstance(key, tuple) else key
+                 for key in metrics]  # (tag, name): "accuracy (validation)", not accuracy/validation.accuracy
+        self._core.put(hparams_summary, (values, names, now, now, domains), global_step, now, run=run_file)
+
+    def add_custom_scalars(self, layout: Mapping[str, Any]) -> None:
+        """The Custom Scalars dashboard's charts (tensorboardX's layout), merged with this
+        writer's earlier ones (a chart of the same category and title is replaced): TensorBoard
+        shows a run's last layout, so each call writes them all.
+
+        Args:
+            layout: `{category: {title: ["Multiline", [tags]] or ["Margin", [value, lower,
+                upper]]}}`.
+
+        Raises:
+            TypeError, ValueError: a layout of another form.
+
+        Example:
+            >>> sw.add_custom_scalars({"loss": {"train vs val": ["Multiline", ["loss/train", "loss/val"]]}})
+        """
+        layout_proto(layout)  # checked as given
+        self._core.ready()
+        with self._core.layout_lock:  # every call's charts in one layout: TensorBoard shows a run's last
+            merged = {category: dict(charts) for category, charts in self._core.layout.items()}
+            for category, charts in layout.items():
+                merged.setdefault(category, {}).update(charts)
+            self._core.layout = merged
+            self._core.put(custom_scalars_summary, (layout_proto(merged),))
+
+    def add_custom_scalars_multilinechart(self, tags: Sequence[str], category: str = "default",
+                                          title: str = "untitled") -> None:
+        """A Custom Scalars chart of `tags` as lines (tensorboardX's shorthand).
+
+        Args:
+            tags: the scalar tags to draw.
+            category: the chart's section.
+            title: the chart's title.
+        """
+        self.add_custom_scalars({category: {title: ["Multiline", list(tags)]}})
+
+    def add_custom_scalars_marginchart(self, tags: Sequence[str], category: str = "default",
+                                       title: str = "untitled") -> None:
+        """A Custom Scalars chart of a value between two bounds (tensorboardX's shorthand).
+
+        Args:
+            tags: the scalar tags [value, lower, upper].
+            category: the chart's section.
+            title: the chart's title.
+        """
+        self.add_custom_scalars({category: {title: ["Margin", list(tags)]}})

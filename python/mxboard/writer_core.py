@@ -9,10 +9,10 @@ opens a worker and files of its own.
 """
 from __future__ import annotations
 
-import contextlib
 import threading
 import weakref
-from typing import Any, Optional, TypeVar, Union
+from types import MappingProxyType
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 from . import checks, lifecycle
 from .intake import Record
@@ -20,140 +20,135 @@ from .mxnet_capture import ScalarSlots
 from .scalars import ClosedScalars, Scalars
 from .worker import Worker
 
-__all__ = ["CallStamps", "WriterCore"]
-
-W = TypeVar("W", bound="WriterCore")
+__all__ = ["WriterCore"]
 
 
-
-class CallStamps:
-    """The step and walltime a call is stamped with: those it gives, checked; else those of the
-    enclosing `use_metadata`; else step 0 and the time of the call."""
-
-    _default_step, _default_wall = 0, None  # use_metadata's, on the instance while it lasts
-
-    def _stamp(self, global_step, walltime):
-        """(step, walltime) of a call: those given, checked, else `use_metadata`'s, else 0 and now."""
-        return checks.stamp(self._default_step if global_step is None else global_step,
-                            self._default_wall if walltime is None else walltime)
-
-    @contextlib.contextmanager
-    def use_metadata(self, *, global_step: Optional[int] = None, walltime: Optional[float] = None):
-        """The step and walltime of the enclosed calls that give none (tensorboardX's).
-
-        Args:
-            global_step: their step.
-            walltime: their time, seconds since the epoch (default: each call's own).
-
-        Example:
-            >>> with sw.use_metadata(global_step=10):
-            ...     sw.add_scalar("loss", 3.0)
-        """
-        saved = self._default_step, self._default_wall
-        step, wall = checks.stamp(saved[0] if global_step is None else global_step, walltime)
-        self._default_step, self._default_wall = step, None if walltime is None else wall
-        try:
-            yield self
-        finally:
-            self._default_step, self._default_wall = saved
-
-
-class WriterCore(CallStamps):
-    """A writer's worker, files and lifecycle; its calls (writer_*.py) queue through `_log`,
-    `_put` and `_queue`. Arguments: those of `SummaryWriter`, checked."""
+class WriterCore:
+    """What a `SummaryWriter` has: its worker, its scalars, its files and their lifecycle, and
+    the step and walltime its calls are stamped with. Every call queues through `log`, `put` or
+    `queue`. Arguments: those of `SummaryWriter`, checked."""
 
     def __init__(self, logdir: str, max_queue: int, flush_secs: float, suffix: str, verbose: bool,
                  purge_step: Optional[int], write_to_disk: bool) -> None:
-        self._logdir = logdir
+        self.logdir = logdir
         self._write_to_disk = write_to_disk
         self._max_queue = max_queue
         self._flush_secs = flush_secs
         self._suffix = suffix
         self._verbose = verbose
-        self._closed = False
-        self._layout_lock = threading.Lock()  # this writer's layout calls, one at a time (writer_dashboards.py)
+        self.closed = False
+        # the step and walltime of calls that give none: use_metadata's, while it lasts
+        self.default_step: int = 0
+        self.default_wall: Optional[float] = None
+        # The Custom Scalars charts logged so far, replaced whole by each call (never changed in
+        # place); `layout_lock` (one a writer) makes a call's merge and its queueing one step, so
+        # that the last layout queued holds every call's charts.
+        self.layout: Mapping[str, Mapping[str, Any]] = MappingProxyType({})
+        self.layout_lock = threading.Lock()
+        self.cleared: Mapping[str, int] = MappingProxyType({})  # event file piece -> where export_scalars starts
         self._open(purge_step)
 
-    @property
-    def closed(self) -> bool:
-        """Whether `close()` was called (and no call or `reopen()` since)."""
-        return self._closed
+    def stamp(self, global_step: Any, walltime: Any) -> Tuple[int, float]:
+        """(step, walltime) of a call: those given, checked, else `use_metadata`'s, else 0 and now."""
+        return checks.stamp(self.default_step if global_step is None else global_step,
+                            self.default_wall if walltime is None else walltime)
 
-    @property
-    def logdir(self) -> str:
-        """Where this writer writes (tensorboardX's attribute; torch's is `log_dir`)."""
-        return self._logdir
-
-    log_dir = logdir
-
-    def get_logdir(self) -> str:
-        """Where this writer writes (torch's method)."""
-        return self._logdir
-
-    def _open(self, purge_step=None):
+    def _open(self, purge_step: Optional[int] = None) -> None:
         """Start a worker, whose thread opens the main event file, and the scalars over it (again
         after close, or in a forked child). `purge_step`: the main file begins as a restart at
         that step (the peers' purge_step)."""
         slots = ScalarSlots()  # where NDArray scalars are snapshotted
-        self._worker = Worker(self._flush_secs, self._max_queue, slots.read)
+        self.worker = Worker(self._flush_secs, self._max_queue, slots.read)
         # nothing of the scalars refers back to the writer: once unreferenced, it is freed at once
-        self._scalars: Union[Scalars, ClosedScalars] = Scalars(self._worker, slots, self._suffix)
+        self.scalars: Union[Scalars, ClosedScalars] = Scalars(self.worker, slots, self._suffix)
         # collected unclosed: the reaper thread closes the worker (never the collecting thread,
         # which may be a writer thread); at exit, lifecycle.py closes every worker (and tells)
-        self._finalizer = weakref.finalize(self, lifecycle.reap, self._worker)
+        self._finalizer = weakref.finalize(self, lifecycle.reap, self.worker)
         self._finalizer.atexit = False
-        self._worker.start_writing(self._logdir, self._write_to_disk, self._suffix, purge_step, self._verbose)
+        self.worker.start_writing(self.logdir, self._write_to_disk, self._suffix, purge_step, self._verbose)
 
-    def _open_run(self, *names):
+    def open_run(self, *names: str) -> int:
         """The id of a new event file, with this writer's filename suffix, in the sub-run
         `logdir/<names...>/` (opened on the writer thread)."""
-        return self._worker.open_run(names, self._suffix)
+        return self.worker.open_run(names, self._suffix)
 
     # -- every call goes through here ---------------------------------------------------------
-    def _log(self, build, tag, args, global_step=None, walltime=None, run=None):
+    def log(self, build: Callable[..., Any], tag: Any, args: Sequence[Any], global_step: Any = None,
+            walltime: Any = None, run: Optional[int] = None) -> None:
         """Queue `build(tag, *args)` (a Summary or an Event; `args` checked already) for the
         writer thread, then raise what it has to report."""
-        self._ready()
+        self.ready()
         tag = checks.tag(tag)
-        self._put(build, (tag,) + tuple(args), global_step, walltime, run)
+        self.put(build, (tag,) + tuple(args), global_step, walltime, run)
 
-    def _put(self, build, args, global_step=None, walltime=None, run=None):
+    def put(self, build: Callable[..., Any], args: Sequence[Any], global_step: Any = None, walltime: Any = None,
+            run: Optional[int] = None) -> None:
         """Queue `build(*args)` (a Summary or an Event) for the writer thread."""
-        step, wall = self._stamp(global_step, walltime)
-        self._queue(Record(run, build, args, step, wall))
+        step, wall = self.stamp(global_step, walltime)
+        self.queue(Record(run, build, tuple(args), step, wall))
 
-    def _queue(self, item):
-        self._worker.put(item)
-        self._report()
+    def queue(self, item: Any) -> None:
+        self.worker.put(item)
+        self.report()
 
-    def _ready(self):
+    def ready(self) -> None:
         """Before a call queues its item: a closed writer reopens; a forked child opens a worker
         (and files) of its own."""
-        if self._closed or self._worker.forked:
+        if self.closed or self.worker.forked:
             self._reopen_for_call()
 
-    def _report(self):
+    def report(self) -> None:
         """After a call queued its item: raise what the writer thread has to report."""
-        if self._worker.attention:
-            self._worker.report()
+        if self.worker.attention:
+            self.worker.report()
 
-    def _report_or_reopen(self):
+    def report_or_reopen(self) -> bool:
         """The scalar hot path's one check, after queueing: raise what the writer thread has to
         report (a call racing close() was written, or raises); True in a forked child, which now
         has a worker of its own for the call, to be made once more."""
-        if self._worker.forked:
+        if self.worker.forked:
             self._reopen_for_call()
             return True
-        self._worker.report()
+        self.worker.report()
         return False
 
-    def _reopen_for_call(self):
+    def _reopen_for_call(self) -> None:
         """A call after close() reopens the writer (a new event file); a forked child logs to
         files of its own, named with its own pid (closed at its exit, multiprocessing's too:
         lifecycle.py)."""
         self._finalizer.detach()
-        self._closed = False
+        self.closed = False
         self._open()
+
+    def export_scalars(self, path: str) -> None:
+        """SummaryWriter.export_scalars: the scalars written since `cleared`, read back from the
+        event files, as mxboard wrote them: `{"<logdir>/<tag>[/<name>]": [[wall_time, step,
+        value], ...]}`."""
+        import json
+
+        from .proto import Event
+        from .reader import read_records
+
+        self.flush()
+        exported: Dict[str, List[List[float]]] = {}
+        for names, run, pieces in self.worker.written():
+            prefix = [self.logdir] + ([run] if run != "." else [])  # mxboard's keys: <logdir>/<tag>, and
+            named = names is not None and len(names) == 2  # <logdir>/<tag>/<name> for named values
+            for piece, _ in pieces:
+                for payload in read_records(piece, self.cleared.get(piece, 0)):
+                    event = Event.FromString(payload)
+                    for value in event.summary.value:
+                        if value.WhichOneof("value") == "simple_value":
+                            key = prefix if named else prefix + [value.tag]
+                            exported.setdefault("/".join(key), []).append(
+                                [event.wall_time, event.step, value.simple_value])
+        with open(path, "w") as f:
+            json.dump(exported, f)
+
+    def clear_scalars(self) -> None:
+        """export_scalars starts afresh from here."""
+        self.flush()
+        self.cleared = {piece: size for _, _, pieces in self.worker.written() for piece, size in pieces}
 
     # -- lifecycle --------------------------------------------------------------------------
     def flush(self) -> None:
@@ -162,11 +157,11 @@ class WriterCore(CallStamps):
         Raises:
             WriterError: the writer thread failed.
         """
-        if self._closed:
+        if self.closed:
             return
-        self._ready()
-        self._worker.flush()
-        self._report()
+        self.ready()
+        self.worker.flush()
+        self.report()
 
     def close(self) -> None:
         """Write everything queued and close the files. Safe to call twice. A later call
@@ -175,24 +170,18 @@ class WriterCore(CallStamps):
         Raises:
             OSError, WriterError: a writer-thread error that no earlier call has reported.
         """
-        if self._closed:
+        if self.closed:
             return
-        self._closed = True
-        self._scalars = ClosedScalars()  # a later add_scalar misses the hot path's lookup, and reopens
+        self.closed = True
+        self.scalars = ClosedScalars()  # a later add_scalar misses the hot path's lookup, and reopens
         self._finalizer.detach()
-        fault = self._worker.close()
+        fault = self.worker.close()
         if fault is not None:
             raise fault
-        self._worker.say_notes()
+        self.worker.say_notes()
 
     def reopen(self) -> None:
         """After `close()`, start logging again, into a new event file (mxboard's reopen; any
         call does it too)."""
-        if self._closed:
+        if self.closed:
             self._reopen_for_call()
-
-    def __enter__(self: W) -> W:
-        return self
-
-    def __exit__(self, *exc_info: Any) -> None:
-        self.close()
