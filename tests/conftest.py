@@ -58,9 +58,9 @@ def projector_config(logdir):
 
 
 def started_worker(logdir, **options):
-    """A writer thread (mxboard.worker) writing to `logdir`, as a SummaryWriter starts one; its
+    """A writer thread (mxboard._thread.worker) writing to `logdir`, as a SummaryWriter starts one; its
     main event file is the file None of records."""
-    from mxboard.worker import Worker
+    from mxboard._thread.worker import Worker
     worker = Worker(**options)
     worker.start_writing(logdir)
     return worker

@@ -14,7 +14,8 @@ import numpy as np
 import pytest
 
 from conftest import ROOT, event_files, tb_events
-from mxboard import SummaryWriter, lifecycle, reader
+from mxboard import SummaryWriter, reader
+from mxboard._thread import lifecycle
 
 COLLECTED_LOOP = """
 import tempfile

@@ -24,8 +24,9 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, rule
 
 from conftest import tb_events
-from mxboard import SummaryWriter, lifecycle, reader
-from mxboard.intake import Outcome, Task
+from mxboard import SummaryWriter, reader
+from mxboard._thread import lifecycle
+from mxboard._thread.intake import Outcome, Task
 
 settings.register_profile("default", max_examples=25, stateful_step_count=25, deadline=None, derandomize=True,
                           suppress_health_check=[HealthCheck.too_slow])

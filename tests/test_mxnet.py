@@ -150,7 +150,7 @@ def _on_device(values, bins="default"):
     from tensorboard.compat.proto import summary_pb2
     from tensorboard.util import tensor_util
 
-    from mxboard.mxnet_capture import DeviceHistogram
+    from mxboard.frameworks.mxnet_capture import DeviceHistogram
     from mxboard.summaries.histogram import histogram_of
 
     summary = histogram_of("device", DeviceHistogram(nd.array(values, dtype=values.dtype), bins).result(), bins)

@@ -40,7 +40,7 @@ def test_assets_and_config(logdir):
 
 
 def test_a_large_sprite_is_shrunk_to_8192_px_keeping_order():
-    from mxboard.projector import sprite
+    from mxboard.summaries.projector import sprite
 
     images = np.zeros((9_901, 100, 100, 1), dtype=np.uint8)
     images[123] = 255

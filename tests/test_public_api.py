@@ -1,7 +1,7 @@
 """The public API, pinned (as httpx's test_exported_members does): the names of the public
 modules' `__all__` and the writers' public members. A change here is a change users see: it
 belongs in docs/compat.md and the changelog, not in a refactor. The modules below the public
-ones (`mxboard.writer_core`, `mxboard.storage`...) may move freely."""
+ones (`mxboard._api.writer_core`, `mxboard.storage`...) may move freely."""
 import ast
 import os
 

@@ -306,7 +306,7 @@ def test_a_spool_limit_below_one_batch_means_no_disk_spool_and_the_loop_goes_on(
 ENDING = textwrap.dedent(r"""
     import os, sys, time
     import mxboard
-    from mxboard import lifecycle
+    from mxboard._thread import lifecycle
     from mxboard.storage import remote
 
     remote.REQUEST_SECS, remote.RETRY_SECS, remote.FLUSH_SECS = 2, 0.2, 6

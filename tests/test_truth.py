@@ -17,7 +17,7 @@ import pytest
 
 from conftest import ROOT, event_files, projector_config, run_python, started_worker, tb_scalars
 from mxboard import SummaryWriter
-from mxboard.intake import Record
+from mxboard._thread.intake import Record
 
 
 def served_steps(serve, logdir, tag, count, run="."):
@@ -171,7 +171,7 @@ def test_a_call_racing_close_is_written_once_or_raises_and_later_calls_reopen(lo
 # -- per-thread state and queued bytes are bounded ------------------------------------------
 
 def test_scalar_state_of_ended_threads_is_reclaimed(logdir):
-    import mxboard.worker
+    import mxboard._thread.worker
 
     with SummaryWriter(logdir) as w:
         def one(step):
@@ -193,7 +193,7 @@ def test_scalar_state_of_ended_threads_is_reclaimed(logdir):
         after = tracemalloc.take_snapshot()
         tracemalloc.stop()
     held = sum(d.size_diff for d in after.compare_to(before, "filename")
-               if d.traceback[0].filename == mxboard.worker.__file__)
+               if d.traceback[0].filename == mxboard._thread.worker.__file__)
     assert held < 100_000, held  # 1500 threads' columns would hold ~1.5 MB
     assert [s for _, s, _ in tb_scalars(event_files(logdir)[0])] == list(range(1700))
 

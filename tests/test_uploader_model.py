@@ -199,7 +199,7 @@ def test_every_accepted_record_is_stored_once_or_kept(proxied, seaweed, monkeypa
 CHILD = textwrap.dedent(r"""
     import signal, sys, time
     import mxboard
-    from mxboard import lifecycle
+    from mxboard._thread import lifecycle
     from mxboard.storage import remote
 
     remote.REQUEST_SECS, remote.RETRY_SECS, remote.GIVE_UP_SECS, remote.FLUSH_SECS = 1, 0.1, 2, 3

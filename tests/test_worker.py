@@ -9,8 +9,9 @@ import numpy as np
 import pytest
 
 from conftest import accumulator, event_files, run_python, started_worker, tb_events, tb_scalars
-from mxboard import SummaryWriter, WriterError, lifecycle, proto
-from mxboard.intake import Record
+from mxboard import SummaryWriter, WriterError, proto
+from mxboard._thread import lifecycle
+from mxboard._thread.intake import Record
 from mxboard.reader import TornRecordWarning, read_events
 
 

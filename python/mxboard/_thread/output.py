@@ -17,13 +17,13 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from ._format.events import FILE_VERSION
+from .._format.events import FILE_VERSION
+from ..frameworks.mxnet_capture import resolve
+from ..proto import Event, SessionLog
+from ..storage import EventFile, Storage, open_storage
+from ..storage.local import FileDeletedError
 from .encoding import ScalarSeries, encode_event, encode_scalar_rows
 from .intake import Batch, Columns, PendingScalar, Record, Task, WriterError
-from .mxnet_capture import resolve
-from .proto import Event, SessionLog
-from .storage import EventFile, Storage, open_storage
-from .storage.local import FileDeletedError
 
 __all__ = ["Output"]
 

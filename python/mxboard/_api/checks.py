@@ -11,10 +11,10 @@ from typing import Any, Mapping, Optional, Tuple
 
 import numpy as np
 
+from .._thread.callsite import call_site, warn_at, warn_at_call
+from ..summaries.audio import frames_layout
+from ..summaries.hparams import hparam_value
 from . import convert
-from .callsite import call_site, warn_at, warn_at_call
-from .summaries.audio import frames_layout
-from .summaries.hparams import hparam_value
 
 __all__ = ["stamp", "step", "walltime", "bins", "histogram_raw", "image", "boxes", "video", "audio", "text",
            "pr_curve", "pr_curve_raw", "mesh", "embedding", "hparams", "pixels", "DATAFORMATS"]

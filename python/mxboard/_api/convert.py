@@ -13,7 +13,7 @@ from typing import Any, NamedTuple, Union
 
 import numpy as np
 
-from .mxnet_capture import Snapshot
+from ..frameworks.mxnet_capture import Snapshot
 
 __all__ = ["Deferred", "Named", "capture", "describe", "is_ndarray", "on_accelerator", "one_scalar", "scalar_value",
            "to_float", "to_int", "to_numpy"]

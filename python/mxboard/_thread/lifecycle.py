@@ -50,7 +50,7 @@ import weakref
 from types import FrameType
 from typing import List, Optional, Protocol, Tuple, Union
 
-from .threads import keep_signals_off_this_thread
+from ..threads import keep_signals_off_this_thread
 
 
 class Worker(Protocol):

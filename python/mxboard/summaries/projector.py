@@ -16,8 +16,8 @@ import re
 import numpy as np
 from google.protobuf import text_format
 
-from .proto import projector_config
-from .summaries.image import to_uint8
+from ..proto import projector_config
+from .image import to_uint8
 
 __all__ = ["CONFIG_NAME", "folder", "write_embedding", "sprite", "metadata_tsv"]
 

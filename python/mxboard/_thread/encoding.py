@@ -15,9 +15,9 @@ from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
 import numpy as np
 import numpy.typing as npt
 
-from ._format._crc32c import crc32c_linear_rows, masked_crc32c_rows
-from ._format.events import frame, record_header
-from .proto import Event
+from .._format._crc32c import crc32c_linear_rows, masked_crc32c_rows
+from .._format.events import frame, record_header
+from ..proto import Event
 
 __all__ = ["ScalarSeries", "encode_event", "encode_scalar_rows", "scalar_prefix"]
 

@@ -14,11 +14,12 @@ import weakref
 from types import MappingProxyType
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
-from . import checks, lifecycle
-from .intake import Record
-from .mxnet_capture import ScalarSlots
+from .._thread import lifecycle
+from .._thread.intake import Record
+from .._thread.worker import Worker
+from ..frameworks.mxnet_capture import ScalarSlots
+from . import checks
 from .scalars import ClosedScalars, Scalars
-from .worker import Worker
 
 __all__ = ["WriterCore"]
 
@@ -126,8 +127,8 @@ class WriterCore:
         value], ...]}`."""
         import json
 
-        from .proto import Event
-        from .reader import read_records
+        from ..proto import Event
+        from ..reader import read_records
 
         self.flush()
         exported: Dict[str, List[List[float]]] = {}

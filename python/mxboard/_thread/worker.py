@@ -35,6 +35,9 @@ import threading
 import time
 from typing import Any, Callable, Deque, List, Optional, Tuple
 
+from ..storage import remote
+from ..storage.local import FileDeletedError
+from ..threads import keep_signals_off_this_thread
 from . import lifecycle
 from .callsite import CallSite, warn_at
 from .intake import (
@@ -49,9 +52,6 @@ from .intake import (
     closed_error,
 )
 from .output import Output
-from .storage import remote
-from .storage.local import FileDeletedError
-from .threads import keep_signals_off_this_thread
 
 __all__ = ["State", "Worker"]
 

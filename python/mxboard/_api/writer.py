@@ -17,23 +17,24 @@ from typing import Any, Dict, Iterator, Optional, Union
 
 import numpy as np
 
-from . import checks, convert, projector
-from ._format.names import components, is_url
-from .callsite import call_site
+from .._format.names import components, is_url
+from .._thread.callsite import call_site
+from ..frameworks.mxnet_capture import DeviceHistogram
+from ..summaries import projector
+from ..summaries._common import tensor_summary
+from ..summaries.audio import audio_summary
+from ..summaries.custom_scalars import custom_scalars_summary, layout_proto
+from ..summaries.histogram import histogram_of, histogram_raw_summary
+from ..summaries.hparams import hparams_summary
+from ..summaries.image import boxes_summary, figure_pixels, image_summary, video_summary
+from ..summaries.mesh import mesh_summary
+from ..summaries.pr_curve import pr_curve_raw_summary, pr_curve_summary
+from ..summaries.text import text_summary
+from ..system_metrics import SystemMetrics, psutil_module
+from ..system_metrics import interval_of as system_metrics_interval
+from . import checks, convert
 from .compat import audio_peer_order, peer_names, pr_curve_peer_order, scalar_peer_value
-from .mxnet_capture import DeviceHistogram
 from .scalars import Described
-from .summaries._common import tensor_summary
-from .summaries.audio import audio_summary
-from .summaries.custom_scalars import custom_scalars_summary, layout_proto
-from .summaries.histogram import histogram_of, histogram_raw_summary
-from .summaries.hparams import hparams_summary
-from .summaries.image import boxes_summary, figure_pixels, image_summary, video_summary
-from .summaries.mesh import mesh_summary
-from .summaries.pr_curve import pr_curve_raw_summary, pr_curve_summary
-from .summaries.text import text_summary
-from .system_metrics import SystemMetrics, psutil_module
-from .system_metrics import interval_of as system_metrics_interval
 from .writer_core import WriterCore
 
 __all__ = ["SummaryWriter"]
@@ -618,7 +619,7 @@ class SummaryWriter:
             >>> sw.add_graph(net)
             >>> sw.add_graph(torch_model, torch.rand(1, 3, 32, 32))
         """
-        from .graph import graph_def, graph_event, is_torch_module, torch_graph_def
+        from ..frameworks.graph import graph_def, graph_event, is_torch_module, torch_graph_def
 
         self._core.ready()
         if is_torch_module(net):  # traced here: the module is the caller's, and may change
@@ -640,7 +641,7 @@ class SummaryWriter:
         Example:
             >>> sw.add_onnx_graph("model.onnx")
         """
-        from .graph import graph_event, onnx_graph_def
+        from ..frameworks.graph import graph_event, onnx_graph_def
 
         self._core.ready()
         self._core.put(graph_event, (onnx_graph_def(onnx_model_file).SerializeToString(),))

@@ -147,7 +147,7 @@ class DeviceHistogram:
     edges binary-searches them one value at a time, far slower on the engine."""
 
     def __init__(self, array, bins):
-        from .summaries.histogram import default_edges, default_layout
+        from ..summaries.histogram import default_edges, default_layout
 
         mx = sys.modules["mxnet"]
         nd = mx.nd

@@ -7,7 +7,7 @@ import json
 import re
 import sys
 
-from .proto import AttrValue, Event, GraphDef, NodeDef, TensorShapeProto, VersionDef
+from ..proto import AttrValue, Event, GraphDef, NodeDef, TensorShapeProto, VersionDef
 
 __all__ = ["graph_def", "graph_event", "is_torch_module", "onnx_graph_def", "symbol_of", "torch_graph_def"]
 

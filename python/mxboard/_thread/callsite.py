@@ -4,18 +4,18 @@ finds the reason later (worker.py hands such notes to the caller's next call).""
 import os
 import sys
 import warnings
-from typing import NamedTuple, Optional, Type
+from typing import Any, Dict, NamedTuple, Optional, Type
 
 __all__ = ["CallSite", "call_site", "warn_at", "warn_at_call"]
 
-_PACKAGE = os.path.dirname(os.path.abspath(__file__)) + os.sep
+_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep  # all of mxboard
 
 
 class CallSite(NamedTuple):
     filename: str
     lineno: int
     module: Optional[str]
-    registry: dict  # the module's __warningregistry__: "once a line" as Python keeps it
+    registry: Dict[Any, Any]  # the module's __warningregistry__: "once a line" as Python keeps it
 
 
 def call_site() -> Optional[CallSite]:

@@ -10,10 +10,10 @@ from typing import Any, Mapping, NamedTuple, Union
 
 import numpy as np
 
+from .._thread.intake import WAKE_EVERY, PendingScalar, Record, closed_error
+from ..frameworks.mxnet_capture import Snapshot
+from ..summaries.scalar import described_scalar_summary
 from . import checks, convert
-from .intake import WAKE_EVERY, PendingScalar, Record, closed_error
-from .mxnet_capture import Snapshot
-from .summaries.scalar import described_scalar_summary
 
 __all__ = ["Described", "ClosedScalars", "Scalars"]
 

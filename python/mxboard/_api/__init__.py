@@ -1,0 +1,5 @@
+"""The caller's threads: `SummaryWriter` (writer.py) over its `WriterCore` (writer_core.py), the
+arguments' checks (checks.py), inputs to numbers and arrays (convert.py), the scalar hot path
+(scalars.py), the peers' names and orders (compat.py), and `GlobalSummaryWriter`. Everything here
+runs on the thread that makes the call; it reaches the writer thread through `_thread.worker`'s
+verbs only."""
