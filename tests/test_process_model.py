@@ -45,6 +45,14 @@ PROFILE = "process-" + os.environ.get("HYPOTHESIS_PROFILE", "default")
 
 STEP_SECS = 30  # no command of the child may take longer
 END_SECS = 45  # the end's bound: SIGTERM's flush (30 s at most), and the interpreter's exit
+# With a thread not ours that does not block SIGINT (busy in numpy), the kernel now and then gives
+# a SIGINT to it, not to the main thread asleep in read(): CPython then never raises the
+# KeyboardInterrupt, and the process runs on until a second Ctrl-C. Measured with this file's
+# child and the steps of a failing example, 300 runs each: 1 hung without mxboard (a stub of its
+# calls), 2 with mxboard at e1987e8, 2 now. A process that has not ended this long after the
+# SIGINT gets a second one (a local logdir's exit flush takes well under a second, so a second
+# Ctrl-C never cuts it short here).
+SIGINT_AGAIN_SECS = 10
 
 CHILD = textwrap.dedent(r"""
     import multiprocessing, os, signal, sys, threading, time
@@ -194,10 +202,19 @@ class ProcessEnd(RuleBasedStateMachine):
             child.send_signal(signal.SIGTERM)
         elif how == "sigint":
             child.send_signal(signal.SIGINT)
+        again = how == "sigint" and getattr(self, "threads", 0) > 0  # a thread not ours may take the SIGINT
         try:
-            child.wait(END_SECS)
+            child.wait(SIGINT_AGAIN_SECS if again else END_SECS)
         except subprocess.TimeoutExpired:
-            raise AssertionError("end %r: still running %d s later:\n%s" % (how, END_SECS, self._stderr())) from None
+            if not again:
+                raise AssertionError("end %r: still running %d s later:\n%s"
+                                     % (how, END_SECS, self._stderr())) from None
+            child.send_signal(signal.SIGINT)  # Ctrl-C again, as a user would (see SIGINT_AGAIN_SECS)
+            try:
+                child.wait(END_SECS - SIGINT_AGAIN_SECS)
+            except subprocess.TimeoutExpired:
+                raise AssertionError("end 'sigint': still running after a second SIGINT, %d s later:\n%s"
+                                     % (END_SECS, self._stderr())) from None
         assert child.returncode in AS_WITHOUT_MXBOARD.get(how, {0}), "end %r: status %d:\n%s" % (
             how, child.returncode, self._stderr())
         if how == "rmtree":
