@@ -6,7 +6,8 @@ import logging
 import os
 import pkgutil
 import stat
-import tempfile
+
+from mxboard._format import files
 
 log = logging.getLogger("tensorboard_bundle")
 
@@ -51,11 +52,7 @@ def data_server_binary(cache_dir=None):
     target = os.path.join(cache_dir, "server-%s-%s" % (tensorboard_data_server.__version__, digest[:16]))
     if not (os.access(target, os.X_OK) and _sha256(target) == digest):
         os.makedirs(cache_dir, exist_ok=True)
-        fd, temporary = tempfile.mkstemp(dir=cache_dir)
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.chmod(temporary, stat.S_IRWXU | stat.S_IRGRP | stat.S_IXGRP | stat.S_IROTH | stat.S_IXOTH)
-        os.replace(temporary, target)
+        files.replace_whole(target, data, stat.S_IRWXU | stat.S_IRGRP | stat.S_IXGRP | stat.S_IROTH | stat.S_IXOTH)
         log.info("data server binary copied to %s (executable)", target)
     return target, None
 

@@ -7,11 +7,12 @@ import dataclasses
 import json
 import os
 import stat
-import tempfile
 import weakref
 from typing import Any, Dict, List, Optional
 
-from .directory import NOFOLLOW, Directory, remove
+from mxboard._format import files
+
+from .directory import NOFOLLOW, Directory
 from .plan import Piece, is_event_file
 
 __all__ = ["Entry", "Manifest", "MANIFEST", "LOCK"]
@@ -96,36 +97,22 @@ class Manifest:
         return found
 
     def save(self) -> None:
-        """Write the manifest: to a new file of a name no one can have planted (O_EXCL, which
-        never follows a symlink), then renamed over the old one (a rename replaces a link
-        itself)."""
+        """Write the manifest whole: a new file (O_EXCL: never through a name planted there),
+        renamed over the old one (a rename replaces a link itself)."""
         data = {"url": self.url, "bytes_read": self.bytes_read,
                 "files": {name: entry.to_json() for name, entry in self.files.items()}}
-        fd, new = tempfile.mkstemp(prefix=MANIFEST + ".", suffix=".new", dir=self.directory.path)
-        try:
-            with os.fdopen(fd, "w") as f:
-                json.dump(data, f)
-            os.replace(new, os.path.join(self.directory.path, MANIFEST))
-        except BaseException:
-            remove(new)
-            raise
+        files.replace_whole(os.path.join(self.directory.path, MANIFEST), json.dumps(data).encode(), 0o600)
 
 
 def _lock(path: str) -> int:
     """An open descriptor of `path` holding an exclusive advisory lock, the process id in it;
     ValueError if another process holds it."""
     fd = os.open(path, os.O_RDWR | os.O_CREAT | NOFOLLOW, 0o644)
-    try:
-        import fcntl
-    except ImportError:  # no advisory locks on this platform
-        return fd
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError:
+    if not files.lock(fd, wait=False):
         owner = os.read(fd, 32).decode("ascii", "replace").strip() or "?"
         os.close(fd)
         raise ValueError("%s is in use by another TensorBoard (process %s): stop it, or name another --mirror_dir"
-                         % (os.path.dirname(path), owner)) from None
+                         % (os.path.dirname(path), owner))
     os.ftruncate(fd, 0)
     os.write(fd, b"%d\n" % os.getpid())
     return fd

@@ -7,6 +7,7 @@ import errno
 import os
 from typing import TYPE_CHECKING, Iterator, List, Optional, Tuple
 
+from .._format import files
 from .._format.events import event_file_name
 from .._format.names import components, run_of
 
@@ -109,19 +110,9 @@ class LocalStorage:
         os.makedirs(path, exist_ok=True)
 
     def write_bytes(self, path: str, data: bytes) -> None:
-        """Write a file whole or not at all: a temporary file beside it, renamed over it.
-        Created as any file is (0666 less the umask), so a TensorBoard of another user can
-        read it."""
-        temporary = os.path.join(os.path.dirname(path), ".tmp-%s" % os.urandom(8).hex())
-        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o666)
-        try:
-            with os.fdopen(fd, "wb") as f:
-                f.write(data)
-            os.replace(temporary, path)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.unlink(temporary)
-            raise
+        """Write a file whole or not at all (created as any file is, 0666 less the umask, so a
+        TensorBoard of another user can read it)."""
+        files.replace_whole(path, data)
 
     def read_text(self, path: str) -> str:
         with open(path, encoding="utf-8") as f:
@@ -132,18 +123,14 @@ class LocalStorage:
 
     @contextlib.contextmanager
     def lock(self, path: str) -> Iterator[None]:
-        """An exclusive lock between threads and processes (flock on POSIX)."""
+        """An exclusive lock between threads and processes (flock on POSIX; elsewhere none: files
+        are still atomic, and a racing rebuild may lag one)."""
         with open(path, "a") as handle:
-            try:
-                import fcntl
-            except ImportError:  # not POSIX: files are still atomic; a racing rebuild may lag one
-                yield
-                return
-            fcntl.flock(handle, fcntl.LOCK_EX)
+            files.lock(handle.fileno())
             try:
                 yield
             finally:
-                fcntl.flock(handle, fcntl.LOCK_UN)
+                files.unlock(handle.fileno())
 
 
 class _NoFile:

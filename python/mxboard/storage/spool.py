@@ -24,6 +24,7 @@ directory over NFS), another host's lock may not be seen here.
 """
 from __future__ import annotations
 
+import errno
 import logging
 import os
 import secrets
@@ -32,12 +33,8 @@ import stat
 import threading
 from typing import IO, Any, List, NamedTuple, Tuple
 
+from .._format import files
 from .._format.sizes import parse_bytes
-
-try:
-    import fcntl
-except ImportError:  # Windows: no leftovers found (a live writer's file cannot be told apart)
-    fcntl = None  # type: ignore[assignment]
 
 log = logging.getLogger("mxboard")
 
@@ -81,7 +78,7 @@ def _keep_leftovers(directory: str) -> None:
     """Spool files whose process is gone (no lock held on them: a live Spool holds its file's
     from before its name exists) renamed `...tfevents....left`: an event file of the records its
     store never took, to serve or upload. Empty ones are removed. Said once, in a warning."""
-    if fcntl is None:
+    if not files.HAVE_LOCKS:  # a live writer's file cannot be told apart: none is taken
         return
     import socket
 
@@ -96,9 +93,7 @@ def _keep_leftovers(directory: str) -> None:
                 fd = os.open(path, os.O_RDONLY | _NOFOLLOW | _CLOEXEC)
             except OSError:  # gone meanwhile (its writer closed, another scan took it), or a symlink
                 continue
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except OSError:  # a live writer's
+            if not files.lock(fd, wait=False):  # a live writer's
                 os.close(fd)
                 continue
             try:
@@ -171,12 +166,13 @@ def create_private(directory: str, parts: List[str], mode: str = "w+b") -> IO[An
 def _create_locked(directory: str, parts: List[str]) -> IO[Any]:
     """create_private, locked (flock) before it has its name: a scan for leftovers
     (`_keep_leftovers`) never takes a live writer's file."""
-    if fcntl is None:
+    if not files.HAVE_LOCKS:
         return create_private(directory, parts)
     hidden = parts[:-1] + [".new-%s" % secrets.token_hex(8)]
     file = create_private(directory, hidden)
     try:
-        fcntl.flock(file.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        if not files.lock(file.fileno(), wait=False):  # a file of its own, new: no one else's
+            raise BlockingIOError(errno.EWOULDBLOCK, "locked by another process", hidden[-1])
         folder = os.path.join(directory, *parts[:-1])
         os.link(os.path.join(folder, hidden[-1]), os.path.join(folder, parts[-1]))  # never over an existing name
     except BaseException:
