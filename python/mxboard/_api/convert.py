@@ -9,7 +9,7 @@ import math
 import numbers
 import sys
 from collections.abc import Mapping
-from typing import Any, NamedTuple, Union
+from typing import Any, Callable, NamedTuple, Optional, Union
 
 import numpy as np
 
@@ -31,24 +31,24 @@ class Deferred(NamedTuple):
     array: Any
 
 
-def is_ndarray(value):
+def is_ndarray(value: Any) -> bool:
     """Whether `value` is an MXNet NDArray (never importing mxnet to find out)."""
     mx = sys.modules.get("mxnet")
     return mx is not None and isinstance(value, mx.nd.NDArray)
 
 
-def on_accelerator(value):
+def on_accelerator(value: Any) -> bool:
     """Whether `value` is an MXNet NDArray on a GPU (not the CPU, where the host bins faster than
     MXNet's operators, which would also share the engine's threads with training)."""
-    return is_ndarray(value) and value.context.device_type != "cpu"
+    return is_ndarray(value) and bool(value.context.device_type != "cpu")
 
 
-def _torch_tensor(value):
+def _torch_tensor(value: Any) -> bool:
     torch = sys.modules.get("torch")
     return torch is not None and isinstance(value, torch.Tensor)
 
 
-def to_numpy(value, name="value"):
+def to_numpy(value: Any, name: str = "value") -> Any:
     """`value` as a numpy array (a view where the input already is one, else a new array)."""
     if isinstance(value, np.ndarray):
         return value
@@ -71,7 +71,8 @@ def to_numpy(value, name="value"):
                     "with __array__ or __dlpack__); got %s" % (name, describe(value)))
 
 
-def capture(value, name="value", numeric=True, defer=True, check=None):
+def capture(value: Any, name: str = "value", numeric: bool = True, defer: bool = True,
+            check: Optional[Callable[[Any], Any]] = None) -> Any:
     """`value` as data the caller can no longer change: an MXNet NDArray as a `Snapshot` (with
     `defer`: no waiting for the engine), anything else as a numpy array, copied wherever the
     conversion shared memory with the input. With `numeric`, the dtype must be a real number or
@@ -135,7 +136,7 @@ def _float(value: Any, name: str) -> float:
         raise ValueError("%s is too large for a float: %r" % (name, value)) from None
 
 
-def to_int(value, name="global_step"):
+def to_int(value: Any, name: str = "global_step") -> int:
     """A step: an int, a numpy integer or a one-element integer array (int64 range); a float (a
     Python, numpy or one-element array one) is truncated by int(), as mxboard 0.1.0 and the peers
     do (`global_step=epoch * 100` where epoch is a float)."""
@@ -155,12 +156,13 @@ def to_int(value, name="global_step"):
             if isinstance(value, float) and not math.isfinite(value):
                 raise ValueError("%s must be finite; got %r" % (name, value))
         value = int(value)
-    if not -(1 << 63) <= value < (1 << 63):
-        raise ValueError("%s must fit in int64; got %d" % (name, value))
-    return value
+    number: int = value
+    if not -(1 << 63) <= number < (1 << 63):
+        raise ValueError("%s must fit in int64; got %d" % (name, number))
+    return number
 
 
-def describe(value):
+def describe(value: Any) -> str:
     text = repr(value)
     if len(text) > 60:
         text = text[:57] + "..."

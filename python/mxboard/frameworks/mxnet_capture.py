@@ -7,7 +7,7 @@ import collections
 import ctypes
 import functools
 import sys
-from typing import Any
+from typing import Any, Callable, Optional
 
 import numpy as np
 
@@ -22,7 +22,7 @@ class Snapshot:
 
     __slots__ = ("_copy", "_check", "shape", "dtype", "ndim", "size", "nbytes")
 
-    def __init__(self, array, check=None):
+    def __init__(self, array: Any, check: Optional[Callable[[Any], Any]] = None) -> None:
         mx = sys.modules["mxnet"]
         self.shape = shape = array.shape
         self.dtype = dtype = np.dtype(array.dtype)
