@@ -119,7 +119,7 @@ screenshots: $(DEMO) $(INSTALLED) test-tools
 # what a user's `pip install mxboard[mxnet]` gives (no test extra), beside the peers and what the
 # bench's cases need: mxboard reinstalled from the sources whenever they change
 BENCH_VENV ?= .bench-venv
-$(BENCH_VENV)/.peers:
+$(BENCH_VENV)/.peers: pyproject.toml
 	test -x $(BENCH_VENV)/bin/python || $(PYTHON) -m venv $(BENCH_VENV)
 	$(BENCH_VENV)/bin/python -m pip install -q --upgrade pip
 	$(BENCH_VENV)/bin/python -m pip install -q '.[mxnet,s3,gcs,azure]' tensorboardX soundfile scikit-learn psutil \

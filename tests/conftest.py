@@ -327,6 +327,8 @@ def seaweed(tmp_path_factory):
             os.environ.pop(key, None)
         else:
             os.environ[key] = value
+
+
 @pytest.fixture(scope="session", params=["s3", "gs", "az"])
 def store(request, tmp_path_factory):
     """Each kind of object store in turn, real, on 127.0.0.1 (tests/object_stores.py): S3
