@@ -29,6 +29,11 @@ pytestmark = pytest.mark.slow
 CHILD_ENV = {"PYTHONPATH": os.path.join(ROOT, "python")}
 
 
+def _log(writer, steps):
+    for step in steps:
+        writer.add_scalar("loss", float(step), step)
+
+
 def _points(steps, value=float):
     return [(s, value(s)) for s in steps]
 
@@ -102,17 +107,14 @@ def test_a_lost_acknowledgement_never_stores_a_record_twice(store_proxy, monkeyp
     monkeypatch.setattr(remote, "UPLOAD_SECS", 0)
     monkeypatch.setattr(remote, "RETRY_SECS", 0.05)
     writer = SummaryWriter("%s/lost/run" % url, flush_secs=0.2)
-    for step in range(10):
-        writer.add_scalar("loss", float(step), step)
+    _log(writer, range(10))
     writer.flush()
     proxy.set("lost_ack", lose_next=6)
-    for step in range(10, 20):  # extends the first part: stored, but the answers are lost
-        writer.add_scalar("loss", float(step), step)
+    _log(writer, range(10, 20))  # extends the first part: stored, but the answers are lost
     deadline = time.monotonic() + 60
     while proxy.lose_next and time.monotonic() < deadline:
         time.sleep(0.01)
-    for step in range(20, 150):  # more than the part has room for
-        writer.add_scalar("loss", float(step), step)
+    _log(writer, range(20, 150))  # more than the part has room for
     writer.close()
     assert proxy.lose_next == 0
     proxy.set("pass")
@@ -126,8 +128,7 @@ def test_the_store_going_away_keeps_the_data_then_uploads_it(store, store_url, s
     monkeypatch.setattr(remote, "UPLOAD_SECS", 1)
     monkeypatch.setattr(remote, "RETRY_SECS", 0.5)
     writer = SummaryWriter("%s/run" % store_url, flush_secs=0.5)
-    for step in range(10):
-        writer.add_scalar("loss", float(step), step)
+    _log(writer, range(10))
     writer.flush()
     store.stop()
     try:
@@ -238,8 +239,7 @@ def test_run_names_with_spaces_commas_plus_and_accents_are_served(store_url, ser
     logdir = "%s/my experiments" % store_url
     for name in NAMES:
         with SummaryWriter("%s/%s" % (logdir, name)) as writer:
-            for step in range(5):
-                writer.add_scalar("loss", float(step), step)
+            _log(writer, range(5))
     server = serve(logdir)
     assert "data loader: fast (Rust data server)" in server.banner
     runs = server.json("/data/runs", until=lambda runs: len(runs) == len(NAMES), timeout=40)
@@ -256,15 +256,13 @@ def test_a_mirror_dir_resumed_after_a_kill_serves_all(store_url, serve, tmp_path
     url = "%s/resumed" % store_url
     directory = str(tmp_path / "kept")
     writer = SummaryWriter("%s/run" % url, flush_secs=1)
-    for step in range(10):
-        writer.add_scalar("loss", float(step), step)
+    _log(writer, range(10))
     writer.flush()
     monkeypatch.setattr(mirror_loop, "SAVE_SECS", 0)
     mirror = Mirror(url, directory, 1 << 30)
     mirror.sync()  # saves its manifest
     monkeypatch.setattr(mirror_loop, "SAVE_SECS", 3600)
-    for step in range(10, 20):
-        writer.add_scalar("loss", float(step), step)
+    _log(writer, range(10, 20))
     writer.flush()
     mirror.sync()  # copied, not yet in the manifest, as before a kill -9
     with open(os.path.join(directory, MANIFEST)) as f:
@@ -275,8 +273,7 @@ def test_a_mirror_dir_resumed_after_a_kill_serves_all(store_url, serve, tmp_path
 
     server = serve(url, "--mirror_dir", directory)
     assert len(served_losses(server, "run", until=lambda rows: len(rows) == 20)) == 20
-    for step in range(20, 30):
-        writer.add_scalar("loss", float(step), step)
+    _log(writer, range(20, 30))
     writer.close()
     assert served_losses(server, "run", until=lambda rows: len(rows) == 30) == _points(range(30))
 
@@ -302,8 +299,7 @@ def test_a_hostile_event_file_cannot_take_the_server_down(store_url, serve, tmp_
         fs.pipe_file(remote.open_filesystem("%s/%s/events.out.tfevents.1.h" % (logdir, name))[1],
                      good + record_header(claim) + bytes(20))
     with SummaryWriter("%s/live" % logdir) as writer:
-        for step in range(20):
-            writer.add_scalar("loss", float(step), step)
+        _log(writer, range(20))
     server = serve(logdir)
     assert served_losses(server, "live", until=lambda rows: len(rows) == 20) == _points(range(20))
     for name in ("hostile62", "hostile30"):

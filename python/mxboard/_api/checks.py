@@ -70,10 +70,15 @@ def bins(value):
     return edges
 
 
-def max_bins(value):
-    count = convert.to_int(value, "max_bins")
-    if not 1 <= count <= MAX_BINS:
-        raise ValueError("max_bins must be between 1 and %d; got %d" % (MAX_BINS, count))
+def max_bins(value: Any) -> int:
+    return _count(value, "max_bins", 1)
+
+
+def _count(value: Any, name: str, least: int) -> int:
+    """A whole number from `least` to MAX_BINS (buckets, thresholds)."""
+    count = convert.to_int(value, name)
+    if not least <= count <= MAX_BINS:
+        raise ValueError("%s must be between %d and %d; got %d" % (name, least, MAX_BINS, count))
     return count
 
 
@@ -280,11 +285,8 @@ def _utf8(value, name):
 
 
 # -- PR curves ------------------------------------------------------------------------------
-def thresholds(num_thresholds):
-    num_thresholds = convert.to_int(num_thresholds, "num_thresholds")
-    if not 2 <= num_thresholds <= MAX_BINS:
-        raise ValueError("num_thresholds must be between 2 and %d; got %d" % (MAX_BINS, num_thresholds))
-    return num_thresholds
+def thresholds(num_thresholds: Any) -> int:
+    return _count(num_thresholds, "num_thresholds", 2)
 
 
 def _finite(name):
