@@ -9,7 +9,7 @@ import time
 import numpy as np
 import pytest
 
-from conftest import ROOT, UPSTREAM, served_losses, timed
+from conftest import ROOT, UPSTREAM, run_python, served_losses, timed
 from mxboard import SummaryWriter, WriterError, reader
 from mxboard.storage import remote
 
@@ -102,6 +102,21 @@ def test_an_unreachable_endpoint_wrong_credentials_or_an_unknown_scheme_fail_at_
     with pytest.raises(ImportError, match="ossfs"):  # a scheme whose package is not installed (gs:// and az://
         SummaryWriter("oss://bucket/run")             # have theirs in the test extra)
     assert os.listdir(tmp_path) == []  # no local folder named after a URL
+    missing = run_python(MISSING_PACKAGES).stdout  # gs:// and az:// where their packages are not installed
+    assert "needs a package for az:// (pip install 'mxboard[azure]')" in missing, missing
+    assert "needs a package for gs:// (pip install 'mxboard[gcs]')" in missing, missing
+
+
+MISSING_PACKAGES = r"""
+import sys
+sys.modules["adlfs"] = sys.modules["gcsfs"] = None  # not installed, as after a plain pip install mxboard
+import mxboard
+for url in ("az://container/run", "gs://bucket/run"):
+    try:
+        mxboard.SummaryWriter(url)
+    except ImportError as exc:
+        print(exc)
+"""
 
 
 def test_a_store_gone_for_good_is_a_writer_error_and_close_returns(seaweed, monkeypatch):
