@@ -38,7 +38,7 @@ import numpy as np
 from google.protobuf.message import DecodeError
 
 from ._format._crc32c import masked_crc32c
-from ._format.events import RECORD_HEADER, RECORD_TRAILER
+from ._format.events import RECORD_HEADER, RECORD_TRAILER, whole_records
 from .proto import Event
 from .proto import hparams as hparams_proto
 from .storage import is_url, run_of
@@ -82,36 +82,34 @@ def read_records(path: str, offset: int = 0, strict: bool = False) -> Iterator[b
         TornRecordWarning: the file ends inside a record (its writer stopped or is writing).
         CorruptRecordWarning: a corrupt record was skipped (a corrupt length ends the file).
     """
-    unpack_header, unpack_trailer, crc = RECORD_HEADER.unpack_from, RECORD_TRAILER.unpack_from, masked_crc32c
+    length_at, unpack_trailer, crc = RECORD_HEADER.unpack_from, RECORD_TRAILER.unpack_from, masked_crc32c
     with _open_at(path, offset) as f:
         data, base, at, more = b"", offset, 0, True  # data[at:]: the file's bytes from base + at, unparsed
         while True:
-            if more and len(data) - at < 12:  # 12: RECORD_HEADER.size
-                data, base, at, more = _refill(f, data, base, at, 12)
-                continue
-            if at == len(data):
-                return
-            if len(data) - at < 12:
-                _torn(path, base + at, base + len(data))
-                return
-            length, length_crc = unpack_header(data, at)
-            if crc(data[at:at + 8]) != length_crc:
+            # the one framing (events.whole_records), every length's checksum checked; a length no
+            # file holds is never allocated: the windows read what the file has, then it is torn
+            whole, problem = whole_records(data, _NO_LIMIT, start=at, check_from=0)
+            while at < whole:
+                end = at + 16 + length_at(data, at)[0]  # 16: RECORD_HEADER.size + RECORD_TRAILER.size
+                payload = data[at + 12:end - 4]
+                if crc(payload) == unpack_trailer(data, end - 4)[0]:
+                    yield payload
+                else:
+                    _corrupt("%s: corrupt record payload at byte %d; the record is skipped" % (path, base + at), strict)
+                at = end
+            if problem is not None:
                 _corrupt("%s: corrupt record length at byte %d; the rest of the file cannot be framed"
                          % (path, base + at), strict)
                 return
-            end = at + 16 + length  # 16: with RECORD_TRAILER.size
-            if end > len(data):
-                if not more:
+            if not more:
+                if at < len(data):
                     _torn(path, base + at, base + len(data))
-                    return
-                data, base, at, more = _refill(f, data, base, at, end - at)
-                continue
-            payload = data[at + 12:end - 4]
-            if crc(payload) == unpack_trailer(data, end - 4)[0]:
-                yield payload
-            else:
-                _corrupt("%s: corrupt record payload at byte %d; the record is skipped" % (path, base + at), strict)
-            at = end
+                return
+            need = 12 if len(data) - at < 12 else 16 + length_at(data, at)[0]
+            data, base, at, more = _refill(f, data, base, at, need)
+
+
+_NO_LIMIT = 1 << 64  # over any u64: the reader bounds a record by what its file holds, not by a size
 
 
 WINDOW = 4 << 20  # bytes read at a time: a file of any size is read in about this much memory

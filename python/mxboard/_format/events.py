@@ -36,24 +36,27 @@ def frame(payload: bytes) -> bytes:
 
 
 def whole_records(data: Union[bytes, bytearray], limit: int, room: Optional[int] = None,
-                  at_least_one: bool = False) -> Tuple[int, Optional[str]]:
-    """(end, problem) of a TFRecord stream's bytes `data`, from a record's start: `end` is where
-    its last whole record ends (within `room` bytes if given: the first record alone may pass it,
-    with `at_least_one`); `problem` why no record can follow there however the stream grows (a
-    length over `limit`, or one over 1 MiB whose checksum is wrong), else None (the rest is a
-    record still incomplete, or past `room`). Payloads are not checked, nor the checksums of
-    smaller lengths: a reader checks those, and what they claim costs it little (this runs on
-    every byte a mirror copies, and an uploader cuts its objects with it)."""
-    offset, size, unpack = 0, len(data), RECORD_HEADER.unpack_from
+                  at_least_one: bool = False, start: int = 0, check_from: int = 1 << 20) -> Tuple[int, Optional[str]]:
+    """(end, problem) of a TFRecord stream's bytes `data`, from a record's start (`start`): `end`
+    is where its last whole record ends (within `room` bytes if given: the first record alone may
+    pass it, with `at_least_one`); `problem` why no record can follow there however the stream
+    grows (a length over `limit`, or one over `check_from` bytes whose checksum is wrong), else
+    None (the rest is a record still incomplete, or past `room`). The one framing of this package:
+    the mirror copies by it, the uploader cuts its objects with it, the reader reads by it.
+
+    Payloads are not checked, nor, by default, the checksums of lengths up to 1 MiB: this runs on
+    every byte a mirror copies, and what a small length claims costs a reader little (the reader,
+    which checks every CRC, passes `check_from=0`)."""
+    offset, size, unpack = start, len(data), RECORD_HEADER.unpack_from
     while size - offset >= 12:  # RECORD_HEADER.size
         length, length_crc = unpack(data, offset)
-        if length > 1 << 20:
+        if length >= check_from:
             if masked_crc32c(bytes(data[offset:offset + 8])) != length_crc:
                 return offset, "a record's header at byte %d fails its checksum" % offset
             if length > limit:
                 return offset, "a record at byte %d claims %d bytes, over the limit of %d" % (offset, length, limit)
         end = offset + length + 16  # with RECORD_HEADER.size and RECORD_TRAILER.size
-        if end > size or room is not None and end > room and not (at_least_one and offset == 0):
+        if end > size or room is not None and end - start > room and not (at_least_one and offset == start):
             break
         offset = end
     return offset, None
