@@ -192,6 +192,22 @@ BAD = [
 ]
 
 
+@pytest.mark.parametrize("bad", [0, -1, float("nan"), float("inf"), True, "often", None, np.ones(2)])
+def test_a_positive_number_is_checked_one_way_for_every_argument_that_is_one(tmp_path, bad):
+    """flush_secs, system_metrics and rescale were checked three ways (bools, infinities and
+    arrays passed one and not another); convert.positive checks them all, naming the argument
+    (an array of two: "must be a single number")."""
+    with pytest.raises(ValueError, match=r"^flush_secs must be (a finite number > 0|a single number); got "):
+        SummaryWriter(str(tmp_path), flush_secs=bad)
+    metrics = r"^system_metrics must be (True, False or a number of seconds > 0|a single number); got "
+    if bad is not True and bad is not None:  # True: the default interval; None: no metrics
+        with pytest.raises(ValueError, match=metrics):
+            SummaryWriter(str(tmp_path), system_metrics=bad)
+    rescale = r"^rescale must be (a finite number > 0|a single number); "
+    with SummaryWriter(str(tmp_path)) as w, pytest.raises(ValueError, match=rescale):
+        w.add_image_with_boxes("b", np.zeros((3, 8, 8)), [[0, 0, 1, 1]], rescale=bad)
+
+
 def _case(entry):
     if len(entry) == 4:
         method, args, error, message = entry

@@ -20,6 +20,8 @@ import time
 import weakref
 from typing import Any, Dict, List, Optional
 
+from ._api.convert import positive
+
 __all__ = ["SystemMetrics", "interval_of", "psutil_module"]
 
 _MB = float(1 << 20)
@@ -112,7 +114,4 @@ def interval_of(every: Any) -> Optional[float]:
     number of seconds, or False/None (no metrics: None)."""
     if every is None or every is False:
         return None
-    interval = 10.0 if every is True else every
-    if isinstance(interval, bool) or not isinstance(interval, (int, float)) or not interval > 0:
-        raise ValueError("system_metrics must be True, False or a number of seconds > 0; got %r" % (every,))
-    return float(interval)
+    return 10.0 if every is True else positive(every, "system_metrics", "True, False or a number of seconds > 0")

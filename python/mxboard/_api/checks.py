@@ -185,9 +185,7 @@ def boxes(box_tensor, labels, rescale, formats, shape):
             raise ValueError("labels must be a list of %d str, one a box; got %r" % (len(array), labels))
         labels = [_utf8(label, "labels[%d]" % i) if isinstance(label, str) else str(label)
                   for i, label in enumerate(labels)]
-    scale = convert.to_float(rescale, "rescale")
-    if not (scale > 0 and math.isfinite(scale)):
-        raise ValueError("rescale must be a finite number > 0; got %r" % (rescale,))
+    scale = convert.positive(rescale, "rescale")
     height, width = (shape[0], shape[1]) if formats in ("HW", "HWC") else (shape[1], shape[2])
     high, wide = round(height * scale), round(width * scale)
     if max(high, wide) > MAX_SIDE or high * wide > MAX_PIXELS:

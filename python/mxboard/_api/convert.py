@@ -129,6 +129,19 @@ def to_float(value: Any, name: str = "value") -> float:
     return _float(array.reshape(()).item(), name)
 
 
+def positive(value: Any, name: str, must: str = "a finite number > 0") -> float:
+    """A finite number > 0 (seconds, a scale) as a float: a number, a numpy scalar or a
+    one-element array, never a bool; anything else is a ValueError naming `name` and what it
+    `must` be. The one check of every such argument (flush_secs, system_metrics, rescale)."""
+    try:
+        number = math.nan if isinstance(value, (bool, np.bool_)) else to_float(value, name)
+    except TypeError:
+        number = math.nan
+    if not (number > 0 and math.isfinite(number)):
+        raise ValueError("%s must be %s; got %r" % (name, must, value))
+    return number
+
+
 def _float(value: Any, name: str) -> float:
     try:
         return float(value)

@@ -99,8 +99,7 @@ class SummaryWriter:
             raise TypeError("logdir must be a str or os.PathLike; got %s" % type(logdir).__name__)
         if isinstance(max_queue, bool) or not isinstance(max_queue, int) or max_queue < 1:
             raise ValueError("max_queue must be an int >= 1; got %r" % (max_queue,))
-        if isinstance(flush_secs, bool) or not isinstance(flush_secs, (int, float)) or not flush_secs > 0:
-            raise ValueError("flush_secs must be a number > 0; got %r" % (flush_secs,))
+        flush_secs = convert.positive(flush_secs, "flush_secs")
         if filename_suffix is not None and not isinstance(filename_suffix, str):
             raise TypeError("filename_suffix must be a str or None; got %s" % type(filename_suffix).__name__)
         if filename_suffix and ("/" in filename_suffix or "\\" in filename_suffix or "\0" in filename_suffix):
