@@ -12,7 +12,7 @@ import sys
 __all__ = ["main", "plugins"]
 
 
-def patched(name):
+def patched(name: str):
     """The module `name` of the upstream files patched at build time (tools/pip_package/vendor.py)."""
     try:
         return importlib.import_module("tensorboard_bundle._patched." + name)
@@ -35,7 +35,7 @@ def plugins():
     return [projector if p is upstream_projector.ProjectorPlugin else p for p in patched("default").get_plugins()]
 
 
-def _use_patched_s3():
+def _use_patched_s3() -> None:
     """TensorBoard's S3 filesystem, patched (a bucket's root as a logdir), where gfile looks it up."""
     from tensorboard.compat.tensorflow_stub.io import gfile as upstream
 
@@ -70,7 +70,7 @@ def _watched(program):
     return TensorBoard
 
 
-def _use_patched_record_reader():
+def _use_patched_record_reader() -> None:
     """The Python loader's record reader, patched (it never reads more than a file holds), where
     the loader looks it up (tf.pywrap_tensorflow, TensorFlow's stub)."""
     from tensorboard.compat.tensorflow_stub import pywrap_tensorflow as upstream
@@ -78,7 +78,7 @@ def _use_patched_record_reader():
     upstream.PyRecordReader_New = patched("pywrap_tensorflow").PyRecordReader_New
 
 
-def _say_if_missing(logdir):
+def _say_if_missing(logdir) -> None:
     """A local --logdir that does not exist is said at once (upstream said nothing, then "No
     dashboards are active"): a typo, or a run that has not started yet."""
     if logdir and "://" not in logdir and not os.path.isdir(os.path.expanduser(logdir)):
@@ -86,7 +86,7 @@ def _say_if_missing(logdir):
                          % logdir)
 
 
-def _check_port(launch):
+def _check_port(launch) -> None:
     """An explicit --port that is taken ends the launch with one line and a way out (upstream
     logged it, printed it again, and exited 255). Without --port, upstream tries 6006 and the
     next ones itself."""
@@ -108,7 +108,7 @@ def _check_port(launch):
                  % (where, os.strerror(exc.errno) if exc.errno else exc))
 
 
-def _raise_open_file_limit():
+def _raise_open_file_limit() -> None:
     """The data server keeps every event file open: let it open as many as the hard limit allows
     (the soft one is often 1024, which a logdir of 1,500 runs passes)."""
     try:
@@ -139,7 +139,7 @@ def _configure_as_asked(tensorboard, arguments):
     return configure
 
 
-def main(argv=None):
+def main(argv=None) -> None:
     argv = list(sys.argv if argv is None else argv)
     asked = argv[1:]
     os.environ["MXBOARD_TENSORBOARD_BUNDLE"] = "1"  # handover.py: this process is the bundle

@@ -45,7 +45,7 @@ __all__ = ["serve_remote"]
 FIRST_PASS_SECS = 10  # the server starts once the mirrors' first passes ended, or after this long
 
 
-def _mirrored(path):
+def _mirrored(path) -> bool:
     """Whether `path` is a URL the mirror serves: every one, gs:// too (see the module's
     docstring); gs:// without gcsfs is left to the data server, which reads Google's endpoint."""
     if not is_url(path):
@@ -166,13 +166,13 @@ def _spec_text(entries):
     return ",".join("%s:%s" % (name, path) if name else path for path, name in entries.items())
 
 
-def _exit_on_hangup(signum, frame):
+def _exit_on_hangup(signum, frame) -> None:
     signal.signal(signum, signal.SIG_DFL)  # a second one while exiting ends the process
     sys.stderr.write("TensorBoard caught SIGHUP; exiting...\n")
     sys.exit(0)
 
 
-def _stop(mirrors, temporary):
+def _stop(mirrors, temporary) -> None:
     for m in mirrors:
         m.stop(5)
     if temporary:

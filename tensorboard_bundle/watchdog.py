@@ -24,11 +24,11 @@ class Watched:
     that finds it unavailable (its process gone) starts `fallback()`'s provider, and that call
     and every later one go there."""
 
-    def __init__(self, fast, fallback):
+    def __init__(self, fast, fallback) -> None:
         self._current, self._fallback, self._lock = fast, fallback, threading.Lock()
         self._fell_back = False
 
-    def __getattr__(self, name):
+    def __getattr__(self, name: str):
         attribute = getattr(self._current, name)
         if not callable(attribute):
             return attribute

@@ -61,7 +61,7 @@ def _table(logdir, kind, raw, strict):
     return columns
 
 
-def _write(columns, fmt, out):
+def _write(columns, fmt, out) -> None:
     names = list(columns)
     rows = [dict(zip(names, (_cell(v) for v in row))) for row in zip(*columns.values())]
     if fmt == "json":
@@ -74,7 +74,7 @@ def _write(columns, fmt, out):
         writer.writerow({k: json.dumps(v) if isinstance(v, list) else v for k, v in row.items()})
 
 
-def main(argv=None):
+def main(argv=None) -> None:
     args = _parse(argv)
     options = {"raw": args.raw, "strict": args.strict}
     try:

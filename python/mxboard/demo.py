@@ -193,7 +193,7 @@ def train(args, writer):
     return {"accuracy": val_acc, "loss": float(val_loss)}
 
 
-def main(argv=None):
+def main(argv=None) -> None:
     args = _parse(sys.argv[1:] if argv is None else argv)
     if hasattr(sys.stdout, "reconfigure"):  # piped too, each line in order with the server's (stderr)
         sys.stdout.reconfigure(line_buffering=True)

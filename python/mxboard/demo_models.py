@@ -16,7 +16,7 @@ import numpy as np
 __all__ = ["GluonCNN", "NumpyCNN", "mxnet_runs"]
 
 
-def mxnet_runs():
+def mxnet_runs() -> bool:
     """Whether MXNet 1.9.1 imports here (it needs numpy < 1.24: Python 3.11 or older)."""
     try:
         import mxnet  # noqa: F401
@@ -35,7 +35,7 @@ class GluonCNN:
 
     framework = "MXNet Gluon"
 
-    def __init__(self, learning_rate, batches_per_epoch, seed):
+    def __init__(self, learning_rate, batches_per_epoch, seed) -> None:
         import mxnet as mx
 
         self.mx = mx
@@ -61,7 +61,7 @@ class GluonCNN:
     def learning_rate(self):
         return self.trainer.learning_rate
 
-    def log_graph(self, writer, batch_size):
+    def log_graph(self, writer, batch_size) -> None:
         writer.add_graph(self.net, input_shape=(batch_size, 1, 8, 8))
 
     def train_step(self, x, y):
@@ -75,7 +75,7 @@ class GluonCNN:
         mean = loss.mean()  # an NDArray: add_scalar does not wait for the engine
         return mean, float(mean.asscalar()), int((output.argmax(axis=1).asnumpy() == y).sum())
 
-    def log_parameters(self, writer, step):
+    def log_parameters(self, writer, step) -> None:
         from mxboard.callbacks import log_parameters
 
         log_parameters(writer, self.net.collect_params(), step)
@@ -99,7 +99,7 @@ class NumpyCNN:
 
     framework = "numpy"
 
-    def __init__(self, learning_rate, batches_per_epoch, seed):
+    def __init__(self, learning_rate, batches_per_epoch, seed) -> None:
         rng = np.random.default_rng(seed)
 
         def xavier(shape, fan_in, fan_out):
@@ -119,7 +119,7 @@ class NumpyCNN:
     def learning_rate(self):
         return _schedule(self._base_lr, self._updates, self._batches_per_epoch)
 
-    def log_graph(self, writer, batch_size):
+    def log_graph(self, writer, batch_size) -> None:
         """No graph: a graph is a framework's (MXNet's symbol, torch's trace)."""
 
     def _forward(self, x):
@@ -164,7 +164,7 @@ class NumpyCNN:
         loss = float(losses.mean())
         return loss, loss, int((probabilities.argmax(axis=1) == y).sum())
 
-    def _adam(self, beta1=0.9, beta2=0.999, eps=1e-8):
+    def _adam(self, beta1=0.9, beta2=0.999, eps=1e-8) -> None:
         lr = self.learning_rate
         self._updates += 1
         t = self._updates
@@ -175,7 +175,7 @@ class NumpyCNN:
             v[...] = beta2 * v + (1 - beta2) * grad * grad
             param -= (lr * (m / (1 - beta1 ** t)) / (np.sqrt(v / (1 - beta2 ** t)) + eps)).astype(param.dtype)
 
-    def log_parameters(self, writer, step):
+    def log_parameters(self, writer, step) -> None:
         for name in self.params:
             writer.add_histogram("weights/" + name, self.params[name], step)
             writer.add_histogram("gradients/" + name, self.grads[name], step)

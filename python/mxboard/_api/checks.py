@@ -7,11 +7,11 @@ the writer thread resolves them (the training thread never waits for MXNet's eng
 import json
 import math
 from time import time as _now
-from typing import Any, Mapping, Optional, Tuple
+from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple, Union
 
 import numpy as np
 
-from .._thread.callsite import call_site, warn_at, warn_at_call
+from .._thread.callsite import CallSite, call_site, warn_at, warn_at_call
 from ..summaries.audio import frames_layout
 from ..summaries.hparams import hparam_value
 from . import convert
@@ -25,6 +25,10 @@ MAX_BINS = 1 << 16  # more buckets than a histogram chart has pixels
 MAX_SIDE, MAX_PIXELS = 1 << 14, 1 << 26  # an image drawn on the writer thread (boxes rescaled)
 _CHANNELS = (1, 3, 4)
 _GIF_LONGEST_FRAME = 655.35  # s: a GIF frame's delay is 16 bits of centiseconds
+# what `convert.capture` gives: a numpy array, or an MXNet Snapshot the writer thread resolves;
+# the user's values before it are Any (numbers, lists, NDArrays, anything with __array__)
+Captured = Any
+Check = Callable[[Captured], Captured]
 
 
 # -- when ------------------------------------------------------------------------------------
@@ -49,7 +53,7 @@ def stamp(global_step: Any, wall: Any) -> Tuple[int, float]:
 
 
 # -- histograms -----------------------------------------------------------------------------
-def bins(value):
+def bins(value: Any) -> Union[str, int, Captured]:
     """'default', a numpy rule name, a number of equal-width bins, or increasing finite edges."""
     if isinstance(value, str):
         if value == "tensorflow":  # the peers' name for TensorBoard's default buckets
@@ -82,7 +86,8 @@ def _count(value: Any, name: str, least: int) -> int:
     return count
 
 
-def histogram_raw(min, max, num, sum, sum_squares, bucket_limits, bucket_counts):
+def histogram_raw(min: Any, max: Any, num: Any, sum: Any, sum_squares: Any, bucket_limits: Any,
+                  bucket_counts: Any) -> Dict[str, Any]:
     """The HistogramProto fields of a histogram counted already (a dict)."""
     limits = convert.capture(bucket_limits, "bucket_limits", defer=False).astype(np.float64).reshape(-1)
     counts = convert.capture(bucket_counts, "bucket_counts", defer=False).astype(np.float64).reshape(-1)
@@ -108,11 +113,12 @@ def histogram_raw(min, max, num, sum, sum_squares, bucket_limits, bucket_counts)
 
 
 # -- images, video, audio -------------------------------------------------------------------
-def dataformats(shape, formats, name="image"):
+def dataformats(shape: Tuple[int, ...], formats: Any, name: str = "image") -> str:
     """`formats` (upper-cased) after checking `shape` against it."""
     if not isinstance(formats, str) or formats.upper() not in DATAFORMATS:
         raise ValueError("dataformats must be one of %s; got %r" % (", ".join(DATAFORMATS), formats))
-    formats = formats.upper()
+    upper: str = formats.upper()
+    formats = upper
     if len(shape) != len(formats):
         raise ValueError("%s with dataformats=%r must have %d dimensions; got shape %s"
                          % (name, formats, len(formats), tuple(shape)))
@@ -124,10 +130,10 @@ def dataformats(shape, formats, name="image"):
                          % (name, formats, shape[formats.index("C")], tuple(shape), hint))
     if 0 in shape:
         raise ValueError("%s is empty: shape %s" % (name, tuple(shape)))
-    return formats
+    return upper
 
 
-def pixels(array, name="image", site=None):
+def pixels(array: Captured, name: str = "image", site: Optional[CallSite] = None) -> Captured:
     """Integer pixels must lie in [0, 255] (floats are clipped to [0, 1], never wrapped: float
     pixels above 1, surely a 0-255 image, are warned of, at `site`: the user's line, which an
     NDArray's check, run on the writer thread, was given at the call)."""
@@ -141,14 +147,14 @@ def pixels(array, name="image", site=None):
     return array
 
 
-def image(value, formats, name="image"):
+def image(value: Any, formats: Any, name: str = "image") -> Tuple[Captured, str]:
     """(pixels, dataformats) of an image or a batch of them."""
     site = call_site()
     array = convert.capture(value, name, check=lambda a: pixels(a, name, site))
     return array, dataformats(array.shape, formats, name)
 
 
-def image_list(images, formats):
+def image_list(images: List[Any], formats: str) -> Tuple[Captured, str]:
     """(a stack, its dataformats) of a list of images of one shape, each in `formats` (or in
     the stack's, with its leading N)."""
     arrays = [convert.to_numpy(image, "img_tensor[%d]" % i) for i, image in enumerate(images)]
@@ -160,7 +166,8 @@ def image_list(images, formats):
     return np.stack(arrays), formats if formats.startswith("N") else "N" + formats
 
 
-def boxes(box_tensor, labels, rescale, formats, shape):
+def boxes(box_tensor: Any, labels: Any, rescale: Any, formats: str,
+          shape: Tuple[int, ...]) -> Tuple[Captured, Optional[List[str]], float]:
     """(boxes, labels, rescale) of add_image_with_boxes on an image of `shape` in `formats`:
     (N, 4) finite [xmin, ymin, xmax, ymax] boxes, each with xmin <= xmax and ymin <= ymax, N str
     labels or None, a scale > 0 that keeps the image within MAX_SIDE a side and MAX_PIXELS; one
@@ -194,7 +201,8 @@ def boxes(box_tensor, labels, rescale, formats, shape):
     return array, labels, scale
 
 
-def video(vid_tensor, fps, formats=None):
+def video(vid_tensor: Any, fps: Any,
+          formats: Optional[str] = None) -> Tuple[Captured, float, Optional[Tuple[int, ...]]]:
     """(frames, fps, order) of a video: (N, T, C, H, W) or (T, C, H, W), or the axes `formats`
     names (a permutation of NTCHW or TCHW; `order` takes them to those)."""
     frames = convert.capture(vid_tensor, "vid_tensor", check=lambda a: pixels(a, "vid_tensor"))
@@ -217,7 +225,7 @@ def video(vid_tensor, fps, formats=None):
     return frames, rate, order
 
 
-def audio(value, sample_rate):
+def audio(value: Any, sample_rate: Any) -> Tuple[Captured, int]:
     """(samples, sample rate) of a clip."""
     samples = convert.capture(value, "audio")
     layout = frames_layout(samples.shape)
@@ -234,7 +242,7 @@ def audio(value, sample_rate):
 
 
 # -- text -----------------------------------------------------------------------------------
-def text(value):
+def text(value: Any) -> Union[str, Captured]:
     """A str, or a 1-D (a column) or 2-D (a table) numpy array of str."""
     if isinstance(value, str):
         _utf8(value, "text")
@@ -254,7 +262,7 @@ def text(value):
     return array
 
 
-def tensor_text(array, name="tensor"):
+def tensor_text(array: Captured, name: str = "tensor") -> Captured:
     """An array for add_tensor: its str elements, if any, valid Unicode (written as UTF-8)."""
     if array.dtype.kind in "UO":
         for cell in array.flat:
@@ -273,7 +281,7 @@ def tag(value: Any, name: str = "tag") -> str:
     return _utf8(value, name)
 
 
-def _utf8(value, name):
+def _utf8(value: str, name: str) -> str:
     try:
         value.encode("utf-8")
     except UnicodeEncodeError as exc:
@@ -287,16 +295,16 @@ def thresholds(num_thresholds: Any) -> int:
     return _count(num_thresholds, "num_thresholds", 2)
 
 
-def _finite(name):
-    def check(array):
+def _finite(name: str) -> Check:
+    def check(array: Captured) -> Captured:
         if array.dtype.kind == "f" and not np.isfinite(array).all():
             raise ValueError("%s must be finite numbers; got NaN or infinity" % name)
         return array
     return check
 
 
-def _probabilities(name):
-    def check(array):
+def _probabilities(name: str) -> Check:
+    def check(array: Captured) -> Captured:
         _finite(name)(array)
         inside = (array >= 0) & (array <= 1)
         if not inside.all():
@@ -307,8 +315,8 @@ def _probabilities(name):
     return check
 
 
-def _binary(name):
-    def check(array):
+def _binary(name: str) -> Check:
+    def check(array: Captured) -> Captured:
         if array.dtype != bool and array.size and not np.isin(array, (0, 1)).all():
             wrong = array.reshape(-1)[~np.isin(array.reshape(-1), (0, 1))][0]
             raise ValueError("%s must be 0 or 1 (or bool); got %r" % (name, wrong.item()))
@@ -316,7 +324,8 @@ def _binary(name):
     return check
 
 
-def pr_curve(labels, predictions, num_thresholds, weights):
+def pr_curve(labels: Any, predictions: Any, num_thresholds: Any,
+             weights: Any) -> Tuple[Captured, Captured, int, Optional[Captured]]:
     """(labels, predictions, num_thresholds, weights) of a PR curve."""
     labels = convert.capture(labels, "labels", check=_binary("labels"))
     predictions = convert.capture(predictions, "predictions", check=_probabilities("predictions"))
@@ -333,7 +342,7 @@ def pr_curve(labels, predictions, num_thresholds, weights):
     return labels, predictions, thresholds(num_thresholds), weights
 
 
-def pr_curve_raw(columns, num_thresholds):
+def pr_curve_raw(columns: Mapping[str, Any], num_thresholds: Any) -> Tuple[List[Captured], int]:
     """The six columns (TP, FP, TN, FN, precision, recall) and num_thresholds (None: their
     length, which all six must share)."""
     checked = [convert.capture(column, name, defer=False).reshape(-1) for name, column in columns.items()]
@@ -346,7 +355,8 @@ def pr_curve_raw(columns, num_thresholds):
 
 
 # -- meshes ---------------------------------------------------------------------------------
-def mesh(vertices, colors, faces, config_dict):
+def mesh(vertices: Any, colors: Any, faces: Any,
+         config_dict: Any) -> Tuple[Captured, Optional[Captured], Optional[Captured], str]:
     """(vertices, colors, faces, config JSON) of a mesh or point cloud."""
     parts = {"vertices": convert.capture(vertices, "vertices")}
     if colors is not None:
@@ -370,7 +380,7 @@ def mesh(vertices, colors, faces, config_dict):
     return parts["vertices"], parts.get("colors"), parts.get("faces"), config
 
 
-def _rgb(colors):
+def _rgb(colors: Captured) -> Captured:
     """Mesh colors are RGB bytes: integers (or whole floats) in [0, 255], never wrapped."""
     if colors.dtype == np.uint8 or not colors.size:
         return colors
@@ -388,7 +398,7 @@ def _rgb(colors):
     return colors
 
 
-def _batched_shape(name, array):
+def _batched_shape(name: str, array: Captured) -> Tuple[int, ...]:
     """(B, N, 3) of a (B, N, 3) or (N, 3) array."""
     shape = (1,) + tuple(array.shape) if array.ndim == 2 else tuple(array.shape)
     if len(shape) != 3 or shape[-1] != 3:
@@ -396,12 +406,12 @@ def _batched_shape(name, array):
     return shape
 
 
-def _faces_dtype(dtype):
+def _faces_dtype(dtype: np.dtype[Any]) -> None:
     if dtype.kind not in "iu":
         raise TypeError("faces must be integer vertex indices; got dtype %s" % dtype)
 
 
-def _faces(faces, count):
+def _faces(faces: Captured, count: int) -> Captured:
     _faces_dtype(faces.dtype)
     if faces.size and (faces.min() < 0 or faces.max() >= count):
         raise ValueError("faces must index vertices (0 to %d); got [%d, %d]" % (count - 1, faces.min(), faces.max()))
@@ -409,7 +419,8 @@ def _faces(faces, count):
 
 
 # -- embeddings and hparams -----------------------------------------------------------------
-def embedding(matrix, labels, images, header):
+def embedding(matrix: Any, labels: Any, images: Any, header: Any) -> Tuple[Captured, Any, Optional[Captured],
+                                                                          Optional[List[str]]]:
     """(matrix, labels, images, header) of a projector embedding."""
     matrix = convert.capture(matrix, "embedding", check=_finite("embedding"))
     if matrix.ndim != 2:
@@ -427,7 +438,7 @@ def embedding(matrix, labels, images, header):
     return matrix, labels, images, header
 
 
-def _labels(labels, count, header):
+def _labels(labels: Any, count: int, header: Optional[List[str]]) -> Any:
     if convert.is_ndarray(labels) and header is None:  # converted on the writer thread
         if labels.shape[0] != count:
             raise ValueError("labels must have one per point: %d; got %d" % (count, labels.shape[0]))
@@ -446,7 +457,8 @@ def _labels(labels, count, header):
     return labels
 
 
-def hparams(hparam_dict, metric_dict, domains, declared=False):
+def hparams(hparam_dict: Any, metric_dict: Any, domains: Any,
+            declared: bool = False) -> Tuple[Dict[str, Any], Dict[Any, Optional[float]], Dict[str, List[Any]]]:
     """(values, metrics, domains) of one hyper-parameter run; a metric None where `declared`
     (a tag the run logs itself)."""
     if not isinstance(hparam_dict, dict) or not hparam_dict:
@@ -456,7 +468,7 @@ def hparams(hparam_dict, metric_dict, domains, declared=False):
     values = {tag(k, "hparam name"): _hparam(v, k) for k, v in hparam_dict.items()}
     metrics = {_metric_key(k, v, declared): None if v is None and declared
                else convert.to_float(v, "metric_dict[%r]" % (k,)) for k, v in metric_dict.items()}
-    checked = {}
+    checked: Dict[str, List[Any]] = {}
     for name, domain in (domains or {}).items():
         if name not in values or not isinstance(domain, (list, tuple)) or not domain:
             raise ValueError("hparam_domain_discrete[%r] must be a non-empty list for a hparam in "
@@ -465,7 +477,7 @@ def hparams(hparam_dict, metric_dict, domains, declared=False):
     return values, metrics, checked
 
 
-def _metric_key(key, value, declared):
+def _metric_key(key: Any, value: Any, declared: bool) -> Union[str, Tuple[str, str]]:
     """A metric's tag, or (tag, name): the run's own `add_scalar(tag, {name: ...})` line (with
     `in_run`, the value None)."""
     if isinstance(key, tuple):
@@ -476,7 +488,7 @@ def _metric_key(key, value, declared):
     return tag(key, "metric tag")
 
 
-def _hparam(value, name):
+def _hparam(value: Any, name: str) -> Union[bool, float, str]:
     value = hparam_value(value, name)
     return _utf8(value, "hparam %r" % (name,)) if isinstance(value, str) else value
 

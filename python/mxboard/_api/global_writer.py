@@ -52,7 +52,7 @@ class GlobalSummaryWriter:
         """Where the writer writes."""
         return self.smw.logdir
 
-    def _log(self, kind, tag, *args, **kwargs):
+    def _log(self, kind, tag: str, *args, **kwargs) -> None:
         with self._lock:
             step = self._calls[kind, tag]
             getattr(self.smw, kind)(tag, *args, global_step=step, **kwargs)
@@ -93,7 +93,7 @@ class GlobalSummaryWriter:
     def __enter__(self):
         return self
 
-    def __exit__(self, *exc_info):
+    def __exit__(self, *exc_info) -> None:
         self.close()
 
     @staticmethod

@@ -40,7 +40,7 @@ class Scalars:
         self._runs: dict[Any, int] = {}  # (tag, name) -> series id in the sub-run's file
         self._local = threading.local()  # .columns: this thread's ScalarColumns
 
-    def series(self, tag):
+    def series(self, tag: str):
         """The series of `tag` in the main file, made on its first use."""
         checks.tag(tag)
         with self._lock:
@@ -48,7 +48,7 @@ class Scalars:
                 self.ids[tag] = self._worker.add_series(None, tag)
             return self.ids[tag]
 
-    def append(self, series, value, step, wall):
+    def append(self, series, value, step, wall) -> None:
         """Queue one checked float. Nothing here can fail, so the columns stay aligned."""
         try:
             columns = self._local.columns
@@ -90,12 +90,12 @@ class Scalars:
             else:  # an NDArray snapshot
                 self._worker.put_scalar(PendingScalar(series, v, step, wall))
 
-    def add_to_file(self, run, values, step, wall):
+    def add_to_file(self, run, values, step, wall) -> None:
         """`{tag: float}` as scalars of the file `run` (Worker.open_run; an hparams run's metrics)."""
         for tag, value in values.items():
             self.append(self._worker.add_series(run, tag), value, step, wall)
 
-    def _run_series(self, tag, name):
+    def _run_series(self, tag: str, name: str):
         with self._lock:
             if (tag, name) not in self._runs:
                 run = self._worker.open_run((tag, name), self._suffix)  # logdir/<tag>/<name>/

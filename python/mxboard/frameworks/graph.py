@@ -53,7 +53,7 @@ def _block_prefixes(net):
     return prefixes
 
 
-def _scoped(name, prefixes=()):
+def _scoped(name: str, prefixes=()):
     """A node's name with its scopes: a Gluon name's block prefixes (`digits_conv0_relu_fwd` ->
     `digits/conv0/relu_fwd`), or for bare Symbols the leading instance names (`fc1_weight` ->
     `fc1/weight`)."""

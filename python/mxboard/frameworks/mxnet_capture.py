@@ -65,14 +65,14 @@ class _IntoView:
     engine push, without `copyto`'s Python wrapper (which builds ctypes arrays and checks argument
     types at every call: README, "Where the time went")."""
 
-    def __init__(self, target):
+    def __init__(self, target) -> None:
         self._target = target
         self._outputs = None
         if _copyto_call():
             from mxnet.base import NDArrayHandle
             self._outputs = ctypes.cast((NDArrayHandle * 1)(target.handle), ctypes.POINTER(NDArrayHandle))
 
-    def __call__(self, mx, array):
+    def __call__(self, mx, array) -> None:
         """Queue the copy of `array` into the target (no waiting), outside autograd recording."""
         if self._outputs is None or mx.autograd.is_recording():
             _copy(mx, array, self._target)
@@ -146,7 +146,7 @@ class DeviceHistogram:
     logarithm, or linearly, settled exactly against the edges): MXNet's histogram with explicit
     edges binary-searches them one value at a time, far slower on the engine."""
 
-    def __init__(self, array, bins):
+    def __init__(self, array, bins) -> None:
         from ..summaries.histogram import default_edges, default_layout
 
         mx = sys.modules["mxnet"]

@@ -7,12 +7,14 @@ tied to one release: no "Descriptors cannot be created directly") and live in on
 TensorBoard, tensorboardX, torch or TensorFlow (no "duplicate symbol": their pools never meet ours).
 Field numbers are TensorBoard's, so the bytes are what TensorBoard reads.
 """
+from typing import Any
+
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 
 from ._descriptors import SERIALIZED
 
 __all__ = [
-    "POOL", "AttrValue", "AudioPluginData", "Category", "Chart", "DataType", "Event",
+    "POOL", "Message", "AttrValue", "AudioPluginData", "Category", "Chart", "DataType", "Event",
     "GraphDef", "HistogramPluginData", "HistogramProto", "ImagePluginData", "Layout",
     "MarginChartContent", "MeshPluginData", "MultilineChartContent", "NameAttrList", "NodeDef",
     "PrCurvePluginData", "ScalarPluginData", "SessionLog", "Summary", "SummaryMetadata",
@@ -24,11 +26,17 @@ for _file in descriptor_pb2.FileDescriptorSet.FromString(SERIALIZED).file:
     POOL.AddSerializedFile(_file.SerializeToString())
 
 
-def _message(full_name):
+# The classes are built at run time, so to a type checker a message class is Any (as protobuf's
+# own factories give it), and so is a message: `Message` names one where a signature takes or
+# gives it.
+Message = Any
+
+
+def _message(full_name: str) -> Any:
     return _class(POOL.FindMessageTypeByName(full_name))
 
 
-def _class(descriptor):
+def _class(descriptor: Any) -> Any:
     if hasattr(message_factory, "GetMessageClass"):  # protobuf >= 4.22
         cls = message_factory.GetMessageClass(descriptor)
     else:  # protobuf 3.20 - 4.21
@@ -39,7 +47,7 @@ def _class(descriptor):
     return cls
 
 
-def _enum(full_name):
+def _enum(full_name: str) -> Any:
     """name -> number and number -> name, like a generated enum wrapper."""
     descriptor = POOL.FindEnumTypeByName(full_name)
     return type(full_name.rsplit(".", 1)[-1], (), dict(

@@ -1,7 +1,9 @@
 """What every summary builder shares: plugin metadata, tensors, and one-value summaries."""
+from typing import Any, Optional
+
 import numpy as np
 
-from ..proto import DataType, Summary, SummaryMetadata, TensorProto, TensorShapeProto
+from ..proto import DataType, Message, Summary, SummaryMetadata, TensorProto, TensorShapeProto
 
 __all__ = ["metadata", "summary", "tensor", "tensor_summary"]
 
@@ -15,7 +17,8 @@ _DTYPES = {
 }
 
 
-def metadata(plugin_name, content=b"", display_name=None, description=None):
+def metadata(plugin_name: str, content: bytes = b"", display_name: Optional[str] = None,
+             description: Optional[str] = None) -> Message:
     """SummaryMetadata naming the plugin that renders a value; `content` its serialized data."""
     meta = SummaryMetadata(plugin_data=SummaryMetadata.PluginData(
         plugin_name=plugin_name, content=content))
@@ -26,7 +29,7 @@ def metadata(plugin_name, content=b"", display_name=None, description=None):
     return meta
 
 
-def tensor(array):
+def tensor(array: Any) -> Message:
     """A TensorProto of a numpy array: numbers as little-endian `tensor_content`; strings (str or
     bytes, any shape) as `string_val` in row-major order."""
     array = np.asarray(array)
@@ -41,7 +44,7 @@ def tensor(array):
     return TensorProto(dtype=dtype, tensor_shape=shape, tensor_content=content)
 
 
-def summary(tag, meta=None, **value):
+def summary(tag: str, meta: Optional[Message] = None, **value: Any) -> Message:
     """A Summary of one Value: `tag`, optional metadata, and one of its value fields."""
     entry = Summary.Value(tag=tag, **value)
     if meta is not None:
@@ -49,6 +52,6 @@ def summary(tag, meta=None, **value):
     return Summary(value=[entry])
 
 
-def tensor_summary(tag, array):
+def tensor_summary(tag: str, array: Any) -> Message:
     """A Summary of a whole tensor under the plugin name 'tensor' (torch's add_tensor)."""
     return summary(tag, metadata("tensor"), tensor=tensor(array))

@@ -3,10 +3,12 @@ encoding in its metadata. (The legacy `Summary.Audio` value loses its encoding i
 fast data server, which then serves it as application/octet-stream instead of audio/wav.)"""
 import io
 import wave
+from typing import Any, Sequence
 
 import numpy as np
+from numpy.typing import NDArray
 
-from ..proto import AudioPluginData
+from ..proto import AudioPluginData, Message
 from ._common import metadata, summary, tensor
 
 __all__ = ["as_frames", "audio_summary", "encode_wav", "frames_layout"]
@@ -14,7 +16,7 @@ __all__ = ["as_frames", "audio_summary", "encode_wav", "frames_layout"]
 PLUGIN = "audio"
 
 
-def frames_layout(shape, name="audio"):
+def frames_layout(shape: Sequence[int], name: str = "audio") -> str:
     """How an audio array of `shape` is laid out: 'mono', 'frames-channels' or
     'channels-frames'. (L,) is mono; (L, C) or (C, L) have 1 or 2 channels, the short axis; any
     other axes must be of length 1 (mxboard took arrays "squeezable to 1-D")."""
@@ -30,7 +32,7 @@ def frames_layout(shape, name="audio"):
                      % (name, tuple(shape)))
 
 
-def as_frames(array):
+def as_frames(array: NDArray[Any]) -> NDArray[Any]:
     """Audio as a (frames, channels) array."""
     layout = frames_layout(array.shape)
     if layout == "mono":
@@ -39,7 +41,7 @@ def as_frames(array):
     return array if layout == "frames-channels" else array.T
 
 
-def encode_wav(frames, sample_rate):
+def encode_wav(frames: NDArray[Any], sample_rate: int) -> bytes:
     """(frames, channels) samples (float in [-1, 1], clipped; or int16) as a 16-bit WAV file,
     converted in one vectorized step."""
     if frames.dtype.kind == "f":
@@ -55,7 +57,7 @@ def encode_wav(frames, sample_rate):
     return out.getvalue()
 
 
-def audio_summary(tag, audio, sample_rate):
+def audio_summary(tag: str, audio: Any, sample_rate: int) -> Message:
     """`audio`: samples as `frames_layout` accepts them, float in [-1, 1] (clipped) or int16."""
     frames = as_frames(np.asarray(audio))
     content = AudioPluginData(version=0, encoding=AudioPluginData.WAV).SerializeToString()

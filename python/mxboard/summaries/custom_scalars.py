@@ -1,7 +1,9 @@
 """The Custom Scalars dashboard's layout: charts that group scalar tags (regular expressions)."""
+from typing import Any
+
 import numpy as np
 
-from ..proto import Category, Chart, Layout, MarginChartContent, MultilineChartContent
+from ..proto import Category, Chart, Layout, MarginChartContent, Message, MultilineChartContent
 from ._common import metadata, summary, tensor
 
 __all__ = ["layout_proto", "custom_scalars_summary"]
@@ -10,7 +12,7 @@ PLUGIN = "custom_scalars"
 CONFIG_TAG = "custom_scalars__config__"
 
 
-def layout_proto(layout):
+def layout_proto(layout: Any) -> Message:
     """tensorboardX's layout dict, `{category: {chart title: ["Multiline", [tag regexes]] or
     ["Margin", [value, lower, upper]]}}`, as a Layout message; shapes checked, errors naming the
     chart."""
@@ -40,6 +42,6 @@ def layout_proto(layout):
     return Layout(category=categories)
 
 
-def custom_scalars_summary(layout):
+def custom_scalars_summary(layout: Message) -> Message:
     data = np.array(layout.SerializeToString(), dtype=object)
     return summary(CONFIG_TAG, metadata(PLUGIN), tensor=tensor(data))

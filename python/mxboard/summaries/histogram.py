@@ -5,10 +5,12 @@ tensorboardX's and torch's files alike. Buckets are built as (k, 3) [left edge, 
 count] arrays, contiguous, so the form holds them exactly."""
 import functools
 import warnings
+from typing import Any, Callable, List, Optional, Tuple
 
 import numpy as np
+from numpy.typing import NDArray
 
-from ..proto import HistogramProto
+from ..proto import HistogramProto, Message
 from ._common import summary
 
 __all__ = ["default_bucket_counts", "default_bucket_limits", "default_edges", "default_layout", "histogram_buckets",
@@ -17,10 +19,10 @@ __all__ = ["default_bucket_counts", "default_bucket_limits", "default_edges", "d
 
 
 @functools.lru_cache(maxsize=1)
-def default_bucket_limits():
+def default_bucket_limits() -> NDArray[np.float64]:
     """TensorBoard's (and TensorFlow's) default buckets: edges growing by 10% from 1e-12 to
     1e20, mirrored for negatives, with 0 between: fine near zero, coarse far from it."""
-    limits = []
+    limits: List[float] = []
     edge = 1e-12
     while edge < 1e20:
         limits.append(edge)
@@ -30,7 +32,7 @@ def default_bucket_limits():
 
 
 @functools.lru_cache(maxsize=4)
-def default_edges(dtype=np.float64):
+def default_edges(dtype: Any = np.float64) -> NDArray[Any]:
     """The default buckets as edges, with catch-all buckets out to the dtype's largest finite
     value on both sides, so that every finite value falls in one. (Made once: read-only.)"""
     largest = np.finfo(dtype).max
@@ -39,7 +41,7 @@ def default_edges(dtype=np.float64):
     return edges
 
 
-def default_layout():
+def default_layout() -> Tuple[float, float, int, int]:
     """The default edges' layout, for finding a value's bucket on an MXNet device without a
     search (mxnet_capture.DeviceHistogram): (log of the
     smallest positive limit, 1 / log of the growth factor, number of positive limits, index of
@@ -57,7 +59,7 @@ _COARSE = 16  # the cells the table is built from: alike in their top 16 bits
 
 
 @functools.lru_cache(maxsize=2)
-def _cells(rounded):
+def _cells(rounded: bool) -> Tuple[NDArray[np.int16], NDArray[np.intp], NDArray[Any], NDArray[Any]]:
     """Tables over the 2**20 cells of float32 patterns (a cell spans 0.05% of its value, so
     about one in 300 holds a bucket edge). `bucket[c]` (int16): the default bucket of every value
     of cell c, or `nb` (one past the last bucket) where the cell holds an edge, NaN or Inf.
@@ -80,7 +82,8 @@ def _cells(rounded):
     return bucket, fine[one].astype(np.intp), np.minimum(low, high)[one], default_edges()[np.maximum(low, high)[one]]
 
 
-def _ends(cells, shift, rounded):
+def _ends(cells: NDArray[np.uint32], shift: int,
+          rounded: bool) -> Tuple[NDArray[np.intp], NDArray[np.intp], NDArray[np.bool_]]:
     """The default buckets of the first and last values of `cells` (float32 patterns >> shift),
     and whether both are finite; with `rounded`, of the patterns just beyond both ends."""
     first = cells << shift
@@ -88,11 +91,11 @@ def _ends(cells, shift, rounded):
     if rounded:
         first, last = first - 1, last + 1  # NaN beyond both ends of the patterns
     with np.errstate(invalid="ignore"):  # signalling-NaN patterns raise "invalid" as they widen
-        first, last = (end.view(np.float32).astype(np.float64) for end in (first, last))
-    return _reference_index(first), _reference_index(last), np.isfinite(first) & np.isfinite(last)
+        low, high = (end.view(np.float32).astype(np.float64) for end in (first, last))
+    return _reference_index(low), _reference_index(high), np.isfinite(low) & np.isfinite(high)
 
 
-def _reference_index(values):
+def _reference_index(values: NDArray[Any]) -> NDArray[np.intp]:
     """The default bucket of each float64 value by binary search: edges[i] <= v < edges[i+1]."""
     edges = default_edges()
     return np.clip(np.searchsorted(edges, values, side="right") - 1, 0, len(edges) - 2)
@@ -101,7 +104,7 @@ def _reference_index(values):
 _BLOCK = 1 << 16  # values binned a step: every temporary stays in cache and is never page-faulted
 
 
-def default_bucket_counts(values):
+def default_bucket_counts(values: Any) -> Tuple[NDArray[np.int64], float, float, int]:
     """Counts of any real `values` over the default buckets (`default_edges()`), exactly as
     `np.searchsorted(default_edges(), v, 'right') - 1` bins each finite value, in a few passes
     over memory: a value's bucket is one lookup by the top 20 bits of its float32 pattern (IEEE
@@ -115,7 +118,7 @@ def default_bucket_counts(values):
     bucket, edge_cells, lower, edge = _cells(not (native or values.dtype == np.float16))  # float16 widens exactly
     counts = np.zeros(nb + 1, np.int64)
     keys = np.empty(min(_BLOCK, len(values)), np.intp)  # an intp index: numpy's gather casts no copy
-    straddling = []
+    straddling: List[Tuple[NDArray[Any], NDArray[np.intp]]] = []
     for start in range(0, len(values), _BLOCK):
         part = values[start:start + _BLOCK]
         if native:
@@ -149,7 +152,7 @@ def default_bucket_counts(values):
     return counts, float(kept.min()), float(kept.max()), dropped
 
 
-def trimmed_buckets(edges, counts, low, high):
+def trimmed_buckets(edges: NDArray[Any], counts: NDArray[Any], low: float, high: float) -> NDArray[np.float64]:
     """(k, 3) buckets [left, right, count] from counts over `edges`, empty buckets at both ends
     dropped, the outer edges moved to the data's `low` and `high` (as TensorBoard draws them)."""
     occupied = np.flatnonzero(counts)
@@ -164,7 +167,7 @@ def trimmed_buckets(edges, counts, low, high):
     return np.stack([lefts, rights, np.asarray(counts[first:last + 1], np.float64)], axis=1)
 
 
-def histogram_buckets(values, bins):
+def histogram_buckets(values: Any, bins: Any) -> NDArray[np.float64]:
     """(k, 3) buckets of finite `values` by numpy's `bins`: an int (equal-width), a rule name
     ('auto', 'fd'...) or explicit increasing edges. (The default buckets: `default_bucket_counts`.)"""
     values = np.asarray(values, dtype=np.float64).reshape(-1)
@@ -174,7 +177,7 @@ def histogram_buckets(values, bins):
     return np.stack([edges[:-1], edges[1:], counts.astype(np.float64)], axis=1)
 
 
-def histogram_summary(tag, buckets, sums=None):
+def histogram_summary(tag: str, buckets: Any, sums: Optional[Tuple[float, float]] = None) -> Message:
     """Summary of a histogram as contiguous (k, 3) buckets [left edge, right edge, count], with
     `sums` `(sum, sum of squares)` of the values (estimated from the buckets' middles where the
     values are not at hand: a device histogram)."""
@@ -190,7 +193,7 @@ def histogram_summary(tag, buckets, sums=None):
                                              bucket_limit=buckets[:, 1].tolist(), bucket=counts.tolist()))
 
 
-def moments(values):
+def moments(values: NDArray[Any]) -> Tuple[float, float]:
     """(sum, sum of squares) of finite `values`, accumulated in their float precision (float32's
     pairwise sum and BLAS dot: 0.4 ms per 1M values) or in float64."""
     values = values.reshape(-1)
@@ -199,7 +202,8 @@ def moments(values):
     return float(values.sum()), float(np.dot(values, values))
 
 
-def histogram_of(tag, values, bins="default", max_bins=None, warn=None):
+def histogram_of(tag: str, values: Any, bins: Any = "default", max_bins: Optional[int] = None,
+                 warn: Optional[Callable[[str], None]] = None) -> Message:
     """Summary of a histogram of `values` (numpy, any shape), or of a device histogram's result
     `(edges, counts, low, high, dropped)`. NaN and ±Inf cannot be binned: they are dropped, and
     `warn(message)` says so (None: a RuntimeWarning here; the writer's shows at the user's call).
@@ -236,7 +240,7 @@ def histogram_of(tag, values, bins="default", max_bins=None, warn=None):
     return histogram_summary(tag, buckets, stats)
 
 
-def merged(buckets, max_bins):
+def merged(buckets: Any, max_bins: int) -> NDArray[np.float64]:
     """(k, 3) buckets merged in runs of ceil(k / max_bins) neighbours: the first's left edge, the
     last's right edge, the sum of their counts."""
     buckets = np.asarray(buckets, dtype=np.float64)
@@ -246,7 +250,7 @@ def merged(buckets, max_bins):
     return np.stack([buckets[starts, 0], buckets[ends, 1], np.add.reduceat(buckets[:, 2], starts)], axis=1)
 
 
-def histogram_raw_summary(tag, histo):
+def histogram_raw_summary(tag: str, histo: Any) -> Message:
     """Summary of a histogram already counted: `histo`, a checked HistogramProto's fields
     (`checks.histogram_raw`), written as given (as the peers do)."""
     return summary(tag, histo=HistogramProto(**histo))

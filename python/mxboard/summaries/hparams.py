@@ -1,10 +1,11 @@
 """Hyper-parameters for the HParams dashboard: an experiment (which hparams and metrics exist), a
 session start (this run's values) and a session end, as TensorBoard's hparams plugin reads them."""
 import numbers
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Tuple, Union
 
 import numpy as np
 
-from ..proto import Summary
+from ..proto import Message, Summary
 from ..proto import hparams as hp
 from ._common import metadata, summary, tensor
 
@@ -17,7 +18,10 @@ SESSION_END_INFO_TAG = "_hparams_/session_end_info"
 _NULL_TENSOR = np.zeros((0,), dtype=np.float32)
 
 
-def hparam_value(value, name):
+HParam = Union[bool, float, str]  # an hparam's value, as hparam_value gives it
+
+
+def hparam_value(value: Any, name: str) -> HParam:
     """An hparam's value as a Python bool, float or str (numpy scalars and 0-d arrays unwrapped)."""
     if isinstance(value, (np.generic, np.ndarray)) and np.ndim(value) == 0:
         value = value.item()
@@ -30,7 +34,7 @@ def hparam_value(value, name):
     raise TypeError("hparam %r must be a bool, number or str; got %s" % (name, type(value).__name__))
 
 
-def _protobuf_value(value):
+def _protobuf_value(value: HParam) -> Message:
     out = hp.Value()
     if isinstance(value, bool):
         out.bool_value = value
@@ -41,15 +45,15 @@ def _protobuf_value(value):
     return out
 
 
-def _data_type(value):
+def _data_type(value: HParam) -> int:
     if isinstance(value, bool):
-        return hp.DataType.DATA_TYPE_BOOL
+        return int(hp.DataType.DATA_TYPE_BOOL)
     if isinstance(value, float):
-        return hp.DataType.DATA_TYPE_FLOAT64
-    return hp.DataType.DATA_TYPE_STRING
+        return int(hp.DataType.DATA_TYPE_FLOAT64)
+    return int(hp.DataType.DATA_TYPE_STRING)
 
 
-def _metric_info(metric):
+def _metric_info(metric: Union[str, Tuple[str, str, str]]) -> Message:
     """A metric tag, or (tag, group, display name): a tag of the sub-run `group`, shown by its
     display name (TensorBoard would show it as `group.tag`)."""
     if isinstance(metric, tuple):
@@ -58,12 +62,14 @@ def _metric_info(metric):
     return hp.MetricInfo(name=hp.MetricName(tag=metric))
 
 
-def _value(tag, plugin_data):
+def _value(tag: str, plugin_data: Dict[str, Message]) -> Message:
     content = hp.HParamsPluginData(version=0, **plugin_data).SerializeToString()
     return summary(tag, metadata(PLUGIN, content), tensor=tensor(_NULL_TENSOR)).value[0]
 
 
-def hparams_summary(hparams, metric_tags, start_time, end_time, domains=None):
+def hparams_summary(hparams: Mapping[str, HParam], metric_tags: Iterable[Union[str, Tuple[str, str, str]]],
+                    start_time: float, end_time: float,
+                    domains: Optional[Mapping[str, List[HParam]]] = None) -> Message:
     """One session as a Summary of three values: the experiment (which hparams and metrics
     exist), the session's start (its values) and its end. `hparams`: name -> value (from
     `hparam_value`); `metric_tags`: the scalar tags to show as metrics, each a tag of the run or

@@ -3,23 +3,25 @@ TensorBoard's images dashboard shows."""
 import io
 import struct
 import zlib
+from typing import Any, List, Optional, Sequence, Tuple
 
 import numpy as np
+from numpy.typing import NDArray
 
-from ..proto import Summary
+from ..proto import Message, Summary
 from ._common import summary
 
 __all__ = ["figure_pixels", "to_hwc", "make_image_grid", "to_uint8", "image_summary", "boxes_summary",
            "video_summary"]
 
 
-def to_uint8(array):
+def to_uint8(array: NDArray[Any]) -> NDArray[np.uint8]:
     """Pixels as uint8: floats are taken as [0, 1] and clipped (never wrapped around); bool as
     0/255; integers as they are (the call checked they lie in [0, 255]: checks.pixels)."""
     if array.dtype == np.uint8:
         return array
     if array.dtype == np.bool_:
-        return array.astype(np.uint8) * 255
+        return array.astype(np.uint8) * np.uint8(255)
     if array.dtype.kind == "f":
         with np.errstate(over="ignore", invalid="ignore"):
             scaled = np.multiply(array, np.float32(255.0), dtype=np.float32)
@@ -32,7 +34,7 @@ def to_uint8(array):
     raise TypeError("pixels must be float, uint8, bool or integer; got dtype %s" % array.dtype)
 
 
-def make_image_grid(images, nrow=8, padding=2, pad_value=0):
+def make_image_grid(images: Any, nrow: int = 8, padding: int = 2, pad_value: float = 0) -> NDArray[Any]:
     """NCHW images as one CHW grid, `nrow` images a row (mxboard's and torchvision's layout)."""
     images = np.asarray(images)
     count, channels, height, width = images.shape
@@ -47,7 +49,7 @@ def make_image_grid(images, nrow=8, padding=2, pad_value=0):
     return grid
 
 
-def to_hwc(array, dataformats):
+def to_hwc(array: NDArray[Any], dataformats: str) -> NDArray[Any]:
     """An image array in `dataformats` (checked by `checks.dataformats`) as HWC; N* formats as a
     grid."""
     if dataformats == "HW":
@@ -61,7 +63,7 @@ def to_hwc(array, dataformats):
     return make_image_grid(array).transpose(1, 2, 0)
 
 
-def figure_pixels(figure, close=True):
+def figure_pixels(figure: Any, close: bool = True) -> NDArray[np.uint8]:
     """A matplotlib figure rendered as an HWC uint8 RGBA array (on the caller's thread:
     matplotlib is not thread-safe)."""
     if not hasattr(figure, "canvas"):
@@ -75,7 +77,7 @@ def figure_pixels(figure, close=True):
     return pixels
 
 
-def encode_png(hwc):
+def encode_png(hwc: NDArray[np.uint8]) -> bytes:
     """An HWC uint8 image (1, 3 or 4 channels) as PNG, written here rather than by Pillow: each
     row minus the row above (PNG's "Up" filter, one vectorized subtraction) and zlib's RLE
     strategy at level 1 encode a photo faster than Pillow's fastest setting (which tries five
@@ -95,11 +97,11 @@ def encode_png(hwc):
 _COLOR_TYPE = {1: 0, 3: 2, 4: 6}  # grey, RGB, RGBA
 
 
-def _chunk(kind, data):
+def _chunk(kind: bytes, data: bytes) -> bytes:
     return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
 
 
-def image_summary(tag, array, dataformats="CHW"):
+def image_summary(tag: str, array: NDArray[Any], dataformats: str = "CHW") -> Message:
     """Summary of one image (or a grid of N images) as PNG."""
     hwc = np.ascontiguousarray(to_uint8(to_hwc(array, dataformats)))
     height, width, channels = hwc.shape
@@ -107,7 +109,8 @@ def image_summary(tag, array, dataformats="CHW"):
                                             encoded_image_string=encode_png(hwc)))
 
 
-def boxes_summary(tag, array, dataformats, boxes, labels=None, rescale=1.0):
+def boxes_summary(tag: str, array: NDArray[Any], dataformats: str, boxes: Any, labels: Optional[Sequence[str]] = None,
+                  rescale: float = 1.0) -> Message:
     """Summary of one image with boxes drawn on it: `boxes` (N, 4) of [xmin, ymin, xmax, ymax]
     in pixels, each outlined in red with its label (if any) above it; the image (and the boxes)
     scaled by `rescale` first (tensorboardX's add_image_with_boxes)."""
@@ -128,7 +131,7 @@ def boxes_summary(tag, array, dataformats, boxes, labels=None, rescale=1.0):
     return image_summary(tag, np.asarray(picture), "HWC")
 
 
-def video_summary(tag, frames, fps=4, order=None):
+def video_summary(tag: str, frames: Any, fps: float = 4, order: Optional[Tuple[int, ...]] = None) -> Message:
     """Summary of a video, NTCHW (a grid of N videos) or TCHW (after transposing by `order`),
     as an animated GIF."""
     from PIL import Image
@@ -137,7 +140,7 @@ def video_summary(tag, frames, fps=4, order=None):
     if frames.ndim == 4:
         frames = frames[None]
     frames = to_uint8(frames)
-    pictures = []
+    pictures: List[Any] = []
     for t in range(frames.shape[1]):
         hwc = np.ascontiguousarray(make_image_grid(frames[:, t]).transpose(1, 2, 0))
         channels = hwc.shape[2]

@@ -1,8 +1,11 @@
 """3-D meshes and point clouds for the Mesh dashboard: up to three tensors (vertices, faces,
 colors), each a value tagged `<tag>_VERTEX`, `<tag>_FACE`, `<tag>_COLOR`."""
-import numpy as np
+from typing import Any, List, Optional, Tuple
 
-from ..proto import MeshPluginData, Summary
+import numpy as np
+from numpy.typing import NDArray
+
+from ..proto import MeshPluginData, Message, Summary
 from ._common import metadata, tensor
 
 __all__ = ["mesh_summary"]
@@ -10,17 +13,18 @@ __all__ = ["mesh_summary"]
 PLUGIN = "mesh"
 
 
-def batched(array):
+def batched(array: Any) -> NDArray[Any]:
     """(N, 3) as (1, N, 3)."""
-    array = np.asarray(array)
-    return array[None] if array.ndim == 2 else array
+    out: NDArray[Any] = np.asarray(array)
+    return out.reshape((1,) + out.shape) if out.ndim == 2 else out
 
 
-def mesh_summary(tag, vertices, colors=None, faces=None, json_config=""):
+def mesh_summary(tag: str, vertices: Any, colors: Optional[Any] = None, faces: Optional[Any] = None,
+                 json_config: str = "") -> Message:
     """`vertices` (B, N, 3) or (N, 3) floats; `faces` (B, F, 3) vertex indices; `colors`
     (B, N, 3) uint8; `json_config` the viewer's configuration as JSON text."""
     vertices = batched(vertices)
-    parts = [(MeshPluginData.VERTEX, "VERTEX", vertices.astype(np.float32))]
+    parts: List[Tuple[int, str, NDArray[Any]]] = [(MeshPluginData.VERTEX, "VERTEX", vertices.astype(np.float32))]
     if faces is not None:
         parts.append((MeshPluginData.FACE, "FACE", batched(faces).astype(np.int32)))
     if colors is not None:

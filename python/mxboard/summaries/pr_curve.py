@@ -1,8 +1,10 @@
 """Precision-recall curves: the `pr_curves` plugin's (6, num_thresholds) tensor of TP, FP, TN, FN,
 precision and recall, computed as TensorBoard's own pr_curve summary does."""
+from typing import Any, Optional
+
 import numpy as np
 
-from ..proto import PrCurvePluginData
+from ..proto import Message, PrCurvePluginData
 from ._common import metadata, summary, tensor
 
 __all__ = ["pr_curve_summary", "pr_curve_raw_summary"]
@@ -11,7 +13,8 @@ PLUGIN = "pr_curves"
 _MINIMUM_COUNT = 1e-7
 
 
-def pr_curve_summary(tag, labels, predictions, num_thresholds=127, weights=None):
+def pr_curve_summary(tag: str, labels: Any, predictions: Any, num_thresholds: int = 127,
+                     weights: Optional[Any] = None) -> Message:
     """`labels`: booleans; `predictions`: probabilities in [0, 1] (clipped); one threshold a
     bucket of width 1 / (num_thresholds - 1)."""
     labels = np.asarray(labels).reshape(-1).astype(np.float64)
@@ -31,7 +34,8 @@ def pr_curve_summary(tag, labels, predictions, num_thresholds=127, weights=None)
     return pr_curve_raw_summary(tag, tp, fp, tn, fn, precision, recall, num_thresholds)
 
 
-def pr_curve_raw_summary(tag, tp, fp, tn, fn, precision, recall, num_thresholds):
+def pr_curve_raw_summary(tag: str, tp: Any, fp: Any, tn: Any, fn: Any, precision: Any, recall: Any,
+                         num_thresholds: int) -> Message:
     data = np.stack([np.asarray(a, dtype=np.float32).reshape(-1) for a in (tp, fp, tn, fn, precision, recall)])
     content = PrCurvePluginData(version=0, num_thresholds=num_thresholds).SerializeToString()
     return summary(tag, metadata(PLUGIN, content), tensor=tensor(data))

@@ -12,12 +12,17 @@ write finds no entry it lacks.
 import hashlib
 import io
 import re
+from typing import TYPE_CHECKING, Any, Iterable, List, Optional, Sequence, Tuple
 
 import numpy as np
 from google.protobuf import text_format
+from numpy.typing import NDArray
 
 from ..proto import projector_config
 from .image import to_uint8
+
+if TYPE_CHECKING:
+    from ..storage import Storage
 
 __all__ = ["CONFIG_NAME", "folder", "write_embedding", "sprite", "metadata_tsv"]
 
@@ -26,7 +31,7 @@ ENTRIES = ".mxboard-projector"
 MAX_SPRITE = 8192  # px a side: what the projector (WebGL textures) can load
 
 
-def folder(storage, tag, step=None):
+def folder(storage: "Storage", tag: str, step: Optional[int] = None) -> str:
     """`logdir/<tag>_<step:06d>`, or `logdir/<tag>` without a step (mxboard's folder names). A
     tag that itself ends like a step (`a_000001`) gets a hash suffix without a step, so that no
     two (tag, step) pairs share a folder."""
@@ -40,7 +45,8 @@ def folder(storage, tag, step=None):
 _STEP_LIKE = re.compile(r"_-?\d+$")
 
 
-def write_embedding(storage, tag, step, matrix, labels=None, header=None, images=None):
+def write_embedding(storage: "Storage", tag: str, step: Optional[int], matrix: NDArray[Any], labels: Any = None,
+                    header: Optional[Sequence[str]] = None, images: Any = None) -> None:
     """Write one embedding's assets to `folder(storage, tag, step)` in `storage` (storage/)
     and register it in the config. `labels`: N labels (a list or an array) or N rows of labels
     (with `header`); `images`: NCHW thumbnails (float in [0, 1] or integers in [0, 255])."""
@@ -72,7 +78,7 @@ def write_embedding(storage, tag, step, matrix, labels=None, header=None, images
     rebuild_config(storage)
 
 
-def rebuild_config(storage):
+def rebuild_config(storage: "Storage") -> None:
     """Rewrite `projector_config.pbtxt` from every entry, under the logdir's projector lock.
     Whatever else the config held (embeddings other tools registered, model_checkpoint_path...)
     is kept; an entry of ours replaces one of the same tensor name. Rewritten until no entry is
@@ -100,13 +106,13 @@ def rebuild_config(storage):
                 return
 
 
-def metadata_tsv(labels, header=None):
+def metadata_tsv(labels: Iterable[Any], header: Optional[Sequence[str]] = None) -> bytes:
     """One label a line; with `header`, rows of labels under a header line (what the projector
     expects for several columns). Tabs and newlines inside labels become spaces."""
-    def clean(value):
+    def clean(value: Any) -> str:
         return str(value).replace("\t", " ").replace("\r", " ").replace("\n", " ")
 
-    lines = []
+    lines: List[str] = []
     if header is not None:
         lines.append("\t".join(clean(h) for h in header))
         lines.extend("\t".join(clean(v) for v in row) for row in labels)
@@ -115,7 +121,7 @@ def metadata_tsv(labels, header=None):
     return ("\n".join(lines) + "\n").encode("utf-8")
 
 
-def sprite(images):
+def sprite(images: NDArray[np.uint8]) -> Tuple[bytes, Tuple[int, int]]:
     """NHWC uint8 thumbnails as one square sprite PNG, row-major in input order, at most
     MAX_SPRITE px a side (thumbnails are shrunk to fit). Returns (png, (width, height))."""
     from PIL import Image
