@@ -7,7 +7,7 @@ the writer thread resolves them (the training thread never waits for MXNet's eng
 import json
 import math
 from time import time as _now
-from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple, Union
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
@@ -154,7 +154,7 @@ def image(value: Any, formats: Any, name: str = "image") -> Tuple[Captured, str]
     return array, dataformats(array.shape, formats, name)
 
 
-def image_list(images: List[Any], formats: str) -> Tuple[Captured, str]:
+def image_list(images: Sequence[Any], formats: str) -> Tuple[Captured, str]:
     """(a stack, its dataformats) of a list of images of one shape, each in `formats` (or in
     the stack's, with its leading N)."""
     arrays = [convert.to_numpy(image, "img_tensor[%d]" % i) for i, image in enumerate(images)]

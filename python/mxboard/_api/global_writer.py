@@ -52,7 +52,7 @@ class GlobalSummaryWriter:
         """Where the writer writes."""
         return self.smw.logdir
 
-    def _log(self, kind, tag: str, *args, **kwargs) -> None:
+    def _log(self, kind: str, tag: str, *args: Any, **kwargs: Any) -> None:
         with self._lock:
             step = self._calls[kind, tag]
             getattr(self.smw, kind)(tag, *args, global_step=step, **kwargs)
@@ -90,10 +90,10 @@ class GlobalSummaryWriter:
         """Write everything and close the file (see `SummaryWriter.close`)."""
         self.smw.close()
 
-    def __enter__(self):
+    def __enter__(self) -> GlobalSummaryWriter:
         return self
 
-    def __exit__(self, *exc_info) -> None:
+    def __exit__(self, *exc_info: Any) -> None:
         self.close()
 
     @staticmethod

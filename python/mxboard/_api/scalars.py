@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import threading
 from types import MappingProxyType
-from typing import Any, Mapping, NamedTuple, Union
+from typing import Any, List, Mapping, NamedTuple, Tuple, Union
 
 import numpy as np
 
@@ -40,7 +40,7 @@ class Scalars:
         self._runs: dict[Any, int] = {}  # (tag, name) -> series id in the sub-run's file
         self._local = threading.local()  # .columns: this thread's ScalarColumns
 
-    def series(self, tag: str):
+    def series(self, tag: str) -> int:
         """The series of `tag` in the main file, made on its first use."""
         checks.tag(tag)
         with self._lock:
@@ -48,7 +48,7 @@ class Scalars:
                 self.ids[tag] = self._worker.add_series(None, tag)
             return self.ids[tag]
 
-    def append(self, series, value, step, wall) -> None:
+    def append(self, series: int, value: float, step: int, wall: float) -> None:
         """Queue one checked float. Nothing here can fail, so the columns stay aligned."""
         try:
             columns = self._local.columns
@@ -78,7 +78,7 @@ class Scalars:
             return
         if not value.values:
             raise ValueError("value: the dict of named scalars for %r is empty" % tag)
-        values = []
+        values: List[Tuple[str, Any]] = []
         for name, v in value.values.items():
             one = convert.one_scalar(v, "value[%r]" % (name,))
             values.append((checks.tag(name, "scalar name"), one if isinstance(one, float)
@@ -90,19 +90,19 @@ class Scalars:
             else:  # an NDArray snapshot
                 self._worker.put_scalar(PendingScalar(series, v, step, wall))
 
-    def add_to_file(self, run, values, step, wall) -> None:
+    def add_to_file(self, run: Any, values: Mapping[str, float], step: int, wall: float) -> None:
         """`{tag: float}` as scalars of the file `run` (Worker.open_run; an hparams run's metrics)."""
         for tag, value in values.items():
             self.append(self._worker.add_series(run, tag), value, step, wall)
 
-    def _run_series(self, tag: str, name: str):
+    def _run_series(self, tag: str, name: str) -> int:
         with self._lock:
             if (tag, name) not in self._runs:
                 run = self._worker.open_run((tag, name), self._suffix)  # logdir/<tag>/<name>/
                 self._runs[(tag, name)] = self._worker.add_series(run, tag)
             return self._runs[(tag, name)]
 
-    def _snapshot(self, value, name="value", alone=False):
+    def _snapshot(self, value: Any, name: str = "value", alone: bool = False) -> Any:
         """An NDArray scalar (say `loss.mean()`) as a snapshot the writer thread reads when the
         engine has computed it: the training loop never waits. Every form of scalar call
         captures an NDArray here, its shape checked once. `alone`: a Snapshot of its own (a

@@ -6,15 +6,18 @@ own tracer gives (what torch's writer and tensorboardX draw); ONNX models' nodes
 import json
 import re
 import sys
+from typing import Any, Collection, Dict, List, Mapping, Optional, Set, Tuple, Union
 
-from ..proto import AttrValue, Event, GraphDef, NodeDef, TensorShapeProto, VersionDef
+from ..proto import AttrValue, Event, GraphDef, Message, NodeDef, TensorShapeProto, VersionDef
 
 __all__ = ["graph_def", "graph_event", "is_torch_module", "onnx_graph_def", "symbol_of", "torch_graph_def"]
 
 _BLOCK = re.compile(r"^[A-Za-z]+\d+$")  # an MXNet block or op instance name: conv0, dense1, fc1
 
 
-def symbol_of(net):
+# the frameworks' objects (MXNet symbols and blocks, ONNX models, torch modules) are Any here:
+# they ship no types, and are imported only when a user passes one
+def symbol_of(net: Any) -> Tuple[Any, List[str]]:
     """(symbol, input names) of a Symbol or HybridBlock. A HybridBlock gives the graph it cached
     when it was hybridized and run forward; else it is traced with a symbolic input."""
     kind = type(net).__name__
@@ -42,9 +45,10 @@ def symbol_of(net):
     raise TypeError("add_graph takes an mx.sym.Symbol or a gluon.HybridBlock; got %s" % kind)
 
 
-def _block_prefixes(net):
+def _block_prefixes(net: Any) -> Set[str]:
     """The name prefixes of a Gluon block and of all its children (`digits_`, `digits_conv0_`)."""
-    prefixes, stack = set(), [net]
+    prefixes: Set[str] = set()
+    stack = [net]
     while stack:
         block = stack.pop()
         if getattr(block, "prefix", None):
@@ -53,11 +57,12 @@ def _block_prefixes(net):
     return prefixes
 
 
-def _scoped(name: str, prefixes=()):
+def _scoped(name: str, prefixes: Collection[str] = ()) -> str:
     """A node's name with its scopes: a Gluon name's block prefixes (`digits_conv0_relu_fwd` ->
     `digits/conv0/relu_fwd`), or for bare Symbols the leading instance names (`fc1_weight` ->
     `fc1/weight`)."""
-    scopes, consumed = [], ""
+    scopes: List[str] = []
+    consumed = ""
     while True:
         inner = [p for p in prefixes if len(p) > len(consumed) and p.startswith(consumed)
                  and name.startswith(p) and len(name) > len(p)]
@@ -75,7 +80,8 @@ def _scoped(name: str, prefixes=()):
     return "/".join(tokens[:depth] + ["_".join(tokens[depth:])])
 
 
-def _shapes(symbol, input_shape, input_names):
+def _shapes(symbol: Any, input_shape: Optional[Union[Mapping[str, Any], Any]],
+            input_names: List[str]) -> Dict[str, Tuple[int, ...]]:
     """Output shapes of every node by name, inferred from the input shapes (or {})."""
     if input_shape is None:
         return {}
@@ -86,7 +92,7 @@ def _shapes(symbol, input_shape, input_names):
         arg_shapes, out_shapes, aux_shapes = internals.infer_shape_partial(**input_shape)
     except Exception as exc:
         raise ValueError("add_graph: input shapes %s do not fit the network: %s" % (input_shape, exc)) from exc
-    shapes = {}
+    shapes: Dict[str, Tuple[int, ...]] = {}
     for names, found in ((internals.list_arguments(), arg_shapes), (internals.list_outputs(), out_shapes),
                          (internals.list_auxiliary_states(), aux_shapes)):
         for name, shape in zip(names, found or []):
@@ -95,12 +101,12 @@ def _shapes(symbol, input_shape, input_names):
     return shapes
 
 
-def _shape_attr(shape):
+def _shape_attr(shape: Any) -> Message:
     dims = [TensorShapeProto.Dim(size=int(n) if n else -1) for n in shape]
     return AttrValue(list=AttrValue.ListValue(shape=[TensorShapeProto(dim=dims)]))
 
 
-def graph_def(net, input_shape=None):
+def graph_def(net: Any, input_shape: Optional[Any] = None) -> Message:
     """The GraphDef of `net`; `input_shape`: a tuple for the (first) input, or a dict of input
     name -> shape, to put tensor shapes on the edges."""
     symbol, input_names = symbol_of(net)
@@ -128,7 +134,7 @@ def graph_def(net, input_shape=None):
     return out
 
 
-def onnx_graph_def(model):
+def onnx_graph_def(model: Any) -> Message:
     """The GraphDef of an ONNX model (a file path, or a loaded `onnx.ModelProto`): a node per
     operator (named after its first output; attributes as text), graph inputs as Placeholder,
     weights as Variable, with the shapes the model declares (tensorboardX's add_onnx_graph)."""
@@ -144,7 +150,7 @@ def onnx_graph_def(model):
         raise TypeError("onnx_model_file must be a path or an onnx.ModelProto; got %s" % type(model).__name__)
     graph = model.graph
     weights = {init.name: list(init.dims) for init in graph.initializer}
-    source = {}  # tensor name -> the graph's name of what produces it (node[:output index])
+    source: Dict[str, str] = {}  # tensor name -> the graph's name of what produces it (node[:output index])
     out = GraphDef(versions=VersionDef(producer=22))
     for value in graph.input:
         source[value.name] = value.name
@@ -171,13 +177,13 @@ def onnx_graph_def(model):
     return out
 
 
-def is_torch_module(net):
+def is_torch_module(net: Any) -> bool:
     """Whether `net` is a torch.nn.Module (torch not imported for it)."""
     torch = sys.modules.get("torch")
     return torch is not None and isinstance(net, torch.nn.Module)
 
 
-def torch_graph_def(module, example_input, verbose=False, use_strict_trace=True):
+def torch_graph_def(module: Any, example_input: Any, verbose: bool = False, use_strict_trace: bool = True) -> bytes:
     """The serialized GraphDef of a torch module, traced with `example_input` by torch's own
     tracer (torch.utils.tensorboard's, as torch's writer and tensorboardX use it)."""
     if example_input is None:
@@ -185,9 +191,10 @@ def torch_graph_def(module, example_input, verbose=False, use_strict_trace=True)
     from torch.utils.tensorboard._pytorch_graph import graph
 
     graph_def, _ = graph(module, example_input, verbose, use_strict_trace)
-    return graph_def.SerializeToString()
+    serialized: bytes = graph_def.SerializeToString()
+    return serialized
 
 
-def graph_event(serialized):
+def graph_event(serialized: bytes) -> Message:
     """The Event that carries a serialized GraphDef (built on the writer thread)."""
     return Event(graph_def=serialized)

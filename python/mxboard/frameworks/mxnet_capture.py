@@ -7,9 +7,10 @@ import collections
 import ctypes
 import functools
 import sys
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple, Union
 
 import numpy as np
+from numpy.typing import NDArray
 
 __all__ = ["DeviceHistogram", "ScalarSlots", "Snapshot", "resolve"]
 
@@ -32,12 +33,13 @@ class Snapshot:
         self.size = int(np.prod(shape))
         self.nbytes = self.size * dtype.itemsize
 
-    def result(self):
+    def result(self) -> Any:
         array = self._copy.asnumpy()  # waits for the copy, and reads it
         return array if self._check is None else self._check(array)
 
 
-def _copy(mx, array, target):
+# MXNet's module and its arrays are Any here: mxnet ships no types, and is never imported
+def _copy(mx: Any, array: Any, target: Any) -> Any:
     """`array` copied to `target` (a context or an NDArray), queued on the engine after the
     writes pending on it (no waiting), outside autograd recording (a copy must not join the
     graph; pausing costs a call into MXNet, so only while recording)."""
@@ -48,7 +50,7 @@ def _copy(mx, array, target):
 
 
 @functools.lru_cache(maxsize=1)
-def _copyto_call():
+def _copyto_call() -> Optional[Tuple[Any, Any, Any]]:
     """MXNet 1.x's C entry point for running an operator, with the handle of `_copyto` (the
     operator `NDArray.copyto` runs), or None where MXNet's C API differs."""
     try:
@@ -65,19 +67,20 @@ class _IntoView:
     engine push, without `copyto`'s Python wrapper (which builds ctypes arrays and checks argument
     types at every call: README, "Where the time went")."""
 
-    def __init__(self, target) -> None:
+    def __init__(self, target: Any) -> None:
         self._target = target
-        self._outputs = None
+        self._outputs: Any = None
         if _copyto_call():
             from mxnet.base import NDArrayHandle
             self._outputs = ctypes.cast((NDArrayHandle * 1)(target.handle), ctypes.POINTER(NDArrayHandle))
 
-    def __call__(self, mx, array) -> None:
+    def __call__(self, mx: Any, array: Any) -> None:
         """Queue the copy of `array` into the target (no waiting), outside autograd recording."""
-        if self._outputs is None or mx.autograd.is_recording():
+        call = _copyto_call()
+        if self._outputs is None or call is None or mx.autograd.is_recording():
             _copy(mx, array, self._target)
             return
-        invoke, op, check_call = _copyto_call()
+        invoke, op, check_call = call
         check_call(invoke(op, 1, ctypes.byref(array.handle), ctypes.byref(ctypes.c_int(1)),
                           ctypes.byref(self._outputs), 0, None, None,
                           ctypes.byref(ctypes.POINTER(ctypes.c_int)())))
@@ -96,7 +99,7 @@ class ScalarSlots:
         # (ring, slot, copy into the slot): appends and pops are atomic
         self._free: collections.deque[Any] = collections.deque()
 
-    def capture(self, array, shape=None):
+    def capture(self, array: Any, shape: Optional[Tuple[int, ...]] = None) -> Any:
         """A `(ring, slot, copier)` holding `array`'s value as of now, or a Snapshot. (`shape`:
         the array's, if the caller has it: reading it costs a call into MXNet.)"""
         if (array.shape if shape is None else shape) != (1,):
@@ -108,7 +111,7 @@ class ScalarSlots:
         slot[2](sys.modules["mxnet"], array)
         return slot
 
-    def _grow(self):
+    def _grow(self) -> Tuple[int, int, _IntoView]:
         mx = sys.modules["mxnet"]
         ring = mx.nd.zeros((self._size,), ctx=mx.cpu(), dtype=np.float64)
         number = len(self._rings)
@@ -117,11 +120,11 @@ class ScalarSlots:
         self._free.extend(slots[1:])
         return slots[0]
 
-    def read(self, captured):
+    def read(self, captured: Iterable[Any]) -> List[float]:
         """On the writer thread: the float values of `captured` (slots or Snapshots), in order,
         once MXNet has them; the slots are then free again."""
-        rings = {}
-        values = []
+        rings: Dict[int, NDArray[Any]] = {}
+        values: List[float] = []
         for item in captured:
             if isinstance(item, Snapshot):
                 values.append(float(np.asarray(item.result()).reshape(())))
@@ -146,11 +149,12 @@ class DeviceHistogram:
     logarithm, or linearly, settled exactly against the edges): MXNet's histogram with explicit
     edges binary-searches them one value at a time, far slower on the engine."""
 
-    def __init__(self, array, bins) -> None:
+    def __init__(self, array: Any, bins: Union[str, int, Any]) -> None:
         from ..summaries.histogram import default_edges, default_layout
 
         mx = sys.modules["mxnet"]
         nd = mx.nd
+        self._edges: Union[int, NDArray[Any]]
         with mx.autograd.pause():
             data = array.reshape(-1)
             if data.dtype not in (np.float32, np.float64):  # float16 would overflow the edges
@@ -181,12 +185,12 @@ class DeviceHistogram:
                 index = None
             if index is not None:
                 index = nd.where(finite, index, nd.full(data.shape, -1, ctx=data.context, dtype=data.dtype))
-                size = len(self._edges) - 1 if not isinstance(bins, int) else bins
+                size = self._edges if isinstance(self._edges, int) else len(self._edges) - 1
                 counts, _ = nd.histogram(index, bins=size, range=(0, size))
                 self._parts = (counts, low, high, nd.sum(finite))
         self._size = int(np.prod(array.shape))
 
-    def _device(self, nd, edges, data):
+    def _device(self, nd: Any, edges: NDArray[Any], data: Any) -> Any:
         """`edges` (float64) as an NDArray beside `data`, in its dtype, each rounded up to the
         next value of that dtype: then `v >= edge` is the same test in either precision (a
         nearest rounding would put a value equal to a rounded-down edge one bucket over).
@@ -201,13 +205,13 @@ class DeviceHistogram:
         return device if device.context == data.context else device.copyto(data.context)
 
     @staticmethod
-    def _settle(nd, index, values, edges):
+    def _settle(nd: Any, index: Any, values: Any, edges: Any) -> Any:
         """Bucket indices within one of the right one made exact: edges[i] <= v < edges[i+1]."""
         index = index - (values < nd.take(edges, index))
         index = index + (values >= nd.take(edges, index + 1))
         return nd.clip(index, 0, edges.shape[0] - 2)
 
-    def result(self):
+    def result(self) -> Tuple[NDArray[np.float64], NDArray[Any], float, float, int]:
         """(edges, counts, low, high, dropped), as numpy."""
         counts, low, high, finite = (part.asnumpy() for part in self._parts)
         low, high = float(low.reshape(-1)[0]), float(high.reshape(-1)[0])
