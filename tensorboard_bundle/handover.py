@@ -10,6 +10,7 @@ nothing keep the handover. The `tensorboard` command is then
 upstream's own, unpatched (its Rust loader experimental, as upstream ships it)."""
 import os
 import sys
+from typing import Any, List, Mapping
 
 from tensorboard.plugins import base_plugin
 
@@ -22,18 +23,18 @@ _LAUNCH = ("import sys; del sys.path[0]; sys.argv[0] = 'tensorboard'; "
            "from tensorboard_bundle.launcher import main; main()")
 
 
-class Handover(base_plugin.TBLoader):
+class Handover(base_plugin.TBLoader):  # type: ignore[misc]  # tensorboard ships no types
     """A loader of no plugin: TensorBoard skips what `load` returns as None."""
 
-    def load(self, context):
+    def load(self, context: Any) -> None:
         return None
 
 
-def _is_upstream_command(argv):
+def _is_upstream_command(argv: List[str]) -> bool:
     return os.path.basename(argv[0]) in ("tensorboard", "tensorboard.exe") if argv else False
 
 
-def _hands_over(argv, environ):
+def _hands_over(argv: List[str], environ: Mapping[str, str]) -> bool:
     return (_is_upstream_command(argv) and not environ.get(_RUNNING)
             and environ.get(OPT_OUT, "").strip().lower() in _NO)
 

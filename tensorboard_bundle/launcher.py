@@ -8,11 +8,17 @@ import importlib
 import logging
 import os
 import sys
+from types import ModuleType
+from typing import TYPE_CHECKING, Any, Callable, List, Optional, Sequence, Tuple
+
+if TYPE_CHECKING:
+    from tensorboard_bundle.arguments import Launch
 
 __all__ = ["main", "plugins"]
 
 
-def patched(name: str):
+# tensorboard ships no types: its modules and classes are Any here
+def patched(name: str) -> Any:
     """The module `name` of the upstream files patched at build time (tools/pip_package/vendor.py)."""
     try:
         return importlib.import_module("tensorboard_bundle._patched." + name)
@@ -26,7 +32,7 @@ def patched(name: str):
                  "(pip install .) to run the server." % os.path.dirname(_patched.__file__))
 
 
-def plugins():
+def plugins() -> List[Any]:
     """TensorBoard's plugins (patched default.py: a broken third-party one is skipped), with the
     projector replaced by its patched copy (its files read as package data)."""
     from tensorboard.plugins.projector import projector_plugin as upstream_projector
@@ -44,12 +50,12 @@ def _use_patched_s3() -> None:
         upstream.register_filesystem("s3", gfile.S3FileSystem())
 
 
-def _watched(program):
+def _watched(program: ModuleType) -> Any:
     """TensorBoard whose fast data loader is watched (watchdog.py): if its process dies, the
     Python loader serves from then on."""
 
-    class TensorBoard(program.TensorBoard):  # type: ignore[name-defined]  # a module known at run time
-        def _make_data_provider(self):
+    class TensorBoard(program.TensorBoard):  # type: ignore[misc,name-defined]  # a module known at run time
+        def _make_data_provider(self) -> Tuple[Any, Any]:
             provider, multiplexer = super()._make_data_provider()
             if not getattr(self, "data_loader", "").startswith("fast"):
                 return provider, multiplexer
@@ -57,7 +63,7 @@ def _watched(program):
 
             from tensorboard_bundle.watchdog import Watched
 
-            def python_loader():
+            def python_loader() -> Any:
                 if self.flags.reload_multifile is None:  # as patches/0001: every file of a run polled
                     self.flags.reload_multifile = True
                 ingester = data_ingester.LocalDataIngester(self.flags)
@@ -78,7 +84,7 @@ def _use_patched_record_reader() -> None:
     upstream.PyRecordReader_New = patched("pywrap_tensorflow").PyRecordReader_New
 
 
-def _say_if_missing(logdir) -> None:
+def _say_if_missing(logdir: Optional[str]) -> None:
     """A local --logdir that does not exist is said at once (upstream said nothing, then "No
     dashboards are active"): a typo, or a run that has not started yet."""
     if logdir and "://" not in logdir and not os.path.isdir(os.path.expanduser(logdir)):
@@ -86,7 +92,7 @@ def _say_if_missing(logdir) -> None:
                          % logdir)
 
 
-def _check_port(launch) -> None:
+def _check_port(launch: "Launch") -> None:
     """An explicit --port that is taken ends the launch with one line and a way out (upstream
     logged it, printed it again, and exited 255). Without --port, upstream tries 6006 and the
     next ones itself."""
@@ -124,13 +130,13 @@ def _raise_open_file_limit() -> None:
             pass
 
 
-def _configure_as_asked(tensorboard, arguments):
+def _configure_as_asked(tensorboard: Any, arguments: List[str]) -> Callable[[List[str]], Any]:
     """TensorBoard's flags parser, with the cache key of the arguments the user gave (not of the
     bundle's defaults and mirrors): `tensorboard.notebook` (%tensorboard, VS Code, Colab) finds
     the server it started by that key in the info file, and waited 60 s in vain."""
     from tensorboard import manager
 
-    def configure(argv):
+    def configure(argv: List[str]) -> Any:
         result = tensorboard.configure(argv)
         tensorboard.cache_key = manager.cache_key(working_directory=os.getcwd(), arguments=arguments,
                                                   configure_kwargs={})
@@ -139,7 +145,7 @@ def _configure_as_asked(tensorboard, arguments):
     return configure
 
 
-def main(argv=None) -> None:
+def main(argv: Optional[Sequence[str]] = None) -> None:
     argv = list(sys.argv if argv is None else argv)
     asked = argv[1:]
     os.environ["MXBOARD_TENSORBOARD_BUNDLE"] = "1"  # handover.py: this process is the bundle

@@ -6,6 +6,7 @@ import logging
 import os
 import pkgutil
 import stat
+from typing import BinaryIO, Callable, Optional, Tuple
 
 from mxboard._format import files
 
@@ -14,7 +15,7 @@ log = logging.getLogger("tensorboard_bundle")
 __all__ = ["assets_zip_provider", "data_server_binary"]
 
 
-def assets_zip_provider():
+def assets_zip_provider() -> Optional[Callable[[], BinaryIO]]:
     """A callable returning TensorBoard's web assets (webfiles.zip) as an open binary file, read
     as package data (works from a zip); None if the package has none."""
     try:
@@ -26,7 +27,7 @@ def assets_zip_provider():
     return lambda: io.BytesIO(data)
 
 
-def data_server_binary(cache_dir=None):
+def data_server_binary(cache_dir: Optional[str] = None) -> Tuple[Optional[str], Optional[str]]:
     """The path of an executable TensorBoard data server (the fast Rust loader), or None with
     the reason. The binary ships in the `tensorboard_data_server` package; where that package
     cannot give a runnable file (inside a zip, or installed without its exec bit), the binary is
@@ -57,7 +58,7 @@ def data_server_binary(cache_dir=None):
     return target, None
 
 
-def _sha256(path):
+def _sha256(path: str) -> str:
     digest = hashlib.sha256()
     with open(path, "rb") as f:
         for block in iter(lambda: f.read(1 << 20), b""):

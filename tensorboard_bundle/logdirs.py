@@ -34,7 +34,7 @@ import sys
 import tempfile
 import threading
 import time
-from typing import Any, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from mxboard._format.names import components, is_url
 from mxboard._format.sizes import readable
@@ -45,7 +45,7 @@ __all__ = ["serve_remote"]
 FIRST_PASS_SECS = 10  # the server starts once the mirrors' first passes ended, or after this long
 
 
-def _mirrored(path) -> bool:
+def _mirrored(path: str) -> bool:
     """Whether `path` is a URL the mirror serves: every one, gs:// too (see the module's
     docstring); gs:// without gcsfs is left to the data server, which reads Google's endpoint."""
     if not is_url(path):
@@ -89,7 +89,7 @@ def serve_remote(launch: Launch) -> Tuple[Optional[str], Optional[str]]:
         # a closed terminal: exit as on SIGTERM (atexit removes the mirror)
         signal.signal(signal.SIGHUP, _exit_on_hangup)
 
-    def mirror(url, where, exclude=()):
+    def mirror(url: str, where: str, exclude: Sequence[str] = ()) -> str:
         mirrors.append(Mirror(url, where, limit, launch.mirror_interval, exclude=exclude,
                               max_record_bytes=launch.mirror_max_record_bytes or MAX_RECORD_BYTES))
         sys.stderr.write("mirror: %s in %s (%s), at most %s on disk (--mirror_max_bytes)\n" % (
@@ -130,15 +130,17 @@ def _missing_package(url: str) -> Optional[str]:
     return None
 
 
-def _below(path, directory):
+def _below(path: str, directory: str) -> bool:
     return path.startswith(directory + os.sep)
 
 
-def _spec(entries, root, mirror, missing):
+def _spec(entries: Dict[str, Optional[str]], root: str, mirror: Callable[[str, str, Sequence[str]], str],
+          missing: Mapping[str, str]) -> Tuple[Optional[str], Optional[str]]:
     """(logdir, logdir_spec) serving a --logdir_spec's `entries`: one local tree where every
     entry has a name and can be placed in it, else the spec with each mirrored URL replaced."""
-    places = {}
-    for path, name in entries.items() if all(entries.values()) and not missing else ():
+    places: Dict[str, str] = {}
+    named = {path: name for path, name in entries.items() if name}
+    for path, name in named.items() if len(named) == len(entries) and not missing else ():
         where = os.path.join(root, *components(name))
         if where in places:
             raise ValueError("--logdir_spec names two logdirs %r" % name)
@@ -158,21 +160,21 @@ def _spec(entries, root, mirror, missing):
                 os.unlink(where)
             os.symlink(os.path.abspath(places[where]), where)
         return root, None
-    return None, _spec_text({mirror(path, os.path.join(root, str(i))) if _mirrored(path) and path not in missing
+    return None, _spec_text({mirror(path, os.path.join(root, str(i)), ()) if _mirrored(path) and path not in missing
                              else path: name for i, (path, name) in enumerate(entries.items())})
 
 
-def _spec_text(entries):
+def _spec_text(entries: Mapping[str, Optional[str]]) -> str:
     return ",".join("%s:%s" % (name, path) if name else path for path, name in entries.items())
 
 
-def _exit_on_hangup(signum, frame) -> None:
+def _exit_on_hangup(signum: int, frame: Any) -> None:
     signal.signal(signum, signal.SIG_DFL)  # a second one while exiting ends the process
     sys.stderr.write("TensorBoard caught SIGHUP; exiting...\n")
     sys.exit(0)
 
 
-def _stop(mirrors, temporary) -> None:
+def _stop(mirrors: List[Any], temporary: Optional[str]) -> None:
     for m in mirrors:
         m.stop(5)
     if temporary:

@@ -11,6 +11,7 @@ what protects it.
 import logging
 import sys
 import threading
+from typing import Any, Callable
 
 import grpc
 
@@ -24,16 +25,16 @@ class Watched:
     that finds it unavailable (its process gone) starts `fallback()`'s provider, and that call
     and every later one go there."""
 
-    def __init__(self, fast, fallback) -> None:
+    def __init__(self, fast: Any, fallback: Callable[[], Any]) -> None:
         self._current, self._fallback, self._lock = fast, fallback, threading.Lock()
         self._fell_back = False
 
-    def __getattr__(self, name: str):
+    def __getattr__(self, name: str) -> Any:
         attribute = getattr(self._current, name)
         if not callable(attribute):
             return attribute
 
-        def call(*args, **kwargs):
+        def call(*args: Any, **kwargs: Any) -> Any:
             current = self._current
             try:
                 return getattr(current, name)(*args, **kwargs)
@@ -44,7 +45,7 @@ class Watched:
 
         return call
 
-    def _fall_back(self, failed, exc):
+    def _fall_back(self, failed: Any, exc: Any) -> Any:
         with self._lock:
             if self._current is failed and not self._fell_back:
                 self._fell_back = True

@@ -9,6 +9,7 @@ import csv
 import json
 import os
 import sys
+from typing import Any, Dict, Optional, Sequence, TextIO
 
 from . import __version__, reader
 
@@ -20,7 +21,7 @@ EXAMPLES = """examples:
 """
 
 
-def _parse(argv):
+def _parse(argv: Optional[Sequence[str]]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m mxboard", epilog=EXAMPLES,
                                      formatter_class=argparse.RawDescriptionHelpFormatter,
                                      description="MXBoard %s: TensorBoard event files from MXNet and numpy, without "
@@ -45,12 +46,12 @@ def _parse(argv):
     return parser.parse_args(argv)
 
 
-def _cell(value):
+def _cell(value: Any) -> Any:
     """Arrays (histogram limits and counts) as lists."""
     return value.tolist() if hasattr(value, "tolist") else value
 
 
-def _table(logdir, kind, raw, strict):
+def _table(logdir: str, kind: str, raw: bool, strict: bool) -> Dict[str, Any]:
     """The logdir's table of `kind`; SystemExit (status 1) if it has none."""
     if "://" not in logdir and not os.path.exists(logdir):
         sys.exit("mxboard export: %s does not exist" % logdir)
@@ -61,7 +62,7 @@ def _table(logdir, kind, raw, strict):
     return columns
 
 
-def _write(columns, fmt, out) -> None:
+def _write(columns: Dict[str, Any], fmt: str, out: TextIO) -> None:
     names = list(columns)
     rows = [dict(zip(names, (_cell(v) for v in row))) for row in zip(*columns.values())]
     if fmt == "json":
@@ -74,7 +75,7 @@ def _write(columns, fmt, out) -> None:
         writer.writerow({k: json.dumps(v) if isinstance(v, list) else v for k, v in row.items()})
 
 
-def main(argv=None) -> None:
+def main(argv: Optional[Sequence[str]] = None) -> None:
     args = _parse(argv)
     options = {"raw": args.raw, "strict": args.strict}
     try:

@@ -10,7 +10,7 @@ module imports mxnet (the rest of mxboard never does).
 """
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any, Dict, Iterator, Optional, Tuple
 
 from mxnet.gluon.contrib.estimator.event_handler import BatchEnd, EpochEnd, TrainBegin
 
@@ -38,7 +38,7 @@ def log_parameters(writer: Any, params: Any, global_step: int, gradients: bool =
             writer.add_histogram("gradients/" + name, param.grad(), global_step)
 
 
-def _metric_tags(metric):
+def _metric_tags(metric: Any) -> Iterator[Tuple[str, Any]]:
     """(tag, value) of an EvalMetric: the estimator's 'training accuracy' / 'validation
     accuracy' become accuracy/train and accuracy/validation (one chart, two lines)."""
     names, values = metric.get()
@@ -53,7 +53,7 @@ def _metric_tags(metric):
             yield name, value
 
 
-class SummaryHandler(TrainBegin, BatchEnd, EpochEnd):
+class SummaryHandler(TrainBegin, BatchEnd, EpochEnd):  # type: ignore[misc]  # mxnet ships no types
     """An event handler for `gluon.contrib.estimator.Estimator`.
 
     Every `log_every` batches: the batch loss and the training metrics; every epoch: the
@@ -151,7 +151,7 @@ class ModuleLogger:
                 if grads and grads[0] is not None:
                     self.writer.add_histogram("gradients/" + name, grads[0], self.batch)
 
-    def epoch_end(self, epoch: int, symbol: Any, arg_params: dict, aux_params: dict) -> None:
+    def epoch_end(self, epoch: int, symbol: Any, arg_params: Dict[str, Any], aux_params: Dict[str, Any]) -> None:
         """An `epoch_end_callback`: a histogram of every weight at step `epoch + 1`."""
         for name, value in sorted(arg_params.items()):
             self.writer.add_histogram("weights/" + name, value, epoch + 1)

@@ -18,13 +18,19 @@ import os
 import socket
 import sys
 import time
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
+from numpy.typing import NDArray
+
+if TYPE_CHECKING:
+    from mxboard import SummaryWriter
+    from mxboard.demo_models import GluonCNN, NumpyCNN
 
 __all__ = ["main"]
 
 
-def _positive(text):
+def _positive(text: str) -> int:
     try:
         value = int(text)
     except ValueError:
@@ -34,7 +40,7 @@ def _positive(text):
     return value
 
 
-def _parse(argv):
+def _parse(argv: Sequence[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m mxboard.demo", description=__doc__.split("\n\n")[0])
     parser.add_argument("--logdir", default="runs/demo", help="where runs are written, and served from")
     parser.add_argument("--run", default=None, help="the run's name (default: lr<rate>_<start time>)")
@@ -54,7 +60,7 @@ def _parse(argv):
     return parser.parse_args(argv)
 
 
-def _free_port(port):
+def _free_port(port: int) -> int:
     """`port` if it can be bound on 127.0.0.1 now, else one that can (said)."""
     with socket.socket() as probe:
         try:
@@ -62,12 +68,15 @@ def _free_port(port):
             return port
         except OSError:
             probe.bind(("127.0.0.1", 0))
-            free = probe.getsockname()[1]
+            free = int(probe.getsockname()[1])
     print("port %d is busy (another TensorBoard still serving?): TensorBoard will use %d" % (port, free), flush=True)
     return free
 
 
-def _data(seed=0):
+Split = Tuple[NDArray[np.float32], NDArray[np.float32]]  # (images, labels)
+
+
+def _data(seed: int = 0) -> Tuple[Split, Split]:
     """scikit-learn's digits (1797 images, 8x8, 10 classes) as NCHW float32 in [0, 1], split
     80/20 into training and validation."""
     from sklearn.datasets import load_digits
@@ -80,27 +89,30 @@ def _data(seed=0):
     return (images[order[:cut]], labels[order[:cut]]), (images[order[cut:]], labels[order[cut:]])
 
 
-def _loss_as_sound(losses, sample_rate=8000):
+def _loss_as_sound(losses: Sequence[float], sample_rate: int = 8000) -> NDArray[np.float32]:
     """The training loss as a falling tone: one 40 ms note a batch, higher pitch for higher loss."""
-    losses = np.asarray(losses, dtype=np.float64)
-    span = max(losses.max() - losses.min(), 1e-9)
-    pitches = 220.0 + 660.0 * (losses - losses.min()) / span
+    values = np.asarray(losses, dtype=np.float64)
+    span = max(values.max() - values.min(), 1e-9)
+    pitches = 220.0 + 660.0 * (values - values.min()) / span
     samples = int(sample_rate * 0.04)
     t = np.arange(samples) / sample_rate
     envelope = np.hanning(samples)
-    return np.concatenate([0.5 * envelope * np.sin(2 * np.pi * f * t) for f in pitches]).astype(np.float32)
+    sound: NDArray[np.float32] = np.concatenate([0.5 * envelope * np.sin(2 * np.pi * f * t) for f in pitches]).astype(
+        np.float32)
+    return sound
 
 
-def _filters_as_images(weight, scale=8):
+def _filters_as_images(weight: NDArray[Any], scale: int = 8) -> NDArray[Any]:
     """Conv filters (F, 1, h, w) as images in [0, 1], each stretched to its own range and
     enlarged `scale` times (3x3 pixels are too small to see)."""
     low = weight.min(axis=(1, 2, 3), keepdims=True)
     high = weight.max(axis=(1, 2, 3), keepdims=True)
     images = (weight - low) / np.maximum(high - low, 1e-9)
-    return images.repeat(scale, axis=2).repeat(scale, axis=3)
+    enlarged: NDArray[Any] = images.repeat(scale, axis=2).repeat(scale, axis=3)
+    return enlarged
 
 
-def _model(args, batches_per_epoch):
+def _model(args: argparse.Namespace, batches_per_epoch: int) -> Union["GluonCNN", "NumpyCNN"]:
     """The Gluon CNN where MXNet runs, else the same kind of CNN in numpy (demo_models.py)."""
     from mxboard.demo_models import GluonCNN, NumpyCNN, mxnet_runs
 
@@ -116,7 +128,7 @@ def _model(args, batches_per_epoch):
     return model
 
 
-def train(args, writer):
+def train(args: argparse.Namespace, writer: "SummaryWriter") -> Dict[str, float]:
     """The training run, logging as it goes; returns the final metrics."""
     from tqdm import tqdm
 
@@ -138,7 +150,9 @@ def train(args, writer):
         "loss": ["Multiline", ["^loss$"]],
     }})
 
-    step, batch_losses, filters = 0, [], []
+    step = 0
+    batch_losses: List[float] = []
+    filters: List[NDArray[Any]] = []
     progress = tqdm(total=args.epochs * batches_per_epoch, unit="batch", file=sys.stdout,
                     disable=not sys.stdout.isatty())
     for epoch in range(1, args.epochs + 1):
@@ -193,7 +207,7 @@ def train(args, writer):
     return {"accuracy": val_acc, "loss": float(val_loss)}
 
 
-def main(argv=None) -> None:
+def main(argv: Optional[Sequence[str]] = None) -> None:
     args = _parse(sys.argv[1:] if argv is None else argv)
     if hasattr(sys.stdout, "reconfigure"):  # piped too, each line in order with the server's (stderr)
         sys.stdout.reconfigure(line_buffering=True)

@@ -10,10 +10,17 @@ probabilities); `features(x)` (the 64-d layer before the classifier); `first_fil
 first layer's 3x3 filters, (F, 1, 3, 3)); `learning_rate`; `log_graph(writer, batch_size)`.
 """
 import math
+from typing import TYPE_CHECKING, Any, Dict, Tuple
 
 import numpy as np
+from numpy.typing import NDArray
+
+if TYPE_CHECKING:
+    from mxboard import SummaryWriter
 
 __all__ = ["GluonCNN", "NumpyCNN", "mxnet_runs"]
+
+Array = NDArray[Any]
 
 
 def mxnet_runs() -> bool:
@@ -25,7 +32,7 @@ def mxnet_runs() -> bool:
     return True
 
 
-def _schedule(base_lr, step, batches_per_epoch):
+def _schedule(base_lr: float, step: int, batches_per_epoch: int) -> float:
     """The learning rate halves every 3 epochs (Gluon's FactorScheduler, as the Gluon model uses)."""
     return base_lr * 0.5 ** (step // max(batches_per_epoch * 3, 1))
 
@@ -35,7 +42,7 @@ class GluonCNN:
 
     framework = "MXNet Gluon"
 
-    def __init__(self, learning_rate, batches_per_epoch, seed) -> None:
+    def __init__(self, learning_rate: float, batches_per_epoch: int, seed: int) -> None:
         import mxnet as mx
 
         self.mx = mx
@@ -58,13 +65,13 @@ class GluonCNN:
         self.loss_fn = mx.gluon.loss.SoftmaxCrossEntropyLoss()
 
     @property
-    def learning_rate(self):
-        return self.trainer.learning_rate
+    def learning_rate(self) -> float:
+        return float(self.trainer.learning_rate)
 
-    def log_graph(self, writer, batch_size) -> None:
+    def log_graph(self, writer: "SummaryWriter", batch_size: int) -> None:
         writer.add_graph(self.net, input_shape=(batch_size, 1, 8, 8))
 
-    def train_step(self, x, y):
+    def train_step(self, x: Array, y: Array) -> Tuple[Any, float, int]:
         mx = self.mx
         data, label = mx.nd.array(x), mx.nd.array(y)
         with mx.autograd.record():
@@ -75,21 +82,21 @@ class GluonCNN:
         mean = loss.mean()  # an NDArray: add_scalar does not wait for the engine
         return mean, float(mean.asscalar()), int((output.argmax(axis=1).asnumpy() == y).sum())
 
-    def log_parameters(self, writer, step) -> None:
+    def log_parameters(self, writer: "SummaryWriter", step: int) -> None:
         from mxboard.callbacks import log_parameters
 
         log_parameters(writer, self.net.collect_params(), step)
 
-    def evaluate(self, x, y):
+    def evaluate(self, x: Array, y: Array) -> Tuple[float, Array]:
         output = self.net(self.mx.nd.array(x))
         loss = float(self.loss_fn(output, self.mx.nd.array(y)).mean().asscalar())
         return loss, self.mx.nd.softmax(output).asnumpy()
 
-    def features(self, x):
-        return self.net[:6](self.mx.nd.array(x)).asnumpy()
+    def features(self, x: Array) -> Array:
+        return np.asarray(self.net[:6](self.mx.nd.array(x)).asnumpy())
 
-    def first_filters(self):
-        return self.net[0].weight.data().asnumpy()
+    def first_filters(self) -> Array:
+        return np.asarray(self.net[0].weight.data().asnumpy())
 
 
 class NumpyCNN:
@@ -99,14 +106,14 @@ class NumpyCNN:
 
     framework = "numpy"
 
-    def __init__(self, learning_rate, batches_per_epoch, seed) -> None:
+    def __init__(self, learning_rate: float, batches_per_epoch: int, seed: int) -> None:
         rng = np.random.default_rng(seed)
 
-        def xavier(shape, fan_in, fan_out):
+        def xavier(shape: Tuple[int, ...], fan_in: int, fan_out: int) -> Array:
             bound = math.sqrt(6.0 / (fan_in + fan_out))
             return rng.uniform(-bound, bound, shape).astype(np.float32)
 
-        self.params = {
+        self.params: Dict[str, Array] = {
             "digits_conv0_weight": xavier((16, 1, 3, 3), 9, 16 * 9), "digits_conv0_bias": np.zeros(16, np.float32),
             "digits_dense0_weight": xavier((256, 64), 256, 64), "digits_dense0_bias": np.zeros(64, np.float32),
             "digits_dense1_weight": xavier((64, 10), 64, 10), "digits_dense1_bias": np.zeros(10, np.float32),
@@ -116,13 +123,13 @@ class NumpyCNN:
         self._base_lr, self._batches_per_epoch, self._updates = learning_rate, batches_per_epoch, 0
 
     @property
-    def learning_rate(self):
+    def learning_rate(self) -> float:
         return _schedule(self._base_lr, self._updates, self._batches_per_epoch)
 
-    def log_graph(self, writer, batch_size) -> None:
+    def log_graph(self, writer: "SummaryWriter", batch_size: int) -> None:
         """No graph: a graph is a framework's (MXNet's symbol, torch's trace)."""
 
-    def _forward(self, x):
+    def _forward(self, x: Array) -> Tuple[Tuple[Array, ...], Array]:
         p = self.params
         n = len(x)
         padded = np.pad(x[:, 0], ((0, 0), (1, 1), (1, 1)))
@@ -139,10 +146,11 @@ class NumpyCNN:
         probabilities = np.exp(shifted) / np.exp(shifted).sum(axis=1, keepdims=True)
         return (cols, z, blocks, pooled, h0, z1, h1), probabilities
 
-    def _loss(self, probabilities, y):
-        return -np.log(np.maximum(probabilities[np.arange(len(y)), y.astype(int)], 1e-12))
+    def _loss(self, probabilities: Array, y: Array) -> Array:
+        losses: Array = -np.log(np.maximum(probabilities[np.arange(len(y)), y.astype(int)], 1e-12))
+        return losses
 
-    def train_step(self, x, y):
+    def train_step(self, x: Array, y: Array) -> Tuple[Any, float, int]:
         (cols, z, blocks, pooled, h0, z1, h1), probabilities = self._forward(x)
         losses = self._loss(probabilities, y)
         n, p, g = len(y), self.params, self.grads
@@ -164,7 +172,7 @@ class NumpyCNN:
         loss = float(losses.mean())
         return loss, loss, int((probabilities.argmax(axis=1) == y).sum())
 
-    def _adam(self, beta1=0.9, beta2=0.999, eps=1e-8) -> None:
+    def _adam(self, beta1: float = 0.9, beta2: float = 0.999, eps: float = 1e-8) -> None:
         lr = self.learning_rate
         self._updates += 1
         t = self._updates
@@ -175,17 +183,18 @@ class NumpyCNN:
             v[...] = beta2 * v + (1 - beta2) * grad * grad
             param -= (lr * (m / (1 - beta1 ** t)) / (np.sqrt(v / (1 - beta2 ** t)) + eps)).astype(param.dtype)
 
-    def log_parameters(self, writer, step) -> None:
+    def log_parameters(self, writer: "SummaryWriter", step: int) -> None:
         for name in self.params:
             writer.add_histogram("weights/" + name, self.params[name], step)
             writer.add_histogram("gradients/" + name, self.grads[name], step)
 
-    def evaluate(self, x, y):
+    def evaluate(self, x: Array, y: Array) -> Tuple[float, Array]:
         _, probabilities = self._forward(x)
         return float(self._loss(probabilities, y).mean()), probabilities
 
-    def features(self, x):
-        return self._forward(x)[0][6]
+    def features(self, x: Array) -> Array:
+        hidden, _ = self._forward(x)
+        return hidden[6]
 
-    def first_filters(self):
+    def first_filters(self) -> Array:
         return self.params["digits_conv0_weight"].copy()
