@@ -1,8 +1,8 @@
 """Calls written for tensorboardX and torch.utils.tensorboard, taken as they are: their keyword
 names beside mxboard 0.1.0's, and their positional order where the arguments' types tell the two
-orders apart. Where they cannot be told apart, mxboard 0.1.0's order holds, and a value that
-cannot mean what that order says is refused with both readings named (README: "Coming from
-tensorboardX or torch").
+orders apart. Where they cannot be told apart, mxboard 0.1.0's order holds; a value that order
+cannot mean is read the peers' way, with a warning naming both readings, and more positional
+values than the peers' order has are a TypeError (docs/compat.md).
 """
 from __future__ import annotations
 

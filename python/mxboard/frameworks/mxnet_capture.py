@@ -65,7 +65,7 @@ def _copyto_call() -> Optional[Tuple[Any, Any, Any]]:
 class _IntoView:
     """Copies into one fixed NDArray: `_copyto` called straight through MXNet's C API, one
     engine push, without `copyto`'s Python wrapper (which builds ctypes arrays and checks argument
-    types at every call: README, "Where the time went")."""
+    types at every call: docs/performance.md, "Where the time went")."""
 
     def __init__(self, target: Any) -> None:
         self._target = target

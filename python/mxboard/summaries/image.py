@@ -81,7 +81,7 @@ def encode_png(hwc: NDArray[np.uint8]) -> bytes:
     """An HWC uint8 image (1, 3 or 4 channels) as PNG, written here rather than by Pillow: each
     row minus the row above (PNG's "Up" filter, one vectorized subtraction) and zlib's RLE
     strategy at level 1 encode a photo faster than Pillow's fastest setting (which tries five
-    filters on every row), at about the same size (README, "Where the time went")."""
+    filters on every row), at about the same size (docs/performance.md, "Where the time went")."""
     height, width, channels = hwc.shape
     flat = hwc.reshape(height, width * channels)
     rows = np.empty((height, width * channels + 1), dtype=np.uint8)
