@@ -1,4 +1,4 @@
-"""The bundled server's mirror of an object-store logdir (tensorboard_bundle/mirror.py): what it
+"""The bundled server's mirror of an object-store logdir (tensorboard_bundle/mirror/): what it
 fetches, what it keeps, and what the fast loader serves from it. Fast tests use fsspec's
 memory:// store (real fsspec, real files, TensorBoard's own loader on the mirror); the slow ones a
 real S3 server (SeaweedFS) and the real bundled server over HTTP."""

@@ -1,4 +1,4 @@
-"""Logdirs in object stores: a real S3 server (SeaweedFS, tests/seaweed.py) and fsspec's
+"""Logdirs in object stores: a real S3 server (SeaweedFS, tests/object_stores.py) and fsspec's
 memory://, read back by the bundled TensorBoard over HTTP (its fast loader, over the mirror it
 keeps: tests/test_mirror.py) and by mxboard.reader."""
 import os
