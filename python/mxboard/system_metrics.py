@@ -18,11 +18,9 @@ from __future__ import annotations
 import threading
 import time
 import weakref
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List
 
-from ._api.convert import positive
-
-__all__ = ["SystemMetrics", "interval_of", "psutil_module"]
+__all__ = ["SystemMetrics", "psutil_module"]
 
 _MB = float(1 << 20)
 
@@ -108,10 +106,3 @@ def _gpus() -> List[Any]:
     except Exception:  # noqa: BLE001 - no package, no driver, no GPU: no GPU metrics
         return []
 
-
-def interval_of(every: Any) -> Optional[float]:
-    """The seconds between samples `SummaryWriter(system_metrics=...)` asks for: True (10 s), a
-    number of seconds, or False/None (no metrics: None)."""
-    if every is None or every is False:
-        return None
-    return 10.0 if every is True else positive(every, "system_metrics", "True, False or a number of seconds > 0")

@@ -74,6 +74,15 @@ def bins(value: Any) -> Union[str, int, Captured]:
     return edges
 
 
+def system_metrics(every: Any) -> Optional[float]:
+    """The seconds between samples `SummaryWriter(system_metrics=...)` asks for: True (10 s), a
+    number of seconds, or False/None (no metrics: None)."""
+    if every is None or every is False:
+        return None
+    return 10.0 if every is True else convert.positive(every, "system_metrics",
+                                                       "True, False or a number of seconds > 0")
+
+
 def max_bins(value: Any) -> int:
     return _count(value, "max_bins", 1)
 

@@ -9,26 +9,29 @@ import math
 import numbers
 import sys
 from collections.abc import Mapping
-from typing import Any, Callable, NamedTuple, Optional, Union
+from typing import Any, Callable, Dict, NamedTuple, Optional, Tuple, Union
 
 import numpy as np
 
 from ..frameworks.mxnet_capture import Snapshot
 
-__all__ = ["Deferred", "Named", "capture", "describe", "is_ndarray", "on_accelerator", "one_scalar", "scalar_value",
-           "to_float", "to_int", "to_numpy"]
-
-
-class Named(NamedTuple):
-    """A scalar call's named values: `{name: value}`, each name a line of its own in one chart."""
-
-    values: Mapping[Any, Any]
+__all__ = ["Deferred", "Named", "capture", "describe", "is_ndarray", "named", "on_accelerator", "one_scalar",
+           "positive", "scalar_value", "to_float", "to_int", "to_numpy"]
 
 
 class Deferred(NamedTuple):
-    """A scalar call's MXNet NDArray, read by the writer thread once its engine computed it."""
+    """A scalar call's MXNet NDArray of one element (its shape checked: `one_scalar`), read by the
+    writer thread once its engine computed it."""
 
     array: Any
+    shape: Tuple[int, ...]
+
+
+class Named(NamedTuple):
+    """A scalar call's named values, each checked (`one_scalar`): `{name: value}`, each name a
+    line of its own in one chart."""
+
+    values: Dict[Any, Union[float, Deferred]]
 
 
 def is_ndarray(value: Any) -> bool:
@@ -103,14 +106,25 @@ def scalar_value(value: Any, name: str = "value") -> Union[float, Named, Deferre
                 raise ValueError("a %s value must be a (name, value) pair; got %d elements"
                                  % (type(value).__name__, len(value)))
             value = {value[0]: value[1]}
-        return Named(value)
+        return named(value)
     return one_scalar(value, name)
 
 
+def named(values: Mapping[Any, Any]) -> Named:
+    """`{name: value}` as `Named` values, every value checked (`one_scalar`) before any is used."""
+    return Named({key: one_scalar(v, "value[%r]" % (key,)) for key, v in values.items()})
+
+
 def one_scalar(value: Any, name: str = "value") -> Union[float, Deferred]:
-    """A single scalar: an MXNet NDArray `Deferred` (read once its engine computed it), else the
-    number as a float (checked)."""
-    return Deferred(value) if is_ndarray(value) else to_float(value, name)
+    """A single scalar: an MXNet NDArray of one element as `Deferred` (read once its engine
+    computed it: its shape is checked here, the values then), else the number as a float
+    (checked)."""
+    if is_ndarray(value):
+        shape = tuple(value.shape)
+        if shape != (1,) and int(np.prod(shape)) != 1:
+            raise ValueError("%s must be a single number; got an NDArray of shape %s" % (name, shape))
+        return Deferred(value, shape)
+    return to_float(value, name)
 
 
 def to_float(value: Any, name: str = "value") -> float:

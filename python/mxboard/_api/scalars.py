@@ -6,12 +6,11 @@ from __future__ import annotations
 
 import threading
 from types import MappingProxyType
-from typing import Any, List, Mapping, NamedTuple, Tuple, Union
-
-import numpy as np
+from typing import Any, Mapping, NamedTuple, Union
 
 from .._thread.intake import WAKE_EVERY, PendingScalar, Record, closed_error
-from ..frameworks.mxnet_capture import Snapshot
+from .._thread.worker import Worker
+from ..frameworks.mxnet_capture import ScalarSlots
 from ..summaries.scalar import described_scalar_summary
 from . import checks, convert
 
@@ -31,7 +30,7 @@ class Scalars:
     (mxnet_capture.ScalarSlots): where NDArray scalars are copied; `suffix`: the event files'
     (a named value's sub-run has a file of its own)."""
 
-    def __init__(self, worker: Any, slots: Any, suffix: str) -> None:
+    def __init__(self, worker: Worker, slots: ScalarSlots, suffix: str) -> None:
         self._worker = worker
         self._slots = slots
         self._suffix = suffix
@@ -64,31 +63,26 @@ class Scalars:
         read by the writer thread once the engine has computed it; a `Described` scalar, a
         summary of its own (not a batched row)."""
         checks.tag(tag)
-        if isinstance(value, Described):
+        if isinstance(value, convert.Named):
+            if not value.values:
+                raise ValueError("value: the dict of named scalars for %r is empty" % tag)
+            named = [(checks.tag(name, "scalar name"), v) for name, v in value.values.items()]  # all, then any queued
+            for name, v in named:
+                series = self._run_series(tag, name)
+                if isinstance(v, float):
+                    self.append(series, v, step, wall)
+                else:  # read by the writer thread once the engine computed it
+                    self._worker.put_scalar(PendingScalar(series, self._slots.hold(v.array, v.shape), step, wall))
+        elif isinstance(value, convert.Deferred):
+            known = self.ids.get(tag)  # a lock only the first time
+            self._worker.put_scalar(PendingScalar(self.series(tag) if known is None else known,
+                                                  self._slots.hold(value.array, value.shape), step, wall))
+        else:  # Described
             number: Any = value.value
-            if isinstance(number, convert.Deferred):  # read by the writer thread once the engine computed it
-                number = self._snapshot(number.array, alone=True)
+            if isinstance(number, convert.Deferred):
+                number = self._slots.hold(number.array, number.shape, alone=True)
             self._worker.put(Record(None, described_scalar_summary, (tag, number, value.display_name,
                                                                      value.description), step, wall))
-            return
-        if isinstance(value, convert.Deferred):
-            series = self.ids.get(tag)  # a lock only the first time
-            self._worker.put_scalar(PendingScalar(self.series(tag) if series is None else series,
-                                                  self._snapshot(value.array), step, wall))
-            return
-        if not value.values:
-            raise ValueError("value: the dict of named scalars for %r is empty" % tag)
-        values: List[Tuple[str, Any]] = []
-        for name, v in value.values.items():
-            one = convert.one_scalar(v, "value[%r]" % (name,))
-            values.append((checks.tag(name, "scalar name"), one if isinstance(one, float)
-                           else self._snapshot(one.array, "value[%r]" % (name,))))
-        for name, v in values:
-            series = self._run_series(tag, name)
-            if isinstance(v, float):
-                self.append(series, v, step, wall)
-            else:  # an NDArray snapshot
-                self._worker.put_scalar(PendingScalar(series, v, step, wall))
 
     def add_to_file(self, run: Any, values: Mapping[str, float], step: int, wall: float) -> None:
         """`{tag: float}` as scalars of the file `run` (Worker.open_run; an hparams run's metrics)."""
@@ -101,16 +95,6 @@ class Scalars:
                 run = self._worker.open_run((tag, name), self._suffix)  # logdir/<tag>/<name>/
                 self._runs[(tag, name)] = self._worker.add_series(run, tag)
             return self._runs[(tag, name)]
-
-    def _snapshot(self, value: Any, name: str = "value", alone: bool = False) -> Any:
-        """An NDArray scalar (say `loss.mean()`) as a snapshot the writer thread reads when the
-        engine has computed it: the training loop never waits. Every form of scalar call
-        captures an NDArray here, its shape checked once. `alone`: a Snapshot of its own (a
-        described scalar's Record resolves it), else a slot of the batched rows (ScalarSlots)."""
-        shape = value.shape
-        if shape != (1,) and int(np.prod(shape)) != 1:
-            raise ValueError("%s must be a single number; got an NDArray of shape %s" % (name, shape))
-        return Snapshot(value) if alone else self._slots.capture(value, shape)
 
 
 class ClosedScalars:

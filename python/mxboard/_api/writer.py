@@ -31,7 +31,6 @@ from ..summaries.mesh import mesh_summary
 from ..summaries.pr_curve import pr_curve_raw_summary, pr_curve_summary
 from ..summaries.text import text_summary
 from ..system_metrics import SystemMetrics, psutil_module
-from ..system_metrics import interval_of as system_metrics_interval
 from . import checks, convert
 from .compat import audio_peer_order, peer_names, pr_curve_peer_order, scalar_peer_value
 from .scalars import Described
@@ -107,7 +106,7 @@ class SummaryWriter:
         purge_step = None if purge_step is None else checks.step(purge_step, "purge_step")
         if purge_step is not None and purge_step < 0:
             raise ValueError("purge_step must be >= 0; got %d" % purge_step)
-        interval = system_metrics_interval(system_metrics)
+        interval = checks.system_metrics(system_metrics)
         if interval is not None:
             psutil_module()  # missing: an ImportError naming the extra, before any file is made
         logdir = os.fspath(logdir)
@@ -214,18 +213,8 @@ class SummaryWriter:
         """
         core = self._core
         if type(value) is not float or peer:
-            described = None
-            if peer:
-                value, described = scalar_peer_value(value, peer)
-            if described:  # a summary of its own, with its metadata
-                value = Described(convert.one_scalar(value), *described)
-            else:
-                value = convert.scalar_value(value)
-            if type(value) is not float:  # named values, an NDArray read later, or described
-                core.ready()
-                core.scalars.add(tag, value, *core.stamp(global_step, walltime))
-                return core.report()
-        while True:
+            value = _scalar_form(value, peer)
+        while type(value) is float:  # the hot path; once more after a fork (below)
             scalars = core.scalars
             try:
                 series = scalars.ids[tag]
@@ -244,6 +233,9 @@ class SummaryWriter:
             scalars.append(series, value, global_step, walltime)
             if not (core.worker.attention and core.report_or_reopen()):
                 return  # else a forked child, which now has a worker of its own: once more, into it
+        core.ready()  # named values, an NDArray read later, or a described scalar
+        core.scalars.add(tag, value, *core.stamp(global_step, walltime))
+        core.report()
 
     def add_scalars(self, main_tag: str, tag_scalar_dict: Mapping[str, Any], global_step: Optional[int] = None,
                     walltime: Optional[float] = None) -> None:
@@ -265,8 +257,9 @@ class SummaryWriter:
         if not isinstance(tag_scalar_dict, Mapping):
             raise TypeError("tag_scalar_dict must be a dict of name -> value; got %s"
                             % type(tag_scalar_dict).__name__)
+        named = convert.named(tag_scalar_dict)
         self._core.ready()
-        self._core.scalars.add(main_tag, convert.Named(tag_scalar_dict), *self._core.stamp(global_step, walltime))
+        self._core.scalars.add(main_tag, named, *self._core.stamp(global_step, walltime))
         self._core.report()
 
     def export_scalars(self, path: str) -> None:
@@ -807,3 +800,14 @@ class SummaryWriter:
             title: the chart's title.
         """
         self.add_custom_scalars({category: {title: ["Margin", list(tags)]}})
+
+
+def _scalar_form(value: Any, peer: Dict[str, Any]) -> Union[float, convert.Named, convert.Deferred, Described]:
+    """What an `add_scalar` value is, decided once: a float, `Named` values, a `Deferred` NDArray,
+    or (with tensorboardX's display name or description) a `Described` scalar."""
+    described = None
+    if peer:
+        value, described = scalar_peer_value(value, peer)
+    if described:  # a summary of its own, with its metadata
+        return Described(convert.one_scalar(value), *described)
+    return convert.scalar_value(value)

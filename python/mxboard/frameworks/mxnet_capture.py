@@ -99,10 +99,13 @@ class ScalarSlots:
         # (ring, slot, copy into the slot): appends and pops are atomic
         self._free: collections.deque[Any] = collections.deque()
 
-    def capture(self, array: Any, shape: Optional[Tuple[int, ...]] = None) -> Any:
-        """A `(ring, slot, copier)` holding `array`'s value as of now, or a Snapshot. (`shape`:
-        the array's, if the caller has it: reading it costs a call into MXNet.)"""
-        if (array.shape if shape is None else shape) != (1,):
+    def hold(self, array: Any, shape: Tuple[int, ...], alone: bool = False) -> Any:
+        """An NDArray scalar of one element (say `loss.mean()`; `shape`: its shape, which reading
+        again costs a call into MXNet) as of now, without waiting for the engine: a `(ring, slot,
+        copier)` the writer thread reads in a batch, or a Snapshot where the shape is not (1,) or
+        `alone` (a described scalar's Record resolves it itself). Every form of scalar call
+        captures an NDArray here."""
+        if alone or shape != (1,):
             return Snapshot(array)
         try:
             slot = self._free.popleft()
