@@ -3,7 +3,7 @@
 # make demo        train a Gluon CNN on bundled digits, log every summary kind, serve it on PORT (6006,
 #                  or a free one if busy) (make demo SERVE=0 LOGDIR=DIR: into DIR, without serving; LOGDIR=s3://bucket/run:
 #                  into an S3 store, AWS_ENDPOINT_URL and credentials from the environment; gs://, az:// too)
-# make test        set up .venv with what the tests need (idempotent), lint (ruff, mypy), run the test suite,
+# make test        set up .venv with what the tests need (idempotent), lint (ruff, mypy --strict), run the test suite,
 #                  then make test-plain
 # make test-plain  the suite where most users are: Pythons 3.9, 3.10, 3.12, 3.13 (PLAIN=...) each in a venv
 #                  with a plain pip install of the wheel, newest numpy and protobuf, no MXNet (tools/plain_envs.sh)
