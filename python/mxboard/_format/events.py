@@ -40,11 +40,11 @@ def whole_records(data: Union[bytes, bytearray], limit: int, room: Optional[int]
     """(end, problem) of a TFRecord stream's bytes `data`, from a record's start (`start`): `end`
     is where its last whole record ends (within `room` bytes if given: the first record alone may
     pass it, with `at_least_one`); `problem` why no record can follow there however the stream
-    grows (a length over `limit`, or one over `check_from` bytes whose checksum is wrong), else
+    grows (a length over `limit`, or one of `check_from` or more whose checksum is wrong), else
     None (the rest is a record still incomplete, or past `room`). The one framing of this package:
     the mirror copies by it, the uploader cuts its objects with it, the reader reads by it.
 
-    Payloads are not checked, nor, by default, the checksums of lengths up to 1 MiB: this runs on
+    Payloads are not checked, nor, by default, the checksums of lengths under 1 MiB: this runs on
     every byte a mirror copies, and what a small length claims costs a reader little (the reader,
     which checks every CRC, passes `check_from=0`)."""
     offset, size, unpack = start, len(data), RECORD_HEADER.unpack_from
