@@ -97,8 +97,8 @@ def _loss_as_sound(losses: Sequence[float], sample_rate: int = 8000) -> NDArray[
     samples = int(sample_rate * 0.04)
     t = np.arange(samples) / sample_rate
     envelope = np.hanning(samples)
-    sound: NDArray[np.float32] = np.concatenate([0.5 * envelope * np.sin(2 * np.pi * f * t) for f in pitches]).astype(
-        np.float32)
+    notes = [0.5 * envelope * np.sin(2 * np.pi * f * t) for f in pitches]
+    sound: NDArray[np.float32] = np.concatenate(notes).astype(np.float32)
     return sound
 
 

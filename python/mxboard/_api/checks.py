@@ -122,12 +122,11 @@ def histogram_raw(min: Any, max: Any, num: Any, sum: Any, sum_squares: Any, buck
 
 
 # -- images, video, audio -------------------------------------------------------------------
-def dataformats(shape: Tuple[int, ...], formats: Any, name: str = "image") -> str:
+def dataformats(shape: Tuple[int, ...], formats: object, name: str = "image") -> str:
     """`formats` (upper-cased) after checking `shape` against it."""
     if not isinstance(formats, str) or formats.upper() not in DATAFORMATS:
         raise ValueError("dataformats must be one of %s; got %r" % (", ".join(DATAFORMATS), formats))
-    upper: str = formats.upper()
-    formats = upper
+    formats = formats.upper()
     if len(shape) != len(formats):
         raise ValueError("%s with dataformats=%r must have %d dimensions; got shape %s"
                          % (name, formats, len(formats), tuple(shape)))
@@ -139,7 +138,7 @@ def dataformats(shape: Tuple[int, ...], formats: Any, name: str = "image") -> st
                          % (name, formats, shape[formats.index("C")], tuple(shape), hint))
     if 0 in shape:
         raise ValueError("%s is empty: shape %s" % (name, tuple(shape)))
-    return upper
+    return formats
 
 
 def pixels(array: Captured, name: str = "image", site: Optional[CallSite] = None) -> Captured:
