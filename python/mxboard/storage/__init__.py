@@ -14,11 +14,12 @@ logdir may be, whether a logdir is a URL, and a directory's run: ../_format/name
 from typing import Any, ContextManager, List, Optional, Protocol, Tuple
 
 from .._format.names import components, is_url, run_of
+from .bounds import within
 from .local import LocalEventFile, LocalStorage, Nowhere
 from .remote import S3_REQUESTS, RemoteStorage, open_filesystem
 
 __all__ = ["EventFile", "LocalEventFile", "LocalStorage", "Nowhere", "RemoteStorage", "Storage", "components", "is_url",
-           "open_storage", "open_filesystem", "run_of", "S3_REQUESTS"]
+           "open_storage", "open_filesystem", "run_of", "S3_REQUESTS", "within"]
 
 
 class EventFile(Protocol):

@@ -49,7 +49,8 @@ from .._format.events import event_file_name, whole_records
 from .._format.names import components, part_key, run_of
 from .._format.sizes import readable
 from ..threads import keep_signals_off_this_thread
-from .spool import Spool, Spooled, create_private, settings
+from .bounds import within
+from .spool import Settings, Spool, Spooled, create_private, limit_of, place, settings
 
 __all__ = ["RemoteEventFile", "RemoteStorage", "open_filesystem", "S3_REQUESTS", "UPLOAD_SECS", "MAX_OBJECT"]
 
@@ -58,11 +59,18 @@ log = logging.getLogger("mxboard")
 UPLOAD_SECS = 10  # seconds between uploads: with the bundle's 2 s reload, a point is served within seconds
 MAX_OBJECT = 16 << 20  # bytes an object grows to before the next part starts (and that start an upload)
 MAX_UNSENT = 64 << 20  # bytes that may wait for the store before the writer thread waits
-REQUEST_SECS = 30  # one request, as a whole (connection, 100-continue, body, answer)
+REQUEST_SECS = 30  # one request, as a whole (connection, 100-continue, body, answer), beyond its bytes' time
+CHECK_SECS = 10  # the constructor's check of the store, all its requests together
+LIBRARY_READ_SECS = 60  # the client libraries' own bound on a stalled answer, above ours (a fallback)
 RETRY_SECS = 2  # the first backoff, doubled at each failure, at most 60 s
 GIVE_UP_SECS = 180  # uploads failing for this long: writing stops, the caller hears of it
 FLUSH_SECS = 30  # flush() and close() wait at most this long for the store
 MAX_OBJECT_RECORD = 1 << 62  # the writer's own records: any length it wrote is whole
+PUT_SECS = 10  # a put carries about this many seconds of the link's measured throughput...
+MIN_PUT = 256 << 10  # ...but never fewer bytes than this (a slow link's objects: smaller, never tiny)
+ASSUMED_RATE = 256 << 10  # bytes a second a link is taken to carry before a put measured it
+FLOOR_RATE = 16 << 10  # the slowest link a put waits for (a MIN_PUT put's bound: REQUEST_SECS + 32 s)
+MEASURED_FROM = 64 << 10  # a put of at least this many bytes measures the link
 FIRST_PART = 1  # the number of a file's second object (a test knob: parts past 9999 without 10,000 uploads)
 # botocore's settings for every S3 request of the writer and the server's mirror: an unreachable
 # endpoint fails in seconds, and one try a request (each caller retries on its own clock)
@@ -90,6 +98,8 @@ def open_filesystem(url: str, shared: bool = False) -> Tuple[Any, str]:
     options: Dict[str, Any] = {"skip_instance_cache": not shared}
     if protocol in ("s3", "s3a"):
         options["config_kwargs"] = dict(S3_REQUESTS)
+    if protocol in ("az", "abfs", "abfss"):  # the Azure SDK's own bounds (mxboard's `within` is above them)
+        options.update(connection_timeout=5, read_timeout=LIBRARY_READ_SECS)
     try:
         if protocol in ("gs", "gcs"):
             fs, root = _gcs(url, options)
@@ -120,7 +130,12 @@ def _gcs(url: str, options: Dict[str, Any]) -> Tuple[Any, str]:
     """gcsfs' plain filesystem: its default one probes each bucket's type over gRPC first (60 s
     against an emulator, and a warning without Google credentials), which writing never needs.
     An emulator's endpoint (STORAGE_EMULATOR_HOST) is gcsfs' own convention, taken as is."""
-    fs = _gcs_one_try()(**options)
+    import aiohttp
+
+    # gcsfs' default is no timeout at all: a hung store held its caller for good. A socket read
+    # (an answer that stalls) is bounded; a slow upload is not cut by it (mxboard's `within` is)
+    timeout = aiohttp.ClientTimeout(total=None, sock_connect=5, sock_read=LIBRARY_READ_SECS)
+    fs = _gcs_one_try()(requests_timeout=timeout, **options)
     return fs, fs._strip_protocol(url)
 
 
@@ -138,29 +153,26 @@ def _gcs_one_try() -> Any:
     return type("GCSFileSystem", (GCSFileSystem,), {"_request": retry_request(retries=1)(request)})
 
 
+BUCKETS = ("s3", "s3a", "gs", "gcs", "az", "abfs", "abfss")  # schemes whose path starts with a bucket or container
+
+
 class RemoteStorage:
     """An fsspec filesystem under a logdir URL: where event files, sub-runs and projector files
-    go. Checked at construction: an unknown scheme, a missing package, a store that cannot be
-    reached or refuses the credentials is a clear error there. Paths are the store's own (no
-    protocol); `url` makes one a URL again."""
+    go. Checked at construction, within CHECK_SECS, creating nothing: an unknown scheme, a missing
+    package, a bucket or container that does not exist (FileNotFoundError), refused credentials
+    (PermissionError), a store that cannot be reached (ConnectionError) or does not answer
+    (TimeoutError) is a clear error there. Paths are the store's own (no protocol); `url` makes
+    one a URL again, as the user wrote its scheme."""
 
     def __init__(self, url: str) -> None:
-        self.spool = settings()  # (directory, limit): MXBOARD_SPOOL_DIR, _MAX_BYTES checked now, not mid-outage
+        self.spool: Settings = settings()  # MXBOARD_SPOOL_DIR, _MAX_BYTES checked now, not mid-outage
         self.fs, self.root = open_filesystem(url)
-        try:
-            self.fs.makedirs(self.root, exist_ok=True)
-            self.fs.ls(self.root, detail=False)
-        except PermissionError as exc:
-            raise PermissionError("logdir %r: the store refused the credentials or the access (%s)"
-                                  % (url, exc)) from None
-        except FileNotFoundError:
-            pass  # an object store has no directories until something is written under them
-        except Exception as exc:  # noqa: BLE001 - the endpoint's own errors vary by library
-            raise ConnectionError("logdir %r: the store cannot be reached: %s: %s"
-                                  % (url, type(exc).__name__, exc)) from None
+        self._scheme = url.split("://", 1)[0]
+        check(self.fs, self.root, url, self._scheme.lower() in BUCKETS)
 
     def url(self, path: str) -> str:
-        return str(self.fs.unstrip_protocol(path))
+        written = str(self.fs.unstrip_protocol(path))  # adlfs says abfs:// for az://
+        return self._scheme + written[written.index("://"):] if "://" in written else written
 
     def subdir(self, *names: str) -> str:
         return "/".join([self.root] + components(*names))  # no links to leave the logdir by
@@ -175,22 +187,66 @@ class RemoteStorage:
         return RemoteEventFile(self, directory, suffix)
 
     def write_bytes(self, path: str, data: bytes) -> None:
-        self.fs.pipe_file(path, data)
+        put_within(self.fs, path, data, REQUEST_SECS + len(data) / ASSUMED_RATE)
 
     def read_text(self, path: str) -> str:
-        return bytes(self.fs.cat_file(path)).decode("utf-8")
+        return bytes(within(REQUEST_SECS, self.fs.cat_file, path)).decode("utf-8")
 
     def listdir(self, path: str) -> List[str]:
         try:
-            return [posixpath.basename(p.rstrip("/")) for p in self.fs.ls(path, detail=False, refresh=True)]
+            listed = within(REQUEST_SECS, self.fs.ls, path, detail=False, refresh=True)
         except FileNotFoundError:
             return []
+        return [posixpath.basename(p.rstrip("/")) for p in listed]
 
     def makedirs(self, path: str) -> None:
         pass  # objects need no directories
 
     def lock(self, path: str) -> ContextManager[None]:
         return contextlib.nullcontext()  # no locks in object stores: see projector.rebuild_config
+
+
+def check(fs: Any, root: str, url: str, bucketed: bool) -> None:
+    """The constructor's check of a store, all within CHECK_SECS, creating nothing (a logger never
+    makes a bucket: a typo would become one, with its costs and permissions): the bucket or
+    container exists, and `root` can be listed. Each failure is one error naming the logdir."""
+    deadline = time.monotonic() + CHECK_SECS
+    bucket = root.lstrip("/").split("/", 1)[0]
+    try:
+        if bucketed:
+            try:
+                within(CHECK_SECS, fs.info, bucket)
+            except FileNotFoundError:
+                raise FileNotFoundError(errno.ENOENT, "logdir %r: the store has no bucket or container %r (mxboard "
+                                        "creates none: create it, or check the name)" % (url, bucket)) from None
+        try:
+            within(deadline - time.monotonic(), fs.ls, root, detail=False)
+        except FileNotFoundError:
+            pass  # an object store has no directories until something is written under them
+    except FileNotFoundError:
+        raise
+    except TimeoutError:
+        raise TimeoutError(errno.ETIMEDOUT, "logdir %r: the store did not answer within %d s" % (url, CHECK_SECS)) \
+            from None
+    except Exception as exc:  # noqa: BLE001 - the endpoint's own errors vary by library
+        if refused(exc):
+            raise PermissionError(errno.EACCES, "logdir %r: the store refused the credentials or the access (%s: %s)"
+                                  % (url, type(exc).__name__, _first_line(exc))) from None
+        raise ConnectionError("logdir %r: the store cannot be reached: %s: %s"
+                              % (url, type(exc).__name__, _first_line(exc))) from None
+
+
+def refused(exc: BaseException) -> bool:
+    """Whether a store's error means "not with these credentials": s3fs' PermissionError, gcsfs'
+    "Forbidden" (403) or HttpError 401, the Azure SDK's 401 or 403."""
+    if isinstance(exc, PermissionError):
+        return True
+    status = getattr(exc, "status_code", None) or getattr(exc, "code", None)
+    return status in (401, 403) or str(exc).startswith("Forbidden")
+
+
+def _first_line(exc: BaseException) -> str:
+    return (str(exc).strip().splitlines() or [""])[0]
 
 
 class RemoteEventFile:
@@ -221,6 +277,7 @@ class RemoteEventFile:
         self._error: Optional[OSError] = None  # the OSError after which the uploader gave up
         self._stopping = False
         self._uploader: Optional[threading.Thread] = None
+        self._link = Link()  # the uploader's: what a put may carry, and for how long
 
     # -- the writer thread's side -----------------------------------------------------------
     def write(self, data: bytes) -> None:
@@ -275,11 +332,17 @@ class RemoteEventFile:
         """`data` appended to this file's spool (made, and said, the first time); while the spool
         is full, wait for room (under the lock: the uploader makes room). None where no spool
         can take it: a batch larger than the limit (0: no disk spool), or a spool that failed."""
-        directory, limit = self._spool_settings
-        if self._spool_failed or len(data) > limit:
+        if self._spool_failed:
             return None
         if self._spool is None:
             try:
+                directory = place(self._spool_settings)  # made now, the first time one is needed
+                if directory is None:  # nowhere on disk (said once): memory only
+                    self._spool_failed = True
+                    return None
+                limit = limit_of(self._spool_settings, directory)
+                if len(data) > limit:
+                    return None
                 self._spool = Spool(self._parts.base, directory, limit)
             except OSError as exc:
                 self._spool_fails(exc)
@@ -288,6 +351,8 @@ class RemoteEventFile:
                         "MXBOARD_SPOOL_DIR, MXBOARD_SPOOL_MAX_BYTES), and is uploaded in order when the store "
                         "returns", self.path, readable(self._memory), self._spool.directory,
                         readable(self._spool.limit))
+        if len(data) > self._spool.limit:
+            return None
         while not self._spool.room_for(len(data)) and not self._interrupted:  # at close, the last batches
             self._raise_error()                                                   # pass the bound: kept
             self._lock.wait(1)
@@ -301,8 +366,9 @@ class RemoteEventFile:
         """A spool that cannot take more (its disk full, its directory gone) never stops the
         writer: what follows waits in memory, said once."""
         self._spool_failed = True
+        where = self._spool.directory if self._spool is not None else self._spool_settings.named or "its directory"
         log.warning("mxboard: %s: the spool in %s cannot take more (%s); what follows waits in memory until the "
-                    "store takes it", self.path, self._spool_settings[0], exc)
+                    "store takes it", self.path, where, exc)
 
     def _try_again(self) -> None:
         """After the uploader gave up, a flush or close() tries the store once more (under the
@@ -416,7 +482,10 @@ class RemoteEventFile:
         record is ever in two objects), then the next parts, each within MAX_OBJECT (but a
         single larger record). Streamed: memory holds one batch at a time, never the spool.
         Returns (local paths, keys, the spool's directory)."""
-        directory = self._spool_settings[0]
+        directory = self._spool.directory if self._spool is not None else place(self._spool_settings)
+        if directory is None:
+            raise OSError(errno.EIO, "%s: the store did not take %s, and no directory can keep it (set "
+                          "MXBOARD_SPOOL_DIR to a writable directory)" % (self.path, readable(self._pending())))
         part = self._parts.pending_part()
         paths: List[str] = []
         keys: List[str] = []
@@ -471,7 +540,23 @@ class RemoteEventFile:
 
     # -- the uploader thread ----------------------------------------------------------------
     def _upload_loop(self) -> None:
+        """The uploader thread. It cannot die of an error: anything unexpected (a spool that can
+        no longer be read) stops uploads as a give-up does, said once; what waits is kept, the
+        writer's next call raises it, and a flush or close() tries again."""
         keep_signals_off_this_thread()
+        try:
+            self._uploads()
+        except BaseException as exc:  # noqa: BLE001 - held for the caller, never a dead thread's traceback
+            with self._lock:
+                if self._error is None:
+                    self._error = OSError(errno.EIO, "%s: uploads stopped: %s: %s" % (self.path, type(exc).__name__,
+                                                                                        exc))
+                    self._error.__cause__ = exc
+                self._lock.notify_all()
+            log.error("mxboard: %s: uploads stopped (%s: %s); what waits is kept, and the next call raises it",
+                      self.path, type(exc).__name__, exc)
+
+    def _uploads(self) -> None:
         last_upload, failures, next_try, flushes = float("-inf"), 0, 0.0, 0
         failing_since: Optional[float] = None
         while True:
@@ -482,7 +567,7 @@ class RemoteEventFile:
                             return
                         self._lock.wait()
                         continue
-                    urgent = self._waiting_bytes >= MAX_OBJECT or self._stopping or self._wants_room
+                    urgent = self._waiting_bytes >= self._link.cap() or self._stopping or self._wants_room
                     when = next_try if urgent else max(next_try, last_upload + UPLOAD_SECS)
                     if self._flushes != flushes:
                         when = 0.0  # a flush, or close(): one more try now, whatever the backoff
@@ -492,11 +577,14 @@ class RemoteEventFile:
                     self._lock.wait(when - now)
                 flushes = self._flushes
                 part, body = self._next_body()
+            started = time.monotonic()
             try:
-                put_within(self._fs, self._parts.key(part), body)
+                put_within(self._fs, self._parts.key(part), body, self._link.bound(len(body)))
             except Exception as exc:  # noqa: BLE001 - any failure of the store is retried
                 failures += 1
                 now = time.monotonic()
+                if isinstance(exc, TimeoutError):
+                    self._link.timed_out(len(body), now - started)
                 failing_since = failing_since or now
                 with self._lock:
                     if now - failing_since >= GIVE_UP_SECS or self._stopping:
@@ -513,6 +601,7 @@ class RemoteEventFile:
                     "mxboard: upload to %s failed (%s: %s); %s kept, retried (with backoff) for up to %d s",
                     self.path, type(exc).__name__, exc, readable(kept), GIVE_UP_SECS)
                 continue
+            self._link.took(len(body), time.monotonic() - started)
             with self._lock:
                 if failures:
                     log.warning("mxboard: the store took %s again, after %d failed tries in %.0f s",
@@ -523,21 +612,54 @@ class RemoteEventFile:
 
     def _next_body(self) -> Tuple[int, bytes]:
         """(part, body) of the next put (under the lock): whole records taken from the waiting
-        ones into the current or the next part (Parts.body); spooled ones read back first, as
-        many as an object holds."""
-        front = 0
+        ones into the current or the next part (Parts.body), within what the link carries in a
+        put; spooled ones read back first, as many as that holds."""
+        cap, front = self._link.cap(), 0
         for i, piece in enumerate(self._waiting):
-            if front >= MAX_OBJECT:
+            if front >= cap:
                 break
             if not isinstance(piece, bytes):
                 piece = self._waiting[i] = piece.spool.read(piece)
                 self._memory += len(piece)
             front += len(piece)
-        part, body, taken = self._parts.body(self._waiting, self._waiting_bytes, self._logged)  # type: ignore[arg-type]
+        part, body, taken = self._parts.body(self._waiting, self._waiting_bytes, self._logged,  # type: ignore[arg-type]
+                                             cap)
         self._waiting_bytes -= taken
         self._memory -= taken
         self._lock.notify_all()  # room for the writer thread
         return part, body
+
+
+class Link:
+    """What the puts measured of the way to the store: its throughput (bytes a second), which sets
+    how much one put carries (`cap`: about PUT_SECS of it, within [MIN_PUT, MAX_OBJECT]; MIN_PUT
+    until a put of MEASURED_FROM bytes or more measured it) and how long one may take (`bound`:
+    REQUEST_SECS beyond twice its bytes' time at that rate, ASSUMED_RATE before it is known). A
+    put whose bytes are moving is slow, not dead: a slow link gets smaller objects, each within
+    its bound. A put that timed out says the link carries at most half of what it got: the same
+    bytes are put again with twice the time, and so on until they are stored or the rate is at
+    FLOOR_RATE (the link then counts as down, and the give-up clock runs). Read and written by the
+    uploader thread only."""
+
+    def __init__(self) -> None:
+        self.rate: Optional[float] = None
+
+    def cap(self) -> int:
+        if self.rate is None:
+            return min(MAX_OBJECT, MIN_PUT)
+        return int(min(MAX_OBJECT, max(MIN_PUT, self.rate * PUT_SECS)))
+
+    def bound(self, size: int) -> float:
+        rate = ASSUMED_RATE if self.rate is None else self.rate
+        return REQUEST_SECS + 2 * size / max(rate, FLOOR_RATE)
+
+    def took(self, size: int, seconds: float) -> None:
+        if size >= MEASURED_FROM:
+            self.rate = size / max(seconds, 1e-3)
+
+    def timed_out(self, size: int, seconds: float) -> None:
+        rate = ASSUMED_RATE if self.rate is None else self.rate
+        self.rate = max(FLOOR_RATE, min(rate, size / max(seconds, 1e-3)) / 2)
 
 
 def _create_kept(directory: str, key: str) -> Tuple[Any, str]:
@@ -575,21 +697,10 @@ def take_records(waiting: Deque[bytes], room: int, at_least_one: bool) -> List[b
     return taken
 
 
-def put_within(fs: Any, key: str, body: bytes) -> None:
-    """One PUT, bounded as a whole by REQUEST_SECS (the connection, the wait for 100-continue,
-    the body, the answer). An async filesystem's (s3fs') blocking calls take fsspec's `timeout`:
-    the request is cancelled when it passes, its connection dropped, so a late answer changes
-    nothing."""
-    from fsspec.asyn import AsyncFileSystem
-    from fsspec.exceptions import FSTimeoutError
-
-    if not isinstance(fs, AsyncFileSystem):
-        fs.pipe_file(key, body)
-        return
-    try:
-        fs.pipe_file(key, body, timeout=REQUEST_SECS)
-    except FSTimeoutError:
-        raise TimeoutError("no answer within %d s" % REQUEST_SECS) from None
+def put_within(fs: Any, key: str, body: bytes, seconds: float) -> None:
+    """One PUT, bounded as a whole by `seconds` (the connection, the wait for 100-continue, the
+    body, the answer: bounds.within); the request is cancelled when it passes."""
+    within(seconds, fs.pipe_file, key, body)
 
 
 class Parts:
@@ -613,15 +724,20 @@ class Parts:
     def key(self, part: int) -> str:
         return part_key(self.base, part - 1 + FIRST_PART) if part else self.base
 
-    def body(self, waiting: Deque[bytes], waiting_bytes: int, logged: int) -> Tuple[int, bytes, int]:
+    def body(self, waiting: Deque[bytes], waiting_bytes: int, logged: int,
+             cap: int = MAX_OBJECT) -> Tuple[int, bytes, int]:
         """(part, body, bytes taken from `waiting`) of the next put. The current part is extended
-        while it stays within MAX_OBJECT and the file's uploads within twice its `logged` bytes;
-        otherwise the next part begins. A part whose last put was not acknowledged (the store may
-        hold it) is put again, its bytes first: no record is ever in two objects."""
+        while it stays within `cap` (MAX_OBJECT, or less on a slow link) and the file's uploads
+        within twice its `logged` bytes; otherwise the next part begins. A part whose last put
+        was not acknowledged (the store may hold it) is put again with the same bytes, nothing
+        added: no record is ever in two objects, and a put that was cut but lands late (its bytes
+        were still on their way) holds what the store holds anyway."""
+        if not self._confirmed:
+            return self._part, self._object, 0
         extend = len(self._object) + waiting_bytes
-        if self._confirmed and self._object and (extend > MAX_OBJECT or self._uploaded + extend > 2 * logged):
+        if self._object and (extend > cap or self._uploaded + extend > 2 * logged):
             self._part, self._object = self._part + 1, b""  # the current part stays as it is
-        taken = take_records(waiting, MAX_OBJECT - len(self._object), at_least_one=not self._object)
+        taken = take_records(waiting, cap - len(self._object), at_least_one=not self._object)
         self._object = self._object + b"".join(taken)
         self._confirmed = False
         return self._part, self._object, sum(len(piece) for piece in taken)
