@@ -187,16 +187,19 @@ def test_a_store_down_past_give_up_keeps_every_accepted_point(proxied, monkeypat
 def test_the_spools_settings_are_checked_when_the_writer_is_made(tmp_path, monkeypatch):
     """On b621f0a they were read mid-outage: MXBOARD_SPOOL_MAX_BYTES=2e9 dropped each later batch
     with a ValueError, a read-only or foreign directory stopped the writer for good, none named
-    the spool. Now the constructor says so, naming the variable."""
+    the spool. Now the constructor says so, naming the variable. A symlink planted where the
+    spool's private subdirectory goes in a shared directory is refused, never followed."""
     monkeypatch.setenv("MXBOARD_SPOOL_DIR", str(tmp_path / "spool"))
     monkeypatch.setenv("MXBOARD_SPOOL_MAX_BYTES", "2e9")
     with pytest.raises(ValueError, match="MXBOARD_SPOOL_MAX_BYTES '2e9': a number of bytes"):
         SummaryWriter("memory://settings/run")
     monkeypatch.setenv("MXBOARD_SPOOL_MAX_BYTES", "1G")
-    link = tmp_path / "link"
-    link.symlink_to(tmp_path)
-    monkeypatch.setenv("MXBOARD_SPOOL_DIR", str(link))
-    with pytest.raises(PermissionError, match=r"the spool directory .*link \(MXBOARD_SPOOL_DIR\) is a symlink"):
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    os.chmod(shared, 0o1777)
+    (shared / ("mxboard-spool-%d" % os.getuid())).symlink_to(tmp_path)  # planted by another user
+    monkeypatch.setenv("MXBOARD_SPOOL_DIR", str(shared))
+    with pytest.raises(PermissionError, match=r"the spool directory .*shared \(MXBOARD_SPOOL_DIR\) is a symlink"):
         SummaryWriter("memory://settings/run")
     if os.geteuid() == 0:  # root can make a directory another user's
         foreign = tmp_path / "foreign"
@@ -205,12 +208,146 @@ def test_the_spools_settings_are_checked_when_the_writer_is_made(tmp_path, monke
         monkeypatch.setenv("MXBOARD_SPOOL_DIR", str(foreign))
         with pytest.raises(PermissionError, match=r"belongs to another user \(uid 65534\)"):
             SummaryWriter("memory://settings/run")
-    shared = tmp_path / "shared"
-    shared.mkdir(mode=0o777)
-    os.chmod(shared, 0o777)
-    monkeypatch.setenv("MXBOARD_SPOOL_DIR", str(shared))
-    SummaryWriter("memory://settings/run").close()  # ours: made private
-    assert stat.S_IMODE(os.lstat(shared).st_mode) == 0o700
+    readonly = tmp_path / "readonly"
+    readonly.write_text("a file, where a directory is needed: nothing can be made below it")
+    monkeypatch.setenv("MXBOARD_SPOOL_DIR", str(readonly / "spool"))
+    with pytest.raises(OSError, match=r"the spool directory .*readonly/spool \(MXBOARD_SPOOL_DIR\) cannot be made"):
+        SummaryWriter("memory://settings/run")
+
+
+@pytest.mark.parametrize("mode", [0o1777, 0o2770], ids=["tmp-like 1777", "group 2770"])
+def test_a_shared_spool_directory_keeps_its_mode_and_others_still_write_there(proxied, monkeypatch, tmp_path, mode):
+    """On a92d861 MXBOARD_SPOOL_DIR=/tmp (or a group's 2770 project directory) made every store
+    writer chmod it 0700, silently: /tmp went from 1777 to 0700, and another user who had written
+    there got PermissionError. Now the named directory keeps its mode; the spool lives in a
+    private subdirectory made there (0700, the user's), and another user still writes beside it."""
+    import pathlib
+    import shutil
+    import tempfile
+
+    proxy, bucket = proxied
+    shared = pathlib.Path(tempfile.mkdtemp(prefix="mxboard-shared-"))  # below /tmp: others can reach it
+    if os.geteuid() == 0:
+        os.chown(shared, 0, 65534)
+    os.chmod(shared, mode)
+    _spool_after_one_mib(monkeypatch, shared, flush_secs=60)
+    writer = SummaryWriter("s3://%s/shared/run" % bucket, flush_secs=0.2)
+    writer.add_scalar("before", 1.0, 0)
+    writer.flush()
+    proxy.set("hang")
+    for step in range(3):  # 3 MiB: past what waits in memory, into the spool
+        writer.add_image("photo", _image(step), step, dataformats="HWC")
+    deadline = time.monotonic() + 20
+    while not list(shared.rglob("*spooling*")) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    (spooled,) = [p for p in shared.rglob("*spooling*") if p.is_file()]
+    private = shared / ("mxboard-spool-%d" % os.getuid())
+    assert private in spooled.parents and stat.S_IMODE(os.lstat(private).st_mode) & 0o777 == 0o700
+    assert stat.S_IMODE(os.lstat(shared).st_mode) == mode, oct(os.lstat(shared).st_mode)
+    if os.geteuid() == 0:  # another user (uid 65534, of the directory's group) still writes there
+        other = subprocess.run(["/bin/sh", "-c", 'echo mine > "$1"', "sh", str(shared / "another-users-file")],
+                               user=65534, group=65534, capture_output=True, text=True, timeout=30)
+        assert other.returncode == 0, other.stderr
+    proxy.set("pass")
+    writer.close()
+    assert stat.S_IMODE(os.lstat(shared).st_mode) == mode
+    shutil.rmtree(shared, ignore_errors=True)
+
+
+READ_ONLY_HOME = textwrap.dedent(r"""
+    import sys
+    import numpy as np
+    import mxboard
+    from mxboard.storage import remote
+
+    remote.MAX_UNSENT, remote.REQUEST_SECS, remote.RETRY_SECS, remote.FLUSH_SECS = 1 << 20, 2, 0.2, 60
+    w = mxboard.SummaryWriter(sys.argv[1], flush_secs=0.2)  # the store is up: nothing needs spooling
+    for step in range(100):
+        w.add_scalar("loss", float(step), step)
+    w.flush()
+    print("ready", flush=True)
+    sys.stdin.readline()  # the parent hangs the store: now the spool is needed
+    for step in range(3):
+        w.add_image("photo", np.random.default_rng(step).integers(0, 256, (512, 512, 4), dtype=np.uint8), step,
+                    dataformats="HWC")
+    print("logged", flush=True)
+    sys.stdin.readline()  # the store is back
+    w.close()
+""")
+
+
+def test_a_read_only_home_stores_everything(proxied, monkeypatch, tmp_path, seaweed):
+    """On a92d861 a read-only home (docker run -u 1000 with HOME=/, readOnlyRootFilesystem, an HPC
+    compute node) refused every store writer: the default spool directory was made at the
+    constructor, though the store was up and nothing needed spooling. Now it is made when first
+    needed, and where the user's cache cannot be had, a private directory in the temporary
+    directory takes the spool, said once: 100 of 100 points stored, and the images of an outage
+    too. (A cache directory below a file stands for a read-only one: root writes anywhere.)"""
+    proxy, bucket = proxied
+    url = "s3://%s/readonly-home/run" % bucket
+    home = tmp_path / "home"
+    home.write_text("a file: no directory can be made below it")
+    temporary = tmp_path / "tmp"
+    temporary.mkdir()
+    env = {k: v for k, v in os.environ.items() if k != "MXBOARD_SPOOL_DIR"}
+    env.update(HOME=str(home), XDG_CACHE_HOME=str(home / ".cache"), TMPDIR=str(temporary))
+    from conftest import ROOT
+
+    env["PYTHONPATH"] = os.path.join(ROOT, "python")
+    with subprocess.Popen([sys.executable, "-c", READ_ONLY_HOME, url], env=env, text=True, stdin=subprocess.PIPE,
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE) as child:
+        try:
+            assert child.stdout.readline().strip() == "ready", child.stderr.read()
+            proxy.set("hang")
+            child.stdin.write("go\n")
+            child.stdin.flush()
+            assert child.stdout.readline().strip() == "logged", child.stderr.read()
+            fallback = temporary / ("mxboard-spool-%d" % os.getuid())
+            deadline = time.monotonic() + 20
+            while not list(fallback.rglob("*spooling*")) and time.monotonic() < deadline:
+                time.sleep(0.1)
+            assert list(fallback.rglob("*spooling*")), "nothing spooled in %s" % fallback
+            proxy.set("pass")
+            child.stdin.write("back\n")
+            child.stdin.flush()
+            out, err = child.communicate(timeout=90)
+        finally:
+            if child.poll() is None:
+                child.kill()
+            proxy.set("pass")
+    assert child.returncode == 0, err
+    assert err.count("no spool in") == 1 and "spooling in %s instead" % fallback in err, err
+    monkeypatch.setenv("AWS_ENDPOINT_URL", seaweed.endpoint)
+    events = list(reader.read_events(url, strict=True))
+    assert [e.step for e in events for v in e.summary.value if v.tag == "loss"] == list(range(100))
+    assert [e.step for e in events for v in e.summary.value if v.tag == "photo"] == [0, 1, 2]
+
+
+def test_a_leftover_is_kept_whatever_its_path_holds(tmp_path, monkeypatch, caplog):
+    """On a92d861 a leftover's new name replaced `spooling` with `tfevents` across its whole path:
+    a spool directory, bucket or run path holding "spooling" made the rename fail quietly, and the
+    leftover was never kept or named. Now only the file's own name changes."""
+    import socket
+
+    from conftest import tb_scalars
+
+    spool = tmp_path / "spooling-area"
+    monkeypatch.setenv("MXBOARD_SPOOL_DIR", str(spool))
+    local = tmp_path / "local"
+    with SummaryWriter(str(local)) as writer:
+        for step in range(5):
+            writer.add_scalar("loss", float(step), step)
+    (records,) = [p for p in local.iterdir() if "tfevents" in p.name]
+    folder = spool / "bucket" / "spooling-runs" / "run"
+    folder.mkdir(parents=True, mode=0o700)
+    os.chmod(spool, 0o700)
+    left = folder / ("events.out.spooling.1700000000.%s.7.000000.0123456789abcdef" % socket.gethostname())
+    left.write_bytes(records.read_bytes())
+    SummaryWriter("memory://leftover/run").close()
+    kept = folder / (left.name.replace("spooling", "tfevents") + ".left")
+    assert kept.exists() and not left.exists(), sorted(p.name for p in folder.iterdir())
+    assert [s for t, s, _ in tb_scalars(str(kept)) if t == "loss"] == list(range(5))
+    assert str(kept) in caplog.text
 
 
 def test_the_default_spool_is_private_in_the_users_cache_and_its_files_are_0600(proxied, monkeypatch, tmp_path):
@@ -323,18 +460,19 @@ ENDING = textwrap.dedent(r"""
             w.add_scalar("x", float(step), step)
     time.sleep(1)  # the writer threads pass them to the uploaders
     print("logged", flush=True)
-    if how == "exit":
+    if how in ("exit", "sigint_at_exit"):
+        print("exiting", flush=True)
         sys.exit(0)
     if how == "sigint_in_close":
         print("closing", flush=True)
         for w in writers:
             w.close()
-    time.sleep(3600)  # sigterm, sigint: the parent sends it
+    time.sleep(3600)  # sigterm, sighup, sigint: the parent sends it
 """)
 
 
-@pytest.mark.parametrize("how, outage", [("exit", "reset"), ("sigterm", "hang"), ("sigint", "reset"),
-                                         ("sigint_in_close", "hang")])
+@pytest.mark.parametrize("how, outage", [("exit", "reset"), ("sigterm", "hang"), ("sighup", "hang"),
+                                         ("sigint", "reset"), ("sigint_in_close", "hang"), ("sigint_at_exit", "hang")])
 def test_every_end_keeps_what_the_store_did_not_take_all_writers_within_one_deadline(proxied, tmp_path, how, outage):
     """Four writers of a store that hangs, 200 points each waiting, and the process ends. On
     b621f0a a plain exit kept them but took 30 s a writer, one after another (here 6 s each:
@@ -342,7 +480,9 @@ def test_every_end_keeps_what_the_store_did_not_take_all_writers_within_one_dead
     kept nothing and said nothing. Now every end keeps every point in kept files of the spool
     directory (read by TensorBoard's own loader), says where, and all four writers take one
     deadline (6 s here, 30 s by default), not one each. The client libraries' tracebacks of the
-    failed uploads stay off stderr."""
+    failed uploads stay off stderr. On a92d861 SIGHUP (an SSH session that drops) kept nothing, and
+    a Ctrl-C during the exit's wait ended with status 0 after "Exception ignored in atexit
+    callback": now SIGHUP is an end like SIGTERM, and that Ctrl-C ends with 130, quietly."""
     from conftest import tb_scalars
 
     proxy, bucket = proxied
@@ -354,6 +494,12 @@ def test_every_end_keeps_what_the_store_did_not_take_all_writers_within_one_dead
         start = time.monotonic()
         if how == "sigterm":
             child.send_signal(signal.SIGTERM)
+        elif how == "sighup":
+            child.send_signal(signal.SIGHUP)
+        elif how == "sigint_at_exit":
+            assert child.stdout.readline().strip() == "exiting"
+            time.sleep(2)  # the exit's close() waits for the store
+            child.send_signal(signal.SIGINT)
         elif how == "sigint":
             child.send_signal(signal.SIGINT)
         elif how == "sigint_in_close":
@@ -363,7 +509,8 @@ def test_every_end_keeps_what_the_store_did_not_take_all_writers_within_one_dead
         child.wait(60)
         took = time.monotonic() - start
         stderr = child.stderr.read()
-    expected = {"sigterm": {-signal.SIGTERM}, "exit": {1}}.get(how, {1, -signal.SIGINT})  # 1: kept, not stored
+    expected = {"sigterm": {-signal.SIGTERM}, "sighup": {-signal.SIGHUP}, "exit": {1},  # 1: kept, not stored
+                "sigint_at_exit": {130, 1}}.get(how, {1, -signal.SIGINT})
     assert child.returncode in expected, (child.returncode, stderr)
     assert took < 6 + 6, "four writers, one deadline of 6 s: %.1f s\n%s" % (took, stderr)  # 24 s on b621f0a
     for i in range(4):
@@ -376,8 +523,8 @@ def test_every_end_keeps_what_the_store_did_not_take_all_writers_within_one_dead
     assert not list(spool.rglob("*spooling*")), "the spool files are gone (their records kept)"
     assert "Task exception" not in stderr and "ClientConnection" not in stderr, stderr
     assert stderr.count("mxboard: upload to") <= 4, "one warning an outage and a writer:\n%s" % stderr
-    if how in ("exit", "sigterm"):
-        assert "Traceback" not in stderr, stderr
+    if how in ("exit", "sigterm", "sighup", "sigint_at_exit"):
+        assert "Traceback" not in stderr and "Exception ignored" not in stderr, stderr
 
 
 def test_a_killed_writers_spool_file_is_kept_by_the_next_writer_and_a_live_one_left_alone(proxied, monkeypatch,

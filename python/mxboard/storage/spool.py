@@ -2,25 +2,34 @@
 on the store (storage/remote.py).
 
 A `Spool` is one event file's: whole records appended in call order to a spool file, read back
-in that order when the store returns, and emptied once all of it is uploaded. Its directory is
-MXBOARD_SPOOL_DIR, by default `mxboard/spool` in the user's cache directory (platformdirs:
-`$XDG_CACHE_HOME` or `~/.cache` on Linux, `~/Library/Caches` on macOS), never a fixed name in a
-shared temporary directory. All spools of a process together hold at most
+in that order when the store returns, and emptied once all of it is uploaded. Appends are
+unbuffered (os.pwrite): one that fails (a full disk) keeps nothing half-written in a buffer, and
+everything spooled before it stays readable. All spools of a process together hold at most
 MXBOARD_SPOOL_MAX_BYTES (default: a quarter of the space free there when the first one starts,
-at most 16 GiB; suffixes K, M, G, T). Both are read and checked when a writer of a store is made
-(`settings()`): a value that cannot be used is an error there, naming the variable.
+at most 16 GiB; suffixes K, M, G, T).
 
-Nothing in the directory is trusted: it is made with mode 0700 and refused (a clear error) if it
-is a symlink, another user's, or writable by others; spool and kept files are made 0600, new
-(O_EXCL) and never through a symlink (O_NOFOLLOW). A spool file's name holds `spooling` where
-the event file's holds `tfevents`: serving the directory serves kept files only. What the store
-did not take by the end (close(), exit, SIGTERM, Ctrl-C) is left there as `<dir>/<key>`, one
-file an object it would have become, each within the usual object size: valid event files, to
-upload or to serve (storage/remote.py). A live spool file is locked (flock) from before it has
-its name; one whose process is gone (killed) is found by the next writer on the same host made
-with this directory, kept as `<name with tfevents>.left` and named once in a warning. Only
-files named with this host are looked at: on a directory shared between hosts (a home
-directory over NFS), another host's lock may not be seen here.
+Where: the directory MXBOARD_SPOOL_DIR names, or by default `mxboard/spool` in the user's cache
+directory (platformdirs: `$XDG_CACHE_HOME` or `~/.cache` on Linux, `~/Library/Caches` on
+macOS). The variables are read and checked when a writer of a store is made (`settings()`): a
+value that cannot be used is an error there, naming the variable. The default place is made only
+when a spool is first needed (a writer whose store takes everything needs none: a read-only home
+works); where it cannot be made, a private directory in the temporary directory, else memory
+only, said once (`place`).
+
+Nothing in the directory is trusted. A named directory is never chmodded: one of the user's own
+that is private already holds the spool; any other (/tmp, /dev/shm, a group's project directory)
+gets a private subdirectory `mxboard-spool-<uid>`, made 0700 and checked (not a symlink, the
+user's, no one else's bits), and one owned by another user (not root) is refused. mxboard's own
+default directory is made 0700. Spool and kept files are made 0600, new (O_EXCL) and never
+through a symlink (O_NOFOLLOW). A spool file's name holds `spooling` where the event file's holds
+`tfevents`: serving the directory serves kept files only. What the store did not take by the end
+(close(), exit, SIGTERM, SIGHUP, Ctrl-C) is left there as `<dir>/<key>`, one file an object it
+would have become, each within the usual object size: valid event files, to upload or to serve
+(storage/remote.py). A live spool file is locked (flock) from before it has its name; one whose
+process is gone (killed) is found by the next writer on the same host made with this directory,
+kept as `<its name with tfevents>.left` and named once in a warning. Only files named with this
+host are looked at: on a directory shared between hosts (a home directory over NFS), another
+host's lock may not be seen here.
 """
 from __future__ import annotations
 
@@ -30,19 +39,21 @@ import os
 import secrets
 import shutil
 import stat
+import tempfile
 import threading
-from typing import IO, Any, List, NamedTuple, Tuple
+from typing import IO, Any, List, NamedTuple, Optional
 
 from .._format import files
 from .._format.sizes import parse_bytes
 
 log = logging.getLogger("mxboard")
 
-__all__ = ["Spool", "Spooled", "create_private", "settings", "spool_dir", "spool_limit"]
+__all__ = ["Settings", "Spool", "Spooled", "create_private", "limit_of", "place", "settings"]
 
 _DEFAULT_MAX = 16 << 30
-_LOCK = threading.Lock()  # guards _USED
+_LOCK = threading.Lock()  # guards _USED and _PLACE
 _USED = [0]  # bytes spooled by every Spool of this process
+_PLACE: List[Optional[str]] = []  # the default place, once found (None: memory only)
 _NOFOLLOW, _CLOEXEC = getattr(os, "O_NOFOLLOW", 0), getattr(os, "O_CLOEXEC", 0)
 _NEW = os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC | getattr(os, "O_BINARY", 0)
 
@@ -54,24 +65,83 @@ class Spooled(NamedTuple):
     length: int
 
 
-def spool_dir() -> str:
-    """MXBOARD_SPOOL_DIR, or `mxboard/spool` in the user's cache directory (not yet made)."""
-    configured = os.environ.get("MXBOARD_SPOOL_DIR")
-    if configured:
-        return os.path.abspath(os.path.expanduser(configured))
+class Settings(NamedTuple):
+    """What the variables say, checked when a writer of a store is made.
+
+    Attributes:
+        named: the spool's directory where MXBOARD_SPOOL_DIR names one (made and checked now), else
+            None: the default places, tried when a spool is first needed (`place`).
+        limit: MXBOARD_SPOOL_MAX_BYTES, or None: a quarter of the space free where the spool is.
+    """
+    named: Optional[str]
+    limit: Optional[int]
+
+
+def settings() -> Settings:
+    """The spool's settings, as the variables say now: a value that cannot be used raises here,
+    naming the variable (a limit that is no size; a named directory where no private spool can be
+    made safely). Nothing is made for the default place, which a writer whose store takes
+    everything never needs (a read-only home works). Spool files that processes ended without
+    closing left in a directory that exists are kept as event files, said once."""
+    configured = os.environ.get("MXBOARD_SPOOL_MAX_BYTES")
+    limit = parse_bytes(configured, "MXBOARD_SPOOL_MAX_BYTES") if configured else None
+    named = os.environ.get("MXBOARD_SPOOL_DIR")
+    if named:
+        directory = _in_named(os.path.abspath(os.path.expanduser(named)))
+        _keep_leftovers(directory)
+        return Settings(directory, limit)
+    default = _default_dir()
+    try:
+        info = os.lstat(default)
+    except OSError:
+        return Settings(None, limit)  # made when first needed
+    if stat.S_ISDIR(info.st_mode) and info.st_uid == _uid() and not info.st_mode & 0o077:
+        _keep_leftovers(default)
+    return Settings(None, limit)
+
+
+def place(settings: Settings) -> Optional[str]:
+    """The spool's directory, made now if need be: the named one, else the first usable of the
+    user's cache directory and a private directory in the temporary directory; None where none
+    can be made (what waits then stays in memory). A fallback is said once a process."""
+    if settings.named is not None:
+        return settings.named
+    with _LOCK:
+        if _PLACE:
+            return _PLACE[0]
+        tried = []
+        found: Optional[str] = None
+        for candidate in (_default_dir(), os.path.join(tempfile.gettempdir(), "mxboard-spool-%d" % _uid())):
+            try:
+                found = _private_dir(candidate, "the spool directory %s" % candidate)
+                break
+            except OSError as exc:
+                tried.append("%s (%s)" % (candidate, exc.strerror or exc))
+        _PLACE.append(found)
+    if tried:
+        log.warning("mxboard: no spool in %s; %s", " nor ".join(tried),
+                    "spooling in %s instead" % found if found else
+                    "what the store has not taken waits in memory only (set MXBOARD_SPOOL_DIR to a writable directory)")
+    return found
+
+
+def limit_of(settings: Settings, directory: str) -> int:
+    """MXBOARD_SPOOL_MAX_BYTES (a number, with K, M, G or T after it if you like), else a
+    quarter of the space free in `directory`, at most 16 GiB."""
+    if settings.limit is not None:
+        return settings.limit
+    return min(_DEFAULT_MAX, shutil.disk_usage(directory).free // 4)
+
+
+def _default_dir() -> str:
+    """`mxboard/spool` in the user's cache directory (not yet made)."""
     import platformdirs
 
     return os.path.join(platformdirs.user_cache_dir("mxboard", appauthor=False), "spool")
 
 
-def settings() -> Tuple[str, int]:
-    """(the spool's directory, made private and checked; its limit in bytes), as the variables
-    say now: a value that cannot be used raises here, naming the variable. Spool files that
-    processes ended without closing left there are kept as event files, said once."""
-    directory = _private_dir(spool_dir())
-    limit = spool_limit(directory)
-    _keep_leftovers(directory)
-    return directory, limit
+def _uid() -> int:
+    return os.getuid() if hasattr(os, "getuid") else -1
 
 
 def _keep_leftovers(directory: str) -> None:
@@ -100,13 +170,14 @@ def _keep_leftovers(directory: str) -> None:
                 if os.fstat(fd).st_size == 0:
                     os.remove(path)
                     continue
-                target = path.replace("spooling", "tfevents") + ".left"
+                named = os.path.join(folder, name.replace("spooling", "tfevents", 1))  # the name only, never a folder's
+                target = named + ".left"
                 for attempt in range(1, 100):
                     try:
                         os.link(path, target)  # never over an existing name
                         break
                     except FileExistsError:
-                        target = "%s.left%d" % (path.replace("spooling", "tfevents"), attempt)
+                        target = "%s.left%d" % (named, attempt)
                 else:
                     continue
                 os.remove(path)
@@ -121,36 +192,57 @@ def _keep_leftovers(directory: str) -> None:
                     "--logdir %s), or upload each as the next part of its run", len(kept), ", ".join(kept), directory)
 
 
-def spool_limit(directory: str) -> int:
-    """MXBOARD_SPOOL_MAX_BYTES (a number, with K, M, G or T after it if you like), else a
-    quarter of the space free in `directory`, at most 16 GiB."""
-    configured = os.environ.get("MXBOARD_SPOOL_MAX_BYTES")
-    if configured:
-        return parse_bytes(configured, "MXBOARD_SPOOL_MAX_BYTES")
-    return min(_DEFAULT_MAX, shutil.disk_usage(directory).free // 4)
-
-
-def _private_dir(directory: str) -> str:
-    """`directory`, made (mode 0700) if need be, checked to be a real directory of this user's
-    that no one else may write to (ours and open to others: made 0700)."""
+def _in_named(directory: str) -> str:
+    """The spool's directory in the one MXBOARD_SPOOL_DIR names: the directory itself where it is
+    the user's and private already; else (a shared one: /tmp, /dev/shm, a group's project
+    directory) a private subdirectory `mxboard-spool-<uid>` made there. The named directory is
+    never chmodded (others write there too). One of another user's (not root's, who owns the
+    shared ones) is refused: its owner could replace what waits there."""
     named = "the spool directory %s (MXBOARD_SPOOL_DIR)" % directory
+    try:
+        os.makedirs(directory, mode=0o700, exist_ok=True)
+        info = os.stat(directory)  # a link the user named is followed: what is made below it is checked
+    except OSError as exc:
+        raise type(exc)(exc.errno, "%s cannot be made: %s" % (named, exc.strerror), directory) from None
+    if not stat.S_ISDIR(info.st_mode):
+        raise NotADirectoryError("%s is not a directory" % named)
+    if info.st_uid not in (_uid(), 0):
+        raise PermissionError("%s belongs to another user (uid %d): another user could read or replace what "
+                              "waits there (set MXBOARD_SPOOL_DIR to a directory of your own)" % (named, info.st_uid))
+    if info.st_uid == _uid() and not info.st_mode & 0o077 and not os.path.islink(directory):
+        return _private_dir(directory, named, fix_mode=False)
+    return _private_dir(os.path.join(directory, "mxboard-spool-%d" % _uid()), named, fix_mode=False)
+
+
+def _private_dir(directory: str, named: str, fix_mode: bool = True) -> str:
+    """`directory`, made (mode 0700) if need be, checked to be a real directory of this user's
+    that no one else may write to; one of mxboard's own (`fix_mode`) that is open to others is
+    made 0700, any other refused. Errors name the directory as `named` says."""
     try:
         os.makedirs(directory, mode=0o700, exist_ok=True)
         info = os.lstat(directory)
     except OSError as exc:
         raise type(exc)(exc.errno, "%s cannot be made: %s" % (named, exc.strerror), directory) from None
     if stat.S_ISLNK(info.st_mode):
-        raise PermissionError("%s is a symlink: the spool follows none (set MXBOARD_SPOOL_DIR to a directory of "
-                              "your own)" % named)
+        raise PermissionError(errno.EPERM, "%s is a symlink: the spool follows none (set MXBOARD_SPOOL_DIR to a "
+                              "directory of your own)" % named, directory)
     if not stat.S_ISDIR(info.st_mode):
-        raise NotADirectoryError("%s is not a directory" % named)
+        raise NotADirectoryError(errno.ENOTDIR, "%s is not a directory" % named, directory)
     if hasattr(os, "getuid") and info.st_uid != os.getuid():
-        raise PermissionError("%s belongs to another user (uid %d): another user could read or replace what "
-                              "waits there (set MXBOARD_SPOOL_DIR to a directory of your own)" % (named, info.st_uid))
+        raise PermissionError(errno.EPERM, "%s belongs to another user (uid %d): another user could read or "
+                              "replace what waits there (set MXBOARD_SPOOL_DIR to a directory of your own)"
+                              % (named, info.st_uid), directory)
     if info.st_mode & 0o077:
-        os.chmod(directory, 0o700)  # ours: what waits there (images, text) is the user's alone
+        if not fix_mode:
+            raise PermissionError(errno.EPERM, "%s is open to other users (mode %o): what waits there is yours "
+                                  "alone" % (named, stat.S_IMODE(info.st_mode)), directory)
+        try:
+            os.chmod(directory, 0o700)  # mxboard's own: what waits there (images, text) is the user's alone
+        except OSError as exc:
+            raise type(exc)(exc.errno, "%s cannot be made private: %s" % (named, exc.strerror), directory) from None
     if not os.access(directory, os.W_OK):
-        raise PermissionError("%s is read-only: set MXBOARD_SPOOL_DIR to a writable directory" % named)
+        raise PermissionError(errno.EROFS, "%s is read-only: set MXBOARD_SPOOL_DIR to a writable directory"
+                              % named, directory)
     return directory
 
 
@@ -203,9 +295,12 @@ class Spool:
         return _USED[0] + size <= self.limit
 
     def append(self, data: bytes) -> Spooled:
-        self._file.seek(self._end)
-        self._file.write(data)
-        self._file.flush()
+        """`data` written at the end, unbuffered: a write that fails (its disk full) leaves
+        nothing half-kept in a buffer, the end where it was, and every piece before it readable.
+        Raises the OSError."""
+        fd, view, written = self._file.fileno(), memoryview(data), 0
+        while written < len(data):
+            written += os.pwrite(fd, view[written:], self._end + written)
         piece = Spooled(self, self._end, len(data))
         self._end += len(data)
         self.waiting += len(data)
@@ -215,15 +310,14 @@ class Spool:
 
     def read(self, piece: Spooled) -> bytes:
         """The bytes of `piece`, which then no longer wait here (read each piece once, in order)."""
-        self._file.seek(piece.offset)
-        data: bytes = self._file.read(piece.length)
+        data = os.pread(self._file.fileno(), piece.length, piece.offset)
         if len(data) != piece.length:
-            raise OSError("%s: %d bytes at %d are gone" % (self.path, piece.length, piece.offset))
+            raise OSError(errno.EIO, "%s: %d bytes at %d are gone" % (self.path, piece.length, piece.offset))
         self.waiting -= piece.length
         with _LOCK:
             _USED[0] -= piece.length
         if not self.waiting:  # all read back: the file starts over
-            self._file.truncate(0)
+            os.ftruncate(self._file.fileno(), 0)
             self._end = 0
         return data
 
