@@ -2,7 +2,7 @@
 (plain scalars, named values, flush), while threads that are not ours run beside the writer's
 (busy in BLAS, asleep in a lock, asleep in a C call), and ends it one of the ways a process ends:
 a plain exit, `os._exit` after close, SIGTERM (with the main thread in Python, or asleep in a lock
-while the kernel gives the signal to another thread), SIGINT, a Pool whose workers log ending by
+while the kernel gives the signal to another thread), SIGHUP, SIGINT, a Pool whose workers log ending by
 terminate(), and a tear-down that deletes the logdir with the writer open.
 
 At each step it checks what the model promises, through TensorBoard's own loader: after a
@@ -129,9 +129,10 @@ CHILD = textwrap.dedent(r"""
 # runs of this child's loop without mxboard (a numpy thread spinning, SIGINT just after a line
 # is read); 0 of 40 on 3.10, 3.11, 3.12 and 3.13.
 AS_WITHOUT_MXBOARD = {"sigterm": {-signal.SIGTERM}, "sigterm_main_in_lock": {-signal.SIGTERM},
+                      "sighup": {-signal.SIGHUP},
                       "sigint": {-signal.SIGINT} if sys.version_info >= (3, 10) else {-signal.SIGINT, 1}}
 
-ENDS = ["exit", "close_os_exit", "sigterm", "sigterm_main_in_lock", "sigint", "pool_terminate", "rmtree"]
+ENDS = ["exit", "close_os_exit", "sigterm", "sigterm_main_in_lock", "sigint", "pool_terminate", "rmtree", "sighup"]
 
 
 class ProcessEnd(RuleBasedStateMachine):
@@ -200,6 +201,8 @@ class ProcessEnd(RuleBasedStateMachine):
             child.stdin.close()  # the loop ends: a plain exit
         elif how in ("sigterm", "sigterm_main_in_lock"):
             child.send_signal(signal.SIGTERM)
+        elif how == "sighup":  # an SSH session that drops: an end like SIGTERM (on a92d861 it lost everything)
+            child.send_signal(signal.SIGHUP)
         elif how == "sigint":
             child.send_signal(signal.SIGINT)
         again = how == "sigint" and getattr(self, "threads", 0) > 0  # a thread not ours may take the SIGINT

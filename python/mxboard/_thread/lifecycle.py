@@ -11,23 +11,24 @@ three moments a process can end or split without closing its writers.
 - The end of a multiprocessing child (a Pool, ProcessPoolExecutor or Process worker started by
   fork or forkserver): it leaves through `os._exit`, which skips exit hooks, after running
   multiprocessing's own finalizers; one of those closes the writers made or reopened there.
-- SIGTERM (docker stop, Kubernetes, SLURM, `Pool.terminate()`), while its handler is the default
-  one: on a thread of ours every writer's queue is written out, then a store's files wait for
-  their uploads and keep the rest on disk (END_SECS in all), the default action is put back,
-  and the signal is raised again: the process ends by it as it would have. Python runs
-  a handler only on the main thread, between bytecodes; a process-directed signal may be given
-  to any thread that does not block it (a BLAS or OpenMP thread, a user's), and a main thread
-  asleep in a lock (a pool worker's task queue) or a C call then never runs it. Python's C-level
-  handler, which runs on whatever thread the kernel chose, also writes the signal's number to the
-  wakeup fd (`signal.set_wakeup_fd`): the watcher thread reads it there and starts the flush,
-  whichever thread got the signal. Where the wakeup fd is already someone's (asyncio's loop
-  owns it while it has signal handlers), the main thread's handler alone starts the flush, as
-  before. The default action is put back at the start (a second SIGTERM ends the process at
-  once): by `signal.signal` on the main thread, else by libc's `signal()` (ctypes); where neither
-  can be had, the process ends by `os._exit(128 + 15)` after the flush. A user's handler is never
-  replaced; ours is taken back when the last writer closes (an in-process TensorBoard's own
-  SIGTERM handler, installed later, then exits cleanly instead of chaining to ours), and a
-  forked child starts with the default action (its parent's writers are not its own).
+- SIGTERM (docker stop, Kubernetes, SLURM, `Pool.terminate()`) and SIGHUP (an SSH session that
+  drops, a terminal window closed), each while its handler is the default one: on a thread of
+  ours every writer's queue is written out, then a store's files wait for their uploads and keep
+  the rest on disk (END_SECS in all), the default action is put back, and the signal is raised
+  again: the process ends by it as it would have. Python runs a handler only on the main thread,
+  between bytecodes; a process-directed signal may be given to any thread that does not block it
+  (a BLAS or OpenMP thread, a user's), and a main thread asleep in a lock (a pool worker's task
+  queue) or a C call then never runs it. Python's C-level handler, which runs on whatever thread
+  the kernel chose, also writes the signal's number to the wakeup fd (`signal.set_wakeup_fd`):
+  the watcher thread reads it there and starts the flush, whichever thread got the signal. Where
+  the wakeup fd is already someone's (asyncio's loop owns it while it has signal handlers), the
+  main thread's handler alone starts the flush. The default action is put back at the
+  start (a second SIGTERM ends the process at once): by `signal.signal` on the main thread, else
+  by libc's `signal()` (ctypes); where neither can be had, the process ends by `os._exit(128 +
+  signum)` after the flush. A user's handler is never replaced; ours is taken back when the last
+  writer closes (an in-process TensorBoard's own SIGTERM handler, installed later, then exits
+  cleanly instead of chaining to ours), and a forked child starts with the default action (its
+  parent's writers are not its own).
 - Fork: a child drops its copies of the parent's workers (their queues, their descriptors); its
   writers open files of their own at their next call.
 - Collection: a writer collected unclosed hands its worker to the reaper thread, which closes it.
@@ -137,7 +138,8 @@ def forget(worker: Worker) -> None:
 def _at_exit() -> None:
     """Close every writer still open, all within one deadline (END_SECS): a store's files wait
     for their uploads until then and keep the rest on disk. A Ctrl-C meanwhile stops the waiting,
-    not the keeping: the writers left keep what waits at once, then it goes on."""
+    not the keeping: the writers left keep what waits at once. The status then tells: 1 where a
+    writer failed (data kept on disk, or lost), else 130 after a Ctrl-C (as a shell reports one)."""
     deadline = time.monotonic() + END_SECS
     failed = False
     interrupted: Optional[KeyboardInterrupt] = None
@@ -151,16 +153,19 @@ def _at_exit() -> None:
         if fault is not None:
             failed = True
             _tell("mxboard: events logged before exit could not all be written: %r" % (fault,))
-    if interrupted is not None:
-        raise interrupted
-    if failed:
+    if failed or interrupted is not None:
+        # the status must tell: a KeyboardInterrupt raised from an exit hook is only printed
+        # ("Exception ignored in atexit callback") and the process would end with 0
+        if interrupted is not None and not failed:
+            _tell("mxboard: interrupted while the writers closed; what the stores had not taken is kept on disk, "
+                  "as said above")
         logging.shutdown()
         for stream in (sys.stdout, sys.stderr):
             try:
                 stream.flush()
             except Exception:  # noqa: BLE001
                 pass
-        os._exit(1)
+        os._exit(1 if failed else 128 + signal.SIGINT)
 
 
 def _watch_multiprocessing_exit() -> None:
@@ -199,21 +204,30 @@ class _Sigterm:
     begun = threading.Lock()  # taken by the first SIGTERM: the flush starts once
 
 
+def _ends() -> List[int]:
+    """The signals that end a process and that we flush at: SIGTERM (docker stop, Kubernetes,
+    SLURM), and SIGHUP (an SSH session that drops, a terminal window closed) where it exists."""
+    return [getattr(signal, name) for name in ("SIGTERM", "SIGHUP") if hasattr(signal, name)]
+
+
 def _watch_sigterm() -> None:
-    """Install the SIGTERM flush where the handler is the default one, with the wakeup fd's
-    watcher where the wakeup fd is free (only the main thread can do either; elsewhere nothing
-    is done)."""
+    """Install the flush at SIGTERM and SIGHUP, each where its handler is the default one, with
+    the wakeup fd's watcher where the wakeup fd is free (only the main thread can do either;
+    elsewhere nothing is done). A handler of the user's, or SIG_IGN (nohup), is never replaced."""
     if threading.current_thread() is not threading.main_thread():
         return
-    try:
-        handler = signal.getsignal(signal.SIGTERM)
-        if handler is signal.SIG_DFL:
-            signal.signal(signal.SIGTERM, _on_sigterm)
-        elif handler is not _on_sigterm:
-            return  # the user's (or nobody's: SIG_IGN): never replaced
-    except (ValueError, OSError, AttributeError):  # no SIGTERM here, or not allowed
-        return
-    if _Sigterm.pid != os.getpid():
+    ours = False
+    for signum in _ends():
+        try:
+            handler = signal.getsignal(signum)
+            if handler is signal.SIG_DFL:
+                signal.signal(signum, _on_sigterm)
+            elif handler is not _on_sigterm:
+                continue  # the user's (or nobody's: SIG_IGN): never replaced
+        except (ValueError, OSError, AttributeError):  # not here, or not allowed
+            continue
+        ours = True
+    if ours and _Sigterm.pid != os.getpid():
         _watch_wakeup_fd()
 
 
@@ -246,30 +260,33 @@ def _watch_signals(read: int) -> None:
             return
         if not numbers:
             return
-        if signal.SIGTERM in numbers and signal.getsignal(signal.SIGTERM) is _on_sigterm:
-            _begin(signal.SIGTERM)
+        for signum in _ends():
+            if signum in numbers and signal.getsignal(signum) is _on_sigterm:
+                _begin(signum)
 
 
 def _give_back_sigterm() -> None:
-    """No writer left: SIGTERM's default action again, if ours is still the handler (main thread
-    only). The watcher stays: it acts only while ours is the handler."""
+    """No writer left: SIGTERM's and SIGHUP's default actions again, where ours is still the
+    handler (main thread only). The watcher stays: it acts only while ours is the handler."""
     if threading.current_thread() is not threading.main_thread() or _LIVE:
         return
-    try:
-        if signal.getsignal(signal.SIGTERM) is _on_sigterm:
-            signal.signal(signal.SIGTERM, signal.SIG_DFL)
-    except (ValueError, OSError, AttributeError):
-        pass
+    _default_where_ours()
+
+
+def _default_where_ours() -> None:
+    """The default action again for each of `_ends()` whose handler is ours (main thread only)."""
+    for signum in _ends():
+        try:
+            if signal.getsignal(signum) is _on_sigterm:
+                signal.signal(signum, signal.SIG_DFL)
+        except (ValueError, OSError, AttributeError):
+            pass
 
 
 def _drop_sigterm_in_child() -> None:
     """In a forked child: the parent's writers are not ours, nor its pipe (a signal to the child
     must never wake the parent's watcher). The child's first writer installs everything anew."""
-    try:
-        if signal.getsignal(signal.SIGTERM) is _on_sigterm:
-            signal.signal(signal.SIGTERM, signal.SIG_DFL)
-    except (ValueError, OSError, AttributeError):
-        pass
+    _default_where_ours()
     if _Sigterm.pipe is not None:
         read, write = _Sigterm.pipe
         try:
@@ -293,11 +310,14 @@ def _on_sigterm(signum: int, frame: Optional[FrameType]) -> None:
 
 
 def _begin(signum: int) -> None:
-    """The first SIGTERM, from the main thread's handler or the watcher: put the default action
-    back (a second one ends the process at once), then flush and re-raise on a thread of ours
-    (the main thread may hold a lock the writers need, or sit in a C call for minutes)."""
+    """The first SIGTERM or SIGHUP, from the main thread's handler or the watcher: put the default
+    actions back (a second one ends the process at once), then flush and re-raise on a thread of
+    ours (the main thread may hold a lock the writers need, or sit in a C call for minutes)."""
     if not _Sigterm.begun.acquire(blocking=False):
         return
+    for other in _ends():
+        if other != signum and signal.getsignal(other) is _on_sigterm:
+            _default_action(other)
     _default_action(signum)
     threading.Thread(target=_flush_then_die, args=(signum,), name="mxboard-sigterm", daemon=True).start()
 
