@@ -10,8 +10,10 @@ server once full):
 
 Each has `scheme`, `endpoint`, `env` (the standard variables a client reads: what boto3/s3fs,
 gcsfs, adlfs and TensorBoard take), `env_for(endpoint)` (the same variables pointing at another
-endpoint: a FaultProxy in front), `bucket(name)` (a new, empty bucket or container), `stop()`
-and `start()` (again, on the same data). `binary()` is None where the store cannot run here."""
+endpoint: a FaultProxy in front), `bucket(name)` (a new, empty bucket or container),
+`filesystem()` (an fsspec filesystem reaching the store itself, whatever the variables say now),
+`stop()` and `start()` (again, on the same data). `binary()` is None where the store cannot run
+here."""
 import json
 import os
 import shutil
@@ -120,6 +122,12 @@ class SeaweedFS:
         self.client().create_bucket(Bucket=name)
         return name
 
+    def filesystem(self):
+        import s3fs
+
+        return s3fs.S3FileSystem(key=KEY, secret=SECRET, client_kwargs={"endpoint_url": self.endpoint},
+                                 skip_instance_cache=True)
+
     def stop(self):
         _stop(self.proc)
         self.log.close()
@@ -167,6 +175,11 @@ class FakeGCS:
                                          headers={"Content-Type": "application/json"})
         urllib.request.urlopen(request, timeout=10).close()
         return name
+
+    def filesystem(self):
+        import gcsfs
+
+        return gcsfs.GCSFileSystem(endpoint_url=self.endpoint, token="anon", skip_instance_cache=True)
 
     def stop(self):
         _stop(self.proc)
@@ -219,6 +232,12 @@ class Azurite:
 
         BlobServiceClient.from_connection_string(self.env["AZURE_STORAGE_CONNECTION_STRING"]).create_container(name)
         return name
+
+    def filesystem(self):
+        import adlfs
+
+        return adlfs.AzureBlobFileSystem(connection_string=self.env["AZURE_STORAGE_CONNECTION_STRING"],
+                                         skip_instance_cache=True)
 
     def stop(self):
         _stop(self.proc)

@@ -17,6 +17,7 @@ import pytest
 from conftest import timed
 from mxboard import SummaryWriter, reader
 from mxboard.storage import remote
+from mxboard.storage import spool as spool_file
 
 
 def _image(step):
@@ -575,7 +576,7 @@ def test_a_killed_writers_spool_file_is_kept_by_the_next_writer_and_a_live_one_l
     said = [r.getMessage() for r in caplog.records]
     (kept,) = [p for p in spool.rglob("*.left") if "/left/killed/" in str(p)]
     assert kept.name == left.name.replace("spooling", "tfevents") + ".left" and not left.exists()
-    assert kept.stat().st_size == records and stat.S_IMODE(kept.stat().st_mode) == 0o600
+    assert kept.stat().st_size == records - spool_file.HEADER and stat.S_IMODE(kept.stat().st_mode) == 0o600
     steps = [e.step for e in tb_events(str(kept)) for v in e.summary.value if v.tag == "photo"]
     assert steps and steps == list(range(steps[0], steps[0] + len(steps)))  # TensorBoard's own loader reads them
     assert [m for m in said if "left by processes that ended without closing" in m and str(kept) in m]
@@ -586,6 +587,72 @@ def test_a_killed_writers_spool_file_is_kept_by_the_next_writer_and_a_live_one_l
     monkeypatch.setenv("AWS_ENDPOINT_URL", seaweed.endpoint)
     assert [e.step for e in reader.read_events("s3://%s/left/live" % bucket, strict=True)
             for v in e.summary.value if v.tag == "photo"] == [0, 1, 2, 3]
+
+
+DRAINING = textwrap.dedent(r"""
+    import sys, time
+    import numpy as np
+    import mxboard
+    from mxboard.storage import remote
+
+    remote.MAX_UNSENT, remote.MAX_OBJECT, remote.REQUEST_SECS, remote.RETRY_SECS = 1 << 20, 1 << 20, 2, 0.2
+    w = mxboard.SummaryWriter(sys.argv[1], flush_secs=0.2)
+    w.add_scalar("before", 1.0, 0)
+    w.flush()
+    print("ready", flush=True)
+    sys.stdin.readline()  # the parent hangs the store
+    for step in range(8):  # 8 MiB: past what waits in memory, into the spool
+        w.add_image("photo", np.random.default_rng(step).integers(0, 256, (512, 512, 4), dtype=np.uint8), step,
+                    dataformats="HWC")
+    print("logged", flush=True)
+    time.sleep(3600)
+""")
+
+
+def test_a_writer_killed_while_draining_its_spool_leaves_nothing_to_store_twice(proxied, monkeypatch, tmp_path,
+                                                                                 seaweed):
+    """Read in a92d861's code: a writer killed while draining its spool (the store back, slowly)
+    left in its spool file the records the uploader had read back and the store had taken; its
+    `.left` file, uploaded as the next part as the warning suggests, stored them twice. Now the
+    spool file's header says up to where the store took its records, and the leftover keeps only
+    what follows: each image is in the store or in the `.left` file, not both, but for the put
+    in flight at the kill (its bytes, already in the kernel's buffers, still reach the store:
+    an answer lost, which no header can know of; before, every image the store had taken)."""
+    from conftest import tb_events
+
+    proxy, bucket = proxied
+    spool = tmp_path / "spool"
+    url = "s3://%s/draining/run" % bucket
+    direct = seaweed.filesystem()
+    with _child_in_an_outage(proxy, DRAINING, [url], spool) as child:
+        assert child.stdout.readline().strip() == "logged", child.stderr.read()
+        deadline = time.monotonic() + 60
+        while not [p for p in spool.rglob("*spooling*") if p.stat().st_size >= 4 << 20]:
+            assert time.monotonic() < deadline, "nothing spooled"
+            time.sleep(0.2)
+        proxy.set("pass", rate=500_000)  # back, slowly: about two seconds an image
+
+        def stored():
+            direct.invalidate_cache()
+            return [k for k in direct.find("%s/draining/run" % bucket) if "tfevents" in k]
+
+        while len(stored()) < 4:  # some of the spooled images are in the store, some still wait
+            assert time.monotonic() < deadline + 60, "the store took nothing"
+            time.sleep(0.1)
+        time.sleep(0.5)  # killed in the middle of the next put: the last one's answer came
+        child.kill()
+        child.wait()
+    proxy.set("pass", rate=None)
+    monkeypatch.setenv("MXBOARD_SPOOL_DIR", str(spool))
+    SummaryWriter("memory://draining/next").close()  # takes the killed writer's spool file as a leftover
+    (left,) = spool.rglob("*.left")
+    in_store = [e.step for e in reader.read_events("s3://%s/draining/run" % bucket)
+                for v in e.summary.value if v.tag == "photo"]
+    in_left = [e.step for e in tb_events(str(left)) for v in e.summary.value if v.tag == "photo"]
+    assert in_store and in_left, (in_store, in_left)
+    both = set(in_store) & set(in_left)
+    assert both <= {max(in_store)}, "stored and kept both: %s (but for the put in flight)" % sorted(both)
+    assert in_store == list(range(len(in_store))) and in_left == sorted(in_left), (in_store, in_left)
 
 
 CLOSING_BIG = textwrap.dedent(r"""
@@ -692,6 +759,57 @@ def test_a_spool_whose_disk_fills_mid_outage_falls_back_to_memory_and_nothing_is
     monkeypatch.setenv("AWS_ENDPOINT_URL", seaweed.endpoint)
     steps = [e.step for e in reader.read_events(url, strict=True) for v in e.summary.value if v.tag == "photo"]
     assert steps == list(range(8)), "every image once, in order"
+
+
+FULL_SPOOL_SMALL = textwrap.dedent(r"""
+    import resource, signal, sys, time
+    import mxboard
+    from mxboard.storage import remote
+
+    remote.MAX_UNSENT, remote.REQUEST_SECS, remote.RETRY_SECS = 64 << 10, 2, 0.2
+    w = mxboard.SummaryWriter(sys.argv[1], flush_secs=0.2)
+    w.add_scalar("before", 1.0, 0)
+    w.flush()
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit fails (EFBIG), as on a full disk
+    resource.setrlimit(resource.RLIMIT_FSIZE, (256 << 10, resource.RLIM_INFINITY))
+    print("ready", flush=True)
+    sys.stdin.readline()  # the parent hangs the store
+    for step in range(12000):  # a step's scalar at a time: small appends
+        w.add_scalar("x", float(step), step)
+        if step % 500 == 0:
+            time.sleep(0.05)
+    print("logged", flush=True)
+    w.close()
+""")
+
+
+def test_a_spool_disk_that_fills_with_small_appends_loses_nothing_and_no_thread_dies(proxied, monkeypatch, tmp_path,
+                                                                                    seaweed):
+    """On a92d861 a spool disk that filled mid-outage killed the uploader when the store returned,
+    where the append that met the full disk was a small one (a step's scalars, the usual case once
+    memory is full): its bytes stayed in the file's buffer, and every later read flushed them
+    again and failed ("Exception in thread mxboard-upload: ... No space left on device"); about
+    400 of 7,800 points were stored, then the loop blocked. Now appends are unbuffered: the
+    spool's failure is one warning, what follows waits in memory, and once the store is back
+    every point is stored, once, in order. The disk fills at 256 KiB (RLIMIT_FSIZE: EFBIG, as
+    ENOSPC would)."""
+    proxy, bucket = proxied
+    spool = tmp_path / "spool"
+    url = "s3://%s/fullspool-small/run" % bucket
+    with _child_in_an_outage(proxy, FULL_SPOOL_SMALL, [url], spool) as child:
+        deadline = time.monotonic() + 60
+        while not [p for p in spool.rglob("*spooling*") if p.stat().st_size >= 200 << 10]:
+            assert time.monotonic() < deadline, "nothing spooled"
+            time.sleep(0.2)
+        time.sleep(3)  # the spool fails; what follows waits in memory, bounded
+        proxy.set("pass")
+        out, err = child.communicate(timeout=120)
+    assert child.returncode == 0, err
+    assert "logged" in out and "Exception in thread" not in err and "Traceback" not in err, err
+    assert err.count("cannot take more") == 1, err
+    monkeypatch.setenv("AWS_ENDPOINT_URL", seaweed.endpoint)
+    steps = [e.step for e in reader.read_events(url, strict=True) for v in e.summary.value if v.tag == "x"]
+    assert steps == list(range(12000)), "every point once, in order"
 
 
 def test_the_flush_warning_counts_what_the_store_has_not_confirmed(proxied, monkeypatch, tmp_path, caplog):

@@ -88,7 +88,7 @@ def test_add_embedding_and_close_are_bounded_on_a_hung_store(store_proxy, monkey
     """On a92d861 add_embedding blocked the loop for good on a hung s3:// or gs:// store (still
     blocked after 200 s), and close() after it too: the projector's files went through fsspec
     with no bound of mxboard's own. Now add_embedding raises the store's TimeoutError within its
-    requests' bound, and close() keeps what waits within its own."""
+    requests' bound, and close() keeps what waits within its own, naming the store's URL as written."""
     proxy, url = store_proxy
     monkeypatch.setattr(remote, "REQUEST_SECS", 3)
     monkeypatch.setattr(remote, "FLUSH_SECS", 3)
@@ -104,6 +104,8 @@ def test_add_embedding_and_close_are_bounded_on_a_hung_store(store_proxy, monkey
     took, error = _timed(writer.close)
     assert took < 3 + 5, "close() took %.0f s" % took
     assert error is None or "is kept in" in str(error), repr(error)
+    if error is not None:  # named as the user wrote it (on a92d861 an az:// logdir's said abfs://)
+        assert "upload it to %s/run/" % url in str(error), str(error)
 
 
 @pytest.mark.timeout(150)

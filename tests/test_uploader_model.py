@@ -1,7 +1,9 @@
-"""The uploader's model: Hypothesis drives one writer of a real store (SeaweedFS behind the fault
-proxy) through outages (a store that hangs, or drops every connection), their ends, the
-uploader's give-up, flushes, and the end (close), with what waits in memory only (a spool
-limit of 0) or spilling to the spool on disk.
+"""The uploader's model: Hypothesis drives one writer of a real store (S3, GCS and Azure Blob:
+SeaweedFS, fake-gcs-server and Azurite, each behind the fault proxy) through outages (a store
+that hangs: it takes the connection and never answers; one that drops every connection; one
+whose answers stall mid-body), a slow uplink (a bandwidth limit), their ends, the uploader's
+give-up, flushes, and the end (close), with what waits in memory only (a spool limit of 0) or
+spilling to the spool on disk.
 
 At each step it checks the rule that matters, reading the store's objects with TensorBoard's own
 loader: no record is stored twice, and they are in call order; after a flush that the store
@@ -93,15 +95,22 @@ class Outages(RuleBasedStateMachine):
     gave_up = False  # the uploader gave up in this outage
 
     @precondition(lambda self: self.proxy is not None and self.down_since is None)
-    @rule(kind=st.sampled_from(["hang", "reset"]))
+    @rule(kind=st.sampled_from(["hang", "reset", "stall"]))
     def outage(self, kind):
-        self.proxy.set(kind)
+        self.proxy.set(kind, rate=None)
         self.down_since = time.monotonic()
+
+    @precondition(lambda self: self.proxy is not None and self.down_since is None)
+    @rule(rate=st.sampled_from([20_000, 100_000]))
+    def slow_link(self, rate):
+        """The uplink slows to `rate` bytes a second (every connection's together): slow, not down.
+        A flush may then wait its bound: the store still answers."""
+        self.proxy.set("pass", rate=rate)
 
     @precondition(lambda self: self.down_since is not None)
     @rule()
     def store_back(self):
-        self.proxy.set("pass")
+        self.proxy.set("pass", rate=None)
         self.down_since, self.gave_up = None, False
 
     @precondition(lambda self: self.down_since is not None and not self.gave_up)
@@ -113,24 +122,23 @@ class Outages(RuleBasedStateMachine):
         self.gave_up = True
 
 
-def test_every_accepted_record_is_stored_once_or_kept(proxied, seaweed, monkeypatch, tmp_path):
-    import s3fs
-
-    proxy, bucket = proxied
+def test_every_accepted_record_is_stored_once_or_kept(store, store_proxy, monkeypatch, tmp_path):
+    proxy, url = store_proxy
     monkeypatch.setattr(remote, "REQUEST_SECS", 1)
     monkeypatch.setattr(remote, "RETRY_SECS", 0.1)
     monkeypatch.setattr(remote, "GIVE_UP_SECS", 2)
     monkeypatch.setattr(remote, "FLUSH_SECS", 3)  # room for a request of the outage to fail late (1 s) and two more
     monkeypatch.setattr(remote, "UPLOAD_SECS", 0.5)
     monkeypatch.setattr(remote, "MAX_OBJECT", 8 << 10)  # many parts from a few hundred points
-    store = s3fs.S3FileSystem(client_kwargs={"endpoint_url": seaweed.endpoint}, skip_instance_cache=True)
+    direct = store.filesystem()  # read past the proxy
+    bucket = url.split("://", 1)[1]
     examples = iter(range(10 ** 6))
 
     class Uploader(Outages):
         @initialize(spool=st.sampled_from(["disk", "memory"]))
         def start(self, spool):
             n = next(examples)
-            proxy.set("pass")
+            proxy.set("pass", rate=None)
             self.spool = tmp_path / ("spool%d" % n)
             monkeypatch.setenv("MXBOARD_SPOOL_DIR", str(self.spool))
             if spool == "memory":  # no disk spool: everything waits in memory (within MAX_UNSENT)
@@ -140,7 +148,7 @@ def test_every_accepted_record_is_stored_once_or_kept(proxied, seaweed, monkeypa
                 monkeypatch.delenv("MXBOARD_SPOOL_MAX_BYTES", raising=False)
                 monkeypatch.setattr(remote, "MAX_UNSENT", 2 << 10)
             self.prefix = "%s/model/%d" % (bucket, n)
-            self.writer = SummaryWriter("s3://" + self.prefix, flush_secs=0.2)
+            self.writer = SummaryWriter("%s://%s" % (store.scheme, self.prefix), flush_secs=0.2)
             self.accepted, self.maybe, self.step = [], set(), 0
             self.proxy, self.down_since, self.gave_up = proxy, None, False
 
@@ -165,7 +173,7 @@ def test_every_accepted_record_is_stored_once_or_kept(proxied, seaweed, monkeypa
                 self.writer.flush()
             except (OSError, WriterError):  # the uploader gave up: said at the next call, this one
                 pass  # (and a WriterError at each call after it), the store tried again all the same
-            if self.down_since is None:  # a store that answers takes everything at a flush
+            if self.down_since is None and not self.proxy.rate:  # a store that answers takes everything at a flush
                 stored = self._stored()
                 assert set(self.accepted) <= set(stored), "after a flush the store answered, not stored: %s" % (
                     sorted(set(self.accepted) - set(stored))[:10])
@@ -187,11 +195,11 @@ def test_every_accepted_record_is_stored_once_or_kept(proxied, seaweed, monkeypa
                 assert "it is kept in %s" % self.spool in str(exc), str(exc)
                 kept = kept_files(self.spool)
             finally:
-                proxy.set("pass")
+                proxy.set("pass", rate=None)
             check_final(self._stored(kept), self.accepted, self.maybe)
 
         def _stored(self, kept=None):
-            return stored_steps(store, self.prefix, kept)
+            return stored_steps(direct, self.prefix, kept)
 
     run_state_machine_as_test(Uploader, settings=settings.get_profile(PROFILE))
 
@@ -237,34 +245,33 @@ CHILD = textwrap.dedent(r"""
             # sigterm, sigint: the parent sends it; this thread waits on stdin
 """)
 
-ENDS = ["exit", "close", "sigterm", "sigint"]
+ENDS = ["exit", "close", "sigterm", "sighup", "sigint"]
 END_BOUND = 3 + 10  # the one deadline, then the interpreter's exit (a loaded machine)
 
 
-def test_every_end_of_the_process_stores_or_keeps_every_accepted_record(proxied, seaweed, tmp_path):
+def test_every_end_of_the_process_stores_or_keeps_every_accepted_record(store, store_proxy, tmp_path):
     """The uploader's model at the process's end: a child process logs to the store through the
     proxy, through outages, give-ups and flushes, and ends one way (exit, close() then exit,
-    SIGTERM, Ctrl-C). Each end is within its bound, with the status it has without mxboard (or
-    1 where data was kept, as documented), and every accepted record is in the store or the
-    kept files, once, in order."""
-    import s3fs
-
+    SIGTERM, SIGHUP, Ctrl-C), on each store. Each end is within its bound, with the status it has
+    without mxboard (or 1 where data was kept, as documented), and every accepted record is in the
+    store or the kept files, once, in order."""
     from conftest import ROOT
 
-    proxy, bucket = proxied
-    store = s3fs.S3FileSystem(client_kwargs={"endpoint_url": seaweed.endpoint}, skip_instance_cache=True)
+    proxy, url = store_proxy
+    direct = store.filesystem()  # read past the proxy
+    bucket = url.split("://", 1)[1]
     examples = iter(range(10 ** 6))
 
     class ProcessEnds(Outages):
         @initialize(how=st.sampled_from(ENDS))
         def start(self, how):
             n = next(examples)
-            proxy.set("pass")
+            proxy.set("pass", rate=None)
             self.how, self.spool = how, tmp_path / ("spool%d" % n)
             self.prefix = "%s/ends/%d" % (bucket, n)
             env = dict(os.environ, MXBOARD_SPOOL_DIR=str(self.spool), PYTHONPATH=os.path.join(ROOT, "python"))
             self.talk = LineChild(subprocess.Popen(
-                [sys.executable, "-c", CHILD, "s3://" + self.prefix], env=env, text=True, bufsize=1,
+                [sys.executable, "-c", CHILD, "%s://%s" % (store.scheme, self.prefix)], env=env, text=True, bufsize=1,
                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                 preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL)))
             self.child = self.talk.popen
@@ -297,6 +304,8 @@ def test_every_end_of_the_process_stores_or_keeps_every_accepted_record(proxied,
                 start = time.monotonic()
                 if self.how == "sigterm":
                     self.child.send_signal(signal.SIGTERM)
+                elif self.how == "sighup":
+                    self.child.send_signal(signal.SIGHUP)
                 elif self.how == "sigint":
                     self.child.send_signal(signal.SIGINT)
                 try:
@@ -306,15 +315,16 @@ def test_every_end_of_the_process_stores_or_keeps_every_accepted_record(proxied,
                                          % (self.how, END_BOUND, self.talk.stderr())) from None
                 took, stderr = time.monotonic() - start, self.talk.stderr()
                 # as without mxboard, or 1 where the end kept data (told on stderr, as documented)
-                expected = {"sigterm": {-signal.SIGTERM}, "sigint": {-signal.SIGINT, 1}}.get(self.how, {0, 1})
+                expected = {"sigterm": {-signal.SIGTERM}, "sighup": {-signal.SIGHUP},
+                            "sigint": {-signal.SIGINT, 1}}.get(self.how, {0, 1})
                 assert self.child.returncode in expected, (self.how, self.child.returncode, stderr)
                 kept = kept_files(self.spool)
                 if kept:
                     assert "it is kept in %s" % self.spool in stderr, stderr  # the end says where
-                check_final(stored_steps(store, self.prefix, kept), self.accepted, self.maybe)
+                check_final(stored_steps(direct, self.prefix, kept), self.accepted, self.maybe)
                 assert took < END_BOUND
             finally:
-                proxy.set("pass")
+                proxy.set("pass", rate=None)
                 self.talk.close()
 
     run_state_machine_as_test(ProcessEnds, settings=settings.get_profile(PROFILE.replace("uploader", "ends")))

@@ -274,10 +274,14 @@ class RemoteEventFile:
         self._interrupted = False  # close() is coming: a write never waits for room
         self._logged = 0
         self._flushes = 0  # forced uploads asked for
+        self._flushing = 0  # flushes (or close()) waiting now: each put follows the last, not UPLOAD_SECS
         self._error: Optional[OSError] = None  # the OSError after which the uploader gave up
         self._stopping = False
         self._uploader: Optional[threading.Thread] = None
         self._link = Link()  # the uploader's: what a put may carry, and for how long
+        self._taken = 0  # bytes ever taken from _waiting into puts
+        # (position in that stream, spool, its generation, offset): where a read-back spooled piece ends
+        self._marks: Deque[Tuple[int, Spool, int, int]] = collections.deque()
 
     # -- the writer thread's side -----------------------------------------------------------
     def write(self, data: bytes) -> None:
@@ -303,7 +307,7 @@ class RemoteEventFile:
                 self._waiting.append(bytes(data))
                 self._memory += len(data)
             else:
-                self._waiting.append(spooled)
+                self._waiting.extend(spooled)
             self._waiting_bytes += len(data)
             self._logged += len(data)
             if self._uploader is None:
@@ -318,7 +322,7 @@ class RemoteEventFile:
         spool = self._spool
         if spool is not None and not self._spool_failed and spool.room_for(len(data)):
             try:
-                self._waiting.append(spool.append(data))
+                self._waiting.extend(pieces_of(spool.append(data), data))
             except OSError as exc:
                 self._spool_fails(exc)
             else:
@@ -328,7 +332,7 @@ class RemoteEventFile:
         self._memory += len(data)
         self._waiting_bytes += len(data)
 
-    def _spooled(self, data: bytes) -> Optional[Spooled]:
+    def _spooled(self, data: bytes) -> Optional[List[Spooled]]:
         """`data` appended to this file's spool (made, and said, the first time); while the spool
         is full, wait for room (under the lock: the uploader makes room). None where no spool
         can take it: a batch larger than the limit (0: no disk spool), or a spool that failed."""
@@ -357,7 +361,7 @@ class RemoteEventFile:
             self._raise_error()                                                   # pass the bound: kept
             self._lock.wait(1)
         try:
-            return self._spool.append(data)
+            return pieces_of(self._spool.append(data), data)
         except OSError as exc:
             self._spool_fails(exc)
             return None
@@ -374,6 +378,7 @@ class RemoteEventFile:
         """After the uploader gave up, a flush or close() tries the store once more (under the
         lock): a store that is back takes what waits, which is better than keeping it."""
         self._error = None
+        self._link = Link()  # the link counted as down: measured afresh (a hang is no slow link)
         self._uploader = threading.Thread(target=self._upload_loop, name="mxboard-upload", daemon=True)
         self._uploader.start()
 
@@ -396,15 +401,19 @@ class RemoteEventFile:
             self._raise_error()
             if force and self._pending():
                 self._flushes += 1
+                self._flushing += 1
                 self._lock.notify_all()
                 deadline = time.monotonic() + FLUSH_SECS if deadline is None else deadline
-                while self._pending() and time.monotonic() < deadline:
-                    if self._error is not None:  # gave up meanwhile (a request of the outage failing late)
-                        if retried or self._stopping:
-                            break
-                        self._try_again()  # once more: the store may be back by now
-                        retried = True
-                    self._lock.wait(deadline - time.monotonic())
+                try:
+                    while self._pending() and time.monotonic() < deadline:
+                        if self._error is not None:  # gave up meanwhile (a request of the outage failing late)
+                            if retried or self._stopping:
+                                break
+                            self._try_again()  # once more: the store may be back by now
+                            retried = True
+                        self._lock.wait(deadline - time.monotonic())
+                finally:
+                    self._flushing -= 1
                 self._raise_error()
                 if self._pending() and not self._interrupted:
                     log.warning("mxboard: %s: the store has not taken %s after %d s; they are kept and retried",
@@ -514,6 +523,7 @@ class RemoteEventFile:
             self._spool.close()
             self._spool = None
         self._waiting.clear()  # kept there now: the uploader has nothing more to put
+        self._marks.clear()
         self._waiting_bytes = self._memory = 0
         self._parts.kept(part if size else part - 1)
         return paths, keys, directory
@@ -567,7 +577,8 @@ class RemoteEventFile:
                             return
                         self._lock.wait()
                         continue
-                    urgent = self._waiting_bytes >= self._link.cap() or self._stopping or self._wants_room
+                    urgent = (self._waiting_bytes >= self._link.cap() or self._stopping or self._wants_room
+                              or self._flushing > 0)
                     when = next_try if urgent else max(next_try, last_upload + UPLOAD_SECS)
                     if self._flushes != flushes:
                         when = 0.0  # a flush, or close(): one more try now, whatever the backoff
@@ -576,7 +587,7 @@ class RemoteEventFile:
                         break
                     self._lock.wait(when - now)
                 flushes = self._flushes
-                part, body = self._next_body()
+                part, body, upto = self._next_body()
             started = time.monotonic()
             try:
                 put_within(self._fs, self._parts.key(part), body, self._link.bound(len(body)))
@@ -608,26 +619,44 @@ class RemoteEventFile:
                                 self.path, failures, time.monotonic() - (failing_since or 0.0))
                 failures, failing_since, last_upload = 0, None, time.monotonic()
                 self._parts.acknowledge(part, body)
+                self._spool_stored(upto)
                 self._lock.notify_all()
 
-    def _next_body(self) -> Tuple[int, bytes]:
-        """(part, body) of the next put (under the lock): whole records taken from the waiting
-        ones into the current or the next part (Parts.body), within what the link carries in a
-        put; spooled ones read back first, as many as that holds."""
+    def _spool_stored(self, upto: int) -> None:
+        """Everything taken up to `upto` is in the store (under the lock): the spool's file says so,
+        so that a leftover of it (the process killed now) never keeps it twice."""
+        last = None
+        while self._marks and self._marks[0][0] <= upto:
+            last = self._marks.popleft()
+        if last is not None and last[1] is self._spool:
+            try:
+                last[1].stored(last[3], last[2])
+            except OSError as exc:  # a leftover would hold more than it must: said, never fatal
+                log.debug("mxboard: %s: could not mark the spool: %s", self.path, exc)
+
+    def _next_body(self) -> Tuple[int, bytes, int]:
+        """(part, body, all the bytes taken so far) of the next put (under the lock): whole
+        records taken from the waiting ones into the current or the next part (Parts.body),
+        within what the link carries in a put; spooled ones read back first, as many as that
+        holds (where each ends in its spool file is marked, for `_spool_stored`)."""
         cap, front = self._link.cap(), 0
         for i, piece in enumerate(self._waiting):
             if front >= cap:
                 break
             if not isinstance(piece, bytes):
-                piece = self._waiting[i] = piece.spool.read(piece)
+                spool, end = piece.spool, piece.offset + piece.length
+                piece = self._waiting[i] = spool.read(piece)
                 self._memory += len(piece)
+                if spool.waiting:  # not emptied (and started over) by this read
+                    self._marks.append((self._taken + front + len(piece), spool, spool.generation, end))
             front += len(piece)
         part, body, taken = self._parts.body(self._waiting, self._waiting_bytes, self._logged,  # type: ignore[arg-type]
                                              cap)
         self._waiting_bytes -= taken
         self._memory -= taken
+        self._taken += taken
         self._lock.notify_all()  # room for the writer thread
-        return part, body
+        return part, body, self._taken
 
 
 class Link:
@@ -660,6 +689,20 @@ class Link:
     def timed_out(self, size: int, seconds: float) -> None:
         rate = ASSUMED_RATE if self.rate is None else self.rate
         self.rate = max(FLOOR_RATE, min(rate, size / max(seconds, 1e-3)) / 2)
+
+
+def pieces_of(piece: Spooled, data: bytes) -> List[Spooled]:
+    """`piece` (a batch of records, `data`, appended at once) as pieces of whole records within
+    MIN_PUT each: the uploader reads back what one put carries, not a whole batch, so the spool's
+    header can say up to where the store took them."""
+    if len(data) <= MIN_PUT:
+        return [piece]
+    pieces, offset, rest = [], piece.offset, collections.deque([data])
+    while rest:
+        for chunk in take_records(rest, MIN_PUT, at_least_one=True):
+            pieces.append(Spooled(piece.spool, offset, len(chunk)))
+            offset += len(chunk)
+    return pieces
 
 
 def _create_kept(directory: str, key: str) -> Tuple[Any, str]:

@@ -27,7 +27,9 @@ through a symlink (O_NOFOLLOW). A spool file's name holds `spooling` where the e
 would have become, each within the usual object size: valid event files, to upload or to serve
 (storage/remote.py). A live spool file is locked (flock) from before it has its name; one whose
 process is gone (killed) is found by the next writer on the same host made with this directory,
-kept as `<its name with tfevents>.left` and named once in a warning. Only files named with this
+kept as `<its name with tfevents>.left` (the records its store did not take: a spool file's header
+says up to where the store took them, so a writer killed while draining its spool leaves nothing
+there twice) and named once in a warning. Only files named with this
 host are looked at: on a directory shared between hosts (a home directory over NFS), another
 host's lock may not be seen here.
 """
@@ -48,7 +50,7 @@ from .._format.sizes import parse_bytes
 
 log = logging.getLogger("mxboard")
 
-__all__ = ["Settings", "Spool", "Spooled", "create_private", "limit_of", "place", "settings"]
+__all__ = ["HEADER", "Settings", "Spool", "Spooled", "create_private", "limit_of", "place", "settings"]
 
 _DEFAULT_MAX = 16 << 30
 _LOCK = threading.Lock()  # guards _USED and _PLACE
@@ -56,6 +58,8 @@ _USED = [0]  # bytes spooled by every Spool of this process
 _PLACE: List[Optional[str]] = []  # the default place, once found (None: memory only)
 _NOFOLLOW, _CLOEXEC = getattr(os, "O_NOFOLLOW", 0), getattr(os, "O_CLOEXEC", 0)
 _NEW = os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC | getattr(os, "O_BINARY", 0)
+_MAGIC = b"mxbspool"
+HEADER = 16  # a spool file's first bytes: _MAGIC, then the offset up to which its records are in the store
 
 
 class Spooled(NamedTuple):
@@ -167,18 +171,13 @@ def _keep_leftovers(directory: str) -> None:
                 os.close(fd)
                 continue
             try:
-                if os.fstat(fd).st_size == 0:
+                start, size = _unstored(fd), os.fstat(fd).st_size
+                if size <= start:  # nothing its store did not take
                     os.remove(path)
                     continue
                 named = os.path.join(folder, name.replace("spooling", "tfevents", 1))  # the name only, never a folder's
-                target = named + ".left"
-                for attempt in range(1, 100):
-                    try:
-                        os.link(path, target)  # never over an existing name
-                        break
-                    except FileExistsError:
-                        target = "%s.left%d" % (named, attempt)
-                else:
+                target = _copy_new(fd, start, size, named)
+                if target is None:
                     continue
                 os.remove(path)
                 kept.append(target)
@@ -190,6 +189,42 @@ def _keep_leftovers(directory: str) -> None:
         log.warning("mxboard: %d spool file(s) left by processes that ended without closing their writers hold "
                     "records their store never took; they are kept as event files: %s. Serve them (tensorboard "
                     "--logdir %s), or upload each as the next part of its run", len(kept), ", ".join(kept), directory)
+
+
+def _unstored(fd: int) -> int:
+    """Where a spool file's records that its store did not take begin: after its header, past
+    what the header says was stored (a writer killed while draining its spool: what it had put is
+    in the store already, never kept twice); 0 for a file without a header."""
+    header = os.pread(fd, HEADER, 0)
+    if len(header) < HEADER or not header.startswith(_MAGIC):
+        return 0
+    return max(HEADER, int.from_bytes(header[len(_MAGIC):], "little"))
+
+
+def _copy_new(fd: int, start: int, end: int, named: str) -> Optional[str]:
+    """The bytes [start, end) of `fd` in a new private file `<named>.left` (`.left1`... where a
+    name is taken: never over an existing one, never through a symlink); its path, or None."""
+    for attempt in range(100):
+        target = named + (".left%d" % attempt if attempt else ".left")
+        try:
+            out = os.open(target, _NEW | os.O_WRONLY, 0o600)
+        except FileExistsError:
+            continue
+        try:
+            offset = start
+            while offset < end:
+                chunk = os.pread(fd, min(end - offset, 1 << 20), offset)
+                if not chunk:
+                    break
+                os.write(out, chunk)
+                offset += len(chunk)
+        except OSError:
+            os.close(out)
+            os.remove(target)
+            raise
+        os.close(out)
+        return target
+    return None
 
 
 def _in_named(directory: str) -> str:
@@ -287,8 +322,10 @@ class Spool:
         parts[-1] = parts[-1].replace("tfevents", "spooling")  # never served as an event file
         self.path = os.path.join(directory, *parts)
         self._file = _create_locked(directory, parts)
-        self._end = 0  # where the next append goes
+        self._end = HEADER  # where the next append goes
         self.waiting = 0  # bytes appended and not yet read back
+        self.generation = 0  # how often the file started over (marks of an earlier one mean nothing)
+        self._mark(HEADER)
 
     def room_for(self, size: int) -> bool:
         """Whether `size` more bytes fit within the limit (of all the process's spools)."""
@@ -317,9 +354,20 @@ class Spool:
         with _LOCK:
             _USED[0] -= piece.length
         if not self.waiting:  # all read back: the file starts over
-            os.ftruncate(self._file.fileno(), 0)
-            self._end = 0
+            os.ftruncate(self._file.fileno(), HEADER)
+            self._end = HEADER
+            self.generation += 1
+            self._mark(HEADER)
         return data
+
+    def stored(self, offset: int, generation: int) -> None:
+        """The store holds the records before `offset` (of the file's `generation`): a leftover of
+        this file, if the process is killed now, keeps only what follows."""
+        if generation == self.generation and not self._file.closed:
+            self._mark(offset)
+
+    def _mark(self, offset: int) -> None:
+        os.pwrite(self._file.fileno(), _MAGIC + offset.to_bytes(8, "little"), 0)
 
     def close(self) -> None:
         """Remove the spool file (what waits in it was read back, or written elsewhere): its name
