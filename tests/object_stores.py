@@ -177,9 +177,9 @@ class FakeGCS:
         return name
 
     def filesystem(self):
-        import gcsfs
+        from gcsfs.core import GCSFileSystem  # the plain one: gcsfs' default probes each bucket over gRPC first
 
-        return gcsfs.GCSFileSystem(endpoint_url=self.endpoint, token="anon", skip_instance_cache=True)
+        return GCSFileSystem(endpoint_url=self.endpoint, token="anon", skip_instance_cache=True)
 
     def stop(self):
         _stop(self.proc)
