@@ -774,7 +774,7 @@ FULL_SPOOL_SMALL = textwrap.dedent(r"""
     resource.setrlimit(resource.RLIMIT_FSIZE, (256 << 10, resource.RLIM_INFINITY))
     print("ready", flush=True)
     sys.stdin.readline()  # the parent hangs the store
-    for step in range(12000):  # a step's scalar at a time: small appends
+    for step in range(40000):  # a step's scalar at a time: small appends (about 760 KB in all)
         w.add_scalar("x", float(step), step)
         if step % 500 == 0:
             time.sleep(0.05)
@@ -809,7 +809,7 @@ def test_a_spool_disk_that_fills_with_small_appends_loses_nothing_and_no_thread_
     assert err.count("cannot take more") == 1, err
     monkeypatch.setenv("AWS_ENDPOINT_URL", seaweed.endpoint)
     steps = [e.step for e in reader.read_events(url, strict=True) for v in e.summary.value if v.tag == "x"]
-    assert steps == list(range(12000)), "every point once, in order"
+    assert steps == list(range(40000)), "every point once, in order"
 
 
 def test_the_flush_warning_counts_what_the_store_has_not_confirmed(proxied, monkeypatch, tmp_path, caplog):

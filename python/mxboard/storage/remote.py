@@ -641,7 +641,7 @@ class RemoteEventFile:
         holds (where each ends in its spool file is marked, for `_spool_stored`)."""
         cap, front = self._link.cap(), 0
         for i, piece in enumerate(self._waiting):
-            if front >= cap:
+            if front >= cap or self._parts.unconfirmed():  # a part put again takes nothing: nothing read
                 break
             if not isinstance(piece, bytes):
                 spool, end = piece.spool, piece.offset + piece.length
