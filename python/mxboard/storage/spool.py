@@ -43,7 +43,7 @@ import shutil
 import stat
 import tempfile
 import threading
-from typing import IO, Any, List, NamedTuple, Optional
+from typing import IO, Any, Dict, List, NamedTuple, Optional
 
 from .._format import files
 from .._format.sizes import parse_bytes
@@ -55,7 +55,7 @@ __all__ = ["HEADER", "Settings", "Spool", "Spooled", "create_private", "limit_of
 _DEFAULT_MAX = 16 << 30
 _LOCK = threading.Lock()  # guards _USED and _PLACE
 _USED = [0]  # bytes spooled by every Spool of this process
-_PLACE: List[Optional[str]] = []  # the default place, once found (None: memory only)
+_PLACE: Dict[str, Optional[str]] = {}  # the default directory -> where the spool is (None: memory only)
 _NOFOLLOW, _CLOEXEC = getattr(os, "O_NOFOLLOW", 0), getattr(os, "O_CLOEXEC", 0)
 _NEW = os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC | getattr(os, "O_BINARY", 0)
 _MAGIC = b"mxbspool"
@@ -110,18 +110,19 @@ def place(settings: Settings) -> Optional[str]:
     can be made (what waits then stays in memory). A fallback is said once a process."""
     if settings.named is not None:
         return settings.named
+    default = _default_dir()
     with _LOCK:
-        if _PLACE:
-            return _PLACE[0]
+        if default in _PLACE:
+            return _PLACE[default]
         tried = []
         found: Optional[str] = None
-        for candidate in (_default_dir(), os.path.join(tempfile.gettempdir(), "mxboard-spool-%d" % _uid())):
+        for candidate in (default, os.path.join(tempfile.gettempdir(), "mxboard-spool-%d" % _uid())):
             try:
                 found = _private_dir(candidate, "the spool directory %s" % candidate)
                 break
             except OSError as exc:
                 tried.append("%s (%s)" % (candidate, exc.strerror or exc))
-        _PLACE.append(found)
+        _PLACE[default] = found
     if tried:
         log.warning("mxboard: no spool in %s; %s", " nor ".join(tried),
                     "spooling in %s instead" % found if found else
