@@ -60,6 +60,24 @@ def _child_in_an_outage(proxy, script, args, spool, outage="hang", **popen):
             proxy.set("pass")
 
 
+def _until_spooled(spool, size, seconds=60):
+    """Wait until a spool file below `spool` holds `size` bytes (a failure after `seconds`)."""
+    deadline = time.monotonic() + seconds
+    while not [p for p in spool.rglob("*spooling*") if p.stat().st_size >= size]:
+        assert time.monotonic() < deadline, "nothing spooled"
+        time.sleep(0.05)
+
+
+def _fill(disk):
+    """Another file fills `disk` (a small tmpfs) to the last byte."""
+    with open(disk / "ballast", "wb", buffering=0) as ballast:
+        try:
+            while True:
+                ballast.write(bytes(4096))
+        except OSError:
+            pass
+
+
 def test_a_store_hung_for_a_minute_never_holds_the_loop_and_every_image_is_stored_once(proxied, monkeypatch,
                                                                                           tmp_path, seaweed, caplog):
     """Images at 4 MB/s while the store takes connections and never answers for 20 s: past the
@@ -746,10 +764,7 @@ def test_a_spool_whose_disk_fills_mid_outage_falls_back_to_memory_and_nothing_is
     spool = tmp_path / "spool"
     url = "s3://%s/fullspool/run" % bucket
     with _child_in_an_outage(proxy, FULL_SPOOL, [url], spool) as child:
-        deadline = time.monotonic() + 60
-        while not [p for p in spool.rglob("*spooling*") if p.stat().st_size >= 2 << 20]:
-            assert time.monotonic() < deadline, "nothing spooled"
-            time.sleep(0.2)
+        _until_spooled(spool, 2 << 20)
         time.sleep(3)  # the spool fails; what follows waits in memory, bounded
         proxy.set("pass")
         out, err = child.communicate(timeout=120)
@@ -802,12 +817,7 @@ def test_an_append_that_meets_a_full_disk_leaves_what_was_spooled_readable(small
     spool = spool_file.Spool("bucket/run/events.out.tfevents.1.host.7.000000.ab", str(small_spool_disk / "spool"),
                              1 << 30)
     first = spool.append(b"a" * 20000)
-    with open(small_spool_disk / "ballast", "wb", buffering=0) as ballast:  # another file fills the disk
-        try:
-            while True:
-                ballast.write(bytes(4096))
-        except OSError:
-            pass
+    _fill(small_spool_disk)
     with pytest.raises(OSError):
         spool.append(b"b" * 1000)  # a small append, past the last page the file has
     assert spool.read(first) == b"a" * 20000
@@ -828,16 +838,8 @@ def test_a_spool_disk_that_fills_with_small_appends_loses_nothing_and_no_thread_
     spool = small_spool_disk / "spool"
     url = "s3://%s/fullspool-small/run" % bucket
     with _child_in_an_outage(proxy, FULL_SPOOL_SMALL, [url], spool) as child:
-        deadline = time.monotonic() + 60
-        while not [p for p in spool.rglob("*spooling*") if p.stat().st_size >= 64 << 10]:
-            assert time.monotonic() < deadline, "nothing spooled"
-            time.sleep(0.05)
-        with open(small_spool_disk / "ballast", "wb", buffering=0) as ballast:  # another file fills the disk
-            try:
-                while True:
-                    ballast.write(bytes(4096))
-            except OSError:
-                pass
+        _until_spooled(spool, 64 << 10)
+        _fill(small_spool_disk)
         time.sleep(3)  # small appends meet the full disk; what follows waits in memory, bounded
         proxy.set("pass")
         out, err = child.communicate(timeout=120)
