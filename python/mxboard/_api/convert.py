@@ -1,9 +1,11 @@
 """Inputs to numbers and numpy arrays: the one place that knows array types (an MXNet array's
-capture without waiting for its engine is mxnet_capture.py's).
+capture without waiting for its engine is mxnet_capture.py's; a GPU array's without a device
+sync, device_capture.py's).
 
-numpy, Python numbers and lists, MXNet NDArray, torch tensors, and anything with `__array__` or
-`__dlpack__`. MXNet and torch are never imported here: a value can only be one of their arrays if
-its module is already loaded, so `sys.modules` is asked instead.
+numpy, Python numbers and lists, MXNet NDArray, torch tensors, CuPy and JAX arrays, and anything
+with `__array__`, `__dlpack__` or `__cuda_array_interface__`. No framework is imported here: a
+value can only be one of their arrays if its module is already loaded, so `sys.modules` is asked
+instead.
 """
 import math
 import numbers
@@ -13,15 +15,17 @@ from typing import Any, Callable, Dict, NamedTuple, Optional, Tuple, Union
 
 import numpy as np
 
+from ..frameworks import device_capture
 from ..frameworks.mxnet_capture import Snapshot
 
-__all__ = ["Deferred", "Named", "capture", "describe", "is_ndarray", "named", "on_accelerator", "one_scalar",
-           "positive", "scalar_value", "to_float", "to_int", "to_numpy"]
+__all__ = ["Deferred", "Named", "capture", "describe", "is_ndarray", "named", "numbers_of", "on_accelerator",
+           "on_device", "one_scalar", "positive", "scalar_value", "to_float", "to_int", "to_numpy"]
 
 
 class Deferred(NamedTuple):
-    """A scalar call's MXNet NDArray of one element (its shape checked: `one_scalar`), read by the
-    writer thread once its engine computed it."""
+    """A scalar call's device array of one element (an MXNet NDArray, a torch CUDA tensor, any
+    `device_capture.on_device` array; its shape checked: `one_scalar`), read by the writer thread
+    once its device computed it."""
 
     array: Any
     shape: Tuple[int, ...]
@@ -52,7 +56,8 @@ def _torch_tensor(value: Any) -> bool:
 
 
 def to_numpy(value: Any, name: str = "value") -> Any:
-    """`value` as a numpy array (a view where the input already is one, else a new array)."""
+    """`value` as a numpy array (a view where the input already is one, else a new array). A
+    device array is read now: the caller waits for its device (`capture` does not)."""
     if isinstance(value, np.ndarray):
         return value
     if is_ndarray(value):
@@ -63,38 +68,63 @@ def to_numpy(value: Any, name: str = "value") -> Any:
             return tensor.numpy()
         except TypeError:  # a dtype numpy lacks (bfloat16, float8...): as float32, as torch's writer
             return tensor.float().numpy()
+    if not isinstance(value, (numbers.Number, np.generic, list, tuple)) and device_capture.on_device(value):
+        return device_capture.to_host(value, name)
     if isinstance(value, (numbers.Number, np.generic, list, tuple)) or hasattr(value, "__array__"):
         try:
             return np.asarray(value)
         except (TypeError, ValueError) as exc:
-            raise TypeError("%s: could not make an array of %s: %s" % (name, describe(value), exc)) from None
+            if not hasattr(value, "__dlpack__"):  # else (an __array__ that refuses): read by DLPack
+                raise TypeError("%s: could not make an array of %s: %s" % (name, describe(value), exc)) from None
     if hasattr(value, "__dlpack__"):
-        return np.from_dlpack(value)
-    raise TypeError("%s must be a number or an array (numpy, MXNet NDArray, list, or anything "
+        try:
+            return np.from_dlpack(value)
+        except (TypeError, ValueError, RuntimeError, BufferError) as exc:
+            raise TypeError("%s: could not read %s by DLPack: %s" % (name, describe(value), exc)) from None
+    raise TypeError("%s must be a number or an array (numpy, MXNet NDArray, torch, CuPy, JAX, list, or anything "
                     "with __array__ or __dlpack__); got %s" % (name, describe(value)))
 
 
 def capture(value: Any, name: str = "value", numeric: bool = True, defer: bool = True,
             check: Optional[Callable[[Any], Any]] = None) -> Any:
-    """`value` as data the caller can no longer change: an MXNet NDArray as a `Snapshot` (with
-    `defer`: no waiting for the engine), anything else as a numpy array, copied wherever the
-    conversion shared memory with the input. With `numeric`, the dtype must be a real number or
-    bool, and the array non-empty. `check(array)` checks the values: now, or for a Snapshot when
-    the writer thread resolves it."""
+    """`value` as data the caller can no longer change: with `defer`, an MXNet NDArray as a
+    `Snapshot` (no waiting for the engine) and a GPU array as a device_capture snapshot (no
+    device sync), anything else as a numpy array, copied wherever the conversion shared memory
+    with the input. With `numeric`, the dtype must be a real number or bool, and the array
+    non-empty. `check(array)` checks the values: now, or for a snapshot when the writer thread
+    resolves it."""
     array: Any
-    if not (defer and is_ndarray(value)):
+    if defer and not isinstance(value, np.ndarray) and is_ndarray(value):
+        array, check = Snapshot(value, check), None
+    elif defer and not isinstance(value, np.ndarray) and device_capture.on_device(value):
+        if numeric:
+            numbers_of(value, name)  # before anything is queued
+        array, check = device_capture.snapshot(value, check, name), None
+    else:
         array = to_numpy(value, name)
         if array is value or array.base is not None or not array.flags.owndata:
             array = np.array(array, copy=True)
-    else:
-        array = Snapshot(value, check)
-        check = None
     if numeric:
-        if array.dtype.kind not in "biuf":
-            raise TypeError("%s must hold real numbers; got dtype %s" % (name, array.dtype))
-        if array.size == 0:
-            raise ValueError("%s is empty (shape %s)" % (name, array.shape))
+        numbers_of(array, name)
     return array if check is None else check(array)
+
+
+def numbers_of(value: Any, name: str = "value") -> Tuple[Tuple[int, ...], Any]:
+    """(shape, numpy dtype) of an array (numpy, a snapshot, or a device array, not read) that
+    must hold real numbers or bools, and at least one."""
+    shape, dtype = ((tuple(value.shape), value.dtype) if isinstance(value, np.ndarray) or hasattr(value, "result")
+                    else device_capture.numbers_of(value))
+    if np.dtype(dtype).kind not in "biuf":
+        raise TypeError("%s must hold real numbers; got dtype %s" % (name, dtype))
+    if not int(np.prod(shape, dtype=np.int64)):
+        raise ValueError("%s is empty (shape %s)" % (name, shape))
+    return shape, dtype
+
+
+def on_device(value: Any) -> bool:
+    """Whether `value` is an array in GPU memory that mxboard reads without a device sync (not
+    an MXNet NDArray: `on_accelerator`)."""
+    return not isinstance(value, np.ndarray) and device_capture.on_device(value)
 
 
 def scalar_value(value: Any, name: str = "value") -> Union[float, Named, Deferred]:
@@ -116,13 +146,20 @@ def named(values: Mapping[Any, Any]) -> Named:
 
 
 def one_scalar(value: Any, name: str = "value") -> Union[float, Deferred]:
-    """A single scalar: an MXNet NDArray of one element as `Deferred` (read once its engine
-    computed it: its shape is checked here, the values then), else the number as a float
-    (checked)."""
+    """A single scalar: a device array of one element (an MXNet NDArray, a GPU array) as
+    `Deferred` (read once its device computed it: its shape and dtype are checked here, the
+    values then), else the number as a float (checked)."""
     if is_ndarray(value):
         shape = tuple(value.shape)
         if shape != (1,) and int(np.prod(shape)) != 1:
             raise ValueError("%s must be a single number; got an NDArray of shape %s" % (name, shape))
+        return Deferred(value, shape)
+    if on_device(value):
+        shape, dtype = device_capture.numbers_of(value)
+        if int(np.prod(shape, dtype=np.int64)) != 1:
+            raise ValueError("%s must be a single number; got a %s of shape %s" % (name, type(value).__name__, shape))
+        if np.dtype(dtype).kind not in "biuf":
+            raise TypeError("%s must be a real number; got dtype %s" % (name, dtype))
         return Deferred(value, shape)
     return to_float(value, name)
 

@@ -10,7 +10,7 @@ from typing import Any, Mapping, NamedTuple, Union
 
 from .._thread.intake import WAKE_EVERY, PendingScalar, Record, closed_error
 from .._thread.worker import Worker
-from ..frameworks.mxnet_capture import ScalarSlots
+from ..frameworks.scalar_slots import Slots
 from ..summaries.scalar import described_scalar_summary
 from . import checks, convert
 
@@ -27,10 +27,10 @@ class Described(NamedTuple):
 
 class Scalars:
     """`worker`: the writer thread's verbs (tags' scalars go to its main file); `slots`
-    (mxnet_capture.ScalarSlots): where NDArray scalars are copied; `suffix`: the event files'
+    (scalar_slots.Slots): where device scalars are copied; `suffix`: the event files'
     (a named value's sub-run has a file of its own)."""
 
-    def __init__(self, worker: Worker, slots: ScalarSlots, suffix: str) -> None:
+    def __init__(self, worker: Worker, slots: Slots, suffix: str) -> None:
         self._worker = worker
         self._slots = slots
         self._suffix = suffix

@@ -19,6 +19,7 @@ import numpy as np
 
 from .._format.names import components, is_url
 from .._thread.callsite import call_site
+from ..frameworks import device_capture
 from ..frameworks.mxnet_capture import DeviceHistogram
 from ..summaries import projector
 from ..summaries._common import tensor_summary
@@ -475,11 +476,15 @@ class SummaryWriter:
         """
         bins = checks.bins(bins)
         max_bins = None if max_bins is None else checks.max_bins(max_bins)
-        if convert.on_accelerator(values) and not (isinstance(bins, str) and bins != "default"):
+        counted_there = not (isinstance(bins, str) and bins != "default")  # a numpy rule needs the values
+        if counted_there and convert.on_accelerator(values):
             # counted on the GPU: only the counts cross to the host
             if not values.size:
                 raise ValueError("values is empty (shape %s)" % (values.shape,))
             values = DeviceHistogram(values, bins)
+        elif counted_there and convert.on_device(values):  # torch, CuPy...: the same, without a sync
+            convert.numbers_of(values, "values")
+            values = device_capture.histogram(values, bins)
         else:  # numpy, or a CPU NDArray: one engine copy, binned on the writer thread
             values = convert.capture(values, "values")
         warn = self._core.worker.warner(call_site())  # a NaN the writer thread finds: shown at this call's line

@@ -17,7 +17,7 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 from .._thread import lifecycle
 from .._thread.intake import Record
 from .._thread.worker import Worker
-from ..frameworks.mxnet_capture import ScalarSlots
+from ..frameworks.scalar_slots import Slots
 from . import checks
 from .scalars import ClosedScalars, Scalars
 
@@ -58,7 +58,7 @@ class WriterCore:
         """Start a worker, whose thread opens the main event file, and the scalars over it (again
         after close, or in a forked child). `purge_step`: the main file begins as a restart at
         that step (the peers' purge_step)."""
-        slots = ScalarSlots()  # where NDArray scalars are snapshotted
+        slots = Slots()  # where device scalars are copied
         self.worker = Worker(self._flush_secs, self._max_queue, slots.read)
         # nothing of the scalars refers back to the writer: once unreferenced, it is freed at once
         self.scalars: Union[Scalars, ClosedScalars] = Scalars(self.worker, slots, self._suffix)

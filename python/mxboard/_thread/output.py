@@ -18,7 +18,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 from .._format.events import FILE_VERSION
-from ..frameworks.mxnet_capture import resolve
+from ..frameworks.pending import resolve
 from ..proto import Event, SessionLog
 from ..storage import EventFile, Storage, open_storage
 from ..storage.local import FileDeletedError

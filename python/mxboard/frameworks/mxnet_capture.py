@@ -12,10 +12,12 @@ from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple, Union
 import numpy as np
 from numpy.typing import NDArray
 
-__all__ = ["DeviceHistogram", "ScalarSlots", "Snapshot", "resolve"]
+from .pending import Pending
+
+__all__ = ["DeviceHistogram", "ScalarSlots", "Snapshot"]
 
 
-class Snapshot:
+class Snapshot(Pending):
     """An MXNet NDArray as it was at the call, without waiting for MXNet's engine: an
     engine-side copy, ordered after the writes pending on the array and before any later one
     (in-place updates included), taken outside autograd recording. `result()` (on the writer
@@ -140,7 +142,7 @@ class ScalarSlots:
         return values
 
 
-class DeviceHistogram:
+class DeviceHistogram(Pending):
     """A histogram of an MXNet NDArray computed by MXNet's operators where the array lives (used
     for GPU arrays: a CPU array is binned faster on the host),
     queued at the call (after the array's pending writes, outside autograd): only the counts,
@@ -194,16 +196,12 @@ class DeviceHistogram:
         self._size = int(np.prod(array.shape))
 
     def _device(self, nd: Any, edges: NDArray[Any], data: Any) -> Any:
-        """`edges` (float64) as an NDArray beside `data`, in its dtype, each rounded up to the
-        next value of that dtype: then `v >= edge` is the same test in either precision (a
-        nearest rounding would put a value equal to a rounded-down edge one bucket over).
-        Without waiting for the engine (zero-copy: nd.array() would wait for pending work)."""
-        edges = np.asarray(edges, dtype=np.float64)
-        with np.errstate(over="ignore"):
-            rounded = edges.astype(data.dtype)
-        below = rounded.astype(np.float64) < edges
-        rounded[below] = np.nextafter(rounded[below], np.inf)
-        self._kept = np.ascontiguousarray(rounded)
+        """`edges` (float64) as an NDArray beside `data`, in its dtype, rounded up
+        (`histogram.rounded_up`). Without waiting for the engine (zero-copy: nd.array() would
+        wait for pending work)."""
+        from ..summaries.histogram import rounded_up
+
+        self._kept = rounded_up(edges, data.dtype)
         device = nd.from_numpy(self._kept, zero_copy=True)
         return device if device.context == data.context else device.copyto(data.context)
 
@@ -214,17 +212,12 @@ class DeviceHistogram:
         index = index + (values >= nd.take(edges, index + 1))
         return nd.clip(index, 0, edges.shape[0] - 2)
 
-    def result(self) -> Tuple[NDArray[np.float64], NDArray[Any], float, float, int]:
-        """(edges, counts, low, high, dropped), as numpy."""
+    def result(self) -> Tuple[NDArray[np.float64], NDArray[Any], float, float, int, None]:
+        """(edges, counts, low, high, dropped, None: no sums), as numpy."""
         counts, low, high, finite = (part.asnumpy() for part in self._parts)
         low, high = float(low.reshape(-1)[0]), float(high.reshape(-1)[0])
         edges = self._edges
         if isinstance(edges, int):
             edges = np.linspace(low, high, edges + 1)
-        return np.asarray(edges, np.float64), counts, low, high, self._size - int(finite.reshape(-1)[0])
+        return np.asarray(edges, np.float64), counts, low, high, self._size - int(finite.reshape(-1)[0]), None
 
-
-def resolve(value: Any) -> Any:
-    """What the writer thread builds from: a Snapshot's or DeviceHistogram's result, or the
-    value itself."""
-    return value.result() if isinstance(value, (Snapshot, DeviceHistogram)) else value

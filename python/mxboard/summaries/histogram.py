@@ -14,7 +14,7 @@ from ..proto import HistogramProto, Message
 from ._common import summary
 
 __all__ = ["default_bucket_counts", "default_bucket_limits", "default_edges", "default_layout", "histogram_buckets",
-           "histogram_summary", "histogram_of", "histogram_raw_summary", "moments", "trimmed_buckets"]
+           "histogram_summary", "histogram_of", "histogram_raw_summary", "moments", "rounded_up", "trimmed_buckets"]
 
 
 
@@ -39,6 +39,19 @@ def default_edges(dtype: Any = np.float64) -> NDArray[Any]:
     edges = np.concatenate([[-largest], default_bucket_limits(), [largest]]).astype(dtype)
     edges.flags.writeable = False
     return edges
+
+
+def rounded_up(edges: Any, dtype: Any) -> NDArray[Any]:
+    """`edges` (float64) in `dtype`, each rounded up to the next value of that dtype: then
+    `v >= edge` is the same test in either precision for a value `v` of that dtype (a nearest
+    rounding would put a value equal to a rounded-down edge one bucket over). For counting on a
+    device in the values' own precision (mxnet_capture, device_capture)."""
+    edges = np.asarray(edges, dtype=np.float64)
+    with np.errstate(over="ignore"):
+        rounded = edges.astype(dtype)
+    below = rounded.astype(np.float64) < edges
+    rounded[below] = np.nextafter(rounded[below], np.inf)
+    return np.ascontiguousarray(rounded)
 
 
 def default_layout() -> Tuple[float, float, int, int]:
@@ -205,12 +218,13 @@ def moments(values: NDArray[Any]) -> Tuple[float, float]:
 def histogram_of(tag: str, values: Any, bins: Any = "default", max_bins: Optional[int] = None,
                  warn: Optional[Callable[[str], None]] = None) -> Message:
     """Summary of a histogram of `values` (numpy, any shape), or of a device histogram's result
-    `(edges, counts, low, high, dropped)`. NaN and ±Inf cannot be binned: they are dropped, and
-    `warn(message)` says so (None: a RuntimeWarning here; the writer's shows at the user's call).
-    With `max_bins`, neighbouring buckets are merged into at most that many."""
-    stats = None  # a device histogram's: estimated from its buckets
+    `(edges, counts, low, high, dropped, (sum, sum of squares) or None)`. NaN and ±Inf cannot be
+    binned: they are dropped, and `warn(message)` says so (None: a RuntimeWarning here; the
+    writer's shows at the user's call). With `max_bins`, neighbouring buckets are merged into at
+    most that many."""
+    stats = None  # an MXNet device histogram's: estimated from its buckets
     if isinstance(values, tuple):
-        edges, counts, low, high, dropped = values
+        edges, counts, low, high, dropped, stats = values
         if not counts.sum():  # nothing finite
             buckets = np.zeros((0, 3))
         elif isinstance(bins, str):

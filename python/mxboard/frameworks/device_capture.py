@@ -1,0 +1,429 @@
+"""Arrays on a GPU captured at the call without waiting for the device: torch CUDA tensors,
+CuPy and JAX arrays, and any array that speaks DLPack or `__cuda_array_interface__`.
+
+A capture queues a copy into pinned host memory on the array's current stream and records an
+event after it; the writer thread waits on that event and reads. The caller's thread never
+synchronizes: the loop's queue of GPU work is never drained for a log call. Stream order gives
+the value at the call, even when the loop updates the tensor in place afterwards on the same
+stream. The rule for a tensor written on *another* stream is torch's own for asynchronous
+copies: make the current stream wait for it first (`torch.cuda.current_stream().wait_stream(s)`),
+as for any operation that reads it. A histogram is counted where the tensor lives; only its
+counts, min, max, count, sum and sum of squares cross.
+
+Nothing here is imported until a device array is met, and no framework is imported here: a
+value can only be one of their arrays if its module is loaded (`sys.modules`). The seam to CUDA
+is `Cuda` (what torch's streams, events and pinned memory give); `HOST` is the same seam for
+tensors already in host memory, so the histogram's counting runs on CPU tensors through the same
+code (tests/test_device_capture.py, which also hands in a fake stream).
+"""
+import collections
+import importlib
+import sys
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
+
+import numpy as np
+from numpy.typing import NDArray
+
+from .pending import Pending
+
+__all__ = ["CUDA", "HOST", "Cuda", "CupySnapshot", "JaxSnapshot", "TorchHistogram", "TorchScalarSlots",
+           "TorchSnapshot", "as_torch", "histogram", "is_torch_cuda", "numbers_of", "on_device", "snapshot", "to_host"]
+
+_HOST_DLPACK = (1, 3)  # DLPack device types numpy reads: kDLCPU, kDLCUDAHost (pinned host memory)
+
+
+class Cuda:
+    """The seam between a capture and CUDA, as torch speaks it: pinned host buffers, a copy
+    queued on the current stream, and an event recorded there after it (`synchronize()` is the
+    one wait, on the writer thread)."""
+
+    def pinned(self, shape: Sequence[int], dtype: Any) -> Any:
+        return sys.modules["torch"].empty(tuple(shape), dtype=dtype, pin_memory=True)
+
+    def copy(self, target: Any, source: Any) -> None:
+        """Queue `source` into `target` (pinned host memory), converting its dtype on the device."""
+        target.copy_(source, non_blocking=True)
+
+    def upload(self, array: NDArray[Any], device: Any) -> Any:
+        """A small host array (bin edges) on `device`, queued from pinned memory (no wait)."""
+        torch = sys.modules["torch"]
+        return torch.from_numpy(np.ascontiguousarray(array)).pin_memory().to(device, non_blocking=True)
+
+    def record(self, event: Optional[Any], device: Any) -> Any:
+        """`event` (a new one if None) recorded on `device`'s current stream."""
+        torch = sys.modules["torch"]
+        if event is None:
+            event = torch.cuda.Event()
+        event.record(torch.cuda.current_stream(device))
+        return event
+
+
+class _Done:
+    """The event of a copy that is done already (host memory)."""
+
+    def synchronize(self) -> None:
+        pass
+
+
+class _Host(Cuda):
+    """The seam for tensors in host memory: plain buffers, copies done at once."""
+
+    _DONE = _Done()
+
+    def pinned(self, shape: Sequence[int], dtype: Any) -> Any:
+        return sys.modules["torch"].empty(tuple(shape), dtype=dtype)
+
+    def copy(self, target: Any, source: Any) -> None:
+        target.copy_(source)
+
+    def upload(self, array: NDArray[Any], device: Any) -> Any:
+        return sys.modules["torch"].from_numpy(np.array(array)).to(device)
+
+    def record(self, event: Optional[Any], device: Any) -> Any:
+        return self._DONE
+
+
+CUDA = Cuda()
+HOST = _Host()
+
+
+def _seam(tensor: Any) -> Cuda:
+    return CUDA if is_torch_cuda(tensor) else HOST
+
+
+_NUMPY_DTYPES: Dict[Any, "np.dtype[Any]"] = {}
+
+
+def _numpy_dtype(dtype: Any) -> "np.dtype[Any]":
+    """The numpy dtype a torch dtype is read as (bfloat16 and float8, which numpy lacks, as
+    float32, as torch's writer reads them)."""
+    known = _NUMPY_DTYPES.get(dtype)
+    if known is None:
+        try:
+            known = sys.modules["torch"].empty(0, dtype=dtype).numpy().dtype
+        except TypeError:
+            known = np.dtype(np.float32)
+        _NUMPY_DTYPES[dtype] = known
+    return known
+
+
+def _read(host: Any) -> Any:
+    """A host tensor as numpy (a dtype numpy lacks as float32)."""
+    try:
+        return host.numpy()
+    except TypeError:
+        return host.float().numpy()
+
+
+class TorchSnapshot(Pending):
+    """A torch tensor as it was at the call: copied in its current stream's order into a pinned
+    host buffer of its shape and dtype (outside autograd), an event recorded after the copy.
+    `result()` (the writer thread) waits on the event and returns numpy, checked by `check`."""
+
+    def __init__(self, tensor: Any, check: Optional[Callable[[Any], Any]] = None,
+                 cuda: Optional[Cuda] = None) -> None:
+        cuda = cuda or _seam(tensor)
+        source = tensor.detach()
+        self.shape = tuple(source.shape)
+        self.dtype = _numpy_dtype(source.dtype)
+        self.ndim = len(self.shape)
+        self.size = int(source.numel())
+        self.nbytes = self.size * int(source.element_size())
+        self._host = cuda.pinned(self.shape, source.dtype)
+        cuda.copy(self._host, source)
+        self._event = cuda.record(None, source.device)
+        self._check = check
+
+    def result(self) -> Any:
+        self._event.synchronize()
+        array = _read(self._host)
+        return array if self._check is None else self._check(array)
+
+
+class CupySnapshot(Pending):
+    """A CuPy array as it was at the call: CuPy's own stream-ordered copy into pinned host memory
+    (`get(..., blocking=False)`), an event recorded after it on the current stream."""
+
+    def __init__(self, array: Any, check: Optional[Callable[[Any], Any]] = None) -> None:
+        cupy = sys.modules["cupy"]
+        self.shape, self.dtype = tuple(array.shape), np.dtype(array.dtype)
+        self.ndim, self.size, self.nbytes = len(self.shape), int(array.size), int(array.nbytes)
+        stream = cupy.cuda.get_current_stream()
+        self._host = importlib.import_module("cupyx").empty_pinned(self.shape, self.dtype)
+        try:
+            array.get(stream=stream, out=self._host, blocking=False)
+        except TypeError:  # CuPy < 13: a copy given a stream is asynchronous already
+            array.get(stream=stream, out=self._host)
+        self._event = stream.record()
+        self._check = check
+
+    def result(self) -> Any:
+        self._event.synchronize()
+        return self._host if self._check is None else self._check(self._host)
+
+
+class JaxSnapshot(Pending):
+    """A JAX array (immutable, so its value is the one at the call): its transfer to the host
+    started at the call (`copy_to_host_async`), read on the writer thread, which waits for
+    that one array only. A dtype numpy lacks (bfloat16) is read as float32."""
+
+    def __init__(self, array: Any, check: Optional[Callable[[Any], Any]] = None) -> None:
+        dtype = np.dtype(array.dtype)
+        self.shape, self.dtype = tuple(array.shape), dtype if dtype.kind in "biufc" else np.dtype(np.float32)
+        self.ndim, self.size = len(self.shape), int(np.prod(self.shape, dtype=np.int64))
+        self.nbytes = self.size * dtype.itemsize
+        array.copy_to_host_async()
+        self._array, self._check = array, check
+
+    def result(self) -> Any:
+        array = np.asarray(self._array)
+        if array.dtype != self.dtype:
+            array = array.astype(self.dtype)
+        return array if self._check is None else self._check(array)
+
+
+# -- what is a device array, and how it is read -----------------------------------------------
+def is_torch_cuda(value: Any) -> bool:
+    torch = sys.modules.get("torch")
+    return torch is not None and isinstance(value, torch.Tensor) and bool(value.is_cuda)
+
+
+def _cupy(value: Any) -> bool:
+    cupy = sys.modules.get("cupy")
+    return cupy is not None and isinstance(value, cupy.ndarray)
+
+
+def _jax(value: Any) -> bool:
+    return hasattr(value, "copy_to_host_async") and type(value).__module__.startswith(("jax", "jaxlib"))
+
+
+def on_device(value: Any) -> bool:
+    """Whether `value` is an array in device memory that a capture reads without waiting: a torch
+    CUDA tensor, a CuPy or JAX array, or an array whose DLPack device (or
+    `__cuda_array_interface__`) is not host memory. (MXNet's: mxnet_capture.py.)"""
+    if is_torch_cuda(value) or _cupy(value) or _jax(value):
+        return True
+    if hasattr(value, "__cuda_array_interface__"):
+        return True
+    device = getattr(value, "__dlpack_device__", None)
+    if device is not None and not isinstance(value, np.ndarray):
+        try:
+            return int(device()[0]) not in _HOST_DLPACK
+        except Exception:  # noqa: BLE001 - no usable DLPack device: read it as a host array
+            return False
+    return False
+
+
+def as_torch(value: Any, name: str = "value") -> Any:
+    """A device array that is neither torch's, CuPy's nor JAX's, as a torch CUDA tensor sharing
+    its memory (DLPack, else `__cuda_array_interface__`; torch's import of it orders its own
+    stream after the array's: no host wait), or the array as CuPy's where torch is not loaded.
+    A TypeError where neither is."""
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        try:
+            if hasattr(value, "__dlpack__"):
+                return torch.from_dlpack(value)
+            return torch.as_tensor(value, device="cuda")
+        except Exception as exc:
+            raise TypeError("%s: torch could not read the device array %s: %s"
+                            % (name, type(value).__name__, exc)) from exc
+    cupy = sys.modules.get("cupy")
+    if cupy is not None:
+        return cupy.from_dlpack(value) if hasattr(value, "__dlpack__") else cupy.asarray(value)
+    raise TypeError("%s: %s is an array in device memory, which numpy cannot read: import torch or "
+                    "cupy first (mxboard reads device arrays through them), or pass a host copy"
+                    % (name, type(value).__name__))
+
+
+def snapshot(value: Any, check: Optional[Callable[[Any], Any]] = None, name: str = "value") -> Pending:
+    """A device array (`on_device`) captured at the call, read on the writer thread."""
+    if is_torch_cuda(value):
+        return TorchSnapshot(value, check)
+    if _cupy(value):
+        return CupySnapshot(value, check)
+    if _jax(value):
+        return JaxSnapshot(value, check)
+    return snapshot(as_torch(value, name), check, name)
+
+
+def histogram(value: Any, bins: Union[str, int, Any], name: str = "values") -> Pending:
+    """A histogram of a device array (`on_device`): counted where it lives where torch can read
+    it (a torch tensor, or a CuPy/DLPack array while torch with CUDA is loaded); else the array
+    crosses by its own asynchronous copy (`snapshot`) and the writer thread bins it. Results are
+    `TorchHistogram`'s or an array's, which `summaries.histogram.histogram_of` both takes."""
+    if is_torch_cuda(value):
+        return TorchHistogram(value, bins)
+    torch = sys.modules.get("torch")
+    if torch is not None and not _jax(value) and torch.cuda.is_available():
+        return TorchHistogram(as_torch(value, name), bins)
+    return snapshot(value, name=name)
+
+
+def numbers_of(value: Any) -> Tuple[Tuple[int, ...], "np.dtype[Any]"]:
+    """(shape, numpy dtype as read) of a device array, known without reading it."""
+    if is_torch_cuda(value):
+        return tuple(value.shape), _numpy_dtype(value.dtype)
+    dtype = np.dtype(value.dtype)
+    return tuple(value.shape), dtype if dtype.kind in "biufc" else np.dtype(np.float32)
+
+
+def to_host(value: Any, name: str = "value") -> Any:
+    """A device array's values as numpy, now: the synchronous read (the caller waits for the
+    device), for arguments that are needed at the call (a step, bin edges)."""
+    if is_torch_cuda(value):
+        return _read(value.detach().cpu())
+    return snapshot(value, name=name).result()
+
+
+# -- scalars: a ring of pinned slots ---------------------------------------------------------
+class TorchSlot:
+    """One float64 slot of a pinned ring, and the event of the copy into it."""
+
+    __slots__ = ("ring", "index", "event")
+
+    def __init__(self, ring: int, index: int) -> None:
+        self.ring, self.index = ring, index
+        self.event: Any = None
+
+
+class TorchScalarSlots:
+    """Where torch CUDA scalars are copied: one-element slots of pinned float64 rings of `size`,
+    made once and reused, each with an event reused for every copy into it. A capture is one
+    copy (converting the dtype on the device) and one event record: no allocation, no wait.
+    The writer thread waits on each slot's event, reads it, and frees it; the rings are freed
+    with the writer's slots at close."""
+
+    def __init__(self, size: int = 1024, cuda: Optional[Cuda] = None) -> None:
+        self._size = size
+        self._cuda = cuda
+        self._rings: List[Any] = []
+        self._views: List[Any] = []  # each ring's numpy view
+        self._free: collections.deque[TorchSlot] = collections.deque()  # appends and pops are atomic
+
+    def hold(self, tensor: Any) -> TorchSlot:
+        """A tensor of one element as of now, in a free slot."""
+        cuda = self._cuda or _seam(tensor)
+        try:
+            slot = self._free.popleft()
+        except IndexError:
+            slot = self._grow(cuda)
+        source = tensor.detach().reshape(1)
+        cuda.copy(self._rings[slot.ring][slot.index:slot.index + 1], source)
+        slot.event = cuda.record(slot.event, source.device)
+        return slot
+
+    def _grow(self, cuda: Cuda) -> TorchSlot:
+        torch = sys.modules["torch"]
+        ring = cuda.pinned((self._size,), torch.float64)
+        number = len(self._rings)
+        self._rings.append(ring)
+        self._views.append(ring.numpy())
+        slots = [TorchSlot(number, i) for i in range(self._size)]
+        self._free.extend(slots[1:])
+        return slots[0]
+
+    def read(self, slots: Sequence[TorchSlot]) -> List[float]:
+        """On the writer thread: the values of `slots`, in order, once their copies are done;
+        the slots are then free again."""
+        values = []
+        for slot in slots:
+            slot.event.synchronize()
+            values.append(float(self._views[slot.ring][slot.index]))
+        self._free.extend(slots)
+        return values
+
+
+# -- histograms counted on the device --------------------------------------------------------
+_EDGES: Dict[Tuple[str, Any], Any] = {}  # (device, dtype) -> the default edges there, rounded up
+
+
+def _default_edges(cuda: Cuda, values: Any) -> Any:
+    from ..summaries.histogram import default_edges, rounded_up
+
+    key = (str(values.device), values.dtype)
+    edges = _EDGES.get(key)
+    if edges is None:
+        edges = _EDGES[key] = cuda.upload(rounded_up(default_edges(), _numpy_dtype(values.dtype)), values.device)
+    return edges
+
+
+class TorchHistogram(Pending):
+    """A histogram of a torch tensor counted where it lives, queued at the call in stream order
+    (outside autograd). bfloat16/float16 and small integers are counted as float32, wider ones
+    as float64 (both exact). `bins`: 'default' (TensorBoard's buckets: each value's bucket
+    found by a binary search of the edges rounded up to the values' dtype, the same test as
+    the host path's `edges[i] <= v < edges[i+1]` in float64), an int (equal-width between
+    min and max, settled against the edges as numpy settles them), or increasing edges (numpy's
+    rule: the last bucket holds its right edge). NaN/Inf are not counted, and counted as
+    dropped. Only one float64 vector crosses: the counts, then the finite min and max, the
+    number of finite values, their sum and sum of squares. Any tensor, on any device: a CPU
+    tensor runs the same code (`HOST`)."""
+
+    def __init__(self, tensor: Any, bins: Union[str, int, Any], cuda: Optional[Cuda] = None) -> None:
+        torch = sys.modules["torch"]
+        from ..summaries.histogram import default_edges
+
+        cuda = cuda or _seam(tensor)
+        data = tensor.detach().reshape(-1)
+        self.size = self._size = int(data.numel())
+        self.shape, self.ndim, self.dtype = (self._size,), 1, np.dtype(np.float64)
+        self._bins = bins
+        wide = data.dtype == torch.float64 or (not data.dtype.is_floating_point and data.element_size() > 2)
+        values = data.to(torch.float64 if wide or not isinstance(bins, str) else torch.float32)
+        finite = torch.isfinite(values)
+        low = torch.where(finite, values, float("inf")).min()
+        high = torch.where(finite, values, float("-inf")).max()
+        if isinstance(bins, str):
+            self._edges: Any = default_edges()
+            size = len(self._edges) - 1
+            index = torch.searchsorted(_default_edges(cuda, values), values, right=True) - 1
+            valid = finite
+        elif isinstance(bins, int):
+            self._edges = size = bins
+            index, valid = self._equal_width(torch, values, finite, low, high, bins)
+        else:
+            self._edges = np.asarray(bins, dtype=np.float64)
+            size = len(self._edges) - 1
+            edges = cuda.upload(self._edges, values.device)
+            index = torch.searchsorted(edges, values, right=True) - 1
+            index = torch.where(values == edges[-1], size - 1, index)  # numpy's last bucket holds its right edge
+            valid = finite & (index >= 0) & (index < size)
+        index = torch.where(valid, index.clamp(0, size - 1), size)  # the rest into a bucket past the end
+        counts = torch.zeros(size + 1, dtype=torch.int64, device=values.device)
+        counts.index_add_(0, index, torch.ones(1, dtype=torch.int64, device=values.device).expand(len(index)))
+        kept = torch.where(finite, values, 0)
+        facts = torch.stack([low.double(), high.double(), finite.sum().double(),
+                             kept.sum(dtype=torch.float64), (kept * kept).sum(dtype=torch.float64)])
+        packed = torch.cat([counts[:size].double(), facts])
+        self.nbytes = int(packed.numel()) * 8
+        self._host = cuda.pinned(packed.shape, torch.float64)
+        cuda.copy(self._host, packed)
+        self._event = cuda.record(None, packed.device)
+
+    @staticmethod
+    def _equal_width(torch: Any, values: Any, finite: Any, low: Any, high: Any, bins: int) -> Tuple[Any, Any]:
+        """Bucket indices of `bins` equal-width buckets between `low` and `high`, as numpy finds
+        them: estimated, then settled against `np.linspace(low, high, bins + 1)`'s edges."""
+        span = torch.where(high > low, high - low, torch.ones_like(low))
+        start = torch.where(high >= low, low, torch.zeros_like(low))
+        estimate = ((values - start) / span * bins).nan_to_num(0.0, 0.0, 0.0).clamp(0, bins)
+        index = estimate.floor().long().clamp(0, bins - 1)
+        edges = torch.arange(bins + 1, dtype=torch.float64, device=values.device) * (span / bins) + start
+        edges[bins] = torch.where(high > low, high, start + span)
+        index = index - (values < edges[index]).long()
+        index = index + ((values >= edges[(index + 1).clamp(max=bins)]) & (index < bins - 1)).long()
+        return index, finite
+
+    def result(self) -> Tuple[NDArray[np.float64], NDArray[np.int64], float, float, int, Tuple[float, float]]:
+        """(edges, counts, low, high, dropped, (sum, sum of squares)), as numpy."""
+        self._event.synchronize()
+        packed = self._host.numpy()
+        counts = packed[:-5].astype(np.int64)
+        low, high, finite, total, squares = (float(v) for v in packed[-5:])
+        if not finite:
+            low = high = 0.0
+        edges = self._edges
+        if isinstance(edges, int):
+            edges = np.linspace(low, high, edges + 1)
+        return np.asarray(edges, np.float64), counts, low, high, self._size - int(finite), (total, squares)

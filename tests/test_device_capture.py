@@ -1,0 +1,267 @@
+"""GPU arrays logged without a device sync (frameworks/device_capture.py), proven without a GPU:
+the device histogram's counting runs on CPU tensors through the same code and equals the host
+path bucket for bucket; the stream/event seam is driven by a fake stream (fake_cuda.py) that
+runs only when waited on; CuPy-like arrays (refusing `__array__`, speaking DLPack) work in every
+add_*. What a user sees is read back by TensorBoard's own loaders. On a real GPU: test_gpu.py."""
+import glob
+import os
+import sys
+import threading
+import warnings
+
+import numpy as np
+import pytest
+from fake_cuda import FakeCuda
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from conftest import plugin_accumulator, tb_scalars, tensor_values
+from mxboard import SummaryWriter
+
+torch = pytest.importorskip("torch")
+
+from mxboard.frameworks import device_capture  # noqa: E402 - after the skip
+from mxboard.summaries.histogram import default_edges, histogram_of  # noqa: E402
+
+
+def _buckets(values, bins):
+    """What TensorBoard reads of a histogram summary: (k, 3) [left, right, count], and (min,
+    max, num, sum, sum of squares)."""
+    from tensorboard import data_compat
+    from tensorboard.compat.proto import summary_pb2
+    from tensorboard.util import tensor_util
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # NaN dropped: said once a tag, tested elsewhere
+        summary = histogram_of("h", values, bins, warn=lambda message: None)
+    value = summary_pb2.Summary.FromString(summary.SerializeToString()).value[0]
+    histo = value.histo
+    return (tensor_util.make_ndarray(data_compat.migrate_value(value).tensor),
+            (histo.min, histo.max, histo.num, histo.sum, histo.sum_squares))
+
+
+_EDGES = default_edges()
+_SPECIAL = [0.0, -0.0, np.nan, np.inf, -np.inf, 5e-324, -5e-324, 1e-45, 1.4e-45, 1e-38, 1e38, -3e38, 1e300, -1e300]
+
+
+@st.composite
+def _values(draw):
+    """Values that probe the buckets: default edges exactly and one ulp either side (ties),
+    ±0, denormals, huge values, NaN and ±Inf, and ordinary ones; in a dtype torch has."""
+    dtype = draw(st.sampled_from(["float32", "float64", "float16", "bfloat16", "int32", "int64", "uint8"]))
+    picks = draw(st.lists(st.one_of(
+        st.sampled_from(_SPECIAL),
+        st.integers(0, len(_EDGES) - 1).map(lambda i: float(_EDGES[i])),
+        st.tuples(st.integers(1, len(_EDGES) - 2), st.sampled_from([-1, 1])).map(
+            lambda p: float(np.nextafter(_EDGES[p[0]], np.inf * p[1]))),
+        st.floats(-1e6, 1e6), st.floats(-1e-3, 1e-3)), min_size=1, max_size=60))
+    with np.errstate(all="ignore"):
+        if dtype in ("int32", "int64", "uint8"):
+            info = np.iinfo(dtype)
+            picks = [int(np.clip(np.nan_to_num(p), max(info.min, -2**31), min(info.max, 2**31 - 1))) for p in picks]
+            return torch.tensor(np.array(picks, dtype=dtype))
+        if dtype == "bfloat16":
+            return torch.tensor(picks, dtype=torch.float64).to(torch.bfloat16)
+        return torch.from_numpy(np.array(picks, dtype=np.float64).astype(dtype))
+
+
+def _bins(draw_values):
+    return st.one_of(st.just("default"), st.integers(1, 40),
+                     st.lists(st.floats(-1e4, 1e4), min_size=2, max_size=12, unique=True).map(sorted))
+
+
+@settings(max_examples=300, deadline=None, derandomize=True)
+@given(tensor=_values(), bins=_bins(None))
+def test_the_device_histogram_equals_the_host_ones_bucket_for_bucket(tensor, bins):
+    host = device_capture._read(tensor)  # what the host path bins (bfloat16 read as float32)
+    if not isinstance(bins, str) and np.isfinite(host.astype(np.float64)).any():
+        finite = host[np.isfinite(host.astype(np.float64))].astype(np.float64)
+        if finite.max() - finite.min() > 1e300:  # numpy's equal-width edges overflow: not a case of ours
+            return
+        if finite.min() == finite.max() and abs(finite[0]) > 2**52:  # numpy fails on (v - 0.5, v + 0.5) == v
+            return
+    counted = device_capture.TorchHistogram(tensor, bins, cuda=device_capture.HOST).result()
+    device, device_facts = _buckets(counted, bins)
+    expected, host_facts = _buckets(host, bins)
+    assert np.array_equal(device, expected), (device, expected)
+    if host_facts[2]:  # (nothing counted: TensorBoard reads the same empty histogram)
+        assert device_facts[:3] == host_facts[:3]  # min, max, num
+        if np.isfinite(host_facts[3:]).all():  # the host sums float32 in float32: it may overflow, float64 not
+            assert np.allclose(device_facts[3:], host_facts[3:], rtol=1e-5)
+
+
+def test_a_histogram_of_values_all_nan_or_inf_is_empty_and_drops_them():
+    edges, counts, low, high, dropped, sums = device_capture.TorchHistogram(
+        torch.tensor([np.nan, np.inf, -np.inf]), "default", cuda=device_capture.HOST).result()
+    assert counts.sum() == 0 and dropped == 3 and (low, high) == (0.0, 0.0) and sums == (0.0, 0.0)
+
+
+def test_a_snapshot_is_the_value_at_the_call_and_is_read_only_when_waited_for():
+    cuda = FakeCuda()
+    weights = torch.ones(3, 4, requires_grad=True)
+    value = weights * 2
+    shot = device_capture.TorchSnapshot(value, cuda=cuda)
+    cuda.stream.enqueue(lambda: value.data.add_(100))  # the loop's next in-place update, same stream
+    assert cuda.stream.done == 0 and not cuda.stream.waiters  # the call queued; nothing waited
+    assert not shot._host.requires_grad and shot._host.grad_fn is None  # outside autograd
+    assert np.array_equal(shot.result(), np.full((3, 4), 2.0, np.float32))
+    assert cuda.stream.waiters == [threading.current_thread()] and cuda.stream.done == 1  # the copy only
+
+
+def test_scalar_slots_are_reused_and_read_in_call_order():
+    cuda = FakeCuda()
+    slots = device_capture.TorchScalarSlots(size=8, cuda=cuda)
+    loss = torch.zeros((), dtype=torch.bfloat16)
+    for round_ in range(50):
+        held = []
+        for i in range(8):
+            loss.fill_(i + round_)  # (the host stands in for the device: the copy runs when waited on)
+            held.append(slots.hold(loss.clone()))
+        assert slots.read(held) == [float(i + round_) for i in range(8)]
+    assert cuda.buffers == 1 and len(cuda.events) == 8  # one ring, one event a slot: 400 captures
+    assert all(event.records == 50 for event in cuda.events)
+
+
+@pytest.fixture
+def fake_gpu(monkeypatch):
+    """torch tensors taken for CUDA ones, behind the fake stream: the writer's own paths run."""
+    cuda = FakeCuda()
+    monkeypatch.setattr(device_capture, "CUDA", cuda)
+    monkeypatch.setattr(device_capture, "is_torch_cuda", lambda value: isinstance(value, torch.Tensor))
+    return cuda
+
+
+def _every_kind(w, make, step=0):
+    """Every add_* that takes arrays, each from `make(numpy array)`."""
+    rng = np.random.default_rng(5)
+    w.add_scalar("loss", make(np.array(0.25, np.float32)), global_step=step)
+    w.add_scalars("pair", {"a": make(np.array(1.5)), "b": make(np.array([2.5]))}, global_step=step)
+    w.add_histogram("weights", make(rng.normal(size=(30, 7)).astype(np.float32)), global_step=step)
+    w.add_histogram("edges", make(rng.normal(size=500)), global_step=step, bins=[-1.0, 0.0, 0.5, 1.0])
+    w.add_histogram("ten", make(rng.normal(size=500)), global_step=step, bins=10)
+    w.add_image("image", make(rng.random((3, 8, 6), dtype=np.float32)), global_step=step)
+    w.add_images("images", make((rng.random((2, 3, 5, 4)) * 255).astype(np.uint8)), global_step=step)
+    w.add_pr_curve("pr", make(np.array([1, 0, 1, 1, 0])), make(np.array([0.9, 0.2, 0.6, 0.4, 0.3])),
+                   global_step=step, num_thresholds=5)
+    w.add_mesh("mesh", make(rng.random((1, 4, 3), dtype=np.float32)), global_step=step,
+               faces=make(np.array([[[0, 1, 2], [1, 2, 3]]], np.int32)))
+    w.add_video("video", make(rng.random((1, 3, 3, 8, 8), dtype=np.float32)), global_step=step)
+    w.add_embedding("emb", make(rng.normal(size=(6, 3)).astype(np.float32)), labels=list("abcdef"), global_step=step)
+
+
+def _what_tensorboard_reads(logdir):
+    acc = plugin_accumulator(logdir)
+    read = {tag: [v for _, v in tensor_values(acc, tag)] for tags in acc.Tags()["tensors"] for tag in [tags]}
+    read["scalars"] = sorted((tag, value) for path in glob.glob(logdir + "/**/events.out.tfevents.*", recursive=True)
+                             for tag, _, value in tb_scalars(path))
+    for path in glob.glob(logdir + "/**/tensors.tsv", recursive=True):  # the projector's
+        read[os.path.relpath(path, logdir)] = [np.loadtxt(path, ndmin=2)]
+    return read
+
+
+def _same(a, b):
+    assert a.keys() == b.keys()
+    scalars_a, scalars_b = a.pop("scalars"), b.pop("scalars")
+    assert [tag for tag, _ in scalars_a] == [tag for tag, _ in scalars_b]
+    assert np.allclose([v for _, v in scalars_a], [v for _, v in scalars_b], rtol=1e-6)
+    for tag in a:
+        for x, y in zip(a[tag], b[tag]):
+            x, y = np.asarray(x), np.asarray(y)
+            if x.dtype == object:  # images and video: encoded bytes
+                assert x.tolist() == y.tolist(), tag
+            else:
+                assert np.allclose(x, y, rtol=1e-5), tag
+
+
+class _UpdatedAfterEachCall:
+    """A writer whose every call is followed, on the fake stream, by an in-place update of each
+    tensor it was given (the loop's next step, queued on the same stream)."""
+
+    def __init__(self, writer, cuda, tensors):
+        self._writer, self._cuda, self._tensors = writer, cuda, tensors
+
+    def __getattr__(self, name):
+        given = len(self._tensors)  # (the arguments are made after the method is looked up)
+
+        def call(*args, **kwargs):
+            getattr(self._writer, name)(*args, **kwargs)
+            assert threading.current_thread() not in self._cuda.stream.waiters, name  # the call waited
+            for tensor in self._tensors[given:]:
+                self._cuda.stream.enqueue(lambda t=tensor: t.add_(1))
+        return call
+
+
+def test_every_add_of_a_device_tensor_queues_and_the_writer_thread_alone_waits(tmp_path, fake_gpu):
+    """Through SummaryWriter: a call of every kind queues its copy and records an event, and
+    never waits; the writer thread waits; an in-place update queued after each call does not
+    change what it logged; what TensorBoard reads equals the numpy run's."""
+    tensors = []
+
+    def device(array):
+        tensor = torch.from_numpy(np.array(array))
+        tensors.append(tensor)
+        return tensor
+
+    with SummaryWriter(str(tmp_path / "numpy")) as w:
+        _every_kind(w, np.array)
+    with SummaryWriter(str(tmp_path / "device")) as w:
+        _every_kind(_UpdatedAfterEachCall(w, fake_gpu, tensors), device)
+    assert len(fake_gpu.stream.queue) > 2 * len(tensors) - 3  # a copy of each (the histograms': their counts)
+    assert fake_gpu.stream.waiters and threading.current_thread() not in fake_gpu.stream.waiters
+    _same(_what_tensorboard_reads(str(tmp_path / "device")), _what_tensorboard_reads(str(tmp_path / "numpy")))
+
+
+class CupyLike:
+    """An array as CuPy presents one: `__array__` refuses (an implicit copy to the host is not
+    allowed), DLPack is spoken (here from host memory: no GPU)."""
+
+    def __init__(self, data):
+        self._data = np.ascontiguousarray(data)
+        self.shape, self.dtype = self._data.shape, self._data.dtype
+
+    def __array__(self, dtype=None, copy=None):
+        raise TypeError("Implicit conversion to a NumPy array is not allowed. Please use `.get()`")
+
+    def __dlpack__(self, **kwargs):
+        return self._data.__dlpack__(**kwargs)
+
+    def __dlpack_device__(self):
+        return self._data.__dlpack_device__()
+
+
+def test_arrays_that_refuse_array_but_speak_dlpack_work_in_every_add(tmp_path):
+    with SummaryWriter(str(tmp_path / "numpy")) as w:
+        _every_kind(w, np.array)
+    with SummaryWriter(str(tmp_path / "dlpack")) as w:
+        _every_kind(w, CupyLike)
+    _same(_what_tensorboard_reads(str(tmp_path / "dlpack")), _what_tensorboard_reads(str(tmp_path / "numpy")))
+
+
+class CudaOnly(CupyLike):
+    def __dlpack_device__(self):
+        return (2, 0)  # kDLCUDA
+
+
+def test_a_device_array_without_torch_or_cupy_is_a_clear_type_error(logdir, monkeypatch):
+    monkeypatch.setitem(sys.modules, "torch", None)  # as if torch were not imported
+    monkeypatch.delitem(sys.modules, "cupy", raising=False)
+    with SummaryWriter(logdir) as w:
+        for call in (lambda: w.add_scalar("s", CudaOnly(np.ones(1))),
+                     lambda: w.add_histogram("h", CudaOnly(np.ones(3))),
+                     lambda: w.add_image("i", CudaOnly(np.ones((3, 2, 2))))):
+            with pytest.raises(TypeError, match="CudaOnly is an array in device memory.*torch or cupy"):
+                call()
+        w.add_scalar("s", 1.0)  # usable after
+
+
+def test_device_arrays_are_refused_at_the_call_for_their_shape_and_dtype(logdir, fake_gpu):
+    with SummaryWriter(logdir) as w:
+        with pytest.raises(ValueError, match="value must be a single number; got a Tensor of shape \\(2,\\)"):
+            w.add_scalar("s", torch.ones(2))
+        with pytest.raises(TypeError, match="real number; got dtype complex64"):
+            w.add_scalar("s", torch.ones(1, dtype=torch.complex64))
+        with pytest.raises(ValueError, match="values is empty"):
+            w.add_histogram("h", torch.ones(0))
+        with pytest.raises(TypeError, match="real numbers; got dtype complex"):
+            w.add_image("i", torch.ones((3, 2, 2), dtype=torch.complex64))
+    assert fake_gpu.stream.queue == []  # nothing refused was queued
