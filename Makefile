@@ -13,6 +13,9 @@
 #                  (pages drawn), iproute2 (network namespaces); needs root (apt-get); CI runs it
 # make bench       the benchmark, side by side with tensorboardX and torch.utils.tensorboard, in a
 #                  venv of its own (.bench-venv) where mxboard is a plain `pip install '.[mxnet,s3,gcs,azure]'`
+# make bench-gpu   on a CUDA GPU: what logging costs a transformer's training loop, mxboard beside the
+#                  peers and the values-kept-on-the-device limit (tools/bench_gpu.py; says so and exits 0
+#                  without a GPU), in the bench's venv (a GPU machine needs a CUDA build of torch there)
 # make wheel       dist/mxboard-<version>-py3-none-any.whl (logger + bundled TensorBoard launcher)
 # make wheelhouse  dist/wheelhouse/: that wheel and every dependency, for offline installs
 # make clean       remove everything the targets above made
@@ -36,7 +39,7 @@ PORT ?= 6006
 # passes -I, which older ones know too)
 export PYTHONSAFEPATH := 1
 
-.PHONY: setup demo test test-fast test-plain lint test-tools bench screenshots protos wheel wheelhouse clean
+.PHONY: setup demo test test-fast test-plain lint test-tools bench bench-gpu screenshots protos wheel wheelhouse clean
 
 setup: $(TESTS) $(INSTALLED)
 
@@ -137,6 +140,9 @@ $(BENCH_VENV)/.mxboard: $(BENCH_VENV)/.peers $(SOURCES)
 
 bench: $(BENCH_VENV)/.mxboard
 	$(BENCH_VENV)/bin/python tools/bench.py
+
+bench-gpu: $(BENCH_VENV)/.mxboard
+	$(BENCH_VENV)/bin/python tools/bench_gpu.py
 
 wheel: $(BASE)
 	PYTHON=$(PY) tools/pip_package/build_pip_package.sh dist
