@@ -68,9 +68,10 @@ def to_numpy(value: Any, name: str = "value") -> Any:
             return tensor.numpy()
         except TypeError:  # a dtype numpy lacks (bfloat16, float8...): as float32, as torch's writer
             return tensor.float().numpy()
-    if not isinstance(value, (numbers.Number, np.generic, list, tuple)) and device_capture.on_device(value):
+    host = isinstance(value, (np.generic, list, tuple, numbers.Number))
+    if not host and device_capture.on_device(value):
         return device_capture.to_host(value, name)
-    if isinstance(value, (numbers.Number, np.generic, list, tuple)) or hasattr(value, "__array__"):
+    if host or hasattr(value, "__array__"):
         try:
             return np.asarray(value)
         except (TypeError, ValueError) as exc:
@@ -149,12 +150,14 @@ def one_scalar(value: Any, name: str = "value") -> Union[float, Deferred]:
     """A single scalar: a device array of one element (an MXNet NDArray, a GPU array) as
     `Deferred` (read once its device computed it: its shape and dtype are checked here, the
     values then), else the number as a float (checked)."""
+    if isinstance(value, (np.generic, float, int)):
+        return to_float(value, name)
     if is_ndarray(value):
         shape = tuple(value.shape)
         if shape != (1,) and int(np.prod(shape)) != 1:
             raise ValueError("%s must be a single number; got an NDArray of shape %s" % (name, shape))
         return Deferred(value, shape)
-    if on_device(value):
+    if device_capture.on_device(value):
         shape, dtype = device_capture.numbers_of(value)
         if int(np.prod(shape, dtype=np.int64)) != 1:
             raise ValueError("%s must be a single number; got a %s of shape %s" % (name, type(value).__name__, shape))

@@ -29,6 +29,7 @@ from .pending import Pending
 __all__ = ["CUDA", "HOST", "Cuda", "CupySnapshot", "JaxSnapshot", "TorchHistogram", "TorchScalarSlots",
            "TorchSnapshot", "as_torch", "histogram", "is_torch_cuda", "numbers_of", "on_device", "snapshot", "to_host"]
 
+_HOST_TYPES = (np.ndarray, np.generic, int, float, complex, bool, list, tuple, str, bytes, type(None))
 _HOST_DLPACK = (1, 3)  # DLPack device types numpy reads: kDLCPU, kDLCUDAHost (pinned host memory)
 
 
@@ -201,12 +202,17 @@ def on_device(value: Any) -> bool:
     """Whether `value` is an array in device memory that a capture reads without waiting: a torch
     CUDA tensor, a CuPy or JAX array, or an array whose DLPack device (or
     `__cuda_array_interface__`) is not host memory. (MXNet's: mxnet_capture.py.)"""
-    if is_torch_cuda(value) or _cupy(value) or _jax(value):
+    if isinstance(value, _HOST_TYPES):
+        return False
+    torch = sys.modules.get("torch")
+    if torch is not None and isinstance(value, torch.Tensor):
+        return is_torch_cuda(value)
+    if _cupy(value) or _jax(value):
         return True
     if hasattr(value, "__cuda_array_interface__"):
         return True
     device = getattr(value, "__dlpack_device__", None)
-    if device is not None and not isinstance(value, np.ndarray):
+    if device is not None:
         try:
             return int(device()[0]) not in _HOST_DLPACK
         except Exception:  # noqa: BLE001 - no usable DLPack device: read it as a host array
