@@ -20,10 +20,13 @@
 # make wheelhouse  dist/wheelhouse/: that wheel and every dependency, for offline installs
 # make clean       remove everything the targets above made
 PYTHON ?= python3
-VENV ?= .venv
-PY := $(VENV)/bin/python
-# the venv belongs to one Python: one made by another (PYTHON=python3.11 after python3) is made again
 PYVER := $(shell $(PYTHON) -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null)
+# A venv for each Python: .venv for python3's version, .venv-3.X for another (PYTHON=python3.12), so
+# that switching back and forth rebuilds nothing and keeps each one's test tools. A venv whose
+# making was interrupted (no stamp) is made again, saying so.
+DEFAULT_PYVER := $(shell python3 -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null)
+VENV ?= $(if $(filter $(DEFAULT_PYVER),$(PYVER)),.venv,.venv-$(PYVER))
+PY := $(VENV)/bin/python
 BASE := $(VENV)/.base-$(PYVER)
 DEMO := $(VENV)/.demo
 TESTS := $(VENV)/.tests
@@ -45,7 +48,10 @@ setup: $(TESTS) $(INSTALLED)
 
 $(BASE):
 	@if [ -z "$(PYVER)" ]; then echo "make: $(PYTHON) does not run: set PYTHON=python3.X" >&2; exit 1; fi
-	@if [ -d $(VENV) ]; then echo "$(VENV) was made by another Python: made again with $(PYTHON) ($(PYVER))"; \
+	@if [ -d $(VENV) ]; then \
+	    if [ "$$($(PY) -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null)" = "$(PYVER)" ]; then \
+	        echo "$(VENV) was left unfinished (an interrupted make?): made again with $(PYTHON) ($(PYVER))"; \
+	    else echo "$(VENV) was made by another Python: made again with $(PYTHON) ($(PYVER))"; fi; \
 	    rm -rf $(VENV); fi
 	@$(PYTHON) -m venv $(VENV)
 	@$(PY) -m pip install -q --upgrade pip "setuptools>=77"
@@ -94,7 +100,8 @@ demo: $(DEMO) $(INSTALLED)
 	@case "$(LOGDIR)" in gs://*) extra=gcs mod=gcsfs;; az://*|abfs*) extra=azure mod=adlfs;; \
 	    *://*) extra=s3 mod="s3fs, boto3";; *) extra=;; esac; \
 	if [ -n "$$extra" ]; then $(PY) -c "import $$mod" 2>/dev/null || $(PY) -m pip install -q ".[demo,$$extra]"; fi
-	@$(PY) -I -m mxboard.demo --logdir $(LOGDIR) --port $(PORT) $(if $(filter 0,$(SERVE)),--no-serve,)
+	@MXBOARD_PORT_HINT="make demo PORT=N" $(PY) -I -m mxboard.demo --logdir $(LOGDIR) --port $(PORT) \
+	    $(if $(filter 0,$(SERVE)),--no-serve,)
 
 # both environments run whatever the first says; the exit status is that of both. Four pytest
 # processes on two cores: most tests wait on servers and subprocesses (8:08 on two, 6:29 on four).
@@ -156,5 +163,5 @@ protos: $(TESTS) $(INSTALLED)
 	$(PY) tools/gen_protos.py
 
 clean:
-	rm -rf $(VENV) .venv-plain $(BENCH_VENV) build dist runs .cache .pytest_cache .hypothesis *.egg-info python/*.egg-info
+	rm -rf .venv .venv-[0-9]* .venv-plain $(BENCH_VENV) build dist runs .cache .pytest_cache .hypothesis *.egg-info python/*.egg-info
 	find . -name __pycache__ -type d -prune -exec rm -rf {} +

@@ -92,10 +92,15 @@ def _say_if_missing(logdir: Optional[str]) -> None:
                          % logdir)
 
 
+PORT_HINT = "MXBOARD_PORT_HINT"  # how the user picks a port, in their terms (`make demo PORT=N`); default --port N
+SAVED = "MXBOARD_SAVED_RUN"  # a run the process that started this server saved (the demo's), said if the port is busy
+
+
 def _check_port(launch: "Launch") -> None:
-    """An explicit --port that is taken ends the launch with one line and a way out (upstream
-    logged it, printed it again, and exited 255). Without --port, upstream tries 6006 and the
-    next ones itself."""
+    """An explicit --port that cannot be used for another reason than a server on it (a port
+    below 1024, a host that is not this machine's) ends the launch with one line and a way out
+    (upstream logged it, printed it again, and exited 255). A port in use is taken care of when
+    the server binds (`_server_class`): a check now could not hold it until then."""
     import socket
 
     port, host = launch.port, launch.listens_on
@@ -106,12 +111,45 @@ def _check_port(launch: "Launch") -> None:
     except socket.gaierror:  # a host name that does not resolve: TensorBoard says so itself
         return
     except OSError as exc:
-        where = "port %s%s" % (port, " on " + host if host else "")
         if exc.errno == errno.EADDRINUSE:
-            sys.exit("Error: %s is in use (another TensorBoard?): pass another --port, or --port 0 for a free one"
-                     % where)
-        sys.exit("Error: %s cannot be used (%s): pass another --port, or --port 0 for a free one"
-                 % (where, os.strerror(exc.errno) if exc.errno else exc))
+            return
+        where = "port %s%s" % (port, " on " + host if host else "")
+        sys.exit("Error: %s cannot be used (%s): %s, or 0 for a free one"
+                 % (where, os.strerror(exc.errno) if exc.errno else exc, _port_hint()))
+
+
+def _port_hint() -> str:
+    return os.environ.get(PORT_HINT) or "pass another --port N"
+
+
+def _server_class(program: ModuleType) -> Callable[[Any, Any], Any]:
+    """TensorBoard's server factory (upstream's port scanning where no --port was given) that,
+    where the port asked for is taken when the server binds (another TensorBoard, started at the
+    same moment or before), binds a free one instead and says so, in the user's terms: two
+    servers started together never collide (upstream ended with exit status 255)."""
+    scanning = program.with_port_scanning(program.WerkzeugServer)
+
+    def server(wsgi_app: Any, flags: Any) -> Any:
+        try:
+            return scanning(wsgi_app, flags)
+        except program.TensorBoardPortInUseError:
+            import argparse
+
+            free = argparse.Namespace(**vars(flags))
+            free.port = 0
+            bound = program.WerkzeugServer(wsgi_app, free)
+            where = "port %d%s" % (flags.port, " on " + flags.host if flags.host else "")
+            message = ("note: %s is in use (another TensorBoard?): serving on port %d instead (to choose: %s)\n"
+                       % (where, bound.server_port, _port_hint().replace("pass another ", "")))
+            saved = os.environ.get(SAVED)
+            if saved:
+                message += ("note: the run is saved in %s: a TensorBoard already serving its logdir shows it too\n"
+                            % saved)
+            sys.stderr.write(message)
+            sys.stderr.flush()
+            return bound
+
+    return server
 
 
 def _raise_open_file_limit() -> None:
@@ -174,7 +212,9 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     _check_port(launch)
     logdir, spec = logdirs.serve_remote(launch)
     _say_if_missing(logdir or launch.logdir)
-    tensorboard = _watched(patched("program"))(plugins=plugins(), assets_zip_provider=locate.assets_zip_provider())
+    program = patched("program")
+    tensorboard = _watched(program)(plugins=plugins(), assets_zip_provider=locate.assets_zip_provider(),
+                                    server_class=_server_class(program))
     try:
         app.run(tensorboard.main, argv=launch.argv(argv[0], logdir, spec),
                 flags_parser=_configure_as_asked(tensorboard, asked))

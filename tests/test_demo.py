@@ -122,3 +122,93 @@ def test_the_demo_says_what_it_wants_of_a_bad_epochs():
     shown = subprocess.run([sys.executable, "-m", "mxboard.demo", "--help"], capture_output=True, text=True,
                            timeout=120).stdout
     assert "(a UCI data set; nothing is downloaded)" in " ".join(shown.split())
+
+
+def _demo(*args, **popen):
+    return subprocess.Popen([sys.executable, "-m", "mxboard.demo"] + list(args), stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, **popen)
+
+
+def test_gradients_of_the_two_cnns_are_alike(tmp_path):
+    """The MXNet and the numpy CNN log the same quantity: the gradient of the batch's mean loss
+    (on a92d861 the MXNet one logged the sum over the batch: 64 times larger, histograms that
+    looked unrelated side by side)."""
+    spreads = {}
+    for framework in ("mxnet", "numpy"):
+        logdir = str(tmp_path / framework)
+        subprocess.run([sys.executable, "-m", "mxboard.demo", "--logdir", logdir, "--run", "r", "--epochs", "1",
+                        "--histogram-every", "1", "--framework", framework, "--seed", "3", "--no-serve"],
+                       check=True, timeout=300, capture_output=True)
+        acc = plugin_accumulator(os.path.join(logdir, "r"))
+        for tag in ("gradients/digits_conv0_bias", "gradients/digits_dense1_bias", "gradients/digits_dense1_weight"):
+            buckets = [values for _, values in tensor_values(acc, tag)]
+            spreads[framework, tag] = max(max(abs(b[0, 0]), abs(b[-1, 1])) for b in buckets)  # the widest |gradient|
+    for tag in ("gradients/digits_conv0_bias", "gradients/digits_dense1_bias", "gradients/digits_dense1_weight"):
+        ratio = spreads["mxnet", tag] / spreads["numpy", tag]
+        assert 1 / 4 < ratio < 4, (tag, spreads)
+
+
+def test_ctrl_c_during_training_says_what_was_kept_in_one_line(tmp_path):
+    """On a92d861 a Ctrl-C printed a 20-line KeyboardInterrupt traceback ending inside mxboard, and
+    nothing said that everything up to then was saved."""
+    import signal
+
+    proc = _demo("--logdir", str(tmp_path), "--run", "r", "--epochs", "1000", "--framework", "numpy", "--no-serve")
+    lines = []
+    for line in proc.stdout:
+        lines.append(line)
+        if line.startswith("epoch 2:"):
+            proc.send_signal(signal.SIGINT)
+            break
+    rest, _ = proc.communicate(timeout=60)
+    said = "".join(lines) + rest
+    assert proc.returncode == 130, said
+    assert "Traceback" not in said and "KeyboardInterrupt" not in said, said
+    (stop,) = [line for line in rest.splitlines() if "Ctrl-C" in line]
+    epoch = int(re.search(r"stopped during epoch (\d+) \(Ctrl-C\)", stop).group(1))
+    assert epoch >= 3 and "everything logged so far is in %s" % os.path.join(str(tmp_path), "r") in stop
+    acc = plugin_accumulator(os.path.join(str(tmp_path), "r"))
+    assert len(acc.Tensors("loss/batch")) >= 2 * 23  # every batch up to the stop was written
+
+
+def test_two_demos_started_together_both_serve_on_ports_of_their_own(tmp_path):
+    """Started in the same second, on one port: on a92d861 the second trained, then failed with
+    upstream's double message and `make: *** Error 255` (or said "pass another --port" to a make
+    user). Both serve now, on different ports; the one that fell back says so in make's terms."""
+    import json
+    import socket
+    import urllib.request
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    env = dict(os.environ, MXBOARD_PORT_HINT="make demo PORT=N")
+    for attempt in range(PAIRS):
+        demos = [_demo("--logdir", str(tmp_path / str(attempt)), "--epochs", "1", "--batches", "1", "--framework",
+                       "numpy", "--port", str(port), env=env) for _ in range(2)]
+        said = ["", ""]
+        try:
+            urls = []
+            for i, demo in enumerate(demos):
+                for line in demo.stdout:
+                    said[i] += line
+                    found = re.search(r"(http://127\.0\.0\.1:(\d+))/", line)
+                    if found:
+                        urls.append(found.group(1))
+                        break
+                assert found, said[i]
+            assert len(set(urls)) == 2, said
+            for url in urls:
+                with urllib.request.urlopen(url + "/data/runs", timeout=30) as response:
+                    assert json.loads(response.read())
+            moved = [s for s in said if "is in use" in s]
+            assert len(moved) == 1 and "(to choose: make demo PORT=N)" in moved[0], said
+            assert "a TensorBoard already serving its logdir shows it too" in moved[0]
+        finally:
+            for demo in demos:
+                demo.terminate()
+                demo.wait(30)
+                demo.stdout.close()
+
+
+PAIRS = 20

@@ -332,3 +332,39 @@ def test_probably_wrong_input_warns_once_at_the_users_line(logdir, method, args,
             w.flush()
     (warning,) = caught
     assert warning.filename == __file__ and re.search(message, str(warning.message))
+
+
+def test_nan_and_inf_scalars_are_logged_as_given_with_one_warning_a_tag_naming_the_step(logdir):
+    """A NaN loss is what a curve most needs to show: logged as given, said once a tag, with the
+    step where it first happened (on a92d861 silently; histograms warned, without the step)."""
+    import warnings
+
+    with SummaryWriter(logdir) as w, warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for step, value in enumerate([1.0, float("nan"), float("inf"), 2.0, float("-inf")]):
+            w.add_scalar("loss", value, step)
+            w.add_scalar("lr", 0.1, step)
+            w.add_scalars("pair", {"a": np.float32(value), "b": 1.0}, step)
+    said = [str(c.message) for c in caught]
+    assert said == ["add_scalar('loss'): nan at step 1, logged as given (TensorBoard marks it on the curve); "
+                    "said once a tag",
+                    "add_scalar('pair/a'): nan at step 1, logged as given (TensorBoard marks it on the curve); "
+                    "said once a tag"]
+    assert all(c.filename == __file__ and c.category is RuntimeWarning for c in caught)
+    logged = [v for tag, _, v in tb_scalars(event_files(logdir)[0]) if tag == "loss"]
+    assert logged[0] == 1.0 and np.isnan(logged[1]) and logged[2:] == [np.inf, 2.0, -np.inf]
+
+
+def test_a_histogram_drops_nan_and_inf_with_one_warning_a_tag_naming_the_first_step(logdir):
+    import warnings
+
+    with SummaryWriter(logdir) as w, warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for step in range(4):
+            w.add_histogram("w", np.array([1.0, np.nan if step >= 2 else 0.5, 3.0]), step)
+            w.add_histogram("v", np.array([np.inf, 1.0]), step)
+            w.flush()
+    assert sorted(str(c.message) for c in caught) == [
+        "add_histogram('v'): NaN or infinite values were dropped (they cannot be binned) at step 0; said once a tag",
+        "add_histogram('w'): NaN or infinite values were dropped (they cannot be binned) at step 2; said once a tag"]
+    assert [values[:, 2].sum() for _, values in tensor_values(plugin_accumulator(logdir), "w")] == [3, 3, 2, 2]

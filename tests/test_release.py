@@ -181,6 +181,43 @@ def _pyenv_python(version):
     return found[-1] if found else shutil.which("python" + version)
 
 
+def _venv_of(version):
+    """The venv `make` makes for a Python: .venv for python3's version, .venv-X.Y for another."""
+    default = subprocess.run(["python3", "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
+                             capture_output=True, text=True).stdout.strip()
+    return ".venv" if version == default else ".venv-" + version
+
+
+def test_each_python_has_a_venv_of_its_own_and_switching_rebuilds_nothing(tmp_path):
+    """On a92d861 every PYTHON= switch deleted and rebuilt .venv (55-103 s, and the test tools
+    with it), and after a Ctrl-C during a venv's making the rerun said it was made by another
+    Python, the same one."""
+    other = next((v for v in ("3.12", "3.13", "3.10") if _venv_of(v) != ".venv" and _pyenv_python(v)), None)
+    if other is None:
+        pytest.skip("no second Python on this machine")
+    shutil.copy(os.path.join(ROOT, "Makefile"), tmp_path)
+    default = subprocess.run(["python3", "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
+                             capture_output=True, text=True).stdout.strip()
+    env = {k: v for k, v in os.environ.items() if k not in ("MAKELEVEL", "MAKEFLAGS", "MFLAGS")}  # as a user
+
+    def make(python, version, *flags):
+        return subprocess.run(["make", *flags, "PYTHON=" + python, "%s/.base-%s" % (_venv_of(version), version)],
+                              cwd=tmp_path, capture_output=True, text=True, timeout=300, env=env)
+
+    python = _pyenv_python(other)
+    made = make(python, other)
+    assert made.returncode == 0 and (tmp_path / _venv_of(other) / "bin" / "python").exists(), made.stderr
+    assert make("python3", default).returncode == 0 and (tmp_path / ".venv" / "bin" / "python").exists()
+    for venv_python, version in ((python, other), ("python3", default)):  # back and forth: nothing to do
+        assert make(venv_python, version, "-q").returncode == 0, version
+    shutil.rmtree(tmp_path / _venv_of(other))
+    subprocess.run([python, "-m", "venv", "--without-pip", str(tmp_path / _venv_of(other))], check=True)  # cut short
+    again = make(python, other)
+    assert again.returncode == 0, again.stderr
+    assert "was left unfinished (an interrupted make?): made again" in again.stdout, again.stdout
+    assert "made by another Python" not in again.stdout
+
+
 @pytest.mark.parametrize("version", ["3.11", "3.12", "3.13"])
 def test_a_fresh_clones_make_demo_on_each_python_fills_every_dashboard_it_says(tmp_path, serve, version):
     """On b621f0a `make demo` on Python 3.12 and newer built numpy 1.23.5 from source for 18 s
@@ -200,12 +237,12 @@ def test_a_fresh_clones_make_demo_on_each_python_fills_every_dashboard_it_says(t
     assert said[0].startswith("Python %s: the demo trains with MXNet 1.9.1" % version if mxnet else
                               "Python %s: MXNet 1.9.1 runs on Python <= 3.11 only, so the demo trains the same CNN "
                               "in numpy" % version), out[:2000]
-    assert not any(line.startswith(("if ", "case ", ".venv/bin/python")) for line in said), out[:3000]  # quiet
+    assert not any(line.startswith(("if ", "case ", ".venv")) for line in said), out[:3000]  # quiet
     assert ("training an MXNet Gluon CNN" if mxnet else "training a numpy CNN") in out and "trained in" in out
     run(["make", "demo", "SERVE=0", "LOGDIR=%s" % logdir, "PYTHON=%s" % python], cwd=clone, env=fresh)  # a second
     first, second = sorted(os.listdir(logdir))
     assert first.split("_seed")[1].split("_")[0] != second.split("_seed")[1].split("_")[0]  # its own seed, named
-    server = serve(logdir, command=[str(clone / ".venv" / "bin" / "tensorboard")])
+    server = serve(logdir, command=[str(clone / _venv_of(version) / "bin" / "tensorboard")])
     listing = server.json("/data/plugins_listing", until=lambda found: found.get("projector", {}).get("enabled"))
     shown = {"scalars", "images", "audio", "histograms", "distributions", "text", "pr_curves", "projector", "mesh",
              "custom_scalars", "hparams"}

@@ -8,9 +8,10 @@ else the same kind of CNN in numpy (demo_models.py), which logs every kind but t
 
 Each demo is a run of its own below the logdir (named by its learning rate, seed and start time),
 so a second demo is drawn beside the first, and differs from it (a seed of its own). Train and
-validation curves are sub-runs of the run (one colour each). A busy port (a first demo still
-serving) is found before training, and a free one used. Needs the `demo` extra (scikit-learn,
-tqdm; mxnet where it runs).
+validation curves are sub-runs of the run (one colour each). Where the port is taken (a first
+demo still serving, or starting at the same moment), TensorBoard serves on a free one and says
+so. Ctrl-C stops the demo at any point, saying what it kept. Needs the `demo` extra
+(scikit-learn, tqdm; mxnet where it runs).
 """
 import argparse
 import math
@@ -43,7 +44,9 @@ def _positive(text: str) -> int:
 def _parse(argv: Sequence[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m mxboard.demo", description=__doc__.split("\n\n")[0])
     parser.add_argument("--logdir", default="runs/demo", help="where runs are written, and served from")
-    parser.add_argument("--run", default=None, help="the run's name (default: lr<rate>_<start time>)")
+    parser.add_argument("--run", default=None,
+                        help="the run's name (default: lr<rate>_seed<seed>_<start time>, as "
+                             "lr0.01_seed7674_20261126-174117)")
     parser.add_argument("--epochs", type=_positive, default=10)
     parser.add_argument("--batch-size", type=int, default=64)
     parser.add_argument("--learning-rate", type=float, default=0.01)
@@ -60,17 +63,15 @@ def _parse(argv: Sequence[str]) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
-def _free_port(port: int) -> int:
-    """`port` if it can be bound on 127.0.0.1 now, else one that can (said)."""
+def _say_if_busy(port: int) -> None:
+    """Say early when `port` is taken now (a first demo still serving): TensorBoard will serve on a
+    free one (the launcher decides when it binds, which no check now could hold until then)."""
     with socket.socket() as probe:
         try:
             probe.bind(("127.0.0.1", port))
-            return port
         except OSError:
-            probe.bind(("127.0.0.1", 0))
-            free = int(probe.getsockname()[1])
-    print("port %d is busy (another TensorBoard still serving?): TensorBoard will use %d" % (port, free), flush=True)
-    return free
+            print("port %d is busy (another TensorBoard still serving?): TensorBoard will serve on a free one, "
+                  "printed when training ends" % port, flush=True)
 
 
 Split = Tuple[NDArray[np.float32], NDArray[np.float32]]  # (images, labels)
@@ -156,6 +157,7 @@ def train(args: argparse.Namespace, writer: "SummaryWriter") -> Dict[str, float]
     progress = tqdm(total=args.epochs * batches_per_epoch, unit="batch", file=sys.stdout,
                     disable=not sys.stdout.isatty())
     for epoch in range(1, args.epochs + 1):
+        _Progress.epoch = epoch
         right = seen = 0
         loss_sum = 0.0
         order = np.random.default_rng([args.seed, epoch]).permutation(len(y_train))
@@ -207,25 +209,50 @@ def train(args: argparse.Namespace, writer: "SummaryWriter") -> Dict[str, float]
     return {"accuracy": val_acc, "loss": float(val_loss)}
 
 
+class _Progress:
+    """Where the training is (for the line that a Ctrl-C prints)."""
+
+    epoch = 0
+    logdir = ""
+
+
 def main(argv: Optional[Sequence[str]] = None) -> None:
+    """The demo; a Ctrl-C at any point ends it with one line saying what was kept, and status 130."""
+    try:
+        _main(argv)
+    except KeyboardInterrupt:
+        if _Progress.logdir:
+            where = ("stopped during epoch %d" % _Progress.epoch) if _Progress.epoch else "stopped before training"
+            print("\n%s (Ctrl-C): everything logged so far is in %s (serve it: tensorboard --logdir %s)"
+                  % (where, _Progress.logdir, os.path.dirname(_Progress.logdir) or "."), flush=True)
+        else:
+            print("\nstopped (Ctrl-C) before anything was logged", flush=True)
+        sys.exit(130)
+
+
+def _main(argv: Optional[Sequence[str]]) -> None:
     args = _parse(sys.argv[1:] if argv is None else argv)
     if hasattr(sys.stdout, "reconfigure"):  # piped too, each line in order with the server's (stderr)
         sys.stdout.reconfigure(line_buffering=True)
     from mxboard import SummaryWriter
 
-    port = _free_port(args.port) if args.serve and args.port else args.port
+    if args.serve and args.port:
+        _say_if_busy(args.port)
     start = time.time()
     if args.seed is None:
         args.seed = int(start * 1000) % 10000
     run = args.run = args.run or "lr%g_seed%d_%s" % (args.learning_rate, args.seed, time.strftime("%Y%m%d-%H%M%S"))
-    with SummaryWriter(os.path.join(args.logdir, run)) as writer:
+    _Progress.logdir = os.path.join(args.logdir, run)
+    with SummaryWriter(_Progress.logdir) as writer:
         metrics = train(args, writer)
     print("trained in %.0f s: validation accuracy %.3f; logs in %s"
-          % (time.time() - start, metrics["accuracy"], os.path.join(args.logdir, run)), flush=True)
+          % (time.time() - start, metrics["accuracy"], _Progress.logdir), flush=True)
     if args.serve:  # the bundled server's command line, as a user runs it: this process becomes the server
         print("starting TensorBoard: open the URL below (Ctrl+C stops it)", flush=True)
         python = [sys.executable] + (["-I"] if sys.flags.isolated else [])
-        os.execv(sys.executable, python + ["-m", "tensorboard_bundle", "--logdir", args.logdir, "--port", str(port)])
+        os.environ["MXBOARD_SAVED_RUN"] = _Progress.logdir  # said by the launcher if the port is taken
+        os.execv(sys.executable, python + ["-m", "tensorboard_bundle", "--logdir", args.logdir,
+                                           "--port", str(args.port)])
 
 
 if __name__ == "__main__":

@@ -76,10 +76,11 @@ class GluonCNN:
         data, label = mx.nd.array(x), mx.nd.array(y)
         with mx.autograd.record():
             output = self.net(data)
-            loss = self.loss_fn(output, label)
-        loss.backward()
-        self.trainer.step(len(y))
-        mean = loss.mean()  # an NDArray: add_scalar does not wait for the engine
+            mean = self.loss_fn(output, label).mean()  # an NDArray: add_scalar does not wait for the engine
+        # the batch's mean loss, so that the gradients logged are the mean's, as the numpy model's
+        # (a per-example loss's backward sums them: 64 times larger, rescaled only inside step())
+        mean.backward()
+        self.trainer.step(1)
         return mean, float(mean.asscalar()), int((output.argmax(axis=1).asnumpy() == y).sum())
 
     def log_parameters(self, writer: "SummaryWriter", step: int) -> None:

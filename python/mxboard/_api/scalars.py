@@ -6,15 +6,21 @@ from __future__ import annotations
 
 import threading
 from types import MappingProxyType
-from typing import Any, Mapping, NamedTuple, Union
+from typing import Any, Callable, Mapping, NamedTuple, Union
 
+from .._thread.callsite import call_site
 from .._thread.intake import WAKE_EVERY, PendingScalar, Record, closed_error
 from .._thread.worker import Worker
 from ..frameworks.scalar_slots import Slots
 from ..summaries.scalar import described_scalar_summary
 from . import checks, convert
 
-__all__ = ["Described", "ClosedScalars", "Scalars"]
+__all__ = ["Described", "ClosedScalars", "Scalars", "non_finite_message"]
+
+
+def non_finite_message(tag: str, value: float, step: int) -> str:
+    return ("add_scalar(%r): %s at step %d, logged as given (TensorBoard marks it on the curve); said once a tag"
+            % (tag, value, step))
 
 
 class Described(NamedTuple):
@@ -70,19 +76,33 @@ class Scalars:
             for name, v in named:
                 series = self._run_series(tag, name)
                 if isinstance(v, float):
+                    if v - v:
+                        self.non_finite("%s/%s" % (tag, name), v, step)
                     self.append(series, v, step, wall)
                 else:  # read by the writer thread once the engine computed it
-                    self._worker.put_scalar(PendingScalar(series, self._slots.hold(v.array, v.shape), step, wall))
+                    self._worker.put_scalar(PendingScalar(series, self._slots.hold(v.array, v.shape), step, wall,
+                                                          self._warner("%s/%s" % (tag, name), step)))
         elif isinstance(value, convert.Deferred):
             known = self.ids.get(tag)  # a lock only the first time
             self._worker.put_scalar(PendingScalar(self.series(tag) if known is None else known,
-                                                  self._slots.hold(value.array, value.shape), step, wall))
+                                                  self._slots.hold(value.array, value.shape), step, wall,
+                                                  self._warner(tag, step)))
         else:  # Described
             number: Any = value.value
             if isinstance(number, convert.Deferred):
                 number = self._slots.hold(number.array, number.shape, alone=True)
             self._worker.put(Record(None, described_scalar_summary, (tag, number, value.display_name,
                                                                      value.description), step, wall))
+
+    def non_finite(self, tag: str, value: float, step: int) -> None:
+        """On the caller's thread: a NaN or infinite scalar of `tag` is logged as given (TensorBoard
+        draws it: a NaN loss is what a curve most needs to show), and said once a tag."""
+        self._worker.warn_once(("scalar", tag), non_finite_message(tag, value, step))
+
+    def _warner(self, tag: str, step: int) -> Callable[[float], None]:
+        """What the writer thread calls for a device scalar of `tag` found NaN or infinite."""
+        warn = self._worker.warner(call_site(), ("scalar", tag))
+        return lambda value: warn(non_finite_message(tag, value, step))
 
     def add_to_file(self, run: Any, values: Mapping[str, float], step: int, wall: float) -> None:
         """`{tag: float}` as scalars of the file `run` (Worker.open_run; an hparams run's metrics)."""
@@ -111,6 +131,9 @@ class ClosedScalars:
         raise closed_error()
 
     def add(self, tag: str, value: Any, step: int, wall: float) -> None:
+        raise closed_error()
+
+    def non_finite(self, tag: str, value: float, step: int) -> None:
         raise closed_error()
 
     def add_to_file(self, run: Any, values: Mapping[str, float], step: int, wall: float) -> None:

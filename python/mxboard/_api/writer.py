@@ -193,10 +193,11 @@ class SummaryWriter:
 
         Args:
             tag: the chart's name.
-            value: a number, numpy scalar, one-element array, torch tensor or MXNet NDArray (read
-                once the engine has computed it: the loop never waits); or a `(name, value)`
-                pair, a `[name, value]` list or a mapping of them: each name one line in the same
-                chart, from the sub-run `logdir/<tag>/<name>/`.
+            value: a number, numpy scalar, one-element array, torch tensor, MXNet NDArray or GPU
+                array (read once its device has computed it: the loop never waits); or a `(name,
+                value)` pair, a `[name, value]` list or a mapping of them: each name one line in
+                the same chart, from the sub-run `logdir/<tag>/<name>/`. NaN and +-Inf are
+                logged as given (TensorBoard marks them), with one warning a tag naming the step.
             global_step: the step (x axis); an int, or a float taken as int(step). Default 0.
             walltime: seconds since the epoch. Default: the time of the call.
             **peer: the peers' `scalar_value=` (for `value`); tensorboardX's `display_name` and
@@ -231,6 +232,8 @@ class SummaryWriter:
                 walltime = _now() if core.default_wall is None else core.default_wall
             else:
                 walltime = checks.walltime(walltime)
+            if value - value:  # NaN or infinite (every finite value gives 0.0): logged as given, said once
+                scalars.non_finite(tag, value, global_step)
             scalars.append(series, value, global_step, walltime)
             if not (core.worker.attention and core.report_or_reopen()):
                 return  # else a forked child, which now has a worker of its own: once more, into it
@@ -458,8 +461,9 @@ class SummaryWriter:
 
         Args:
             tag: the chart's name.
-            values: an array of real numbers (numpy, NDArray, torch, list...). NaN and +-Inf
-                cannot be binned: they are dropped, with one warning a tag.
+            values: an array of real numbers (numpy, NDArray, torch, CuPy, JAX, list...). NaN
+                and +-Inf cannot be binned: they are dropped, with one warning a tag naming the
+                step where it first happened.
             bins: 'default' (TensorBoard's exponential buckets, trimmed to the occupied range),
                 'tensorflow' (the same), an int, a numpy rule name ('auto', 'fd', 'doane',
                 'scott', 'stone', 'rice', 'sturges', 'sqrt') or increasing bin edges.
@@ -487,8 +491,11 @@ class SummaryWriter:
             values = device_capture.histogram(values, bins)
         else:  # numpy, or a CPU NDArray: one engine copy, binned on the writer thread
             values = convert.capture(values, "values")
-        warn = self._core.worker.warner(call_site())  # a NaN the writer thread finds: shown at this call's line
-        self._core.log(histogram_of, tag, (values, bins, max_bins, warn), global_step, walltime)
+        step, wall = self._core.stamp(global_step, walltime)
+        # a NaN the writer thread finds: shown at this call's line, once a tag
+        warn = self._core.worker.warner(call_site(), ("histogram", tag))
+        self._core.log(histogram_of, tag, (values, bins, max_bins, lambda message: warn(
+            "%s at step %d; said once a tag" % (message, step))), step, wall)
 
     def add_histogram_raw(self, tag: str, min: float, max: float, num: float, sum: float, sum_squares: float,
                           bucket_limits: Any, bucket_counts: Any, global_step: Optional[int] = None,

@@ -49,12 +49,14 @@ class Record(NamedTuple):
 
 
 class PendingScalar(NamedTuple):
-    """A scalar whose value is an MXNet snapshot: resolved on the writer thread, it joins the
-    scalar rows of `series` in call order."""
+    """A scalar whose value is a device's (an MXNet or GPU array's): resolved on the writer
+    thread, it joins the scalar rows of `series` in call order. `warn(value)`: said of a value
+    that is NaN or infinite (logged as given)."""
     series: int
     value: Any
     step: int
     wall: float
+    warn: Optional[Callable[[float], None]] = None
 
 
 class Task(NamedTuple):

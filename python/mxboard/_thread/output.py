@@ -222,6 +222,9 @@ class Output:
         except Exception as exc:  # noqa: BLE001 - reported to the caller
             self._hold(exc)
             return []
+        for (_, item), value in zip(pending, values):
+            if value - value and item.warn is not None:  # NaN or infinite: logged as given, and said
+                item.warn(value)
         series, steps, walls, seqs = zip(*[(item.series, item.step, item.wall, seq) for seq, item in pending])
         return [[np.array(series, np.int64), np.array(values, np.float64), np.array(steps, np.int64),
                  np.array(walls, np.float64), np.array(seqs, np.int64)]]

@@ -33,13 +33,13 @@ import logging
 import os
 import threading
 import time
-from typing import Any, Callable, Deque, List, Optional, Tuple
+from typing import Any, Callable, Deque, List, Optional, Set, Tuple
 
 from ..storage import remote
 from ..storage.local import FileDeletedError
 from ..threads import keep_signals_off_this_thread
 from . import lifecycle
-from .callsite import CallSite, warn_at
+from .callsite import CallSite, warn_at, warn_at_call
 from .intake import (
     MAX_QUEUE_BYTES,
     Intake,
@@ -84,6 +84,7 @@ class Worker:
         self._pid: Optional[int] = None  # the process that started it
         self._closing = threading.Lock()
         self._notes: Deque[Tuple[Optional[CallSite], str]] = collections.deque()  # warnings for the caller
+        self._warned: Set[Any] = set()  # the keys of warnings said once (warner, warn_once)
         self._intake = Intake(max_queue, max_bytes, held=lambda: self.attention)
 
     def start_writing(self, logdir: str, write_to_disk: bool = True, suffix: str = "", restart_at: Optional[int] = None,
@@ -159,13 +160,25 @@ class Worker:
         """Called once a batch of scalars waits in `columns` (intake.py)."""
         self._intake.hand_over(columns)
 
-    def warner(self, site: Optional[CallSite]) -> Callable[[str], None]:
+    def warner(self, site: Optional[CallSite], once: Any = None) -> Callable[[str], None]:
         """A callable for a builder on the writer thread: `warn(message)` keeps a RuntimeWarning
-        that the caller's next call (or close) shows at `site`, the user's line."""
+        that the caller's next call (or close) shows at `site`, the user's line; with `once` (a
+        key, say a tag's), only the first of this writer's warnings of that key is kept."""
         def warn(message: str) -> None:
+            if once is not None:
+                if once in self._warned:
+                    return
+                self._warned.add(once)
             self._notes.append((site, message))
             self.attention = True
         return warn
+
+    def warn_once(self, once: Any, message: str) -> None:
+        """On the caller's thread: `message` as a RuntimeWarning at the user's line, the first time
+        this writer meets the key `once` (a tag's)."""
+        if once not in self._warned:
+            self._warned.add(once)
+            warn_at_call(message, RuntimeWarning)
 
     def say_notes(self) -> None:
         """Show the warnings the writer thread kept, each at its user's line (here, on the
