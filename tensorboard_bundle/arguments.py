@@ -1,16 +1,8 @@
 """The launcher's command line, parsed once: the flags the bundle reads or takes (`Launch`), and
 TensorBoard's own argv, built once from them (`Launch.argv`).
 
-The bundle's own flags are taken off before TensorBoard parses the rest:
-    --mirror_dir DIR        keep the mirror in DIR (empty, or a mirror of the same logdir, which
-                            is then reused); by default a temporary directory, removed at exit
-    --mirror_max_bytes N    the most the mirror may hold on disk (suffixes K, M, G, T); by default
-                            80% of the space free where it lives, at start
-    --mirror_interval SECS  seconds between passes over the store, at least (default 2)
-    --mirror_max_record_bytes N
-                            a record in an event file claiming more ends that file's copy at the
-                            record before it, said once (default 1G: no file in a store can make
-                            the data server allocate what it claims)
+The bundle's own flags (`HELP`, which `--help` shows first) are taken off before TensorBoard
+parses the rest.
 
 A flag may be abbreviated as TensorBoard's argparse takes it (`--logdir_s` for --logdir_spec, `--po`
 for --port: a prefix of one flag only); --logdir with --logdir_spec is refused, as upstream refuses
@@ -28,8 +20,22 @@ from typing import Dict, List, Optional, Tuple
 
 from mxboard._format.sizes import parse_bytes
 
-__all__ = ["Launch", "parse"]
+__all__ = ["HELP", "Launch", "parse"]
 
+HELP = """mxboard's TensorBoard bundle: no TensorFlow needed, every dashboard served. It listens on
+127.0.0.1 only (--bind_all or --host for more), reloads every 2 s, and serves a logdir in an
+object store (s3://, gs://, az://) from a local mirror, with flags of its own:
+  --mirror_dir DIR        keep the mirror in DIR (empty, or a mirror of the same logdir, which
+                          is then reused); by default a temporary directory, removed at exit
+  --mirror_max_bytes N    the most the mirror may hold on disk (suffixes K, M, G, T); by default
+                          80% of the space free where it lives, at start
+  --mirror_interval SECS  seconds between passes over the store, at least (default 2)
+  --mirror_max_record_bytes N
+                          a record in an event file claiming more ends that file's copy at the
+                          record before it, said once (default 1G: no file in a store can make
+                          the data server allocate what it claims)
+
+TensorBoard's own flags:"""
 _OWN = ("mirror_dir", "mirror_max_bytes", "mirror_interval", "mirror_max_record_bytes")  # taken off
 _READ = ("logdir", "logdir_spec", "load_fast", "port", "host", "reload_interval")  # read, left for TensorBoard
 _SWITCHES = ("bind_all",)  # no value

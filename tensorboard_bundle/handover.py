@@ -42,9 +42,14 @@ def _hands_over(argv: List[str], environ: Mapping[str, str]) -> bool:
 if _hands_over(sys.argv, os.environ):
     os.environ[_RUNNING] = "1"
     # upstream's command printed "TensorFlow installation not found - running with reduced feature
-    # set" before it loaded this module: said here for what it is
-    sys.stderr.write("note: the line above is upstream's; this bundle needs no TensorFlow and serves every "
-                     "dashboard without it\n")
+    # set" the moment before it loaded this module: on a terminal that line is erased (cursor up,
+    # line cleared), so that a user reads the bundle's own words first; elsewhere (a log file)
+    # it is said for what it is
+    if sys.stderr.isatty():
+        sys.stderr.write("\033[1A\033[2K")
+    else:
+        sys.stderr.write("note: the line above is upstream's; this bundle needs no TensorFlow and serves every "
+                         "dashboard without it\n")
     sys.stdout.flush()
     sys.stderr.flush()
     # as `python -m tensorboard_bundle`, but without the current directory on sys.path (a

@@ -209,6 +209,8 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     _use_patched_record_reader()
     _raise_open_file_limit()
     launch = arguments.parse(argv)
+    if any(arg in ("-h", "--help", "--helpfull") for arg in asked):
+        print(arguments.HELP, flush=True)  # then TensorBoard's usage
     _check_port(launch)
     logdir, spec = logdirs.serve_remote(launch)
     _say_if_missing(logdir or launch.logdir)
