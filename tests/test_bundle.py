@@ -6,6 +6,7 @@ import shutil
 import stat
 import subprocess
 import sys
+import time
 import urllib.request
 import zipfile
 
@@ -532,3 +533,28 @@ def test_the_opt_out_variable_reads_as_it_says(value, hands_over):
     from tensorboard_bundle import handover
 
     assert handover._hands_over(["/venv/bin/tensorboard"], {handover.OPT_OUT: value}) is hands_over
+
+
+@pytest.mark.slow
+def test_info_files_of_dead_servers_are_forgotten_so_notebook_list_names_live_ones(logdir, serve):
+    """On a92d861 `tensorboard.notebook.list()` showed servers killed long ago (upstream removes
+    its info file at a clean exit only) as "Known TensorBoard instances"."""
+    from tensorboard import manager
+
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()  # a pid that no process has now
+    dead = os.path.join(manager._get_info_dir(), "pid-%d.info" % gone.pid)
+    with open(dead, "w") as f:  # as a server killed by SIGKILL left it
+        f.write(manager._info_to_string(manager.TensorBoardInfo(
+            version="2.21.0", start_time=1, pid=gone.pid, port=1, path_prefix="", logdir=logdir, db="",
+            cache_key=manager.cache_key(working_directory="/", arguments=[], configure_kwargs={}))) + "\n")
+    try:
+        server = serve(logdir)
+        deadline = time.monotonic() + 30  # its own file is written once it serves
+        while server.proc.pid not in {info.pid for info in manager.get_all()} and time.monotonic() < deadline:
+            time.sleep(0.1)
+        live = {info.pid: info.port for info in manager.get_all()}
+        assert gone.pid not in live and live.get(server.proc.pid) == int(server.url.rstrip("/").rsplit(":", 1)[1])
+    finally:
+        if os.path.exists(dead):
+            os.unlink(dead)
