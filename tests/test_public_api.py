@@ -30,7 +30,15 @@ def test_the_public_modules_export_what_they_did_and_each_name_exists():
     assert sorted(mxboard.reader.__all__) == [
         "CorruptRecordWarning", "DataLossError", "KINDS", "TornRecordWarning", "event_files", "histograms", "hparams",
         "read_events", "read_records", "scalars", "table", "text"]
-    for module in (mxboard, mxboard.reader):
+    import inspect
+
+    from mxboard import report
+
+    assert report.__all__ == ["write"]
+    assert str(inspect.signature(report.write)) == (
+        "(logdir: str, output: str = 'report.html', runs: Optional[str] = None, tags: Optional[str] = None, "
+        "max_points: int = 2000) -> List[str]")
+    for module in (mxboard, mxboard.reader, report):
         assert [name for name in module.__all__ if not hasattr(module, name)] == []
     # mxboard.callbacks imports mxnet: read without importing it (the plain environments have none)
     with open(os.path.join(ROOT, "python", "mxboard", "callbacks.py")) as f:

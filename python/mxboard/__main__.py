@@ -1,4 +1,8 @@
-"""`python -m mxboard export LOGDIR|FILE --csv|--json [--kind scalars|histograms|text|hparams]
+"""`python -m mxboard report LOGDIR [-o report.html] [--runs REGEX] [--tags REGEX] [--max-points N]`:
+the logdir's dashboards as one self-contained HTML file (mxboard.report), to share from an
+offline machine: no server, no network.
+
+`python -m mxboard export LOGDIR|FILE --csv|--json [--kind scalars|histograms|text|hparams]
 [--raw] [--strict]`: what a logdir (or one event file) holds (what TensorBoard shows, or `--raw`
 every record), as one table of one kind for scripts (to stdout, or to --output). A corrupt record
 is skipped with a warning on stderr (`--strict`: an error, exit status 1). Needs no pandas. A
@@ -14,6 +18,7 @@ from typing import Any, Dict, Optional, Sequence, TextIO
 from . import __version__, reader
 
 EXAMPLES = """examples:
+  python -m mxboard report runs/demo -o demo.html           the dashboards as one HTML file (no server)
   python -m mxboard export runs/demo --csv                  every scalar TensorBoard shows, as CSV
   python -m mxboard export runs/demo --json -o scalars.json
   python -m mxboard export s3://bucket/exp --kind histograms --csv
@@ -43,7 +48,31 @@ def _parse(argv: Optional[Sequence[str]]) -> argparse.Namespace:
     export.add_argument("--raw", action="store_true",
                         help="every record, also the points TensorBoard hides (a resumed run's older ones)")
     export.add_argument("--strict", action="store_true", help="a corrupt record is an error, not a warning")
+    report = commands.add_parser("report", help="the dashboards as one self-contained HTML file: no server, no network",
+                                 epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
+    report.add_argument("logdir", help="a logdir (a directory or an object store's URL), or one event file")
+    report.add_argument("--output", "-o", default="report.html", help="the file to write (default: %(default)s)")
+    report.add_argument("--runs", help="only the runs this regular expression finds (re.search)")
+    report.add_argument("--tags", help="only the tags this regular expression finds (re.search)")
+    report.add_argument("--max-points", type=int, default=2000,
+                        help="a scalar series' points drawn, at most (the lowest and the highest of each stretch "
+                             "kept; a report of many series draws fewer, to stay under about 20 MB): %(default)s")
     return parser.parse_args(argv)
+
+
+def _report(args: argparse.Namespace) -> None:
+    from . import report
+
+    try:
+        said = report.write(args.logdir, args.output, args.runs, args.tags, args.max_points)
+    except (FileNotFoundError, ValueError) as exc:
+        sys.exit("mxboard report: %s" % exc)
+    except OSError as exc:
+        sys.exit("mxboard report: cannot write %s: %s" % (args.output, exc.strerror or exc))
+    for line in said:
+        print("mxboard report: note: %s" % line, file=sys.stderr)
+    print("mxboard report: wrote %s (%.1f MB): open it in a browser, no server needed"
+          % (args.output, os.path.getsize(args.output) / 1e6))
 
 
 def _cell(value: Any) -> Any:
@@ -77,6 +106,9 @@ def _write(columns: Dict[str, Any], fmt: str, out: TextIO) -> None:
 
 def main(argv: Optional[Sequence[str]] = None) -> None:
     args = _parse(argv)
+    if args.command == "report":
+        _report(args)
+        return
     options = {"raw": args.raw, "strict": args.strict}
     try:
         columns = _table(args.logdir, args.kind, **options)

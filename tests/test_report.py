@@ -1,0 +1,249 @@
+"""`python -m mxboard report`: a logdir as one self-contained HTML file, opened from file:// in
+headless Chromium: every chart, run and tag in its DOM, the values under the cursor equal to what
+TensorBoard's loader reads, TensorBoard's smoothing, drawn pixels, no network request, hostile
+names shown as text; bad logdirs said in a line; the 100 x 20 x 10,000 case's size and opening
+time."""
+import json
+import math
+import os
+import re
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from conftest import accumulator, needs
+from mxboard import SummaryWriter
+
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]  # Chromium, the command
+
+CHROMIUM = ["chromium", "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+            "--disable-background-networking", "--disable-component-update", "--disable-sync",
+            "--disable-default-apps", "--no-default-browser-check", "--hide-scrollbars",
+            "--force-device-scale-factor=1"]
+HOSTILE = ("<script>document.body.dataset.pwned=1</script> \"quoted\" 'ü∑' "
+           "<img src=x onerror=\"document.body.dataset.pwned=2\">")
+
+
+def _report(logdir, out, *extra, check=True):
+    done = subprocess.run([sys.executable, "-m", "mxboard", "report", str(logdir), "-o", str(out), *extra],
+                          capture_output=True, text=True, timeout=300)
+    if check:
+        assert done.returncode == 0, done.stderr
+    return done
+
+
+def _open(page, tmp_path, *flags, budget=20000):
+    """The page as headless Chromium has it after its scripts ran: (the DOM, what #selftest drew)."""
+    dom = subprocess.run(CHROMIUM + ["--user-data-dir=" + str(tmp_path / "chrome-dom"), "--virtual-time-budget=%d"
+                                     % budget, *flags, "--dump-dom", page.as_uri() + "#selftest"],
+                         capture_output=True, text=True, timeout=180, check=True).stdout
+    found = re.search(r'<pre id="selftest">(.*?)</pre>', dom, re.S)
+    assert found, dom[-2000:]
+    import html
+
+    return dom, json.loads(html.unescape(found.group(1)))
+
+
+def _page_requests(net_log):
+    """The URLs a page asked for, in a Chromium net log (not file: or data:, not the browser's own)."""
+    log = json.loads(net_log.read_text())
+    start = log["constants"]["logEventTypes"]["URL_REQUEST_START_JOB"]
+    return [e["params"]["url"] for e in log["events"]
+            if e["type"] == start and "url" in e.get("params", {}) and e["params"].get("initiator") != "not an origin"
+            and not e["params"]["url"].startswith(("file:", "data:"))]
+
+
+def _smoothed(values, weight):
+    """TensorBoard's smoothing (its scalar card's debiased exponential moving average)."""
+    last, count, out = 0.0, 0, []
+    constant = all(v == values[0] for v in values)
+    for v in values:
+        if constant or not math.isfinite(v):
+            out.append(v)
+            continue
+        last = last * weight + (1 - weight) * v
+        count += 1
+        out.append(last / (1 - weight ** count))
+    return out
+
+
+@pytest.fixture(scope="module")
+def logged(tmp_path_factory):
+    logdir = tmp_path_factory.mktemp("report") / "runs"
+    rng = np.random.default_rng(3)
+    for run, lr in (("lr0.1", 0.1), ("lr0.01", 0.01), (HOSTILE, 0.5)):
+        with SummaryWriter(str(logdir / run)) as w:
+            for step in range(0, 300, 3):
+                w.add_scalar("loss", float(np.exp(-lr * step) + rng.normal() * 0.01), step)
+                w.add_scalar(HOSTILE, float(step), step)
+            w.add_histogram("weights", rng.normal(size=1000) * lr, 0)
+            w.add_histogram("weights", rng.normal(size=1000) * lr * 2, 10)
+            for step in range(12):
+                w.add_image("picture", rng.random((3, 8, 8)), step)
+            w.add_text("notes", "**bold** and <script>document.body.dataset.pwned=3</script>", 5)
+            w.add_hparams({"lr": lr, "optimizer": "adam"}, {"loss": None}, in_run=True, global_step=299)
+    return logdir
+
+
+@needs("chromium")
+def test_the_report_opens_offline_with_every_chart_run_and_tag_and_the_loaders_values(logged, tmp_path):
+    out = tmp_path / "report.html"
+    said = _report(logged, out)
+    assert "images: 6 left out" in said.stderr  # 12 a run, 10 kept (of 3 runs): said
+    net = tmp_path / "net.json"
+    dom, drawn = _open(out, tmp_path, "--log-net-log=%s" % net)
+    runs = sorted(["lr0.1", "lr0.01", HOSTILE])
+    assert sorted(drawn["charts"]) == sorted(["loss", HOSTILE]) and sorted(drawn["charts"]["loss"]) == runs
+    assert drawn["resources"] == 0
+    # the values under the cursor are what TensorBoard's loader reads, at that step
+    cursor = drawn["cursor"]
+    step = cursor["x"]
+    for label, shown in zip(cursor["labels"][1:], cursor["legend"][1:]):
+        if not label.endswith(" (raw)"):
+            continue
+        run = label[:-len(" (raw)")]
+        (point,) = [e for e in accumulator(str(logged / run)).Scalars(cursor["tag"]) if e.step == step]
+        assert float(shown) == pytest.approx(point.value, rel=1e-6), label
+    # smoothing at 0.6 is TensorBoard's formula
+    for run in ("lr0.1", "lr0.01"):
+        values = [e.value for e in accumulator(str(logged / run)).Scalars("loss")]
+        assert drawn["smoothed"]["loss"][run] == pytest.approx(_smoothed(values, 0.6), rel=1e-6)
+    # hostile names are text: nothing of theirs ran (each would have marked the body)
+    assert "data-pwned" not in dom
+    assert "&lt;script&gt;document.body.dataset.pwned=1&lt;/script&gt;" in dom  # shown, as text
+    assert "<strong>bold</strong>" in dom  # markdown rendered, its script dropped
+    for section in ("scalars", "hparams", "images", "text", "distributions"):
+        assert 'id="%s"' % section in dom
+    # no network request of the page's: Chromium's own log (the browser's own, "not an origin", aside)
+    assert _page_requests(net) == []
+    control = tmp_path / "control.html"  # the check sees a page's request
+    control.write_text('<img src="http://127.0.0.1:9/x.png">')
+    subprocess.run(CHROMIUM + ["--user-data-dir=" + str(tmp_path / "chrome-control"), "--virtual-time-budget=3000",
+                               "--log-net-log=%s" % (tmp_path / "control.json"), "--dump-dom", control.as_uri()],
+                   capture_output=True, timeout=120, check=True)
+    assert _page_requests(tmp_path / "control.json") == ["http://127.0.0.1:9/x.png"]
+
+
+@needs("chromium")
+def test_the_report_draws_pixels(logged, tmp_path):
+    from PIL import Image
+
+    out = tmp_path / "report.html"
+    _report(logged, out, "--tags", "^loss$")
+    shot = tmp_path / "shot.png"
+    subprocess.run(CHROMIUM + ["--user-data-dir=" + str(tmp_path / "chrome"), "--window-size=1280,900",
+                               "--virtual-time-budget=10000", "--screenshot=" + str(shot), out.as_uri()],
+                   capture_output=True, timeout=180, check=True)
+    pixels = np.asarray(Image.open(shot).convert("RGB")).astype(int)
+    orange = (abs(pixels[..., 0] - 0xff) < 40) & (abs(pixels[..., 1] - 0x70) < 40) & (abs(pixels[..., 2] - 0x43) < 40)
+    blue = (abs(pixels[..., 0] - 0x00) < 40) & (abs(pixels[..., 1] - 0x77) < 40) & (abs(pixels[..., 2] - 0xbb) < 40)
+    assert orange[200:].sum() > 200 and blue[200:].sum() > 200  # two runs' lines, below the header
+
+
+def test_a_missing_logdir_an_empty_one_and_a_torn_file_are_said_in_a_line(tmp_path):
+    out = tmp_path / "r.html"
+    missing = _report(tmp_path / "nowhere", out, check=False)
+    assert missing.returncode == 1 and "mxboard report: logdir" in missing.stderr and "does not exist" in \
+        missing.stderr and "Traceback" not in missing.stderr and not out.exists()
+    (tmp_path / "empty").mkdir()
+    empty = _report(tmp_path / "empty", out)
+    assert "Nothing to show" in out.read_text() and "Traceback" not in empty.stderr
+    with SummaryWriter(str(tmp_path / "torn")) as w:
+        for step in range(10):
+            w.add_scalar("loss", 1.0 / (step + 1), step)
+    (path,) = [p for p in (tmp_path / "torn").iterdir() if "tfevents" in p.name]
+    path.write_bytes(path.read_bytes()[:-7])  # a writer killed mid-write
+    torn = _report(tmp_path / "torn", out)
+    assert "mxboard report: note: %s" % path in torn.stderr, torn.stderr
+    assert '"loss"' in out.read_text() and "Traceback" not in torn.stderr
+    bad = _report(tmp_path / "torn", out, "--runs", "(", check=False)
+    assert bad.returncode == 1 and "--runs '(' is not a regular expression" in bad.stderr
+
+
+@needs("chromium")
+def test_a_hundred_runs_of_twenty_tags_of_ten_thousand_points_is_small_and_opens_fast(tmp_path):
+    from mxboard import __version__
+    from mxboard.report.collect import Collected
+    from mxboard.report.page import render
+
+    found = Collected()
+    rng = np.random.default_rng(0)
+    steps = np.arange(10_000, dtype=np.float64)
+    walls = 1.7e9 + steps * 0.1
+    for run in range(100):
+        found.runs.append("run%03d" % run)
+        for tag in range(20):
+            values = np.cumsum(rng.normal(size=10_000)).astype(np.float32).astype(np.float64)
+            values[rng.integers(10_000)] = 1e6  # a spike: decimation keeps it
+            found.scalars[("run%03d" % run, "tag%02d" % tag)] = (steps, values, walls)
+    text, left = render(found, "synthetic", 2000, __version__)
+    out = tmp_path / "big.html"
+    out.write_text(text, encoding="utf-8")
+    assert out.stat().st_size <= 20e6, out.stat().st_size
+    assert left and "drawn from 400 of them" in left[0]
+    data = json.loads(re.search(r'<script type="application/json" id="data">(.*?)</script>', text, re.S).group(1))
+    import base64
+
+    kept = np.frombuffer(base64.b64decode(data["scalars"]["tag00"][0]["value"]), np.float32)
+    assert kept.max() == 1e6  # the spike was not averaged away
+    _, drawn = _open(out, tmp_path, budget=60000)
+    assert drawn["opened_ms"] < 3000, drawn["opened_ms"]
+    assert len(drawn["charts"]) == 20 and all(len(runs) == 100 for runs in drawn["charts"].values())
+
+
+def test_uplot_is_the_pinned_release(tmp_path):
+    """The vendored uPlot is refused if changed (its SHA-256 is pinned), and named in NOTICE."""
+    import shutil
+
+    from mxboard.report import page as report_page
+    from mxboard.report.page import ASSETS, UPLOT_VERSION, asset
+
+    for name in ASSETS:
+        asset(name)  # matches
+    changed = tmp_path / "assets"
+    shutil.copytree(report_page._HERE, changed)
+    with open(changed / "uPlot.iife.min.js", "a") as f:
+        f.write("\n// changed")
+    report_page._HERE, here = str(changed), report_page._HERE
+    try:
+        with pytest.raises(RuntimeError, match="is not uPlot 1.6.32's"):
+            asset("uPlot.iife.min.js")
+    finally:
+        report_page._HERE = here
+    with open(os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "NOTICE")) as f:
+        assert "uPlot %s" % UPLOT_VERSION in f.read()
+
+
+@needs("chromium")
+def test_a_logdir_in_an_object_store_makes_the_same_report(store_url, tmp_path):
+    """s3://, gs:// and az:// logdirs (real emulators on 127.0.0.1), read by mxboard.reader."""
+    with SummaryWriter(store_url + "/run") as w:
+        for step in range(20):
+            w.add_scalar("loss", 1.0 / (step + 1), step)
+        w.add_histogram("weights", np.arange(100.0), 3)
+    out = tmp_path / "remote.html"
+    _report(store_url, out)
+    _, drawn = _open(out, tmp_path)
+    assert drawn["charts"] == {"loss": ["run"]}
+    assert drawn["smoothed"]["loss"]["run"] == pytest.approx(_smoothed([1.0 / (s + 1) for s in range(20)], 0.6),
+                                                              rel=1e-6)
+
+
+@needs("chromium")
+def test_the_demos_logdir_gives_a_report_of_every_dashboard_it_has(tmp_path):
+    pytest.importorskip("sklearn")
+    logdir = tmp_path / "demo"
+    subprocess.run([sys.executable, "-m", "mxboard.demo", "--logdir", str(logdir), "--run", "cnn", "--epochs", "2",
+                    "--batches", "3", "--histogram-every", "2", "--framework", "numpy", "--no-serve"],
+                   check=True, timeout=300, capture_output=True)
+    out = tmp_path / "demo.html"
+    _report(logdir, out)
+    dom, drawn = _open(out, tmp_path)
+    assert set(drawn["charts"]) == {"accuracy", "learning_rate", "loss", "loss/batch"}
+    assert sorted(drawn["charts"]["accuracy"]) == ["cnn/accuracy/train", "cnn/accuracy/validation"]
+    for section in ("scalars", "hparams", "images", "text", "distributions"):
+        assert 'id="%s"' % section in dom, section
+    assert dom.count('class="card"') >= 4  # images: inputs, filters, the filters' video; the config's text
+    assert "gradients/digits_conv0_bias" in dom and "weights/digits_dense1_weight" in dom  # distributions
