@@ -147,6 +147,9 @@ def _every_kind(w, make, step=0):
                faces=make(np.array([[[0, 1, 2], [1, 2, 3]]], np.int32)))
     w.add_video("video", make(rng.random((1, 3, 3, 8, 8), dtype=np.float32)), global_step=step)
     w.add_embedding("emb", make(rng.normal(size=(6, 3)).astype(np.float32)), labels=list("abcdef"), global_step=step)
+    w.add_audio("audio", make((rng.random(800) - 0.5).astype(np.float32)), global_step=step, sample_rate=8000)
+    w.add_image_with_boxes("boxed", make(rng.random((3, 16, 16), dtype=np.float32)),
+                           make(np.array([[1.0, 2.0, 9.0, 12.0]])), global_step=step)
 
 
 def _what_tensorboard_reads(logdir):
