@@ -26,7 +26,20 @@ def _public(cls):
 
 
 def test_the_public_modules_export_what_they_did_and_each_name_exists():
-    assert mxboard.__all__ == ["GlobalSummaryWriter", "SummaryWriter", "WriterError"]
+    assert mxboard.__all__ == ["CorruptRecordWarning", "DataLossError", "FileDeletedError", "GlobalSummaryWriter",
+                               "SummaryWriter", "TornRecordWarning", "WriterError"]
+    from mxboard import errors, reader
+    from mxboard._thread import intake
+    from mxboard.storage import local
+
+    # one class each, wherever it is imported from (old paths keep working)
+    assert (mxboard.WriterError is errors.WriterError is intake.WriterError
+            and mxboard.FileDeletedError is errors.FileDeletedError is local.FileDeletedError
+            and mxboard.DataLossError is errors.DataLossError is reader.DataLossError
+            and mxboard.TornRecordWarning is reader.TornRecordWarning
+            and mxboard.CorruptRecordWarning is reader.CorruptRecordWarning)
+    assert errors.__all__ == ["CorruptRecordWarning", "DataLossError", "FileDeletedError", "TornRecordWarning",
+                              "WriterError"]
     assert sorted(mxboard.reader.__all__) == [
         "CorruptRecordWarning", "DataLossError", "KINDS", "TornRecordWarning", "event_files", "histograms", "hparams",
         "read_events", "read_records", "scalars", "table", "text"]

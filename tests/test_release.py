@@ -264,3 +264,22 @@ def test_the_demo_extra_downloads_one_scikit_learn_and_one_scipy(tmp_path):
     fetched = [line.split()[1] for line in out.splitlines() if line.strip().startswith(("Downloading", "Processing"))]
     assert len([f for f in fetched if "scikit_learn-" in f]) == 1, out
     assert len([f for f in fetched if os.path.basename(f).startswith("scipy-")]) == 1, out
+
+
+def test_notice_lists_exactly_the_files_the_patches_change():
+    """A licence notice must be true: NOTICE names each TensorBoard file the wheel holds a modified
+    copy of, and how many; those are the files patches/*.diff change (on a92d861 it said four,
+    and missed pywrap_tensorflow.py, which patches/0008 changes)."""
+    import glob
+    import re
+
+    changed = set()
+    for diff in glob.glob(os.path.join(ROOT, "patches", "*.diff")):
+        with open(diff) as f:
+            changed |= {line[len("+++ b/"):].strip() for line in f if line.startswith("+++ b/")}
+    with open(os.path.join(ROOT, "NOTICE")) as f:
+        notice = f.read()
+    listed = set(re.findall(r"^\s+(tensorboard/\S+\.py)\s+->\s+tensorboard_bundle/_patched/\S+\.py$", notice, re.M))
+    assert listed == changed
+    words = {2: "two", 3: "three", 4: "four", 5: "five", 6: "six", 7: "seven", 8: "eight", 9: "nine"}
+    assert "modified copies of %s of its files" % words[len(changed)] in " ".join(notice.split())

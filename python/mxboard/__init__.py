@@ -2,7 +2,8 @@
 TensorFlow and without blocking the training loop."""
 from ._api.global_writer import GlobalSummaryWriter
 from ._api.writer import SummaryWriter
-from ._thread.intake import WriterError
+from .errors import CorruptRecordWarning, DataLossError, FileDeletedError, TornRecordWarning, WriterError
 
-__all__ = ["GlobalSummaryWriter", "SummaryWriter", "WriterError"]
+__all__ = ["CorruptRecordWarning", "DataLossError", "FileDeletedError", "GlobalSummaryWriter", "SummaryWriter",
+           "TornRecordWarning", "WriterError"]
 __version__ = "0.3.0"

@@ -39,6 +39,7 @@ from google.protobuf.message import DecodeError
 
 from ._format._crc32c import masked_crc32c
 from ._format.events import RECORD_HEADER, RECORD_TRAILER, whole_records
+from .errors import CorruptRecordWarning, DataLossError, TornRecordWarning
 from .proto import Event
 from .proto import hparams as hparams_proto
 from .storage import is_url, run_of
@@ -50,18 +51,6 @@ __all__ = ["CorruptRecordWarning", "DataLossError", "TornRecordWarning", "read_e
 # mxboard's `pandas` extra: a pandas that leaves numpy as it is (pandas 3 would upgrade an MXNet
 # environment's numpy 1.23, which MXNet 1.9.1 cannot import with)
 PANDAS_HINT = "pip install 'pandas>=1.5,<3'"
-
-
-class DataLossError(ValueError):
-    """A corrupt record: its length or payload does not match its CRC, or it is no Event."""
-
-
-class TornRecordWarning(UserWarning):
-    """The file ends inside a record: the writer stopped mid-write, or is still writing."""
-
-
-class CorruptRecordWarning(UserWarning):
-    """A corrupt record was skipped (its CRC does not match, or it is no Event)."""
 
 
 def read_records(path: str, offset: int = 0, strict: bool = False) -> Iterator[bytes]:

@@ -22,6 +22,8 @@ from typing import Any, Callable, Deque, List, NamedTuple, Optional, Tuple, Unio
 import numpy as np
 import numpy.typing as npt
 
+from ..errors import WriterError
+
 __all__ = ["Batch", "Intake", "Outcome", "PendingScalar", "Pulse", "Record", "ScalarColumns", "Task", "WriterError",
            "WAKE_EVERY", "closed_error"]
 
@@ -31,10 +33,6 @@ MAX_QUEUE_BYTES = 64 << 20  # array data waiting for the writer thread, at most 
 SLOT_BYTES, SLOT_SHARES = 1 << 20, 64  # a `max_queue` slot: one item of 1 MiB or more, or smaller
 # ones sharing it by size, each taking at least 1/64 (16 KiB): a step's few dozen small histograms
 # fit in a slot or two instead of blocking the training loop at the tenth
-
-
-class WriterError(RuntimeError):
-    """The writer thread could not write; raised on the caller's next call, `__cause__` says why."""
 
 
 class Record(NamedTuple):

@@ -10,16 +10,13 @@ from typing import TYPE_CHECKING, Iterator, List, Optional, Tuple
 from .._format import files
 from .._format.events import event_file_name
 from .._format.names import components, run_of
+from ..errors import FileDeletedError
 
 if TYPE_CHECKING:
     from . import EventFile
 
 __all__ = ["FileDeletedError", "LocalEventFile", "LocalStorage", "Nowhere"]
 
-
-class FileDeletedError(FileNotFoundError):
-    """An event file was deleted while being written (its logdir removed): the next call
-    raises it; in close(), it is the user's own tear-down, and nothing is said (as the peers)."""
 
 _TRIES = 1000  # names tried for a new event file
 
