@@ -139,7 +139,7 @@ class Output:
         the files that keep it, and a flush tries the store again (a store that is back takes
         it; else close() keeps it on disk); a local file's error stops its writes (a full disk
         would tear records)."""
-        keeping = [f for f in self.files if getattr(f, "keeps_after_error", False)]
+        keeping = [f for f in self.files if f.keeps_after_error]
         if not keeping:
             return
         records = [entry for entry in batch.items if type(entry[1]) is Record]
@@ -159,7 +159,7 @@ class Output:
 
     def _failed(self, exc: BaseException, event_file: Optional[EventFile] = None) -> None:
         self.write_error = exc
-        self._keeping = bool(getattr(event_file, "keeps_after_error", False))  # a store's give-up: close() retries
+        self._keeping = event_file is not None and event_file.keeps_after_error  # a store's give-up: close() retries
         self._hold(exc)
 
     def _encode(self, items: Sequence[Tuple[int, Any, int]], chunks: List[Columns]) -> Dict[EventFile, bytes]:
@@ -260,9 +260,7 @@ class Output:
         """A signal ends the process: a store's files wait for their uploads until `deadline`,
         then keep what the store has not taken on disk (storage/remote.py)."""
         for event_file in self.files:
-            keep = getattr(event_file, "keep_at_end", None)
-            if keep is not None:
-                keep(deadline)
+            event_file.keep_at_end(deadline)
 
     def abandon(self) -> None:
         """In a forked child: let go of the parent's descriptors, write nothing."""

@@ -28,10 +28,14 @@ class EventFile(Protocol):
     Attributes:
         path: where it is, a local path or a URL (None for Nowhere).
         directory: the directory (or prefix in a store) it is in.
+        keeps_after_error: whether records written after a write error are still kept (a store's
+            file, whose uploader gave up: a later flush or close tries the store again); a local
+            file's error stops its writes (a full disk would tear records).
     """
 
     path: Optional[str]
     directory: Optional[str]
+    keeps_after_error: bool
 
     def write(self, data: bytes) -> None:
         """Append whole records (a batch, framed). Raises OSError when they cannot be kept."""
@@ -53,6 +57,11 @@ class EventFile(Protocol):
 
     def abandon(self) -> None:
         """A forked child's copy: let go of the file without writing anything more."""
+
+    def keep_at_end(self, deadline: float) -> None:
+        """A signal ends the process: wait until `deadline` for what is not yet durable, then keep
+        the rest where it can be found (a store's file: on disk, said in a warning); a local
+        file has nothing to wait for."""
 
 
 class Storage(Protocol):

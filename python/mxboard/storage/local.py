@@ -26,6 +26,8 @@ class LocalEventFile:
     time with `os.write` so that nothing sits in a user-space buffer: a write returns with the
     bytes in the OS, and a forked child that drops this object writes nothing."""
 
+    keeps_after_error = False
+
     def __init__(self, directory: str, suffix: str = "") -> None:
         self.directory: Optional[str] = directory
         self.path: Optional[str] = None
@@ -74,6 +76,9 @@ class LocalEventFile:
                 os.close(fd)
             except OSError:
                 pass
+
+    def keep_at_end(self, deadline: float) -> None:
+        """Nothing to wait for: each write is in the OS when it returns."""
 
 
 class LocalStorage:
@@ -134,6 +139,7 @@ class _NoFile:
     """An event file of Nowhere: it writes nothing."""
     path: Optional[str] = None
     directory: Optional[str] = None
+    keeps_after_error = False
 
     def pieces(self) -> List[Tuple[str, int]]:
         return []
@@ -151,6 +157,9 @@ class _NoFile:
         pass
 
     def abandon(self) -> None:
+        pass
+
+    def keep_at_end(self, deadline: float) -> None:
         pass
 
 
