@@ -6,7 +6,7 @@ parses the rest.
 
 A flag may be abbreviated as TensorBoard's argparse takes it (`--logdir_s` for --logdir_spec, `--po`
 for --port: a prefix of one flag only); --logdir with --logdir_spec is refused, as upstream refuses
-it (the spec was dropped without a word).
+it (rather than dropping the spec without a word).
 
 The bundle's defaults, where the command line says nothing: listen on 127.0.0.1 only, and reload
 every 2 s (upstream: 5 s), so that with mxboard's flush_secs=2 a point logged is served within

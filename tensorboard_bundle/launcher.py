@@ -85,8 +85,8 @@ def _use_patched_record_reader() -> None:
 
 
 def _say_if_missing(logdir: Optional[str]) -> None:
-    """A local --logdir that does not exist is said at once (upstream said nothing, then "No
-    dashboards are active"): a typo, or a run that has not started yet."""
+    """A local --logdir that does not exist is said at once: a typo, or a run that has not
+    started yet (otherwise the page only says "No dashboards are active")."""
     if logdir and "://" not in logdir and not os.path.isdir(os.path.expanduser(logdir)):
         sys.stderr.write("note: --logdir %s does not exist (yet): its runs are shown once they appear there\n"
                          % logdir)
@@ -98,9 +98,9 @@ SAVED = "MXBOARD_SAVED_RUN"  # a run the process that started this server saved 
 
 def _check_port(launch: "Launch") -> None:
     """An explicit --port that cannot be used for another reason than a server on it (a port
-    below 1024, a host that is not this machine's) ends the launch with one line and a way out
-    (upstream logged it, printed it again, and exited 255). A port in use is taken care of when
-    the server binds (`_server_class`): a check now could not hold it until then."""
+    below 1024, a host that is not this machine's) ends the launch with one line and a way out.
+    A port in use is taken care of when the server binds (`_server_class`): a check now could
+    not hold it until then."""
     import socket
 
     port, host = launch.port, launch.listens_on
@@ -126,7 +126,7 @@ def _server_class(program: ModuleType) -> Callable[[Any, Any], Any]:
     """TensorBoard's server factory (upstream's port scanning where no --port was given) that,
     where the port asked for is taken when the server binds (another TensorBoard, started at the
     same moment or before), binds a free one instead and says so, in the user's terms: two
-    servers started together never collide (upstream ended with exit status 255)."""
+    servers started together never collide."""
     scanning = program.with_port_scanning(program.WerkzeugServer)
 
     def server(wsgi_app: Any, flags: Any) -> Any:

@@ -5,8 +5,8 @@ appears as it is fetched). Local paths are left as they are, and so is everythin
 `--load_fast=false` (TensorBoard's Python loader then reads the store itself).
 
 `gs://` is mirrored too, though the data server reads it: one tested path for every store (whole
-records only, so that a hostile record header cannot abort the data server, as one did a local
-file on 802362c; names as data; a resumable --mirror_dir), credentials as google-auth finds them
+records only, so that a hostile record header cannot abort the data server; names as data; a
+resumable --mirror_dir), credentials as google-auth finds them
 (a VM's or a pod's identity, a key file, gcloud's), and an emulator's endpoint
 (STORAGE_EMULATOR_HOST), which the data server does not know. Without gcsfs, gs:// is left to the
 data server, as upstream.

@@ -1,5 +1,7 @@
 """The caller's threads: `SummaryWriter` (writer.py) over its `WriterCore` (writer_core.py), the
 arguments' checks (checks.py), inputs to numbers and arrays (convert.py), the scalar hot path
 (scalars.py), the peers' names and orders (compat.py), and `GlobalSummaryWriter`. Everything here
-runs on the thread that makes the call; it reaches the writer thread through `_thread.worker`'s
-verbs only."""
+runs on the thread that makes the call. It reaches the writer thread through `_thread.worker`'s
+verbs, with the items it queues (`_thread.intake`'s Record and PendingScalar) and the process's
+hooks (`_thread.lifecycle`: exit, fork, signals, the reaper); `export_scalars` alone reads event
+files back, on the caller's thread (through mxboard.reader)."""

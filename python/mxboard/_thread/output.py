@@ -239,7 +239,7 @@ class Output:
     def close(self, deadline: Optional[float] = None) -> None:
         """Close every file (a store's wait for their uploads, all until `deadline`, a
         time.monotonic()); an error is held, the other files still closed. Nothing of a tag is
-        kept (a writer of a million tags kept 259 MB after close)."""
+        kept: a closed writer holds no memory for the tags it wrote."""
         with self._lock:
             self._series = []
         interrupted: Optional[KeyboardInterrupt] = None

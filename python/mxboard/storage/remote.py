@@ -443,7 +443,8 @@ class RemoteEventFile:
     def keep_at_end(self, deadline: float) -> None:
         """A signal ends the process: wait for the store until `deadline` (trying it again if the
         uploader gave up), then keep what it has not taken in the spool's directory, said in a
-        warning. The file stays usable (records written later wait as before)."""
+        warning. The file stays usable: records written later wait for the store, in memory or
+        in the spool."""
         with self._lock:
             self._interrupted = True  # no write waits for room any more
         try:
