@@ -65,13 +65,12 @@ def _values(draw):
         return torch.from_numpy(np.array(picks, dtype=np.float64).astype(dtype))
 
 
-def _bins(draw_values):
-    return st.one_of(st.just("default"), st.integers(1, 40),
-                     st.lists(st.floats(-1e4, 1e4), min_size=2, max_size=12, unique=True).map(sorted))
+_BINS = st.one_of(st.just("default"), st.integers(1, 40),
+                  st.lists(st.floats(-1e4, 1e4), min_size=2, max_size=12, unique=True).map(sorted))
 
 
 @settings(max_examples=300, deadline=None, derandomize=True)
-@given(tensor=_values(), bins=_bins(None))
+@given(tensor=_values(), bins=_BINS)
 def test_the_device_histogram_equals_the_host_ones_bucket_for_bucket(tensor, bins):
     host = device_capture._read(tensor)  # what the host path bins (bfloat16 read as float32)
     if not isinstance(bins, str) and np.isfinite(host.astype(np.float64)).any():
@@ -268,3 +267,23 @@ def test_device_arrays_are_refused_at_the_call_for_their_shape_and_dtype(logdir,
         with pytest.raises(TypeError, match="real numbers; got dtype complex"):
             w.add_image("i", torch.ones((3, 2, 2), dtype=torch.complex64))
     assert fake_gpu.stream.queue == []  # nothing refused was queued
+
+
+def test_a_device_scalars_nan_is_logged_with_one_warning_at_the_users_line(logdir, fake_gpu):
+    """Found on the writer thread (the value is not read at the call), said at the call's line
+    by a later call, once a tag, naming the first step."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with SummaryWriter(logdir) as w:
+            for step, value in enumerate([1.0, float("nan"), float("nan"), 2.0]):
+                w.add_scalar("loss", torch.tensor(value), step)
+            w.flush()
+            w.add_scalar("lr", 0.1, 9)  # shows what the writer thread found
+    said = [c for c in caught if "loss" in str(c.message)]
+    assert [str(c.message) for c in said] == [
+        "add_scalar('loss'): nan at step 1, logged as given (TensorBoard marks it on the curve); said once a tag"]
+    assert said[0].filename == __file__ and said[0].category is RuntimeWarning
+    from conftest import event_files
+
+    logged = [v for tag, _, v in tb_scalars(event_files(logdir)[0]) if tag == "loss"]
+    assert logged[0] == 1.0 and np.isnan(logged[1]) and np.isnan(logged[2]) and logged[3] == 2.0

@@ -44,6 +44,7 @@ class Scalars:
         self.ids: dict[str, int] = {}  # tag -> series id in the main file (the hot path reads it directly)
         self._runs: dict[Any, int] = {}  # (tag, name) -> series id in the sub-run's file
         self._local = threading.local()  # .columns: this thread's ScalarColumns
+        self._warners: dict[str, Callable[[float, int], None]] = {}  # tag -> its device scalars' NaN warning
 
     def series(self, tag: str) -> int:
         """The series of `tag` in the main file, made on its first use."""
@@ -81,12 +82,12 @@ class Scalars:
                     self.append(series, v, step, wall)
                 else:  # read by the writer thread once the engine computed it
                     self._worker.put_scalar(PendingScalar(series, self._slots.hold(v.array, v.shape), step, wall,
-                                                          self._warner("%s/%s" % (tag, name), step)))
+                                                          self._warner("%s/%s" % (tag, name))))
         elif isinstance(value, convert.Deferred):
             known = self.ids.get(tag)  # a lock only the first time
             self._worker.put_scalar(PendingScalar(self.series(tag) if known is None else known,
                                                   self._slots.hold(value.array, value.shape), step, wall,
-                                                  self._warner(tag, step)))
+                                                  self._warners.get(tag) or self._warner(tag)))
         else:  # Described
             number: Any = value.value
             if isinstance(number, convert.Deferred):
@@ -99,10 +100,18 @@ class Scalars:
         draws it: a NaN loss is what a curve most needs to show), and said once a tag."""
         self._worker.warn_once(("scalar", tag), non_finite_message(tag, value, step))
 
-    def _warner(self, tag: str, step: int) -> Callable[[float], None]:
-        """What the writer thread calls for a device scalar of `tag` found NaN or infinite."""
-        warn = self._worker.warner(call_site(), ("scalar", tag))
-        return lambda value: warn(non_finite_message(tag, value, step))
+    def _warner(self, tag: str) -> Callable[[float, int], None]:
+        """What the writer thread calls for a device scalar of `tag` found NaN or infinite (made
+        once a tag, at its first call's line: a call costs no frame walk)."""
+        warner = self._warners.get(tag)
+        if warner is None:
+            warn = self._worker.warner(call_site(), ("scalar", tag))
+
+            def warner(value: float, step: int) -> None:
+                warn(non_finite_message(tag, value, step))
+
+            self._warners[tag] = warner
+        return warner
 
     def add_to_file(self, run: Any, values: Mapping[str, float], step: int, wall: float) -> None:
         """`{tag: float}` as scalars of the file `run` (Worker.open_run; an hparams run's metrics)."""

@@ -48,13 +48,13 @@ class Record(NamedTuple):
 
 class PendingScalar(NamedTuple):
     """A scalar whose value is a device's (an MXNet or GPU array's): resolved on the writer
-    thread, it joins the scalar rows of `series` in call order. `warn(value)`: said of a value
-    that is NaN or infinite (logged as given)."""
+    thread, it joins the scalar rows of `series` in call order. `warn(value, step)`: said of a
+    value that is NaN or infinite (logged as given)."""
     series: int
     value: Any
     step: int
     wall: float
-    warn: Optional[Callable[[float], None]] = None
+    warn: Optional[Callable[[float, int], None]] = None
 
 
 class Task(NamedTuple):

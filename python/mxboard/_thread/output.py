@@ -224,7 +224,7 @@ class Output:
             return []
         for (_, item), value in zip(pending, values):
             if value - value and item.warn is not None:  # NaN or infinite: logged as given, and said
-                item.warn(value)
+                item.warn(value, item.step)
         series, steps, walls, seqs = zip(*[(item.series, item.step, item.wall, seq) for seq, item in pending])
         return [[np.array(series, np.int64), np.array(values, np.float64), np.array(steps, np.int64),
                  np.array(walls, np.float64), np.array(seqs, np.int64)]]
