@@ -3,13 +3,14 @@ upstream TensorBoard with the bundle's fixes. Binds 127.0.0.1 unless --host or -
 otherwise, reloads every 2 s; needs no TensorFlow and no network; prints one line with the URL,
 the data loader in use and the logdir. A logdir in an object store is served from a local mirror
 by the fast loader (logdirs.py). The command line is parsed once (arguments.py)."""
+import contextlib
 import errno
 import importlib
 import logging
 import os
 import sys
 from types import ModuleType
-from typing import TYPE_CHECKING, Any, Callable, List, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Any, Callable, Iterator, List, Optional, Sequence, Tuple
 
 if TYPE_CHECKING:
     from tensorboard_bundle.arguments import Launch
@@ -127,7 +128,32 @@ def _server_class(program: ModuleType) -> Callable[[Any, Any], Any]:
     where the port asked for is taken when the server binds (another TensorBoard, started at the
     same moment or before), binds a free one instead and says so, in the user's terms: two
     servers started together never collide."""
-    scanning = program.with_port_scanning(program.WerkzeugServer)
+
+    class Server(program.WerkzeugServer):  # type: ignore[misc,name-defined]  # a module known at run time
+        """Upstream's server, whose bind and listen report a taken port as TensorBoard's own error
+        (upstream checks the port with a connect first, which a server that has bound it but not
+        started listening passes: werkzeug then printed two lines and exited, status 1)."""
+
+        def server_bind(self) -> None:
+            with self._taken():
+                super().server_bind()
+
+        def server_activate(self) -> None:  # listen(): where two binds with SO_REUSEADDR met, the second fails here
+            with self._taken():
+                super().server_activate()
+
+        @contextlib.contextmanager
+        def _taken(self) -> Iterator[None]:
+            try:
+                yield
+            except OSError as exc:
+                if exc.errno == errno.EADDRINUSE:
+                    port = self.server_address[1]
+                    raise program.TensorBoardPortInUseError(
+                        "TensorBoard could not bind to port %d, it was already in use" % port) from exc
+                raise
+
+    scanning = program.with_port_scanning(Server)
 
     def server(wsgi_app: Any, flags: Any) -> Any:
         try:
@@ -137,7 +163,7 @@ def _server_class(program: ModuleType) -> Callable[[Any, Any], Any]:
 
             free = argparse.Namespace(**vars(flags))
             free.port = 0
-            bound = program.WerkzeugServer(wsgi_app, free)
+            bound = Server(wsgi_app, free)
             where = "port %d%s" % (flags.port, " on " + flags.host if flags.host else "")
             message = ("note: %s is in use (another TensorBoard?): serving on port %d instead (to choose: %s)\n"
                        % (where, bound.server_port, _port_hint().replace("pass another ", "")))
