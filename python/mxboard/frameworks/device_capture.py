@@ -250,7 +250,10 @@ def snapshot(value: Any, check: Optional[Callable[[Any], Any]] = None, name: str
         return CupySnapshot(value, check)
     if _jax(value):
         return JaxSnapshot(value, check)
-    return snapshot(as_torch(value, name), check, name)
+    converted = as_torch(value, name)
+    if _cupy(converted):
+        return CupySnapshot(converted, check)
+    return TorchSnapshot(converted, check)  # a tensor torch placed elsewhere than CUDA: copied at once (HOST)
 
 
 def histogram(value: Any, bins: Union[str, int, Any], name: str = "values") -> Pending:
@@ -270,6 +273,10 @@ def numbers_of(value: Any) -> Tuple[Tuple[int, ...], "np.dtype[Any]"]:
     """(shape, numpy dtype as read) of a device array, known without reading it."""
     if is_torch_cuda(value):
         return tuple(value.shape), _numpy_dtype(value.dtype)
+    if not (hasattr(value, "shape") and hasattr(value, "dtype")):  # DLPack alone says neither
+        converted = as_torch(value)  # torch's tensor, or CuPy's array
+        return tuple(converted.shape), (np.dtype(converted.dtype) if _cupy(converted)
+                                        else _numpy_dtype(converted.dtype))
     dtype = np.dtype(value.dtype)
     return tuple(value.shape), dtype if dtype.kind in "biufc" else np.dtype(np.float32)
 
