@@ -287,3 +287,31 @@ def test_a_device_scalars_nan_is_logged_with_one_warning_at_the_users_line(logdi
 
     logged = [v for tag, _, v in tb_scalars(event_files(logdir)[0]) if tag == "loss"]
     assert logged[0] == 1.0 and np.isnan(logged[1]) and np.isnan(logged[2]) and logged[3] == 2.0
+
+
+def test_scalars_held_from_many_threads_at_once_each_read_their_own_value(fake_gpu):
+    """The slots are made with the writer, and their rings grow under a lock: threads whose first
+    calls meet (each growing a ring) never share a slot, nor read another ring's."""
+    from mxboard.frameworks.scalar_slots import Slots
+
+    slots = Slots(size=4)  # a ring a few calls: growth all the time
+    held, start = [], threading.Barrier(8)
+
+    def log(first):
+        start.wait()
+        for i in range(50):
+            value = float(first * 1000 + i)
+            held.append((slots.hold(torch.tensor(value), ()), value))
+
+    threads = [threading.Thread(target=log, args=(n,)) for n in range(8)]
+    switch = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # threads switch between any two lines
+    try:
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(30)
+    finally:
+        sys.setswitchinterval(switch)
+    assert len(held) == 400
+    assert slots.read([slot for slot, _ in held]) == [value for _, value in held]

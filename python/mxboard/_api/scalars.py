@@ -87,7 +87,7 @@ class Scalars:
             known = self.ids.get(tag)  # a lock only the first time
             self._worker.put_scalar(PendingScalar(self.series(tag) if known is None else known,
                                                   self._slots.hold(value.array, value.shape), step, wall,
-                                                  self._warners.get(tag) or self._warner(tag)))
+                                                  self._warner(tag)))
         else:  # Described
             number: Any = value.value
             if isinstance(number, convert.Deferred):

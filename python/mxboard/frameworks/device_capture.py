@@ -19,6 +19,7 @@ code (tests/test_device_capture.py, which also hands in a fake stream).
 import collections
 import importlib
 import sys
+import threading
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
@@ -313,6 +314,7 @@ class TorchScalarSlots:
         self._rings: List[Any] = []
         self._views: List[Any] = []  # each ring's numpy view
         self._free: collections.deque[TorchSlot] = collections.deque()  # appends and pops are atomic
+        self._growing = threading.Lock()
 
     def hold(self, tensor: Any) -> TorchSlot:
         """A tensor of one element as of now, in a free slot."""
@@ -329,9 +331,10 @@ class TorchScalarSlots:
     def _grow(self, cuda: Cuda) -> TorchSlot:
         torch = sys.modules["torch"]
         ring = cuda.pinned((self._size,), torch.float64)
-        number = len(self._rings)
-        self._rings.append(ring)
-        self._views.append(ring.numpy())
+        with self._growing:  # two threads growing at once: each ring its own number
+            number = len(self._rings)
+            self._rings.append(ring)
+            self._views.append(ring.numpy())
         slots = [TorchSlot(number, i) for i in range(self._size)]
         self._free.extend(slots[1:])
         return slots[0]

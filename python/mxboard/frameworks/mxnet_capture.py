@@ -7,6 +7,7 @@ import collections
 import ctypes
 import functools
 import sys
+import threading
 from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple, Union
 
 import numpy as np
@@ -98,6 +99,7 @@ class ScalarSlots:
     def __init__(self, size: int = 1024) -> None:
         self._size = size
         self._rings: list[Any] = []
+        self._growing = threading.Lock()
         # (ring, slot, copy into the slot): appends and pops are atomic
         self._free: collections.deque[Any] = collections.deque()
 
@@ -119,8 +121,9 @@ class ScalarSlots:
     def _grow(self) -> Tuple[int, int, _IntoView]:
         mx = sys.modules["mxnet"]
         ring = mx.nd.zeros((self._size,), ctx=mx.cpu(), dtype=np.float64)
-        number = len(self._rings)
-        self._rings.append(ring)
+        with self._growing:  # two threads growing at once: each ring its own number
+            number = len(self._rings)
+            self._rings.append(ring)
         slots = [(number, i, _IntoView(ring[i:i + 1])) for i in range(self._size)]
         self._free.extend(slots[1:])
         return slots[0]

@@ -3,7 +3,7 @@ mxnet_capture's rings, torch CUDA tensors in device_capture's pinned rings (each
 first use), any other device array captured alone. The caller's thread queues a copy; the
 writer thread reads a batch in call order."""
 import sys
-from typing import Any, List, Optional, Sequence, Tuple
+from typing import Any, List, Sequence, Tuple
 
 import numpy as np
 
@@ -18,21 +18,18 @@ class Slots:
     """`hold` a one-element device array at the call; `read` the values of what was held."""
 
     def __init__(self, size: int = 1024) -> None:
-        self._size = size
-        self._mxnet: Optional[ScalarSlots] = None
-        self._torch: Optional[device_capture.TorchScalarSlots] = None
+        # both made now (cheap: their rings grow at their first use), never by a call: two threads'
+        # first calls would each make one, and a slot of the one dropped read from the other's rings
+        self._mxnet = ScalarSlots(size)
+        self._torch = device_capture.TorchScalarSlots(size)
 
     def hold(self, array: Any, shape: Tuple[int, ...], alone: bool = False) -> Any:
         """`array` (one element, its `shape` checked already) as of now, without waiting: a slot
         of a ring, or with `alone` (a described scalar's Record resolves it itself) a Pending."""
         mx = sys.modules.get("mxnet")
         if mx is not None and isinstance(array, mx.nd.NDArray):
-            if self._mxnet is None:
-                self._mxnet = ScalarSlots(self._size)  # two threads may make one each: both work
             return self._mxnet.hold(array, shape, alone)
         if not alone and device_capture.is_torch_cuda(array):
-            if self._torch is None:
-                self._torch = device_capture.TorchScalarSlots(self._size)
             return self._torch.hold(array)
         return device_capture.snapshot(array)
 
@@ -40,10 +37,9 @@ class Slots:
         """On the writer thread: the float values of `captured`, in order, once each device has
         them; their slots are then free again."""
         kinds = [type(item) for item in captured]
-        mxnet = iter(self._mxnet.read([c for c, k in zip(captured, kinds) if k is tuple])
-                     if tuple in kinds and self._mxnet is not None else ())
+        mxnet = iter(self._mxnet.read([c for c, k in zip(captured, kinds) if k is tuple]) if tuple in kinds else ())
         torch = iter(self._torch.read([c for c, k in zip(captured, kinds) if k is device_capture.TorchSlot])
-                     if device_capture.TorchSlot in kinds and self._torch is not None else ())
+                     if device_capture.TorchSlot in kinds else ())
         values = []
         for item, kind in zip(captured, kinds):
             if kind is tuple:
