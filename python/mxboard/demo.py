@@ -156,8 +156,8 @@ def train(args: argparse.Namespace, writer: "SummaryWriter") -> Dict[str, float]
     filters: List[NDArray[Any]] = []
     progress = tqdm(total=args.epochs * batches_per_epoch, unit="batch", file=sys.stdout,
                     disable=not sys.stdout.isatty())
+    _Progress.epochs = args.epochs
     for epoch in range(1, args.epochs + 1):
-        _Progress.epoch = epoch
         right = seen = 0
         loss_sum = 0.0
         order = np.random.default_rng([args.seed, epoch]).permutation(len(y_train))
@@ -181,6 +181,7 @@ def train(args: argparse.Namespace, writer: "SummaryWriter") -> Dict[str, float]
         writer.add_scalar("learning_rate", model.learning_rate, epoch)
         filters.append(_filters_as_images(model.first_filters()))
         writer.add_images("filters/conv0", filters[-1], epoch)
+        _Progress.done = epoch  # before its line: a Ctrl-C after the line never names a finished epoch
         progress.write("epoch %d: train accuracy %.3f, validation accuracy %.3f, loss %.3f"
                        % (epoch, right / seen, val_acc, val_loss))
     progress.close()
@@ -212,7 +213,8 @@ def train(args: argparse.Namespace, writer: "SummaryWriter") -> Dict[str, float]
 class _Progress:
     """Where the training is (for the line that a Ctrl-C prints)."""
 
-    epoch = 0
+    done = 0  # epochs finished, each logged whole
+    epochs = 0
     logdir = ""
 
 
@@ -222,7 +224,12 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
         _main(argv)
     except KeyboardInterrupt:
         if _Progress.logdir:
-            where = ("stopped during epoch %d" % _Progress.epoch) if _Progress.epoch else "stopped before training"
+            if not _Progress.epochs:
+                where = "stopped before training"
+            elif _Progress.done < _Progress.epochs:
+                where = "stopped during epoch %d" % (_Progress.done + 1)
+            else:
+                where = "stopped after training, while logging the finished model"
             print("\n%s (Ctrl-C): everything logged so far is in %s (serve it: tensorboard --logdir %s)"
                   % (where, _Progress.logdir, os.path.dirname(_Progress.logdir) or "."), flush=True)
         else:
