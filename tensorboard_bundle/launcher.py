@@ -46,9 +46,11 @@ def _use_patched_s3() -> None:
     """TensorBoard's S3 filesystem, patched (a bucket's root as a logdir), where gfile looks it up."""
     from tensorboard.compat.tensorflow_stub.io import gfile as upstream
 
+    from mxboard.storage.remote.profiles import S3
+
     gfile = patched("gfile")
     if gfile.S3_ENABLED:  # without boto3 upstream registers none either
-        upstream.register_filesystem("s3", gfile.S3FileSystem())
+        upstream.register_filesystem(S3.schemes[0], gfile.S3FileSystem())
 
 
 def _watched(program: ModuleType) -> Any:

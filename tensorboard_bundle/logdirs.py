@@ -38,6 +38,7 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from mxboard._format.names import components, is_url
 from mxboard._format.sizes import readable
+from mxboard.storage.remote.profiles import profile_of
 from tensorboard_bundle.arguments import Launch
 
 __all__ = ["serve_remote"]
@@ -46,11 +47,13 @@ FIRST_PASS_SECS = 10  # the server starts once the mirrors' first passes ended, 
 
 
 def _mirrored(path: str) -> bool:
-    """Whether `path` is a URL the mirror serves: every one, gs:// too (see the module's
-    docstring); gs:// without gcsfs is left to the data server, which reads Google's endpoint."""
+    """Whether `path` is a URL the mirror serves: every one (see the module's docstring) but one
+    of a store that TensorBoard's data server reads itself, where its fsspec package is missing
+    (gs:// without gcsfs: the data server reads Google's endpoint)."""
     if not is_url(path):
         return False
-    return not path.lower().startswith(("gs://", "gcs://")) or importlib.util.find_spec("gcsfs") is not None
+    profile = profile_of(path)
+    return not profile.read_by_data_server or importlib.util.find_spec(profile.package or "") is not None
 
 
 def serve_remote(launch: Launch) -> Tuple[Optional[str], Optional[str]]:

@@ -61,8 +61,9 @@ def started_worker(logdir, **options):
     """A writer thread (mxboard._thread.worker) writing to `logdir`, as a SummaryWriter starts one; its
     main event file is the file None of records."""
     from mxboard._thread.worker import Worker
+    from mxboard.storage import Destination
     worker = Worker(**options)
-    worker.start_writing(logdir)
+    worker.start_writing(Destination(str(logdir)))
     return worker
 
 

@@ -24,6 +24,8 @@ import time
 import urllib.error
 import urllib.request
 
+from mxboard.storage.remote import profiles
+
 KEY, SECRET = "mxboard", "mxboard-secret"
 
 
@@ -77,7 +79,8 @@ def _stop(proc):
 class SeaweedFS:
     """`weed mini` serving S3 at `self.endpoint`."""
 
-    scheme = "s3"
+    profile = profiles.S3
+    scheme = profile.schemes[0]
     binary = staticmethod(weed_binary)
 
     def __init__(self, directory):
@@ -95,7 +98,7 @@ class SeaweedFS:
 
     @staticmethod
     def env_for(endpoint):
-        return {"AWS_ENDPOINT_URL": endpoint, "AWS_ACCESS_KEY_ID": KEY, "AWS_SECRET_ACCESS_KEY": SECRET,
+        return {profiles.S3.endpoint_variable: endpoint, "AWS_ACCESS_KEY_ID": KEY, "AWS_SECRET_ACCESS_KEY": SECRET,
                 "AWS_DEFAULT_REGION": "us-east-1", "AWS_EC2_METADATA_DISABLED": "true"}
 
     def start(self):
@@ -137,7 +140,8 @@ class FakeGCS:
     """fake-gcs-server serving GCS's JSON API at `self.endpoint` (STORAGE_EMULATOR_HOST: gcsfs'
     and Google's clients' own convention), its objects on disk."""
 
-    scheme = "gs"
+    profile = profiles.GCS
+    scheme = profile.schemes[0]
 
     def __init__(self, directory):
         self.directory = str(directory)
@@ -159,7 +163,7 @@ class FakeGCS:
 
     @staticmethod
     def env_for(endpoint):
-        return {"STORAGE_EMULATOR_HOST": endpoint}
+        return {profiles.GCS.endpoint_variable: endpoint}
 
     def start(self):
         self.log = open(os.path.join(self.directory, "fake-gcs.log"), "ab")
@@ -195,7 +199,8 @@ class Azurite:
     """Azurite's Blob service at `self.endpoint` (a connection string,
     AZURE_STORAGE_CONNECTION_STRING: what adlfs and Azure's clients read)."""
 
-    scheme = "az"
+    profile = profiles.AZURE
+    scheme = profile.schemes[0]
 
     def __init__(self, directory):
         self.directory = str(directory)
@@ -216,7 +221,7 @@ class Azurite:
 
     @staticmethod
     def env_for(endpoint):
-        return {"AZURE_STORAGE_CONNECTION_STRING": "DefaultEndpointsProtocol=http;AccountName=%s;AccountKey=%s;"
+        return {profiles.AZURE.endpoint_variable: "DefaultEndpointsProtocol=http;AccountName=%s;AccountKey=%s;"
                 "BlobEndpoint=%s;" % (AZURE_ACCOUNT, AZURE_KEY, endpoint)}
 
     def start(self):

@@ -1,4 +1,5 @@
 """The bundled TensorBoard: every patch's fault shown on upstream's launcher and fixed in ours."""
+import json
 import os
 import pathlib
 import re
@@ -14,7 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from conftest import ROOT, UPSTREAM, Server, ServerDidNotStartError, served_losses
+from conftest import BUNDLE, ROOT, UPSTREAM, Server, ServerDidNotStartError, needs, served_losses
 from mxboard import SummaryWriter
 
 
@@ -619,3 +620,42 @@ def test_two_tensorboards_started_together_both_serve(tmp_path):
                 proc.terminate()
                 proc.wait(30)
                 proc.stderr.close()
+
+
+LISTEN_CHECK = r"""
+import json, os, socket, subprocess, sys, time
+subprocess.run(["ip", "link", "set", "lo", "up"], check=True)
+subprocess.run(["ip", "addr", "add", "192.0.2.10/32", "dev", "lo"], check=True)  # this namespace's 2nd address
+os.makedirs(LOGDIR, exist_ok=True)
+results = {}
+for name, extra in (("default", []), ("bind_all", ["--bind_all"]), ("host", ["--host", "192.0.2.10"])):
+    server = subprocess.Popen(BUNDLE + ["--logdir", LOGDIR, "--port", "6006"] + extra,
+                              stderr=subprocess.PIPE, text=True)
+    banner = server.stderr.readline()
+    reach = {}
+    for address in ("127.0.0.1", "192.0.2.10"):
+        try:
+            socket.create_connection((address, 6006), timeout=2).close()
+            reach[address] = True
+        except OSError:
+            reach[address] = False
+    results[name] = reach
+    server.terminate()
+    server.wait(10)
+print(json.dumps(results))
+"""
+
+
+@pytest.mark.slow
+@needs("unshare", "ip")
+def test_the_server_listens_on_127_0_0_1_unless_told_otherwise(tmp_path):
+    if subprocess.run(["unshare", "-n", "true"], capture_output=True).returncode != 0:
+        pytest.skip("needs unshare -n")
+    code = "LOGDIR = %r\nBUNDLE = %r\n" % (str(tmp_path / "logs"), BUNDLE) + LISTEN_CHECK
+    proc = subprocess.run(["unshare", "-n", sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=180, cwd=str(tmp_path))
+    assert proc.returncode == 0, proc.stderr
+    results = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert results["default"] == {"127.0.0.1": True, "192.0.2.10": False}
+    assert results["bind_all"] == {"127.0.0.1": True, "192.0.2.10": True}
+    assert results["host"] == {"127.0.0.1": False, "192.0.2.10": True}

@@ -4,12 +4,10 @@ TensorBoard (its fast Rust loader, over HTTP) must serve the same thing for both
 import io
 import json
 import os
-import pathlib
 import re
 import subprocess
 import sys
 import threading
-import time
 import urllib.parse
 import warnings
 import wave
@@ -497,36 +495,6 @@ def test_export_command_writes_csv_and_json(served, tmp_path):
     assert usage.returncode == 2 and "--csv" in usage.stderr
 
 
-@pytest.mark.slow
-def test_the_command_says_what_went_wrong_in_one_line(tmp_path):
-    """On 802362c a missing logdir wrote a header and exited 0, an unwritable --output ended in a
-    traceback, and --help had no description, no examples and no --version."""
-    def command(*args):
-        return subprocess.run([sys.executable, "-m", "mxboard", *args], capture_output=True, text=True, timeout=120,
-                              env=dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python")))
-
-    with SummaryWriter(str(tmp_path / "run")) as writer:
-        writer.add_scalar("loss", 1.0, 0)
-    cases = [(("export", str(tmp_path / "missing"), "--csv"), 1, "mxboard export: %s does not exist"
-              % (tmp_path / "missing")),
-             (("export", str(tmp_path), "--csv", "--kind", "text"), 1, "mxboard export: no text in %s (nothing "
-              "written; --kind says which: histograms, hparams, scalars, text)" % tmp_path),
-             (("export", str(tmp_path), "--csv", "-o", "/nonexistent/x.csv"), 1,
-              "mxboard export: cannot write /nonexistent/x.csv: No such file or directory")]
-    for args, status, message in cases:
-        done = command(*args)
-        assert (done.returncode, done.stdout, done.stderr.strip()) == (status, "", message)
-    shown = command("--help").stdout
-    assert "TensorBoard event files from MXNet and numpy" in shown and "examples:" in shown
-    flags = command("export", "--help").stdout  # every flag explained
-    said = " ".join(flags.split())
-    for help_text in ("logdir a logdir (a directory", "which table (one a call: their columns differ): histograms, "
-                      "hparams, scalars, text; default: scalars", "--csv comma-separated rows", "--json a list of row",
-                      "a file to write", "--raw every record", "--strict a corrupt record is an error"):
-        assert help_text in said, flags
-    assert command("--version").stdout.strip() == "mxboard %s" % __import__("mxboard").__version__
-
-
 def _peer_calls(module, logdir):
     """The same calls, as tensorboardX users write them, with `module`'s SummaryWriter."""
     rng = np.random.default_rng(0)
@@ -670,85 +638,6 @@ def test_the_peers_other_names_work_or_say_why(tmp_path, serve):
     assert event.step == 4 and tensor_util.make_ndarray(event.tensor_proto).tolist() == [[0, 1, 2], [3, 4, 5]]
 
 
-def _resumed_run(module, logdir):
-    """A run resumed from a checkpoint at step 50 (the peers' purge_step): 100 + 30 points logged."""
-    with module.SummaryWriter(logdir) as writer:
-        for step in range(100):
-            writer.add_scalar("loss", float(step), step)
-    time.sleep(1.1)  # resumed later: tensorboardX's file name, to the second, would be the first's
-    with module.SummaryWriter(logdir, purge_step=50) as writer:
-        for step in range(50, 80):
-            writer.add_scalar("loss", 1000.0 + step, step)
-
-
-@pytest.mark.slow
-def test_the_reader_returns_what_tensorboard_shows_of_a_resumed_run(tmp_path, serve):
-    """A resumed run (purge_step), by mxboard and by tensorboardX: the reader and the export
-    return the 80 points the server shows, not the 130 written; raw=True gives all 130."""
-    tensorboardx = pytest.importorskip("tensorboardX")
-    import mxboard
-    from mxboard import reader
-
-    _resumed_run(mxboard, str(tmp_path / "mxb"))
-    _resumed_run(tensorboardx, str(tmp_path / "tbx"))
-    server = serve(tmp_path)
-    expected = [(s, float(s)) for s in range(50)] + [(s, 1000.0 + s) for s in range(50, 80)]
-    for run in ("mxb", "tbx"):
-        served = [(s, v) for _, s, v in server.json("/data/plugin/scalars/scalars", {"run": run, "tag": "loss"},
-                                                     until=lambda rows: len(rows) == 80)]
-        assert served == expected, run
-        columns = reader.table(str(tmp_path / run))
-        assert list(zip(columns["step"], columns["value"])) == served
-        assert len(reader.table(str(tmp_path / run), raw=True)["step"]) == 130
-    printed = subprocess.run([sys.executable, "-m", "mxboard", "export", str(tmp_path), "--json"],
-                             env=dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python")), capture_output=True,
-                             text=True, timeout=120, check=True).stdout
-    assert len([r for r in json.loads(printed) if r["run"] == "mxb"]) == 80
-
-
-@pytest.mark.slow
-def test_one_corrupt_record_is_skipped_with_a_warning_as_tensorboard_does(tmp_path, serve):
-    """A flipped byte in one record: TensorBoard warns and serves the rest; so do the reader and
-    `python -m mxboard export` (naming the file and the byte), unless asked to be strict."""
-    import struct
-
-    from mxboard import reader
-
-    for run in ("good", "bad"):
-        with SummaryWriter(str(tmp_path / run)) as writer:
-            for step in range(20):
-                writer.add_scalar("loss", float(step), step)
-    (path,) = [str(tmp_path / "bad" / n) for n in os.listdir(tmp_path / "bad")]
-    data = bytearray(pathlib.Path(path).read_bytes())
-    offset = 0
-    for _ in range(6):  # the file-version record, then steps 0-4: step 5's record is hit
-        offset += 16 + struct.unpack("<Q", data[offset:offset + 8])[0]
-    data[offset + 14] ^= 0x40
-    pathlib.Path(path).write_bytes(bytes(data))
-    server = serve(tmp_path)
-    served = {run: [(s, v) for _, s, v in server.json("/data/plugin/scalars/scalars", {"run": run, "tag": "loss"},
-                                                       until=lambda rows, run=run: len(rows) >= 19)]
-              for run in ("good", "bad")}
-    assert served["good"] == [(s, float(s)) for s in range(20)]
-    with pytest.warns(reader.CorruptRecordWarning, match="%s: corrupt record payload at byte %d" % (re.escape(path),
-                                                                                                    offset)):
-        columns = reader.table(str(tmp_path))
-    # the rest as served (the fast loader checks no payload CRC: it serves the corrupt record as it
-    # parses, where the reader skips it)
-    for run in ("good", "bad"):
-        assert [(s, v) for r, s, v in zip(columns["run"], columns["step"], columns["value"]) if r == run] == [
-            (s, v) for s, v in served[run] if run == "good" or s != 5]
-    proc = subprocess.run([sys.executable, "-m", "mxboard", "export", str(tmp_path), "--json"],
-                          env=dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python")), capture_output=True,
-                          text=True, timeout=120)
-    assert proc.returncode == 0 and "corrupt record payload at byte %d" % offset in proc.stderr
-    assert len(json.loads(proc.stdout)) == 39
-    strict = subprocess.run([sys.executable, "-m", "mxboard", "export", str(tmp_path), "--json", "--strict"],
-                            env=dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python")), capture_output=True,
-                            text=True, timeout=120)
-    assert strict.returncode == 1 and "corrupt record payload" in strict.stderr and not strict.stdout
-
-
 @pytest.mark.slow
 def test_every_layout_call_of_a_writer_is_shown(tmp_path, serve):
     """A multiline chart, then a margin chart, then a layout of its own: TensorBoard shows a
@@ -870,23 +759,6 @@ def test_histograms_are_histograms_to_every_reader(tmp_path, serve):
     served = [server.json("/data/plugin/histograms/histograms", {"run": run, "tag": "raw"}, until=bool)
               for run in ("tbx", "mxb")]
     assert served[0][0][1:] == served[1][0][1:]
-
-
-@pytest.mark.slow
-def test_the_export_takes_one_event_file_and_a_closed_pipe_ends_it_quietly(tmp_path):
-    """On b621f0a a single event file was refused ("is not a directory"), which reader.table reads,
-    and `| head -5` printed the rows, then a BrokenPipeError traceback."""
-    with SummaryWriter(str(tmp_path)) as writer:
-        for step in range(20_000):
-            writer.add_scalar("loss", 1.0 / (step + 1), step)
-    (path,) = [os.path.join(tmp_path, n) for n in os.listdir(tmp_path) if "tfevents" in n]
-    one = subprocess.run([sys.executable, "-m", "mxboard", "export", path, "--csv"], capture_output=True, text=True,
-                         timeout=120)
-    assert one.returncode == 0 and len(one.stdout.splitlines()) == 20_001, one.stderr
-    for fmt in ("--csv", "--json"):
-        piped = subprocess.run("%s -m mxboard export %s %s | head -c 100" % (sys.executable, tmp_path, fmt),
-                               shell=True, capture_output=True, text=True, timeout=120)
-        assert len(piped.stdout) == 100 and piped.stderr == "", piped.stderr
 
 
 def test_compat_md_names_the_tag_cleaning_and_its_recipe_gives_the_old_names(logdir):

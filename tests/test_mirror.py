@@ -15,17 +15,16 @@ import numpy as np
 import pytest
 
 from conftest import event_files, run_python, served_losses, tb_scalars
-from mxboard import SummaryWriter
+from mxboard import SummaryWriter, UploadPolicy
 from mxboard._format.sizes import readable
 from mxboard.storage import remote
 from tensorboard_bundle.mirror import LOCK, MANIFEST, Mirror
 
 
 @pytest.fixture
-def small_objects(monkeypatch):
-    """Objects of a few records each (MAX_OBJECT lowered), uploaded at every flush."""
-    monkeypatch.setattr(remote, "MAX_OBJECT", 500)
-    monkeypatch.setattr(remote, "UPLOAD_SECS", 0)
+def small_objects():
+    """Objects of a few records each (max_object lowered), uploaded at every flush."""
+    return UploadPolicy(max_object=500, upload_secs=0)
 
 
 def _store_bytes(url):
@@ -44,7 +43,7 @@ def _log(writer, steps, tag="loss"):
 def test_parts_are_stitched_into_one_file_and_every_byte_is_read_once(small_objects, tmp_path):
     fs = fsspec.filesystem("memory")
     url = "memory://stitch/exp"
-    writer = SummaryWriter(url + "/run")
+    writer = SummaryWriter(url + "/run", upload_policy=small_objects)
     _log(writer, range(40))
     other = pathlib.Path(_other_writers_file(tmp_path)).read_bytes()
     fs.pipe_file("/stitch/exp/tbx/events.out.tfevents.1.other", other)
@@ -107,7 +106,7 @@ def test_a_key_that_would_leave_the_mirror_is_skipped(tmp_path, caplog):
 def test_the_mirror_stays_within_its_bytes_and_says_so(small_objects, tmp_path, caplog):
     url = "memory://bounded/exp"
     for run in ("a", "b", "c"):
-        with SummaryWriter("%s/%s" % (url, run)) as w:
+        with SummaryWriter("%s/%s" % (url, run), upload_policy=small_objects) as w:
             w.add_histogram("h", np.arange(10000.0), 0)  # about 6 KB a run
     bound = _store_bytes(url + "/a") + 100
     with caplog.at_level(logging.WARNING, "tensorboard_bundle"):
@@ -170,11 +169,10 @@ def test_a_mirror_dir_of_another_user_is_refused(tmp_path):
 
 RANK = r"""
 import sys, time
-from mxboard.storage import remote
-remote.MAX_OBJECT, remote.UPLOAD_SECS = 3000, 0.3  # many parts, each point soon in the store
-from mxboard import SummaryWriter
+from mxboard import SummaryWriter, UploadPolicy
 logdir, rank = sys.argv[1], int(sys.argv[2])
-with SummaryWriter("%s/rank%d" % (logdir, rank), flush_secs=0.3) as w:
+policy = UploadPolicy(max_object=3000, upload_secs=0.3)  # many parts, each point soon in the store
+with SummaryWriter("%s/rank%d" % (logdir, rank), flush_secs=0.3, upload_policy=policy) as w:
     for step in range(400):
         w.add_scalar("loss", rank + step / 1000, step)
         time.sleep(0.02)
@@ -227,11 +225,11 @@ def test_an_outage_keeps_what_was_mirrored_served_and_the_mirror_catches_up(seaw
     logged meanwhile are served too."""
     from faultproxy import FaultProxy
 
-    monkeypatch.setattr(remote, "UPLOAD_SECS", 0)
+    policy = UploadPolicy(upload_secs=0)
     proxy = FaultProxy(seaweed.endpoint)
     try:
         logdir = "s3://%s/outage" % bucket
-        writer = SummaryWriter(logdir + "/run")
+        writer = SummaryWriter(logdir + "/run", upload_policy=policy)
         _log(writer, range(10))
         server = serve(logdir, env=dict(os.environ, AWS_ENDPOINT_URL=proxy.endpoint))
         assert served_losses(server, "run", until=lambda rows: len(rows) == 10) == [(s, float(s)) for s in range(10)]
@@ -265,9 +263,9 @@ def _served_at_once_for(seconds, server, points):
 
 
 def test_a_mirror_is_removed_at_exit_unless_named_and_a_named_one_resumes(bucket, serve, tmp_path, monkeypatch):
-    monkeypatch.setattr(remote, "UPLOAD_SECS", 0)
+    policy = UploadPolicy(upload_secs=0)
     logdir = "s3://%s/kept" % bucket
-    writer = SummaryWriter(logdir + "/run")
+    writer = SummaryWriter(logdir + "/run", upload_policy=policy)
     _log(writer, range(30))
     server = serve(logdir)
     temporary = _mirror_dir(server)
@@ -305,8 +303,8 @@ def test_a_logdir_spec_of_s3_and_a_local_directory_is_served(named, loader, buck
     """With every entry named, the spec becomes one local tree (the mirror and a link) that the
     fast loader serves; with an unnamed entry it stays a spec, as upstream reads it (the Python
     loader), its URL replaced by a mirror. Runs are named as the spec names them either way."""
-    monkeypatch.setattr(remote, "UPLOAD_SECS", 0)
-    with SummaryWriter("s3://%s/spec/run" % bucket) as w:
+    policy = UploadPolicy(upload_secs=0)
+    with SummaryWriter("s3://%s/spec/run" % bucket, upload_policy=policy) as w:
         _log(w, range(5))
     with SummaryWriter(str(tmp_path / "local" / "other")) as w:
         _log(w, range(7))
@@ -327,8 +325,8 @@ def test_a_spec_with_a_url_whose_package_is_missing_serves_the_rest(bucket, serv
     pytest.importorskip("s3fs")
     if importlib.util.find_spec("ossfs"):
         pytest.skip("ossfs is installed: oss:// has its package")
-    monkeypatch.setattr(remote, "UPLOAD_SECS", 0)
-    with SummaryWriter("s3://%s/mixed/run" % bucket) as w:
+    policy = UploadPolicy(upload_secs=0)
+    with SummaryWriter("s3://%s/mixed/run" % bucket, upload_policy=policy) as w:
         _log(w, range(5))
     with SummaryWriter(str(tmp_path / "local" / "other")) as w:
         _log(w, range(7))
@@ -348,8 +346,8 @@ def test_a_store_refusing_presigned_requests_is_read_through_s3fs(seaweed, bucke
     it takes them again, so does the mirror (it switched to s3fs for the server's life)."""
     from faultproxy import FaultProxy
 
-    monkeypatch.setattr(remote, "UPLOAD_SECS", 0)
-    with SummaryWriter("s3://%s/refused/run" % bucket) as w:
+    policy = UploadPolicy(upload_secs=0)
+    with SummaryWriter("s3://%s/refused/run" % bucket, upload_policy=policy) as w:
         _log(w, range(12))
     proxy = FaultProxy(seaweed.endpoint)
     try:
@@ -363,7 +361,7 @@ def test_a_store_refusing_presigned_requests_is_read_through_s3fs(seaweed, bucke
         assert _scalars(tmp_path / "m" / "run") == [("loss", s, float(s)) for s in range(12)]
         assert proxy.presigned == 0
         proxy.set("pass")
-        with SummaryWriter("s3://%s/refused/run2" % bucket) as w:
+        with SummaryWriter("s3://%s/refused/run2" % bucket, upload_policy=policy) as w:
             _log(w, range(3))
         mirror.sync()
         assert proxy.presigned >= 2  # the listing and the new file's read

@@ -12,15 +12,13 @@ import time
 import pytest
 
 from conftest import event_files, served_losses
-from mxboard import SummaryWriter
+from mxboard import SummaryWriter, UploadPolicy
 from mxboard.storage import remote
 
 pytestmark = pytest.mark.slow
 
 
-@pytest.fixture(autouse=True)
-def uploads_at_once(monkeypatch):
-    monkeypatch.setattr(remote, "UPLOAD_SECS", 0)
+AT_ONCE = UploadPolicy(upload_secs=0)  # every flush uploads
 
 
 def _event_bytes(tmp_path, steps, value):
@@ -47,7 +45,7 @@ def _runs(server, until, timeout=40):
 
 
 def _live_run(logdir, steps):
-    writer = SummaryWriter("%s/live" % logdir, flush_secs=1)
+    writer = SummaryWriter("%s/live" % logdir, flush_secs=1, upload_policy=AT_ONCE)
     for step in steps:
         writer.add_scalar("loss", float(step), step)
     writer.flush()
@@ -73,7 +71,7 @@ def test_names_the_disk_cannot_hold_cost_their_own_file_only(bucket, serve, tmp_
     for step in range(10, 20):
         live.add_scalar("loss", float(step), step)
     live.close()
-    with SummaryWriter("%s/new" % logdir) as new:
+    with SummaryWriter("%s/new" % logdir, upload_policy=AT_ONCE) as new:
         for step in range(5):
             new.add_scalar("loss", 4.0, step)
     assert served_losses(server, "live", until=lambda rows: len(rows) == 20) == [(s, float(s)) for s in range(20)]
@@ -203,7 +201,7 @@ def test_a_moment_of_full_disk_under_the_mirror_is_caught_up(bucket, serve, smal
     log saying "caught up"): a write that failed left a torn file, which was fetched anew and
     swapped in under the loader. Now the file stays as it was, and catching up appends."""
     url = "s3://%s/full" % bucket
-    writer = SummaryWriter("%s/run" % url, flush_secs=1)
+    writer = SummaryWriter("%s/run" % url, flush_secs=1, upload_policy=AT_ONCE)
     for step in range(100):
         writer.add_scalar("loss", float(step), step)
     writer.flush()

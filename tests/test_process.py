@@ -1,6 +1,7 @@
 """The process around the writers: Ctrl-C and signal handlers that exit, SIGTERM while the main
 thread waits, writers made in pool workers, many short threads. Each runs in child processes,
 killed in `finally` whatever happens."""
+import multiprocessing
 import os
 import random
 import signal
@@ -8,10 +9,14 @@ import subprocess
 import sys
 import textwrap
 import time
+import warnings
 
+import numpy as np
 import pytest
 
-from conftest import event_files, tb_scalars
+from conftest import ROOT, accumulator, event_files, projector_config, run_python, tb_scalars
+from mxboard import SummaryWriter
+from mxboard.reader import TornRecordWarning, read_events
 
 pytestmark = pytest.mark.slow
 
@@ -404,3 +409,154 @@ def test_a_server_ended_by_a_signal_removes_its_info_file(tmp_path, how, signum)
                 os.kill(int(info.name[4:-5]), signal.SIGKILL)
             except OSError:
                 pass
+
+
+EXIT_WRITE_ERROR = r"""
+import resource, signal
+import mxboard
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit fails with EFBIG
+w = mxboard.SummaryWriter(LOGDIR, flush_secs=3600)
+resource.setrlimit(resource.RLIMIT_FSIZE, (64 * 1024, 64 * 1024))
+for step in range(8000):  # fewer than a batch (8192): nothing is written before exit
+    w.add_scalar("x", float(step), step)
+print("logged, exiting without close()")
+"""
+
+
+@pytest.mark.plain
+@pytest.mark.slow
+def test_a_write_error_at_exit_is_told_on_stderr_and_in_the_exit_status(tmp_path):
+    proc = run_python("LOGDIR = %r\n" % str(tmp_path) + EXIT_WRITE_ERROR, check=False)
+    assert proc.stdout.strip() == "logged, exiting without close()"
+    assert proc.returncode == 1
+    assert "could not all be written" in proc.stderr and "File too large" in proc.stderr
+
+
+SIGTERM_SCRIPT = r"""
+import signal, sys, time
+import mxboard
+if USER_HANDLER:
+    signal.signal(signal.SIGTERM, lambda *a: (print("user handler"), sys.stdout.flush(), sys.exit(3)))
+w = mxboard.SummaryWriter(LOGDIR, flush_secs=3600)
+for step in range(100):
+    w.add_scalar("x", float(step), step)
+print("ready", flush=True)
+time.sleep(600)  # far longer than the test waits
+"""
+
+
+@pytest.mark.plain
+@pytest.mark.slow
+@pytest.mark.parametrize("user_handler", [False, True])
+def test_sigterm_flushes_then_ends_the_process_by_the_signal_and_never_replaces_a_handler(tmp_path, user_handler):
+    code = "LOGDIR = %r\nUSER_HANDLER = %r\n" % (str(tmp_path), user_handler) + SIGTERM_SCRIPT
+    env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python"))
+    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True, env=env)
+    try:
+        assert proc.stdout.readline().strip() == "ready"
+        proc.send_signal(signal.SIGTERM)
+        rest = proc.communicate(timeout=15)[0]
+        if user_handler:  # the user's handler ran (and its exit closed the writer)
+            assert (proc.returncode, rest.strip()) == (3, "user handler")
+        else:
+            assert proc.returncode == -signal.SIGTERM  # ended by the signal, as without mxboard
+        assert [s for _, s, _ in tb_scalars(event_files(str(tmp_path))[0])] == list(range(100))
+    finally:
+        proc.kill()
+        proc.communicate()
+
+
+KILLED = r"""
+import sys, time
+import mxboard
+w = mxboard.SummaryWriter(LOGDIR, flush_secs=0.5)
+step = 0
+while True:
+    w.add_scalar("x", float(step), step)
+    if step % 100 == 0:
+        print(step, time.time(), flush=True)   # what was logged, and when
+    step += 1
+    time.sleep(0.0005)
+"""
+
+
+@pytest.mark.plain
+@pytest.mark.slow
+def test_kill_9_loses_nothing_older_than_flush_secs(tmp_path):
+    env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python"))
+    proc = subprocess.Popen([sys.executable, "-c", "LOGDIR = %r\n" % str(tmp_path) + KILLED],
+                            stdout=subprocess.PIPE, text=True, env=env)
+    logged = []
+    while not logged or logged[-1][1] - logged[0][1] < 3:
+        step, wall = proc.stdout.readline().split()
+        logged.append((int(step), float(wall)))
+    proc.send_signal(signal.SIGKILL)
+    killed_at = time.time()
+    proc.wait()
+    proc.stdout.close()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", TornRecordWarning)  # a write may have been cut: allowed
+        ours = [e.step for e in read_events(str(tmp_path)) if e.HasField("summary")]
+    theirs = [s for _, s, _ in tb_scalars(event_files(str(tmp_path))[0])]
+    must_have = max(step for step, wall in logged if wall < killed_at - 0.5 - 1.0)
+    assert ours == theirs == list(range(len(ours)))  # in order, none missing, none corrupt
+    assert ours[-1] >= must_have
+
+
+def _child_logs(index):
+    writer = _CHILD_WRITER[0]
+    for step in range(50):
+        writer.add_scalar("child", float(index), step)
+    writer.flush()
+    return os.getpid()
+
+
+_CHILD_WRITER = []
+
+
+def test_forked_data_loader_workers_log_to_files_of_their_own_and_nothing_hangs(logdir):
+    writer = SummaryWriter(logdir, flush_secs=3600)
+    _CHILD_WRITER[:] = [writer]
+    for step in range(2000):
+        writer.add_scalar("parent", float(step), step)  # queued, unwritten, when the workers fork
+    with multiprocessing.get_context("fork").Pool(2) as pool:
+        pids = set(pool.map(_child_logs, range(4), chunksize=1))
+        for step in range(2000, 3000):
+            writer.add_scalar("parent", float(step), step)
+        pool.close()  # the workers end as they would in a data loader, not by terminate()'s SIGTERM
+        pool.join()
+    writer.close()
+    files = {os.path.basename(f).split(".")[5]: f for f in event_files(logdir)}
+    parent = files.pop(str(os.getpid()))
+    assert [s for t, s, _ in tb_scalars(parent)] == list(range(3000))  # complete, only the parent's
+    assert set(files) == {str(p) for p in pids}  # one file a worker, named by its pid
+    child_points = [(t, s) for f in files.values() for t, s, _ in tb_scalars(f)]
+    assert len(child_points) == 4 * 50 and {t for t, _ in child_points} == {"child"}
+    list(read_events(logdir))  # every record of every file CRC-clean
+
+
+def _rank(args):
+    logdir, rank = args
+    import mxboard
+
+    with mxboard.SummaryWriter(logdir) as w:
+        for step in range(500):
+            w.add_scalar("loss/rank%d" % rank, float(step), step)
+            w.add_scalar("shared", float(rank), step)
+        w.add_histogram("weights", np.full(10, rank), 0)
+        w.add_embedding("rank%d" % rank, np.random.rand(4, 2))
+
+
+def test_several_processes_in_one_logdir(logdir):
+    os.makedirs(logdir)
+    ranks = 4
+    with multiprocessing.get_context("spawn").Pool(ranks) as pool:
+        pool.map(_rank, [(logdir, r) for r in range(ranks)])
+    files = event_files(logdir)
+    assert len(files) == ranks and len({os.path.basename(f) for f in files}) == ranks
+    acc = accumulator(logdir)
+    for r in range(ranks):
+        assert [e.step for e in acc.Scalars("loss/rank%d" % r)] == list(range(500))
+    assert sorted({e.value for e in acc.Scalars("shared")}) == [0.0, 1.0, 2.0, 3.0]
+    assert len(acc.Scalars("shared")) == ranks * 500
+    assert sorted(e.tensor_name for e in projector_config(logdir).embeddings) == ["rank%d" % r for r in range(ranks)]

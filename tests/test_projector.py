@@ -3,13 +3,16 @@ writers, threads and processes share a logdir."""
 import io
 import multiprocessing
 import os
+import stat
 import threading
 
 import numpy as np
 import pytest
 from PIL import Image
 
+from conftest import projector_config, run_python
 from conftest import projector_config as _config
+from mxboard import SummaryWriter
 
 
 def test_assets_and_config(logdir):
@@ -107,3 +110,48 @@ def test_bad_embeddings(logdir, call, error, message):
             call(w)
         w.add_embedding("ok", np.zeros((2, 2)))
     assert [e.tensor_name for e in _config(logdir).embeddings] == ["ok"]
+
+
+FOREIGN_CONFIG = """embeddings {
+  tensor_name: "from_another_tool"
+  tensor_path: "other/tensors.tsv"
+}
+model_checkpoint_path: "ckpt/model"
+"""
+
+
+def test_the_projector_config_keeps_entries_it_did_not_write(logdir):
+    os.makedirs(logdir)
+    with open(os.path.join(logdir, "projector_config.pbtxt"), "w") as f:
+        f.write(FOREIGN_CONFIG)
+    with SummaryWriter(logdir) as w:
+        w.add_embedding("ours", np.ones((3, 2)))
+    config = projector_config(logdir)
+    assert sorted(e.tensor_name for e in config.embeddings) == ["from_another_tool", "ours"]
+    assert config.model_checkpoint_path == "ckpt/model"
+
+
+@pytest.mark.slow
+def test_projector_files_follow_the_umask(tmp_path):
+    run_python("LOGDIR = %r\n" % str(tmp_path) + r"""
+import os
+import numpy as np
+import mxboard
+os.umask(0o022)
+with mxboard.SummaryWriter(LOGDIR) as w:
+    w.add_embedding("e", np.ones((3, 2)), labels=["a", "b", "c"], images=np.zeros((3, 1, 4, 4)))
+""")
+    files = [os.path.join(d, n) for d, _, names in os.walk(str(tmp_path)) for n in names if "tfevents" not in n]
+    assert len(files) == 6  # tensors, metadata, sprite, config; our entry and lock beside it
+    assert {oct(stat.S_IMODE(os.stat(f).st_mode)) for f in files} == {"0o644"}
+
+
+def test_embedding_folders_of_different_tags_or_steps_never_collide(logdir):
+    with SummaryWriter(logdir) as w:
+        w.add_embedding("a", np.full((2, 2), 1.0), global_step=1)
+        w.add_embedding("a_000001", np.full((2, 2), 2.0))
+    config = projector_config(logdir)
+    paths = {e.tensor_name: e.tensor_path for e in config.embeddings}
+    assert set(paths) == {"a:1", "a_000001"} and len(set(paths.values())) == 2
+    values = {name: np.loadtxt(os.path.join(logdir, path)) for name, path in paths.items()}
+    assert values["a:1"].tolist() == [[1.0, 1.0]] * 2 and values["a_000001"].tolist() == [[2.0, 2.0]] * 2

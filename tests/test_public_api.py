@@ -27,7 +27,7 @@ def _public(cls):
 
 def test_the_public_modules_export_what_they_did_and_each_name_exists():
     assert mxboard.__all__ == ["CorruptRecordWarning", "DataLossError", "FileDeletedError", "GlobalSummaryWriter",
-                               "SummaryWriter", "TornRecordWarning", "WriterError"]
+                               "SpoolSettings", "SummaryWriter", "TornRecordWarning", "UploadPolicy", "WriterError"]
     from mxboard import errors, reader
     from mxboard._thread import intake
     from mxboard.storage import local
@@ -65,3 +65,34 @@ def test_the_public_modules_export_what_they_did_and_each_name_exists():
 def test_the_writers_public_members_are_what_they_were():
     assert _public(mxboard.SummaryWriter) == SUMMARY_WRITER
     assert _public(mxboard.GlobalSummaryWriter) == GLOBAL_SUMMARY_WRITER
+
+
+def test_a_writers_store_settings_are_values_pinned_and_checked(tmp_path):
+    """A store writer's settings are two values, passed to the constructor (nothing patched):
+    their fields and defaults are public, and a wrong one is an error at the call."""
+    import dataclasses
+    import inspect
+
+    import pytest
+
+    from mxboard import SpoolSettings, SummaryWriter, UploadPolicy
+
+    parameters = inspect.signature(SummaryWriter.__init__).parameters
+    assert {"upload_policy", "spool"} <= {name for name, p in parameters.items() if p.kind is p.KEYWORD_ONLY}
+    assert dataclasses.asdict(UploadPolicy()) == {
+        "upload_secs": 10, "max_object": 16 << 20, "max_unsent": 64 << 20, "request_secs": 30, "check_secs": 10,
+        "retry_secs": 2, "give_up_secs": 180, "flush_secs": 30, "first_part": 1}
+    assert [f.name for f in dataclasses.fields(SpoolSettings)] == ["directory", "max_bytes", "source"]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        UploadPolicy().upload_secs = 1  # type: ignore[misc]
+    with pytest.raises(ValueError, match=r"UploadPolicy.request_secs must be > 0; got 0"):
+        UploadPolicy(request_secs=0)
+    with pytest.raises(TypeError, match=r"UploadPolicy.max_object must be an int; got float"):
+        UploadPolicy(max_object=1.5)
+    with pytest.raises(ValueError, match=r"max_bytes must be an int >= 0 or None; got -1"):
+        SpoolSettings(max_bytes=-1)
+    with pytest.raises(ValueError, match=r"upload_policy applies to a logdir in an object store \(a URL\)"):
+        SummaryWriter(str(tmp_path / "run"), upload_policy=UploadPolicy())
+    with pytest.raises(TypeError, match=r"spool must be a mxboard.SpoolSettings or None; got dict"):
+        SummaryWriter("memory://settings/run", spool={"directory": str(tmp_path)})
+    assert not (tmp_path / "run").exists()

@@ -10,16 +10,14 @@ import numpy as np
 import pytest
 
 from conftest import ROOT, UPSTREAM, run_python, served_losses, timed
-from mxboard import SummaryWriter, WriterError, reader
-from mxboard.storage import remote
+from mxboard import SummaryWriter, UploadPolicy, WriterError, reader
 
 pytest.importorskip("s3fs")
 def test_objects_are_parts_read_in_order(monkeypatch):
     """Small objects (MAX_OBJECT lowered) make many parts; TensorBoard's loader and the reader
     read them as one stream (fsspec's memory:// store)."""
-    monkeypatch.setattr(remote, "MAX_OBJECT", 600)
-    monkeypatch.setattr(remote, "UPLOAD_SECS", 0)
-    with SummaryWriter("memory://parts/run") as writer:
+    policy = UploadPolicy(max_object=600, upload_secs=0)
+    with SummaryWriter("memory://parts/run", upload_policy=policy) as writer:
         for step in range(300):
             writer.add_scalar("loss", float(step), step)
             if step % 20 == 0:
@@ -120,11 +118,9 @@ for url in ("az://container/run", "gs://bucket/run"):
 
 
 def test_a_store_gone_for_good_is_a_writer_error_and_close_returns(seaweed, monkeypatch):
-    monkeypatch.setattr(remote, "UPLOAD_SECS", 0.2)
-    monkeypatch.setattr(remote, "RETRY_SECS", 0.1)
-    monkeypatch.setattr(remote, "GIVE_UP_SECS", 1)
+    policy = UploadPolicy(upload_secs=0.2, retry_secs=0.1, give_up_secs=1)
     bucket = seaweed.bucket("gone-%d" % os.getpid())
-    writer = SummaryWriter("s3://%s/run" % bucket, flush_secs=0.2)
+    writer = SummaryWriter("s3://%s/run" % bucket, flush_secs=0.2, upload_policy=policy)
     seaweed.stop()
     try:
         with pytest.raises((OSError, WriterError)) as raised:
@@ -172,11 +168,9 @@ def test_parts_past_10000_are_read_in_order_while_tensorboard_tails_the_run(buck
     """Part names sort in creation order for ever (part9999, then partz10000): the reader and
     TensorBoard's Python loader, which only moves on to greater names while it tails a run, read
     every part in order (FIRST_PART starts the parts just below 10000)."""
-    monkeypatch.setattr(remote, "FIRST_PART", 9995)
-    monkeypatch.setattr(remote, "MAX_OBJECT", 400)  # a few points an object
-    monkeypatch.setattr(remote, "UPLOAD_SECS", 0)
+    policy = UploadPolicy(first_part=9995, max_object=400, upload_secs=0)  # a few points an object
     logdir = "s3://%s/long" % bucket
-    writer = SummaryWriter(logdir + "/run", flush_secs=0.2)
+    writer = SummaryWriter(logdir + "/run", flush_secs=0.2, upload_policy=policy)
     server = serve(logdir)
     for step in range(120):
         writer.add_scalar("loss", float(step), step)
@@ -232,11 +226,8 @@ def test_a_hung_store_is_a_writer_error_within_the_budget_and_close_returns(prox
     """A store that takes the connection and never answers (nor says 100 Continue): logging goes
     on without waiting, the error comes after GIVE_UP_SECS, close() returns within FLUSH_SECS."""
     proxy, bucket = proxied
-    monkeypatch.setattr(remote, "REQUEST_SECS", 2)
-    monkeypatch.setattr(remote, "GIVE_UP_SECS", 6)
-    monkeypatch.setattr(remote, "FLUSH_SECS", 3)
-    monkeypatch.setattr(remote, "UPLOAD_SECS", 0.5)
-    writer = SummaryWriter("s3://%s/hung/run" % bucket, flush_secs=0.5)
+    policy = UploadPolicy(request_secs=2, give_up_secs=6, flush_secs=3, upload_secs=0.5)
+    writer = SummaryWriter("s3://%s/hung/run" % bucket, flush_secs=0.5, upload_policy=policy)
     writer.add_scalar("loss", 0.0, 0)
     writer.flush()
     proxy.set("hang")
@@ -262,9 +253,9 @@ def test_a_slow_store_never_makes_a_call_wait(proxied, monkeypatch, seaweed):
     """Every answer 12 s late: a scalar every 50 ms and a 100k-value histogram every 10th step
     never wait (each call under 1 s), and everything reaches the store once it answers."""
     proxy, bucket = proxied
-    monkeypatch.setattr(remote, "UPLOAD_SECS", 1)
+    policy = UploadPolicy(upload_secs=1)
     url = "s3://%s/slow/run" % bucket
-    writer = SummaryWriter(url, flush_secs=0.5)
+    writer = SummaryWriter(url, flush_secs=0.5, upload_policy=policy)
     proxy.set("slow", delay=12.0)
     rng = np.random.default_rng(0)
     slowest = 0.0

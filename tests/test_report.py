@@ -132,14 +132,22 @@ def test_the_report_draws_pixels(logged, tmp_path):
 
     out = tmp_path / "report.html"
     _report(logged, out, "--tags", "^loss$")
-    shot = tmp_path / "shot.png"
-    subprocess.run(CHROMIUM + ["--user-data-dir=" + str(tmp_path / "chrome"), "--window-size=1280,900",
-                               "--virtual-time-budget=10000", "--screenshot=" + str(shot), out.as_uri()],
-                   capture_output=True, timeout=180, check=True)
-    pixels = np.asarray(Image.open(shot).convert("RGB")).astype(int)
-    orange = (abs(pixels[..., 0] - 0xff) < 40) & (abs(pixels[..., 1] - 0x70) < 40) & (abs(pixels[..., 2] - 0x43) < 40)
-    blue = (abs(pixels[..., 0] - 0x00) < 40) & (abs(pixels[..., 1] - 0x77) < 40) & (abs(pixels[..., 2] - 0xbb) < 40)
-    assert orange[200:].sum() > 200 and blue[200:].sum() > 200  # two runs' lines, below the header
+    counts = []
+    for attempt in range(3):  # headless --screenshot may fire before the canvas's first paint (a loaded machine)
+        shot = tmp_path / ("shot%d.png" % attempt)
+        profile = "--user-data-dir=" + str(tmp_path / ("chrome%d" % attempt))
+        subprocess.run(CHROMIUM + [profile, "--window-size=1280,900", "--virtual-time-budget=10000",
+                                   "--screenshot=" + str(shot), out.as_uri()],
+                       capture_output=True, timeout=180, check=True)
+        pixels = np.asarray(Image.open(shot).convert("RGB")).astype(int)
+        orange = (abs(pixels[..., 0] - 0xff) < 40) & (abs(pixels[..., 1] - 0x70) < 40) \
+            & (abs(pixels[..., 2] - 0x43) < 40)
+        blue = (abs(pixels[..., 0] - 0x00) < 40) & (abs(pixels[..., 1] - 0x77) < 40) \
+            & (abs(pixels[..., 2] - 0xbb) < 40)
+        counts.append((int(orange[200:].sum()), int(blue[200:].sum())))
+        if min(counts[-1]) > 200:
+            break
+    assert min(counts[-1]) > 200, counts  # two runs' lines, below the header
 
 
 def test_a_missing_logdir_an_empty_one_and_a_torn_file_are_said_in_a_line(tmp_path):

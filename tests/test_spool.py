@@ -1,5 +1,5 @@
 """An object store that stops answering: the local spool (the loop never waits on the store),
-and close()'s bound with a hung store (storage/spool.py, storage/remote.py). Beside
+and close()'s bound with a hung store (storage/spool.py, storage/remote/). Beside
 test_remote.py so that make test's two processes share the load."""
 import contextlib
 import os
@@ -15,8 +15,7 @@ import numpy as np
 import pytest
 
 from conftest import timed
-from mxboard import SummaryWriter, reader
-from mxboard.storage import remote
+from mxboard import SummaryWriter, UploadPolicy, reader
 from mxboard.storage import spool as spool_file
 
 
@@ -32,9 +31,7 @@ def _spool_after_one_mib(monkeypatch, spool, flush_secs):
     gives up in 2 s; flush() and close() wait `flush_secs` for the store."""
     if spool is not None:
         monkeypatch.setenv("MXBOARD_SPOOL_DIR", str(spool))
-    monkeypatch.setattr(remote, "MAX_UNSENT", 1 << 20)
-    monkeypatch.setattr(remote, "REQUEST_SECS", 2)
-    monkeypatch.setattr(remote, "FLUSH_SECS", flush_secs)
+    return UploadPolicy(max_unsent=1 << 20, request_secs=2, flush_secs=flush_secs)
 
 
 @contextlib.contextmanager
@@ -86,12 +83,12 @@ def test_a_store_hung_for_a_minute_never_holds_the_loop_and_every_image_is_store
     (each under 0.1 s); when the store returns, everything is uploaded in order, each image once."""
     proxy, bucket = proxied
     hung = 60 if os.environ.get("MXBOARD_LONG_TESTS") else 20
-    monkeypatch.setattr(remote, "MAX_UNSENT", remote.MAX_UNSENT * hung // 60 // (4 << 20) * (4 << 20))
-    monkeypatch.setattr(remote, "REQUEST_SECS", 5)  # a hung put gives up in 5 s (the default 30 s is for real stores)
-    monkeypatch.setattr(remote, "FLUSH_SECS", 180)  # 240 MB through this test's Python proxy take longer than S3 would
+    policy = UploadPolicy(max_unsent=UploadPolicy().max_unsent * hung // 60 // (4 << 20) * (4 << 20),
+                          request_secs=5,  # a hung put gives up in 5 s (the default 30 s is for real stores)
+                          flush_secs=180)  # 240 MB through this test's Python proxy take longer than S3 would
     monkeypatch.setenv("MXBOARD_SPOOL_DIR", str(tmp_path / "spool"))
     url = "s3://%s/spooled/run" % bucket
-    writer = SummaryWriter(url, flush_secs=1, max_queue=10)
+    writer = SummaryWriter(url, flush_secs=1, max_queue=10, upload_policy=policy)
     writer.add_scalar("before", 1.0, 0)
     writer.flush()
     proxy.set("hang")
@@ -117,12 +114,10 @@ def test_close_keeps_its_word_with_a_hung_store_and_releases_a_blocked_call(prox
     error that names the file keeping the rest (a valid event file); the blocked call is
     released with the same error. (It took 200 s, until uploads gave up.)"""
     proxy, bucket = proxied
-    monkeypatch.setattr(remote, "REQUEST_SECS", 3)
-    monkeypatch.setattr(remote, "FLUSH_SECS", 5)
-    monkeypatch.setattr(remote, "MAX_UNSENT", 2 << 20)
+    policy = UploadPolicy(request_secs=3, flush_secs=5, max_unsent=2 << 20)
     monkeypatch.setenv("MXBOARD_SPOOL_DIR", str(tmp_path / "spool"))
     monkeypatch.setenv("MXBOARD_SPOOL_MAX_BYTES", "3M")
-    writer = SummaryWriter("s3://%s/closing/run" % bucket, flush_secs=0.2, max_queue=1)
+    writer = SummaryWriter("s3://%s/closing/run" % bucket, flush_secs=0.2, max_queue=1, upload_policy=policy)
     writer.add_scalar("before", 1.0, 0)
     writer.flush()
     proxy.set("hang")
@@ -161,14 +156,11 @@ def test_a_store_down_past_give_up_keeps_every_accepted_point(proxied, monkeypat
     from conftest import event_files, tb_scalars
 
     proxy, bucket = proxied
-    monkeypatch.setattr(remote, "REQUEST_SECS", 1)
-    monkeypatch.setattr(remote, "RETRY_SECS", 0.2)
-    monkeypatch.setattr(remote, "GIVE_UP_SECS", 3)
-    monkeypatch.setattr(remote, "FLUSH_SECS", 8)
+    policy = UploadPolicy(request_secs=1, retry_secs=0.2, give_up_secs=3, flush_secs=8)
     spool = tmp_path / "spool"
     monkeypatch.setenv("MXBOARD_SPOOL_DIR", str(spool))
     url = "s3://%s/gave-up/%s" % (bucket, after.split()[-1])
-    writer = SummaryWriter(url, flush_secs=0.1)
+    writer = SummaryWriter(url, flush_secs=0.1, upload_policy=policy)
     writer.add_scalar("x", 0.0, 0)
     writer.flush()
     proxy.set("hang")
@@ -249,8 +241,8 @@ def test_a_shared_spool_directory_keeps_its_mode_and_others_still_write_there(pr
     if os.geteuid() == 0:
         os.chown(shared, 0, 65534)
     os.chmod(shared, mode)
-    _spool_after_one_mib(monkeypatch, shared, flush_secs=60)
-    writer = SummaryWriter("s3://%s/shared/run" % bucket, flush_secs=0.2)
+    policy = _spool_after_one_mib(monkeypatch, shared, flush_secs=60)
+    writer = SummaryWriter("s3://%s/shared/run" % bucket, flush_secs=0.2, upload_policy=policy)
     writer.add_scalar("before", 1.0, 0)
     writer.flush()
     proxy.set("hang")
@@ -277,10 +269,9 @@ READ_ONLY_HOME = textwrap.dedent(r"""
     import sys
     import numpy as np
     import mxboard
-    from mxboard.storage import remote
 
-    remote.MAX_UNSENT, remote.REQUEST_SECS, remote.RETRY_SECS, remote.FLUSH_SECS = 1 << 20, 2, 0.2, 60
-    w = mxboard.SummaryWriter(sys.argv[1], flush_secs=0.2)  # the store is up: nothing needs spooling
+    policy = mxboard.UploadPolicy(max_unsent=1 << 20, request_secs=2, retry_secs=0.2, flush_secs=60)
+    w = mxboard.SummaryWriter(sys.argv[1], flush_secs=0.2, upload_policy=policy)  # the store is up: nothing spools
     for step in range(100):
         w.add_scalar("loss", float(step), step)
     w.flush()
@@ -376,8 +367,8 @@ def test_the_default_spool_is_private_in_the_users_cache_and_its_files_are_0600(
     proxy, bucket = proxied
     monkeypatch.delenv("MXBOARD_SPOOL_DIR", raising=False)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
-    _spool_after_one_mib(monkeypatch, None, flush_secs=60)
-    writer = SummaryWriter("s3://%s/private/run" % bucket, flush_secs=0.2)
+    policy = _spool_after_one_mib(monkeypatch, None, flush_secs=60)
+    writer = SummaryWriter("s3://%s/private/run" % bucket, flush_secs=0.2, upload_policy=policy)
     writer.add_scalar("before", 1.0, 0)
     writer.flush()
     proxy.set("hang")
@@ -402,8 +393,8 @@ def test_a_symlink_planted_where_close_keeps_its_file_is_never_followed(proxied,
     records are kept beside it, and the file pointed to is untouched."""
     proxy, bucket = proxied
     spool = tmp_path / "spool"
-    _spool_after_one_mib(monkeypatch, spool, flush_secs=3)
-    writer = SummaryWriter("s3://%s/planted/run" % bucket, flush_secs=0.2)
+    policy = _spool_after_one_mib(monkeypatch, spool, flush_secs=3)
+    writer = SummaryWriter("s3://%s/planted/run" % bucket, flush_secs=0.2, upload_policy=policy)
     proxy.set("hang")
     for step in range(4):
         writer.add_image("photo", _image(step), step, dataformats="HWC")
@@ -432,11 +423,9 @@ def test_a_spool_limit_below_one_batch_means_no_disk_spool_and_the_loop_goes_on(
     proxy, bucket = proxied
     monkeypatch.setenv("MXBOARD_SPOOL_DIR", str(tmp_path / "spool"))
     monkeypatch.setenv("MXBOARD_SPOOL_MAX_BYTES", "0")
-    monkeypatch.setattr(remote, "MAX_UNSENT", 2 << 20)
-    monkeypatch.setattr(remote, "REQUEST_SECS", 2)
-    monkeypatch.setattr(remote, "RETRY_SECS", 0.2)
+    policy = UploadPolicy(max_unsent=2 << 20, request_secs=2, retry_secs=0.2)
     url = "s3://%s/nospool/run" % bucket
-    writer = SummaryWriter(url, flush_secs=0.2, max_queue=2)
+    writer = SummaryWriter(url, flush_secs=0.2, max_queue=2, upload_policy=policy)
     proxy.set("hang")
     logged = threading.Event()
 
@@ -463,12 +452,11 @@ ENDING = textwrap.dedent(r"""
     import os, sys, time
     import mxboard
     from mxboard._thread import lifecycle
-    from mxboard.storage import remote
 
-    remote.REQUEST_SECS, remote.RETRY_SECS, remote.FLUSH_SECS = 2, 0.2, 6
+    policy = mxboard.UploadPolicy(request_secs=2, retry_secs=0.2, flush_secs=6)
     lifecycle.END_SECS = 6  # the one deadline of every end (30 s by default), scaled down
     url, count, how = sys.argv[1], int(sys.argv[2]), sys.argv[3]
-    writers = [mxboard.SummaryWriter("%s/w%d" % (url, i), flush_secs=0.2) for i in range(count)]
+    writers = [mxboard.SummaryWriter("%s/w%d" % (url, i), flush_secs=0.2, upload_policy=policy) for i in range(count)]
     for w in writers:
         w.add_scalar("x", 0.0, 0)
         w.flush()
@@ -557,15 +545,14 @@ def test_a_killed_writers_spool_file_is_kept_by_the_next_writer_and_a_live_one_l
 
     proxy, bucket = proxied
     spool = tmp_path / "spool"
-    _spool_after_one_mib(monkeypatch, spool, flush_secs=60)
-    live = SummaryWriter("s3://%s/left/live" % bucket, flush_secs=0.2)
+    policy = _spool_after_one_mib(monkeypatch, spool, flush_secs=60)
+    live = SummaryWriter("s3://%s/left/live" % bucket, flush_secs=0.2, upload_policy=policy)
     killed = subprocess.Popen([sys.executable, "-c", textwrap.dedent(r"""
         import sys, time
         import numpy as np
         import mxboard
-        from mxboard.storage import remote
-        remote.MAX_UNSENT, remote.REQUEST_SECS = 1 << 20, 2
-        w = mxboard.SummaryWriter(sys.argv[1], flush_secs=0.2)
+        policy = mxboard.UploadPolicy(max_unsent=1 << 20, request_secs=2)
+        w = mxboard.SummaryWriter(sys.argv[1], flush_secs=0.2, upload_policy=policy)
         print("ready", flush=True)
         sys.stdin.readline()  # the parent hangs the store
         for step in range(4):
@@ -611,10 +598,9 @@ DRAINING = textwrap.dedent(r"""
     import sys, time
     import numpy as np
     import mxboard
-    from mxboard.storage import remote
 
-    remote.MAX_UNSENT, remote.MAX_OBJECT, remote.REQUEST_SECS, remote.RETRY_SECS = 1 << 20, 1 << 20, 2, 0.2
-    w = mxboard.SummaryWriter(sys.argv[1], flush_secs=0.2)
+    policy = mxboard.UploadPolicy(max_unsent=1 << 20, max_object=1 << 20, request_secs=2, retry_secs=0.2)
+    w = mxboard.SummaryWriter(sys.argv[1], flush_secs=0.2, upload_policy=policy)
     w.add_scalar("before", 1.0, 0)
     w.flush()
     print("ready", flush=True)
@@ -676,11 +662,10 @@ def test_a_writer_killed_while_draining_its_spool_leaves_nothing_to_store_twice(
 CLOSING_BIG = textwrap.dedent(r"""
     import os, sys
     import mxboard
-    from mxboard.storage import remote
 
-    remote.REQUEST_SECS, remote.FLUSH_SECS = 2, 2
+    policy = mxboard.UploadPolicy(request_secs=2, flush_secs=2)
     url, mib = sys.argv[1], int(sys.argv[2])
-    w = mxboard.SummaryWriter(url, flush_secs=0.5, max_queue=8)
+    w = mxboard.SummaryWriter(url, flush_secs=0.5, max_queue=8, upload_policy=policy)
     w.add_scalar("before", 1.0, 0)
     w.flush()
     print("ready", flush=True)
@@ -722,7 +707,7 @@ def test_a_gib_spool_is_kept_in_object_sized_files_with_bounded_memory(proxied, 
     assert added < 256 << 20, "close() added %.0f MiB to the peak RSS" % (added / 2**20)
     kept = sorted(p for p in spool.rglob("*tfevents*") if p.is_file())
     assert sum(p.stat().st_size for p in kept) > 1 << 30
-    assert max(p.stat().st_size for p in kept) <= remote.MAX_OBJECT
+    assert max(p.stat().st_size for p in kept) <= UploadPolicy().max_object
     assert len(kept) == len({p.name for p in kept}) >= 64
     for path in (kept[0], kept[-1]):  # TensorBoard's own loader (a minute a GiB: two of the files)
         assert [e.step for e in tb_events(str(path)) for v in e.summary.value if v.tag == "t"]
@@ -735,10 +720,9 @@ FULL_SPOOL = textwrap.dedent(r"""
     import resource, signal, sys
     import numpy as np
     import mxboard
-    from mxboard.storage import remote
 
-    remote.MAX_UNSENT, remote.REQUEST_SECS, remote.RETRY_SECS = 2 << 20, 2, 0.2
-    w = mxboard.SummaryWriter(sys.argv[1], flush_secs=0.2)
+    policy = mxboard.UploadPolicy(max_unsent=2 << 20, request_secs=2, retry_secs=0.2)
+    w = mxboard.SummaryWriter(sys.argv[1], flush_secs=0.2, upload_policy=policy)
     w.add_scalar("before", 1.0, 0)
     w.flush()
     signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit fails (EFBIG), as on a full disk
@@ -779,10 +763,9 @@ def test_a_spool_whose_disk_fills_mid_outage_falls_back_to_memory_and_nothing_is
 FULL_SPOOL_SMALL = textwrap.dedent(r"""
     import sys, time
     import mxboard
-    from mxboard.storage import remote
 
-    remote.MAX_UNSENT, remote.REQUEST_SECS, remote.RETRY_SECS = 64 << 10, 2, 0.2
-    w = mxboard.SummaryWriter(sys.argv[1], flush_secs=0.2)
+    policy = mxboard.UploadPolicy(max_unsent=64 << 10, request_secs=2, retry_secs=0.2)
+    w = mxboard.SummaryWriter(sys.argv[1], flush_secs=0.2, upload_policy=policy)
     w.add_scalar("before", 1.0, 0)
     w.flush()
     print("ready", flush=True)
@@ -856,8 +839,8 @@ def test_the_flush_warning_counts_what_the_store_has_not_confirmed(proxied, monk
     while 4.6 KiB waited unconfirmed (in a put that got no answer): it counted only what waited
     in memory. Now it counts both, readably."""
     proxy, bucket = proxied
-    _spool_after_one_mib(monkeypatch, tmp_path / "spool", flush_secs=2)
-    writer = SummaryWriter("s3://%s/counted/run" % bucket, flush_secs=0.2)
+    policy = _spool_after_one_mib(monkeypatch, tmp_path / "spool", flush_secs=2)
+    writer = SummaryWriter("s3://%s/counted/run" % bucket, flush_secs=0.2, upload_policy=policy)
     writer.add_scalar("x", 0.0, 0)
     writer.flush()
     proxy.set("hang")

@@ -2,7 +2,7 @@
 real emulators on 127.0.0.1, a FaultProxy in front): the constructor says so within its bound and
 creates nothing, `add_embedding` and `close()` return or raise within theirs, the mirror catches up
 once the store answers again, and a slow uplink stores everything without being taken for a dead
-store (storage/bounds.py, storage/remote.py, tensorboard_bundle/mirror/stores.py)."""
+store (storage/bounds.py, storage/remote/, tensorboard_bundle/mirror/stores.py)."""
 import os
 import time
 
@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from conftest import event_files, tb_scalars
-from mxboard import SummaryWriter, reader
+from mxboard import SummaryWriter, UploadPolicy, reader
 from mxboard.storage import remote
 from tensorboard_bundle.mirror import Mirror
 from tensorboard_bundle.mirror import stores as mirror_stores
@@ -90,10 +90,9 @@ def test_add_embedding_and_close_are_bounded_on_a_hung_store(store_proxy, monkey
     with no bound of mxboard's own. Now add_embedding raises the store's TimeoutError within its
     requests' bound, and close() keeps what waits within its own, naming the store's URL as written."""
     proxy, url = store_proxy
-    monkeypatch.setattr(remote, "REQUEST_SECS", 3)
-    monkeypatch.setattr(remote, "FLUSH_SECS", 3)
+    policy = UploadPolicy(request_secs=3, flush_secs=3)
     monkeypatch.setenv("MXBOARD_SPOOL_DIR", str(tmp_path / "spool"))
-    writer = SummaryWriter("%s/run" % url, flush_secs=0.2)
+    writer = SummaryWriter("%s/run" % url, flush_secs=0.2, upload_policy=policy)
     writer.add_scalar("loss", 1.0, 0)
     writer.flush()
     proxy.set("hang")
@@ -116,9 +115,9 @@ def test_the_mirror_catches_up_after_a_hung_store(store_proxy, tmp_path, monkeyp
     again copies everything (read here by TensorBoard's own loader)."""
     proxy, url = store_proxy
     monkeypatch.setattr(mirror_stores, "REQUEST_SECS", 3)
-    monkeypatch.setattr(remote, "UPLOAD_SECS", 0)
+    policy = UploadPolicy(upload_secs=0)
     mirror = Mirror("%s/exp" % url, str(tmp_path / "m"), 1 << 30, interval=0.5)
-    with SummaryWriter("%s/exp/run" % url, flush_secs=0.2) as writer:
+    with SummaryWriter("%s/exp/run" % url, flush_secs=0.2, upload_policy=policy) as writer:
         for step in range(10):
             writer.add_scalar("loss", float(step), step)
     mirror.sync()
@@ -127,7 +126,7 @@ def test_the_mirror_catches_up_after_a_hung_store(store_proxy, tmp_path, monkeyp
     took, error = _timed(mirror.sync)
     assert error is not None and took < (3 + 1) * mirror_stores.PAGE_TRIES + 5, (took, error)  # s3: a page, 3 tries
     proxy.set("pass")
-    with SummaryWriter("%s/exp/run" % url, flush_secs=0.2) as writer:
+    with SummaryWriter("%s/exp/run" % url, flush_secs=0.2, upload_policy=policy) as writer:
         for step in range(10, 20):
             writer.add_scalar("loss", float(step), step)
     start = time.monotonic()
@@ -156,12 +155,9 @@ def test_a_slow_uplink_stores_everything_without_being_taken_for_a_dead_store(pr
     could never be stored): everything logged is stored, once, no call raises, and the request
     bytes on the wire stay within 1.5x of the bytes logged."""
     proxy, bucket = proxied
-    monkeypatch.setattr(remote, "REQUEST_SECS", 2)
-    monkeypatch.setattr(remote, "RETRY_SECS", 0.2)
-    monkeypatch.setattr(remote, "UPLOAD_SECS", 1)
-    monkeypatch.setattr(remote, "FLUSH_SECS", 60)
+    policy = UploadPolicy(request_secs=2, retry_secs=0.2, upload_secs=1, flush_secs=60)
     url = "s3://%s/slow-%d/run" % (bucket, rate)
-    writer = SummaryWriter(url, flush_secs=0.2)
+    writer = SummaryWriter(url, flush_secs=0.2, upload_policy=policy)
     proxy.set("pass", rate=rate)
     for step in range(6):
         writer.add_image("photo", _photo(step), step, dataformats="HWC")

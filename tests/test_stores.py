@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 from conftest import ROOT, event_files, served_losses, tb_scalars
-from mxboard import SummaryWriter, reader
+from mxboard import SummaryWriter, UploadPolicy, reader
 from mxboard._format.events import record_header
 from mxboard.storage import remote
 from tensorboard_bundle.mirror import MANIFEST, Mirror
@@ -79,11 +79,10 @@ def test_objects_are_parts_within_their_bound(store_url, serve, monkeypatch):
     emulator, and the bundled server left gs:// to the data server, which knows only Google's
     endpoint: 0 of 50 points served. Each store now holds an event file as parts, none past
     MAX_OBJECT, written within seconds and served by the fast loader."""
-    monkeypatch.setattr(remote, "MAX_OBJECT", 600)  # several parts
-    monkeypatch.setattr(remote, "UPLOAD_SECS", 0)
+    policy = UploadPolicy(max_object=600, upload_secs=0)  # several parts
     logdir = "%s/exp" % store_url
     start = time.monotonic()
-    with SummaryWriter(logdir + "/run", flush_secs=0.2) as w:
+    with SummaryWriter(logdir + "/run", flush_secs=0.2, upload_policy=policy) as w:
         for step in range(50):
             w.add_scalar("loss", float(step), step)
             if step % 10 == 9:
@@ -103,10 +102,8 @@ def test_a_lost_acknowledgement_never_stores_a_record_twice(store_proxy, monkeyp
     library's own retries) while a part is extended; then a burst no longer fits that part. Each
     step is stored, and served, once."""
     proxy, url = store_proxy
-    monkeypatch.setattr(remote, "MAX_OBJECT", 2000)
-    monkeypatch.setattr(remote, "UPLOAD_SECS", 0)
-    monkeypatch.setattr(remote, "RETRY_SECS", 0.05)
-    writer = SummaryWriter("%s/lost/run" % url, flush_secs=0.2)
+    policy = UploadPolicy(max_object=2000, upload_secs=0, retry_secs=0.05)
+    writer = SummaryWriter("%s/lost/run" % url, flush_secs=0.2, upload_policy=policy)
     _log(writer, range(10))
     writer.flush()
     proxy.set("lost_ack", lose_next=6)
@@ -125,9 +122,8 @@ def test_a_lost_acknowledgement_never_stores_a_record_twice(store_proxy, monkeyp
 
 
 def test_the_store_going_away_keeps_the_data_then_uploads_it(store, store_url, serve, monkeypatch):
-    monkeypatch.setattr(remote, "UPLOAD_SECS", 1)
-    monkeypatch.setattr(remote, "RETRY_SECS", 0.5)
-    writer = SummaryWriter("%s/run" % store_url, flush_secs=0.5)
+    policy = UploadPolicy(upload_secs=1, retry_secs=0.5)
+    writer = SummaryWriter("%s/run" % store_url, flush_secs=0.5, upload_policy=policy)
     _log(writer, range(10))
     writer.flush()
     store.stop()
@@ -252,10 +248,10 @@ def test_a_mirror_dir_resumed_after_a_kill_serves_all(store_url, serve, tmp_path
     """On 802362c a --mirror_dir resumed after a kill -9 (its manifest older than its files) froze
     the run for the server's life. A resumed mirror checks its files against its manifest: what
     was copied after the last save is cut and copied again."""
-    monkeypatch.setattr(remote, "UPLOAD_SECS", 0)
+    policy = UploadPolicy(upload_secs=0)
     url = "%s/resumed" % store_url
     directory = str(tmp_path / "kept")
-    writer = SummaryWriter("%s/run" % url, flush_secs=1)
+    writer = SummaryWriter("%s/run" % url, flush_secs=1, upload_policy=policy)
     _log(writer, range(10))
     writer.flush()
     monkeypatch.setattr(mirror_loop, "SAVE_SECS", 0)
@@ -285,7 +281,7 @@ def test_a_hostile_event_file_cannot_take_the_server_down(store_url, serve, tmp_
     up to its last good record (said once), the second's record waits for its rest."""
     import psutil
 
-    monkeypatch.setattr(remote, "UPLOAD_SECS", 0)
+    policy = UploadPolicy(upload_secs=0)
     logdir = "%s/hostile" % store_url
     local = tmp_path / "local"
     with SummaryWriter(str(local)) as writer:
@@ -298,7 +294,7 @@ def test_a_hostile_event_file_cannot_take_the_server_down(store_url, serve, tmp_
     for name, claim in (("hostile62", 1 << 62), ("hostile30", 1 << 30)):
         fs.pipe_file(remote.open_filesystem("%s/%s/events.out.tfevents.1.h" % (logdir, name))[1],
                      good + record_header(claim) + bytes(20))
-    with SummaryWriter("%s/live" % logdir) as writer:
+    with SummaryWriter("%s/live" % logdir, upload_policy=policy) as writer:
         _log(writer, range(20))
     server = serve(logdir)
     assert served_losses(server, "live", until=lambda rows: len(rows) == 20) == _points(range(20))
@@ -320,9 +316,9 @@ def test_an_object_the_store_refuses_is_said_once_and_backed_off_and_the_rest_se
     refusal is said once, naming the object and the reason, the object is tried again backing
     off, the other run is mirrored, and once the store returns it, so is this one."""
     proxy, url = store_proxy
-    monkeypatch.setattr(remote, "UPLOAD_SECS", 0)
+    policy = UploadPolicy(upload_secs=0)
     for run in ("kept", "archived"):
-        with SummaryWriter("%s/cold/%s" % (url, run)) as w:
+        with SummaryWriter("%s/cold/%s" % (url, run), upload_policy=policy) as w:
             for step in range(6):
                 w.add_scalar("loss", float(step), step)
     proxy.set("refuse_objects", refused="/cold/archived/")

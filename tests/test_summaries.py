@@ -306,7 +306,7 @@ def test_one_writers_layout_call_waiting_never_holds_another_writers(tmp_path):
     import threading
 
     first, second = SummaryWriter(str(tmp_path / "a")), SummaryWriter(str(tmp_path / "b"))
-    with first._core.layout_lock:  # as a call of the first writer, blocked in its full queue, holds it
+    with first._core._layout_lock:  # as a call of the first writer, blocked in its full queue, holds it
         done = threading.Event()
         threading.Thread(target=lambda: (second.add_custom_scalars({"c": {"x": ["Multiline", ["x"]]}}), done.set()),
                          daemon=True).start()
@@ -345,3 +345,18 @@ def test_images_as_served_are_decoded_by_chromium_pixel_for_pixel(logdir, serve,
                     page.as_uri()], capture_output=True, timeout=120, check=True)
     drawn = np.asarray(Image.open(shot).convert("RGB"))[:48, :80]
     assert np.array_equal(drawn, picture)  # (a window under ~300 px high is cut short by headless Chromium)
+
+
+def test_config_dict_is_copied_at_the_call(logdir):
+    import json
+
+    from conftest import plugin_accumulator
+
+    config = {"camera": {"fov": 75}}
+    with SummaryWriter(logdir, flush_secs=3600) as w:
+        w.add_mesh("m", np.ones((4, 3)), config_dict=config)
+        config["camera"]["fov"] = 10  # after the call
+    content = plugin_accumulator(logdir).SummaryMetadata("m_VERTEX").plugin_data.content
+    from tensorboard.plugins.mesh import plugin_data_pb2
+
+    assert json.loads(plugin_data_pb2.MeshPluginData.FromString(content).json_config) == {"camera": {"fov": 75}}

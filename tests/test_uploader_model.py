@@ -21,6 +21,7 @@ import sys
 import tempfile
 import textwrap
 import time
+from dataclasses import replace
 
 import pytest
 from hypothesis import HealthCheck, settings
@@ -35,8 +36,7 @@ from hypothesis.stateful import (
 )
 
 from conftest import LineChild, tb_scalars
-from mxboard import SummaryWriter, WriterError
-from mxboard.storage import remote
+from mxboard import SpoolSettings, SummaryWriter, UploadPolicy, WriterError
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 
@@ -124,12 +124,9 @@ class Outages(RuleBasedStateMachine):
 
 def test_every_accepted_record_is_stored_once_or_kept(store, store_proxy, monkeypatch, tmp_path):
     proxy, url = store_proxy
-    monkeypatch.setattr(remote, "REQUEST_SECS", 1)
-    monkeypatch.setattr(remote, "RETRY_SECS", 0.1)
-    monkeypatch.setattr(remote, "GIVE_UP_SECS", 2)
-    monkeypatch.setattr(remote, "FLUSH_SECS", 3)  # room for a request of the outage to fail late (1 s) and two more
-    monkeypatch.setattr(remote, "UPLOAD_SECS", 0.5)
-    monkeypatch.setattr(remote, "MAX_OBJECT", 8 << 10)  # many parts from a few hundred points
+    policy = UploadPolicy(request_secs=1, retry_secs=0.1, give_up_secs=2, upload_secs=0.5,
+                          flush_secs=3,  # room for a request of the outage to fail late (1 s) and two more
+                          max_object=8 << 10)  # many parts from a few hundred points
     direct = store.filesystem()  # read past the proxy
     bucket = url.split("://", 1)[1]
     examples = iter(range(10 ** 6))
@@ -140,15 +137,13 @@ def test_every_accepted_record_is_stored_once_or_kept(store, store_proxy, monkey
             n = next(examples)
             proxy.set("pass", rate=None)
             self.spool = tmp_path / ("spool%d" % n)
-            monkeypatch.setenv("MXBOARD_SPOOL_DIR", str(self.spool))
-            if spool == "memory":  # no disk spool: everything waits in memory (within MAX_UNSENT)
-                monkeypatch.setenv("MXBOARD_SPOOL_MAX_BYTES", "0")
-                monkeypatch.setattr(remote, "MAX_UNSENT", 64 << 20)
+            if spool == "memory":  # no disk spool: everything waits in memory (within max_unsent)
+                spooling, unsent = SpoolSettings(str(self.spool), max_bytes=0), 64 << 20
             else:  # past 2 KiB, what waits goes to the spool
-                monkeypatch.delenv("MXBOARD_SPOOL_MAX_BYTES", raising=False)
-                monkeypatch.setattr(remote, "MAX_UNSENT", 2 << 10)
+                spooling, unsent = SpoolSettings(str(self.spool)), 2 << 10
             self.prefix = "%s/model/%d" % (bucket, n)
-            self.writer = SummaryWriter("%s://%s" % (store.scheme, self.prefix), flush_secs=0.2)
+            self.writer = SummaryWriter("%s://%s" % (store.scheme, self.prefix), flush_secs=0.2,
+                                        upload_policy=replace(policy, max_unsent=unsent), spool=spooling)
             self.accepted, self.maybe, self.step = [], set(), 0
             self.proxy, self.down_since, self.gave_up = proxy, None, False
 
@@ -208,12 +203,11 @@ CHILD = textwrap.dedent(r"""
     import signal, sys, time
     import mxboard
     from mxboard._thread import lifecycle
-    from mxboard.storage import remote
 
-    remote.REQUEST_SECS, remote.RETRY_SECS, remote.GIVE_UP_SECS, remote.FLUSH_SECS = 1, 0.1, 2, 3
-    remote.UPLOAD_SECS, remote.MAX_OBJECT, remote.MAX_UNSENT = 0.5, 8 << 10, 2 << 10
+    policy = mxboard.UploadPolicy(request_secs=1, retry_secs=0.1, give_up_secs=2, flush_secs=3, upload_secs=0.5,
+                                  max_object=8 << 10, max_unsent=2 << 10)
     lifecycle.END_SECS = 3  # the ends' one deadline (30 s by default)
-    w = mxboard.SummaryWriter(sys.argv[1], flush_secs=0.2)
+    w = mxboard.SummaryWriter(sys.argv[1], flush_secs=0.2, upload_policy=policy)
     step = 0
     print("ready", flush=True)
     for line in sys.stdin:

@@ -1,7 +1,9 @@
 """The writer thread: flush barrier, bounded queue, errors handed back, exit, GC and fork."""
+import gc
 import os
 import threading
 import time
+import tracemalloc
 import warnings
 import weakref
 
@@ -92,9 +94,9 @@ def test_an_error_on_the_writer_thread_is_reported_once_and_writing_goes_on(logd
     worker.put(Record(None, _summary, ("after", 1.0), 1, 1.0))
     worker.flush()
     with pytest.raises(ZeroDivisionError):
-        worker.report()
-    worker.report()  # once: nothing more to say
-    assert not worker.attention
+        worker.raise_held()
+    worker.raise_held()  # once: nothing more to say
+    assert not worker.caller_must_check
     assert worker.close() is None
     assert accumulator(logdir).Scalars("after")[0].value == 1.0
 
@@ -246,3 +248,93 @@ print(pid)
     assert [(t, s) for t, s, _ in tb_scalars(child_file)] == [("child", 1)]
     assert [e.file_version for e in read_events(child_file)][0] == "brain.Event:2"  # CRC-clean
     assert sum(1 for _ in read_events(parent_file)) == 3002
+
+
+def test_a_call_racing_close_is_written_once_or_raises_and_later_calls_reopen(logdir):
+    """A call that races close() is written before it, or raises; the calls after it reopen the
+    writer (a new event file, as tensorboardX and torch): every accepted step is served once."""
+    for attempt in range(5):
+        directory = os.path.join(logdir, str(attempt))
+        w = SummaryWriter(directory, flush_secs=3600)
+        accepted, started, stop = [], threading.Event(), threading.Event()
+
+        def log(w=w, accepted=accepted, started=started, stop=stop):
+            step = 0
+            while not stop.is_set():
+                try:
+                    w.add_scalar("x", 1.0, step)
+                    accepted.append(step)
+                except RuntimeError as exc:
+                    assert "closed" in str(exc)
+                step += 1
+                started.set()
+                if step % 50 == 0:
+                    time.sleep(0.001)  # a training loop, not a flood
+
+        thread = threading.Thread(target=log)
+        thread.start()
+        started.wait(10)
+        time.sleep(0.01 * attempt)
+        w.close()
+        time.sleep(0.05)
+        stop.set()
+        thread.join(10)
+        w.close()
+        files = event_files(directory)
+        assert len(files) == 2  # the reopened writer's file follows the first
+        written = [s for f in files for _, s, _ in tb_scalars(f)]
+        assert written == accepted and accepted
+
+
+def test_scalar_state_of_ended_threads_is_reclaimed(logdir):
+    import mxboard._thread.worker
+
+    with SummaryWriter(logdir) as w:
+        def one(step):
+            w.add_scalar("x", 1.0, step)
+
+        def threads(first, count):
+            for step in range(first, first + count):
+                thread = threading.Thread(target=one, args=(step,))
+                thread.start()
+                thread.join()
+            w.flush()
+            w.flush()  # the second batch finds the first one's threads ended and empty
+
+        threads(0, 200)  # warm up: caches, arrays of the counter
+        tracemalloc.start()
+        before = tracemalloc.take_snapshot()
+        threads(200, 1500)
+        gc.collect()  # thread-local dicts of ended threads are freed by the cyclic collector
+        after = tracemalloc.take_snapshot()
+        tracemalloc.stop()
+    held = sum(d.size_diff for d in after.compare_to(before, "filename")
+               if d.traceback[0].filename == mxboard._thread.worker.__file__)
+    assert held < 100_000, held  # 1500 threads' columns would hold ~1.5 MB
+    assert [s for _, s, _ in tb_scalars(event_files(logdir)[0])] == list(range(1700))
+
+
+def test_the_queue_is_bounded_in_bytes_as_well_as_items(logdir):
+    gate = threading.Event()
+
+    def held(tag, text):
+        gate.wait(30)  # the writer thread is slow
+        from mxboard.summaries.text import text_summary
+        return text_summary(tag, text)
+
+    worker = started_worker(logdir, flush_secs=3600, max_queue=10, max_bytes=26 << 20)
+    text = "x" * (8 << 20)  # 8 MB a call
+    queued = []
+
+    def producer():
+        for i in range(8):
+            worker.put(Record(None, held, ("t", text), i, 1.0))
+            queued.append(i)
+
+    thread = threading.Thread(target=producer)
+    thread.start()
+    thread.join(0.5)
+    assert thread.is_alive() and len(queued) == 3  # 24 MB wait; the 4th would pass 26 MB
+    gate.set()
+    thread.join(60)
+    assert queued == list(range(8)) and worker.close() is None

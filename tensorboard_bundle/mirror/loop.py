@@ -9,6 +9,7 @@ from typing import Any, Dict, Iterator, List, Literal, Optional, Sequence, Set, 
 from mxboard._format.events import whole_records
 from mxboard._format.names import local_names
 from mxboard._format.sizes import readable
+from mxboard.storage.remote.profiles import profile_of
 
 from .directory import STAGING, ChangedError, Directory, remove
 from .manifest import LOCK, MANIFEST, Entry, Manifest
@@ -151,7 +152,7 @@ class Mirror:
 
     def _plan(self, listing: Dict[str, Any]) -> Dict[str, List[Piece]]:
         """plan.plan's files of the listing; what it leaves out said (an excluded path once)."""
-        found = plan(listing, self._root, self._exclude, OWN)
+        found = plan(listing, self._root, self._exclude, OWN, profile_of(self.url).versions)
         for key in found.refused:
             log.warning("mirror: %r is not a path below the logdir; skipped", key)
         for excluded in sorted(found.excluded - self._said):

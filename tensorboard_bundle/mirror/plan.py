@@ -13,12 +13,11 @@ import posixpath
 from typing import Any, Dict, List, Mapping, NamedTuple, Optional, Sequence, Set, Tuple
 
 from mxboard._format.names import stitched_name
+from mxboard.storage.remote.profiles import OTHER
 
 __all__ = ["Piece", "Plan", "Job", "plan", "extends", "is_event_file", "RANGE_BYTES"]
 
 RANGE_BYTES = 16 << 20  # one request reads at most this much
-# what tells an object's versions apart, by store: s3fs's ETag, gcsfs' and adlfs' etag, then times
-TAGS = ("ETag", "etag", "generation", "LastModified", "last_modified", "mtime", "created")
 
 Piece = Tuple[str, int, str]  # an object: (its key, its size, its version's tag)
 
@@ -34,10 +33,12 @@ class Plan(NamedTuple):
 
 
 def plan(listing: Mapping[str, Mapping[str, Any]], root: str, exclude: Sequence[str] = (),
-         own: Sequence[str] = ()) -> Plan:
+         own: Sequence[str] = (), versions: Sequence[str] = OTHER.versions) -> Plan:
     """The Plan of a listing ({key: fsspec's info: "type", "size", a tag}) of what the store holds
     below `root` (keys are `<root>/<name>`); `exclude`: relative paths, each with a trailing `/`;
-    `own`: names the mirror's directory keeps for itself (never a run's first component)."""
+    `own`: names the mirror's directory keeps for itself (never a run's first component);
+    `versions`: the info fields that tell an object's versions apart, the first found taken (the
+    store's profile says which: remote/profiles.py)."""
     wanted: Dict[str, List[Piece]] = {}
     refused: List[str] = []
     excluded: Set[str] = set()
@@ -56,7 +57,7 @@ def plan(listing: Mapping[str, Mapping[str, Any]], root: str, exclude: Sequence[
             continue
         if is_event_file(name):
             name = stitched_name(name)
-        tag = str(next((info[k] for k in TAGS if info.get(k)), ""))
+        tag = str(next((info[k] for k in versions if info.get(k)), ""))
         wanted.setdefault(name, []).append((key, int(info["size"]), tag))
     first = {name: posixpath.join(root, name) if root else name for name in wanted}
     return Plan({name: pieces for name, pieces in wanted.items() if pieces[0][0] == first[name]}, refused, excluded)

@@ -23,6 +23,7 @@ import xml.etree.ElementTree as ElementTree
 from typing import Any, Dict, List, Optional, Protocol, Sequence, Tuple, Union
 
 from mxboard.storage import S3_REQUESTS, open_filesystem, within
+from mxboard.storage.remote.profiles import profile_of
 
 __all__ = ["open_reader", "Reader", "FsspecReader", "S3Reader"]
 
@@ -32,6 +33,7 @@ REQUEST_SECS = 30  # one request at most, as a whole
 CONCURRENT = 32  # range reads in flight at once
 EXPIRES_SECS = 600  # presigned requests are sent at once: any validity will do
 PAGE_TRIES = 3  # a listing page is asked this often at most, a second apart
+BOTOCORE_SERVICE = "s3"  # botocore's name of the S3 API: a service's name, not a URL scheme (profiles.py has those)
 
 
 Listing = Dict[str, Dict[str, Any]]  # {key: {"type", "size", and a tag: "ETag" or a time}}
@@ -49,8 +51,9 @@ class Reader(Protocol):
 
 
 def open_reader(url: str) -> Reader:
-    """The reader of a store URL: S3Reader for s3://, else FsspecReader."""
-    if url.split("://", 1)[0].lower() in ("s3", "s3a"):
+    """The reader of a store URL: S3Reader where its profile lists with presigned requests (s3://),
+    else FsspecReader."""
+    if profile_of(url).presigned_listing:
         try:
             return S3Reader(url)
         except ImportError:
@@ -90,7 +93,7 @@ class S3Reader:
         self.bucket, _, prefix = url.split("://", 1)[1].partition("/")
         self._prefix = prefix.strip("/") + "/" if prefix.strip("/") else ""
         self.root = (self.bucket + "/" + self._prefix).rstrip("/")
-        self._client = botocore.session.get_session().create_client("s3", config=Config(
+        self._client = botocore.session.get_session().create_client(BOTOCORE_SERVICE, config=Config(
             signature_version="s3v4", **S3_REQUESTS))
         self._fallback: Optional[FsspecReader] = None  # fsspec's reader, made at the first refusal
         self._refused = False  # this pass's listing was refused: this pass reads through fsspec

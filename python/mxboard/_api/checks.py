@@ -11,7 +11,9 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
+from .._format.names import is_url
 from .._thread.callsite import CallSite, call_site, warn_at, warn_at_call
+from ..storage import Destination, SpoolSettings, UploadPolicy
 from ..summaries.audio import frames_layout
 from ..summaries.hparams import hparam_value
 from . import convert
@@ -81,6 +83,21 @@ def system_metrics(every: Any) -> Optional[float]:
         return None
     return 10.0 if every is True else convert.positive(every, "system_metrics",
                                                        "True, False or a number of seconds > 0")
+
+
+def destination(logdir: str, to_disk: bool, upload: Any, spool: Any) -> Destination:
+    """Where a writer's files go: `upload` (an UploadPolicy) and `spool` (SpoolSettings) only for
+    a logdir URL; the spool's default read from the environment now, once a writer."""
+    for value, name, kind in ((upload, "upload_policy", UploadPolicy), (spool, "spool", SpoolSettings)):
+        if value is None:
+            continue
+        if not isinstance(value, kind):
+            raise TypeError("%s must be a mxboard.%s or None; got %s" % (name, kind.__name__, type(value).__name__))
+        if not is_url(logdir):
+            raise ValueError("%s applies to a logdir in an object store (a URL); %r is a directory" % (name, logdir))
+    if is_url(logdir) and to_disk and spool is None:
+        spool = SpoolSettings.from_environment()
+    return Destination(logdir, bool(to_disk), upload, spool)
 
 
 def max_bins(value: Any) -> int:

@@ -42,7 +42,7 @@ class Scalars:
         self._suffix = suffix
         self._lock = threading.Lock()  # guards new series
         self.ids: dict[str, int] = {}  # tag -> series id in the main file (the hot path reads it directly)
-        self._runs: dict[Any, int] = {}  # (tag, name) -> series id in the sub-run's file
+        self._named: dict[Any, int] = {}  # (tag, name) -> series id in the sub-run's file
         self._local = threading.local()  # .columns: this thread's ScalarColumns
         self._warners: dict[str, Callable[[float, int], None]] = {}  # tag -> its device scalars' NaN warning
 
@@ -54,8 +54,10 @@ class Scalars:
                 self.ids[tag] = self._worker.add_series(None, tag)
             return self.ids[tag]
 
-    def append(self, series: int, value: float, step: int, wall: float) -> None:
-        """Queue one checked float. Nothing here can fail, so the columns stay aligned."""
+    def append(self, series: int, value: float, step: int, wall: float) -> bool:
+        """Queue one checked float. Nothing here can fail, so the columns stay aligned. Returns
+        whether the writer thread holds something for the caller (an error, a warning, a fork:
+        WriterCore.raise_held_or_reopen says it)."""
         try:
             columns = self._local.columns
         except AttributeError:
@@ -63,6 +65,7 @@ class Scalars:
         columns.append(series, value, step, wall)
         if len(columns.series) >= WAKE_EVERY:
             self._worker.hand_over(columns)
+        return self._worker.caller_must_check
 
     def add(self, tag: str, value: Union[convert.Named, convert.Deferred, Described], step: int, wall: float) -> None:
         """`Named` values, each name a line of its own in one chart, from the sub-run
@@ -75,7 +78,7 @@ class Scalars:
                 raise ValueError("value: the dict of named scalars for %r is empty" % tag)
             named = [(checks.tag(name, "scalar name"), v) for name, v in value.values.items()]  # all, then any queued
             for name, v in named:
-                series = self._run_series(tag, name)
+                series = self._named_value_series(tag, name)
                 if isinstance(v, float):
                     if v - v:
                         self.non_finite("%s/%s" % (tag, name), v, step)
@@ -113,17 +116,17 @@ class Scalars:
             self._warners[tag] = warner
         return warner
 
-    def add_to_file(self, run: Any, values: Mapping[str, float], step: int, wall: float) -> None:
-        """`{tag: float}` as scalars of the file `run` (Worker.open_run; an hparams run's metrics)."""
+    def add_to_file(self, file: Any, values: Mapping[str, float], step: int, wall: float) -> None:
+        """`{tag: float}` as scalars of the file `file` (Worker.open_sub_run_file; an hparams run's metrics)."""
         for tag, value in values.items():
-            self.append(self._worker.add_series(run, tag), value, step, wall)
+            self.append(self._worker.add_series(file, tag), value, step, wall)
 
-    def _run_series(self, tag: str, name: str) -> int:
+    def _named_value_series(self, tag: str, name: str) -> int:
         with self._lock:
-            if (tag, name) not in self._runs:
-                run = self._worker.open_run((tag, name), self._suffix)  # logdir/<tag>/<name>/
-                self._runs[(tag, name)] = self._worker.add_series(run, tag)
-            return self._runs[(tag, name)]
+            if (tag, name) not in self._named:
+                file = self._worker.open_sub_run_file((tag, name), self._suffix)  # logdir/<tag>/<name>/
+                self._named[(tag, name)] = self._worker.add_series(file, tag)
+            return self._named[(tag, name)]
 
 
 class ClosedScalars:
@@ -136,7 +139,7 @@ class ClosedScalars:
     def series(self, tag: str) -> int:
         raise closed_error()
 
-    def append(self, series: int, value: float, step: int, wall: float) -> None:
+    def append(self, series: int, value: float, step: int, wall: float) -> bool:
         raise closed_error()
 
     def add(self, tag: str, value: Any, step: int, wall: float) -> None:
@@ -145,5 +148,5 @@ class ClosedScalars:
     def non_finite(self, tag: str, value: float, step: int) -> None:
         raise closed_error()
 
-    def add_to_file(self, run: Any, values: Mapping[str, float], step: int, wall: float) -> None:
+    def add_to_file(self, file: Any, values: Mapping[str, float], step: int, wall: float) -> None:
         raise closed_error()

@@ -21,6 +21,7 @@ from .._format.names import components, is_url
 from .._thread.callsite import call_site
 from ..frameworks import device_capture
 from ..frameworks.mxnet_capture import DeviceHistogram
+from ..storage import SpoolSettings, UploadPolicy
 from ..summaries import projector
 from ..summaries._common import tensor_summary
 from ..summaries.audio import audio_summary
@@ -69,6 +70,11 @@ class SummaryWriter:
         system_metrics: True (every 10 s) or a number of seconds: CPU, memory, disk and network
             I/O (and NVIDIA GPUs) as scalars under `system/` (system_metrics.py; needs psutil:
             `pip install 'mxboard[system]'`).
+        upload_policy: for a logdir URL, how its files upload (`mxboard.UploadPolicy`: how often,
+            how large an object, how long a request or a flush may wait, when to give up).
+        spool: for a logdir URL, where what the store has not taken waits on disk, and how much
+            (`mxboard.SpoolSettings`). Default: as MXBOARD_SPOOL_DIR and MXBOARD_SPOOL_MAX_BYTES
+            say now.
 
     Raises:
         TypeError, ValueError: an argument of the wrong type or value (named in the message).
@@ -86,7 +92,8 @@ class SummaryWriter:
     def __init__(self, logdir: Optional[Union[str, os.PathLike[str]]] = None, max_queue: int = 10,
                  flush_secs: float = 2, filename_suffix: Optional[str] = None, verbose: bool = True, *,
                  comment: str = "", purge_step: Optional[int] = None, write_to_disk: bool = True,
-                 comet_config: Optional[Dict[str, Any]] = None, system_metrics: Union[bool, float] = False) -> None:
+                 comet_config: Optional[Dict[str, Any]] = None, system_metrics: Union[bool, float] = False,
+                 upload_policy: Optional[UploadPolicy] = None, spool: Optional[SpoolSettings] = None) -> None:
         if comet_config is not None and not (isinstance(comet_config, dict) and comet_config.get("disabled")):
             raise ValueError("comet_config=%r: mxboard logs to TensorBoard only, not to Comet (tensorboardX's "
                              "comet_config={'disabled': True}, its default, is taken)" % (comet_config,))
@@ -111,8 +118,9 @@ class SummaryWriter:
         if interval is not None:
             psutil_module()  # missing: an ImportError naming the extra, before any file is made
         logdir = os.fspath(logdir)
-        self._core = WriterCore(logdir if is_url(logdir) else os.path.expanduser(logdir), max_queue, flush_secs,
-                                filename_suffix or "", verbose, purge_step, write_to_disk)
+        destination = checks.destination(logdir if is_url(logdir) else os.path.expanduser(logdir), write_to_disk,
+                                         upload_policy, spool)
+        self._core = WriterCore(destination, max_queue, flush_secs, filename_suffix or "", verbose, purge_step)
         self._system: Optional[SystemMetrics] = None
         if interval is not None:
             self._system = SystemMetrics(self, interval)
@@ -221,7 +229,7 @@ class SummaryWriter:
             try:
                 series = scalars.ids[tag]
             except (KeyError, TypeError):
-                core.ready()
+                core.reopen_if_needed()
                 scalars = core.scalars  # a forked child's own
                 series = scalars.series(tag)
             if global_step is None:
@@ -234,12 +242,9 @@ class SummaryWriter:
                 walltime = checks.walltime(walltime)
             if value - value:  # NaN or infinite (every finite value gives 0.0): logged as given, said once
                 scalars.non_finite(tag, value, global_step)
-            scalars.append(series, value, global_step, walltime)
-            if not (core.worker.attention and core.report_or_reopen()):
+            if not (scalars.append(series, value, global_step, walltime) and core.raise_held_or_reopen()):
                 return  # else a forked child, which now has a worker of its own: once more, into it
-        core.ready()  # named values, an NDArray read later, or a described scalar
-        core.scalars.add(tag, value, *core.stamp(global_step, walltime))
-        core.report()
+        core.add_scalars(tag, value, global_step, walltime)  # named values, an NDArray read later, a described one
 
     def add_scalars(self, main_tag: str, tag_scalar_dict: Mapping[str, Any], global_step: Optional[int] = None,
                     walltime: Optional[float] = None) -> None:
@@ -262,9 +267,7 @@ class SummaryWriter:
             raise TypeError("tag_scalar_dict must be a dict of name -> value; got %s"
                             % type(tag_scalar_dict).__name__)
         named = convert.named(tag_scalar_dict)
-        self._core.ready()
-        self._core.scalars.add(main_tag, named, *self._core.stamp(global_step, walltime))
-        self._core.report()
+        self._core.add_scalars(main_tag, named, global_step, walltime)
 
     def export_scalars(self, path: str) -> None:
         """Write the scalars this writer has written (since `clear_scalar_dict()`) to a JSON file.
@@ -493,7 +496,7 @@ class SummaryWriter:
             values = convert.capture(values, "values")
         step, wall = self._core.stamp(global_step, walltime)
         # a NaN the writer thread finds: shown at this call's line, once a tag
-        warn = self._core.worker.warner(call_site(), ("histogram", tag))
+        warn = self._core.warner(call_site(), ("histogram", tag))
         self._core.log(histogram_of, tag, (values, bins, max_bins, lambda message: warn(
             "%s at step %d; said once a tag" % (message, step))), step, wall)
 
@@ -625,7 +628,7 @@ class SummaryWriter:
         """
         from ..frameworks.graph import graph_def, graph_event, is_torch_module, torch_graph_def
 
-        self._core.ready()
+        self._core.reopen_if_needed()
         if is_torch_module(net):  # traced here: the module is the caller's, and may change
             serialized = torch_graph_def(net, input_shape, verbose, use_strict_trace)
         else:
@@ -647,7 +650,7 @@ class SummaryWriter:
         """
         from ..frameworks.graph import graph_event, onnx_graph_def
 
-        self._core.ready()
+        self._core.reopen_if_needed()
         self._core.put(graph_event, (onnx_graph_def(onnx_model_file).SerializeToString(),))
 
     def add_openvino_graph(self, xmlname: str) -> None:
@@ -685,14 +688,14 @@ class SummaryWriter:
         Example:
             >>> sw.add_embedding("features", features, labels=list(y), images=x[:, None])
         """
-        self._core.ready()
+        self._core.reopen_if_needed()
         tag = checks.tag(tag)
         if embedding is None:
             raise TypeError("add_embedding() needs the embedding matrix (`embedding`, or `mat`)")
         matrix, labels, images, header = checks.embedding(embedding, labels, images, metadata_header)
         step = None if global_step is None else checks.step(global_step)
-        self._core.worker.run(projector.write_embedding, tag, step, matrix, labels, header, images)  # files in place
-        self._core.report()
+        self._core.call_in_order(projector.write_embedding, tag, step, matrix, labels, header, images)  # files in place
+        self._core.raise_held()
 
     def add_mesh(self, tag: str, vertices: Any, colors: Any = None, faces: Any = None,
                  config_dict: Optional[Dict[str, Any]] = None, global_step: Optional[int] = None,
@@ -750,22 +753,23 @@ class SummaryWriter:
             >>> sw.add_hparams({"lr": 0.1}, {"loss/validation": None}, in_run=True)
             >>> sw.add_hparams({"lr": 0.1}, {("loss", "validation"): None}, in_run=True)
         """
-        self._core.ready()
+        self._core.reopen_if_needed()
         if in_run and run_name is not None:
             raise ValueError("add_hparams: run_name=%r with in_run=True: the hparams go into this writer's run"
                              % (run_name,))
         values, metrics, domains = checks.hparams(hparam_dict, metric_dict, hparam_domain_discrete, in_run)
         if in_run:
-            checks.no_points_on_own_curves(metrics, self._core.scalars.ids, global_step)
+            checks.no_points_on_own_curves(metrics, self._core.scalar_tags(), global_step)
         step, now = self._core.stamp(global_step, None)
         run_file = None  # in_run: the main file
         if not in_run:
-            run_file = self._core.open_run(checks.tag(run_name, "run_name") if run_name is not None else "%.6f" % now)
+            run_name = checks.tag(run_name, "run_name") if run_name is not None else "%.6f" % now
+            run_file = self._core.open_sub_run_file(run_name)
         numbers = {tag: value for tag, value in metrics.items() if value is not None}
-        self._core.scalars.add_to_file(run_file, numbers, step, now)
+        self._core.add_scalars_to_file(run_file, numbers, step, now)
         names = [(key[0], "/".join(components(*key)), "%s (%s)" % key) if isinstance(key, tuple) else key
                  for key in metrics]  # (tag, name): "accuracy (validation)", not accuracy/validation.accuracy
-        self._core.put(hparams_summary, (values, names, now, now, domains), global_step, now, run=run_file)
+        self._core.put(hparams_summary, (values, names, now, now, domains), global_step, now, file=run_file)
 
     def add_custom_scalars(self, layout: Mapping[str, Any]) -> None:
         """The Custom Scalars dashboard's charts (tensorboardX's layout), merged with this
@@ -783,13 +787,7 @@ class SummaryWriter:
             >>> sw.add_custom_scalars({"loss": {"train vs val": ["Multiline", ["loss/train", "loss/val"]]}})
         """
         layout_proto(layout)  # checked as given
-        self._core.ready()
-        with self._core.layout_lock:  # every call's charts in one layout: TensorBoard shows a run's last
-            merged = {category: dict(charts) for category, charts in self._core.layout.items()}
-            for category, charts in layout.items():
-                merged.setdefault(category, {}).update(charts)
-            self._core.layout = merged
-            self._core.put(custom_scalars_summary, (layout_proto(merged),))
+        self._core.add_layout(layout, custom_scalars_summary, layout_proto)
 
     def add_custom_scalars_multilinechart(self, tags: Sequence[str], category: str = "default",
                                           title: str = "untitled") -> None:

@@ -18,6 +18,7 @@ from .._thread import lifecycle
 from .._thread.intake import Record
 from .._thread.worker import Worker
 from ..frameworks.scalar_slots import Slots
+from ..storage import Destination
 from . import checks
 from .scalars import ClosedScalars, Scalars
 
@@ -29,10 +30,10 @@ class WriterCore:
     the step and walltime its calls are stamped with. Every call queues through `log`, `put` or
     `queue`. Arguments: those of `SummaryWriter`, checked."""
 
-    def __init__(self, logdir: str, max_queue: int, flush_secs: float, suffix: str, verbose: bool,
-                 purge_step: Optional[int], write_to_disk: bool) -> None:
-        self.logdir = logdir
-        self._write_to_disk = write_to_disk
+    def __init__(self, destination: Destination, max_queue: int, flush_secs: float, suffix: str, verbose: bool,
+                 purge_step: Optional[int]) -> None:
+        self.logdir = destination.logdir
+        self._destination = destination
         self._max_queue = max_queue
         self._flush_secs = flush_secs
         self._suffix = suffix
@@ -42,10 +43,10 @@ class WriterCore:
         self.default_step: int = 0
         self.default_wall: Optional[float] = None
         # The Custom Scalars charts logged so far, replaced whole by each call (never changed in
-        # place); `layout_lock` (one a writer) makes a call's merge and its queueing one step, so
-        # that the last layout queued holds every call's charts.
+        # place); `_layout_lock` (one a writer) makes a call's merge and its queueing one step
+        # (add_layout), so that the last layout queued holds every call's charts.
         self.layout: Mapping[str, Mapping[str, Any]] = MappingProxyType({})
-        self.layout_lock = threading.Lock()
+        self._layout_lock = threading.Lock()
         self.cleared: Mapping[str, int] = MappingProxyType({})  # event file piece -> where export_scalars starts
         self._open(purge_step)
 
@@ -66,51 +67,91 @@ class WriterCore:
         # which may be a writer thread); at exit, lifecycle.py closes every worker (and tells)
         self._finalizer = weakref.finalize(self, lifecycle.reap, self.worker)
         self._finalizer.atexit = False
-        self.worker.start_writing(self.logdir, self._write_to_disk, self._suffix, purge_step, self._verbose)
+        self.worker.start_writing(self._destination, self._suffix, purge_step, self._verbose)
 
-    def open_run(self, *names: str) -> int:
+    def open_sub_run_file(self, *names: str) -> int:
         """The id of a new event file, with this writer's filename suffix, in the sub-run
         `logdir/<names...>/` (opened on the writer thread)."""
-        return self.worker.open_run(names, self._suffix)
+        return self.worker.open_sub_run_file(names, self._suffix)
+
+    def add_scalars(self, tag: str, value: Any, global_step: Any, walltime: Any) -> None:
+        """Named values, an NDArray read later, or a described scalar (scalars.Scalars.add); the
+        hot path's plain floats go through `scalars` directly."""
+        self.reopen_if_needed()
+        self.scalars.add(tag, value, *self.stamp(global_step, walltime))
+        self.raise_held()
+
+    def add_scalars_to_file(self, file: Optional[int], values: Mapping[str, float], step: int, wall: float) -> None:
+        """`{tag: float}` as scalars of the sub-run file `file` (None: the main one; an hparams
+        run's metrics)."""
+        self.scalars.add_to_file(file, values, step, wall)
+
+    def scalar_tags(self) -> Mapping[str, int]:
+        """The tags this writer has logged plain scalars of (in its main file)."""
+        return self.scalars.ids
+
+    def warner(self, site: Any, once: Any = None) -> Callable[[str], None]:
+        """A warning a builder on the writer thread may give, shown at `site`, the user's line
+        (worker.Worker.warner)."""
+        return self.worker.warner(site, once)
+
+    def call_in_order(self, fn: Callable[..., Any], *args: Any) -> None:
+        """`fn(storage, *args)` on the writer thread after everything queued; returns once it ran
+        (files in place), raising what it raised."""
+        self.worker.call(fn, *args)
+
+    def add_layout(self, layout: Mapping[str, Mapping[str, Any]], build: Callable[[Any], Any],
+                   convert: Callable[[Mapping[str, Any]], Any]) -> None:
+        """Queue `build(convert(merged))`: this writer's Custom Scalars charts with `layout`'s
+        merged in (a chart of the same category and title replaced). Merging and queueing are one
+        step under `_layout_lock`, so the last layout queued holds every call's charts
+        (TensorBoard shows a run's last)."""
+        self.reopen_if_needed()
+        with self._layout_lock:
+            merged: Dict[str, Dict[str, Any]] = {category: dict(charts) for category, charts in self.layout.items()}
+            for category, charts in layout.items():
+                merged.setdefault(category, {}).update(charts)
+            self.layout = merged
+            self.put(build, (convert(merged),))
 
     # -- every call goes through here ---------------------------------------------------------
     def log(self, build: Callable[..., Any], tag: Any, args: Sequence[Any], global_step: Any = None,
-            walltime: Any = None, run: Optional[int] = None) -> None:
+            walltime: Any = None, file: Optional[int] = None) -> None:
         """Queue `build(tag, *args)` (a Summary or an Event; `args` checked already) for the
         writer thread, then raise what it has to report."""
-        self.ready()
+        self.reopen_if_needed()
         tag = checks.tag(tag)
-        self.put(build, (tag,) + tuple(args), global_step, walltime, run)
+        self.put(build, (tag,) + tuple(args), global_step, walltime, file)
 
     def put(self, build: Callable[..., Any], args: Sequence[Any], global_step: Any = None, walltime: Any = None,
-            run: Optional[int] = None) -> None:
+            file: Optional[int] = None) -> None:
         """Queue `build(*args)` (a Summary or an Event) for the writer thread."""
         step, wall = self.stamp(global_step, walltime)
-        self.queue(Record(run, build, tuple(args), step, wall))
+        self.queue(Record(file, build, tuple(args), step, wall))
 
     def queue(self, item: Any) -> None:
         self.worker.put(item)
-        self.report()
+        self.raise_held()
 
-    def ready(self) -> None:
+    def reopen_if_needed(self) -> None:
         """Before a call queues its item: a closed writer reopens; a forked child opens a worker
         (and files) of its own."""
         if self.closed or self.worker.forked:
             self._reopen_for_call()
 
-    def report(self) -> None:
+    def raise_held(self) -> None:
         """After a call queued its item: raise what the writer thread has to report."""
-        if self.worker.attention:
-            self.worker.report()
+        if self.worker.caller_must_check:
+            self.worker.raise_held()
 
-    def report_or_reopen(self) -> bool:
+    def raise_held_or_reopen(self) -> bool:
         """The scalar hot path's one check, after queueing: raise what the writer thread has to
         report (a call racing close() was written, or raises); True in a forked child, which now
         has a worker of its own for the call, to be made once more."""
         if self.worker.forked:
             self._reopen_for_call()
             return True
-        self.worker.report()
+        self.worker.raise_held()
         return False
 
     def _reopen_for_call(self) -> None:
@@ -160,9 +201,9 @@ class WriterCore:
         """
         if self.closed:
             return
-        self.ready()
+        self.reopen_if_needed()
         self.worker.flush()
-        self.report()
+        self.raise_held()
 
     def close(self) -> None:
         """Write everything queued and close the files. Safe to call twice. A later call

@@ -38,7 +38,7 @@ SLOT_BYTES, SLOT_SHARES = 1 << 20, 64  # a `max_queue` slot: one item of 1 MiB o
 class Record(NamedTuple):
     """An event to build on the writer thread: `build(*args)` returns a Summary or an Event (MXNet
     snapshots among `args` are resolved first); written to `file` (a sub-run's id, from
-    `Worker.open_run`; None: the main file) at `step` and `wall` time."""
+    `Worker.open_sub_run_file`; None: the main file) at `step` and `wall` time."""
     file: Optional[int]
     build: Callable[..., Any]
     args: Tuple[Any, ...]
@@ -59,7 +59,7 @@ class PendingScalar(NamedTuple):
 
 class Task(NamedTuple):
     """File work that is no event (an embedding's assets, a sub-run's file): `fn(storage, *args)`
-    on the writer thread, its caller waiting for `outcome` (`Worker.run`); with no outcome, no
+    on the writer thread, its caller waiting for `outcome` (`Worker.call`); with no outcome, no
     one waits, and an error is the caller's next call's."""
     fn: Callable[..., Any]
     args: Tuple[Any, ...]
@@ -203,7 +203,7 @@ class Intake:
         self.progress = Pulse()
         self.thread: Optional[threading.Thread] = None
         self.stopping = False
-        self.verdict = Outcome()  # what close() raised: for callers it found waiting for room
+        self.close_outcome = Outcome()  # what close() raised: for callers it found waiting for room
 
     def columns(self) -> ScalarColumns:
         """New scalar columns for the calling thread (keep them per thread: only their thread
@@ -233,7 +233,7 @@ class Intake:
         queued = self._queued
         if self.wait_for_writer(lambda: queued[0] > 0 and (queued[0] + shares > self._max_shares
                                                            or queued[1] + size > self._max_bytes)) and self.stopping:
-            self.raise_verdict()  # it waited for room, and close() came: it raises what close() raises
+            self.raise_close_outcome()  # it waited for room, and close() came: it raises what close() raises
         # queued, then counted: a signal between the two can only undercount (never block a
         # later call for room that is free); concurrent callers may pass the bound by one item each
         self._items.append((self._next_seq(), item, size))
@@ -280,12 +280,12 @@ class Intake:
                 self.check_alive()
         return waited
 
-    def raise_verdict(self) -> None:
+    def raise_close_outcome(self) -> None:
         """Raise what close() raises (a closed-writer error if nothing), once it has returned."""
-        while not self.verdict.done.wait(1):  # close() is bounded
+        while not self.close_outcome.done.wait(1):  # close() is bounded
             pass
-        self.verdict.done.set()  # for the next caller waiting for it
-        raise self.verdict.error or closed_error()
+        self.close_outcome.done.set()  # for the next caller waiting for it
+        raise self.close_outcome.error or closed_error()
 
     def check_alive(self) -> None:
         if self.thread is None or not self.thread.is_alive():

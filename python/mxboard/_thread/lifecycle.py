@@ -59,7 +59,7 @@ class Worker(Protocol):
 
     def write_out(self, timeout: float) -> bool: ...
 
-    def keep_waiting(self, deadline: float) -> None: ...
+    def save_what_waits(self, deadline: float) -> None: ...
 
     def close(self, deadline: Optional[float] = None) -> Optional[BaseException]: ...
 
@@ -357,7 +357,7 @@ def _flush_then_die(signum: int) -> None:
             _tell("mxboard: could not write every event before %s: %r" % (signal.Signals(signum).name, exc))
     for worker in workers:
         try:
-            worker.keep_waiting(deadline)
+            worker.save_what_waits(deadline)
         except Exception as exc:  # noqa: BLE001
             _tell("mxboard: could not keep every event before %s: %r" % (signal.Signals(signum).name, exc))
     if _default_action(signum):  # ended by the signal, as it would have been without us

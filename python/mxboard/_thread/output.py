@@ -20,7 +20,7 @@ import numpy as np
 from .._format.events import FILE_VERSION
 from ..frameworks.pending import resolve
 from ..proto import Event, SessionLog
-from ..storage import EventFile, Storage, open_storage
+from ..storage import Destination, EventFile, Storage, UploadPolicy
 from ..storage.local import FileDeletedError
 from .encoding import ScalarSeries, encode_event, encode_scalar_rows
 from .intake import Batch, Columns, PendingScalar, Record, Task, WriterError
@@ -31,13 +31,13 @@ log = logging.getLogger("mxboard")
 
 
 class Output:
-    """`logdir`: where event files go, a directory or an object-store URL (storage/; False
-    `write_to_disk`: nowhere). `read_scalars(values)`: the floats of PendingScalars' captured
+    """`destination`: where event files go (storage.Destination: a directory or an object-store
+    URL, or nowhere). `read_scalars(values)`: the floats of PendingScalars' captured
     values, in order. `hold(exc)`: keep an error for the caller. `main_file`: the (suffix,
     restart_at) of the main event file, which the writer thread opens first (`open_main`); records
     and series whose file is None go there. `verbose`: log each file opened."""
 
-    def __init__(self, logdir: str, write_to_disk: bool, read_scalars: Optional[Callable[[List[Any]], List[float]]],
+    def __init__(self, destination: Destination, read_scalars: Optional[Callable[[List[Any]], List[float]]],
                  hold: Callable[[BaseException], None], main_file: Tuple[str, Optional[int]] = ("", None),
                  verbose: bool = False) -> None:
         self._read_scalars = read_scalars or _no_scalars
@@ -46,16 +46,18 @@ class Output:
         self._verbose = verbose
         self.main_file: Optional[EventFile] = None
         self.files: List[EventFile] = []  # every EventFile opened, closed with the worker
-        self._runs: Dict[int, EventFile] = {}  # a sub-run's file by its id (`new_run`)
+        self._sub_run_files: Dict[int, EventFile] = {}  # a sub-run's file by its id (`new_file_id`)
         self._names: Dict[int, Tuple[str, ...]] = {}  # id(EventFile) -> its sub-run's names
-        self._next_run = itertools.count(1)
+        self._next_file = itertools.count(1)
         self._series: List[ScalarSeries] = []  # by id
         self._lock = threading.Lock()  # callers' threads add series
         self.write_error: Optional[BaseException] = None  # the I/O error after which nothing more is written
         self._keeping = False  # write_error is a store's give-up, whose file kept what came after it
         self.recovered = False  # close(): the store took everything after all (write_error is moot)
         self._closing = False  # close() has begun (interrupt)
-        self.storage: Storage = open_storage(logdir, write_to_disk)  # checked here, on the caller's thread
+        self.storage: Storage = destination.open()  # checked here, on the caller's thread
+        # close()'s default wait for a store's uploads
+        self.close_secs = (destination.upload or UploadPolicy()).flush_secs
 
     def open_main(self) -> None:
         """On the writer thread, first: the main event file (an error is held for the caller)."""
@@ -64,16 +66,16 @@ class Output:
         except Exception as exc:  # noqa: BLE001 - whatever it is, the caller hears it (and nothing is written)
             self._failed(exc)
 
-    def new_run(self) -> int:
-        """An id for a sub-run's file, on the caller's thread; `open_run` opens it."""
+    def new_file_id(self) -> int:
+        """An id for a sub-run's file, on the caller's thread; `open_sub_run_file` opens it."""
         with self._lock:
-            return next(self._next_run)
+            return next(self._next_file)
 
-    def open_run(self, storage: Storage, run: int, names: Tuple[str, ...], suffix: str) -> None:
+    def open_sub_run_file(self, storage: Storage, file: int, names: Tuple[str, ...], suffix: str) -> None:
         """On the writer thread, in call order (a Task, before any record of it): the event file
-        of sub-run `run` in `logdir/<names...>/` (storage.subdir: safe names, never outside)."""
+        `file` (its id) in the sub-run `logdir/<names...>/` (storage.subdir: safe names, never outside)."""
         event_file = self.open_file(storage.subdir(*names), suffix)
-        self._runs[run], self._names[id(event_file)] = event_file, names
+        self._sub_run_files[file], self._names[id(event_file)] = event_file, names
 
     def written(self) -> List[Tuple[Optional[Tuple[str, ...]], str, List[Tuple[str, int]]]]:
         """(names, run, pieces) of each file that holds records (not write_to_disk=False's), the
@@ -127,7 +129,7 @@ class Output:
             except OSError as exc:
                 self._failed(exc, event_file)
                 return
-        for event_file in self.files:  # an object store's files upload when it is time (storage/remote.py)
+        for event_file in self.files:  # an object store's files upload when it is time (storage/remote/)
             try:
                 event_file.sync(any(barrier.sync for barrier in batch.barriers))
             except OSError as exc:
@@ -139,7 +141,7 @@ class Output:
         the files that keep it, and a flush tries the store again (a store that is back takes
         it; else close() keeps it on disk); a local file's error stops its writes (a full disk
         would tear records)."""
-        keeping = [f for f in self.files if f.keeps_after_error]
+        keeping = [f for f in self.files if f.holds_writes_after_error]
         if not keeping:
             return
         records = [entry for entry in batch.items if type(entry[1]) is Record]
@@ -159,7 +161,8 @@ class Output:
 
     def _failed(self, exc: BaseException, event_file: Optional[EventFile] = None) -> None:
         self.write_error = exc
-        self._keeping = event_file is not None and event_file.keeps_after_error  # a store's give-up: close() retries
+        # a store's give-up: close() retries
+        self._keeping = event_file is not None and event_file.holds_writes_after_error
         self._hold(exc)
 
     def _encode(self, items: Sequence[Tuple[int, Any, int]], chunks: List[Columns]) -> Dict[EventFile, bytes]:
@@ -173,7 +176,7 @@ class Output:
                     message = item.build(*[resolve(a) for a in item.args])
                     records[item.file].append((seq, encode_event(message, item.step, item.wall)))
                 elif kind is Task:
-                    self._run(item)
+                    self._perform(item)
             except Exception as exc:  # noqa: BLE001 - a bad item: report it, write the others
                 self._hold(exc)
         rows: Dict[Tuple[Optional[int], int], bytes] = {}
@@ -186,7 +189,7 @@ class Output:
                 rows[event_file, segment] = data
         files: Dict[EventFile, bytes] = {}
         for file in set(records) | {f for f, _ in rows}:
-            target = self.main_file if file is None else self._runs.get(file)
+            target = self.main_file if file is None else self._sub_run_files.get(file)
             if target is None:  # the file could not be opened (the caller heard why)
                 continue
             own = records.get(file, [])
@@ -199,7 +202,7 @@ class Output:
             files[target] = files.get(target, b"") + b"".join(pieces)
         return files
 
-    def _run(self, task: Task) -> None:
+    def _perform(self, task: Task) -> None:
         """A task, whose caller waits for it and hears what it raised."""
         try:
             task.fn(self.storage, *[resolve(a) for a in task.args])
@@ -256,11 +259,11 @@ class Output:
             raise interrupted
         self.recovered = clean and self._keeping  # the store came back: every record it gave up on is in it
 
-    def keep_waiting(self, deadline: float) -> None:
+    def save_what_waits(self, deadline: float) -> None:
         """A signal ends the process: a store's files wait for their uploads until `deadline`,
-        then keep what the store has not taken on disk (storage/remote.py)."""
+        then keep what the store has not taken on disk (storage/remote/)."""
         for event_file in self.files:
-            event_file.keep_at_end(deadline)
+            event_file.save_what_waits(deadline)
 
     def abandon(self) -> None:
         """In a forked child: let go of the parent's descriptors, write nothing."""

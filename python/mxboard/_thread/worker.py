@@ -2,16 +2,16 @@
 runs in the background. Its public face is a handful of verbs:
 
     worker = Worker(flush_secs, max_queue)
-    worker.start_writing(logdir)                       # the logdir (storage/), its main event file
-    run = worker.open_run(names, suffix)               # a sub-run logdir/<names...>/'s file, as an id (there on return)
-    series = worker.add_series(run, tag)               # a scalar tag in a file (None: the main one), as a row id
+    worker.start_writing(Destination(logdir))          # the logdir (storage/), its main event file
+    file = worker.open_sub_run_file(names, suffix)     # a sub-run logdir/<names...>/'s file, as an id (there on return)
+    series = worker.add_series(file, tag)              # a scalar tag in a file (None: the main one), as a row id
     worker.columns().append(series, value, step, wall) # this thread's scalar rows (the hot path)
     worker.put_scalar(PendingScalar(series, snapshot, step, wall))   # an MXNet scalar
-    worker.put(Record(run, build, args, step, wall))   # every other item (intake.py)
-    worker.run(fn, *args)                              # fn(storage, *args) there, in call order; returns once it ran
+    worker.put(Record(file, build, args, step, wall))  # every other item (intake.py)
+    worker.call(fn, *args)                             # fn(storage, *args) there, in call order; returns once it ran
     worker.flush(); worker.close()                     # close: the store waited for 30 s in all, then an error
-    if worker.attention: worker.report()               # after each call: what the thread has to say
-    warn = worker.warner(call_site())                  # a builder's warning, shown at the user's call by report()
+    if worker.caller_must_check: worker.raise_held()   # after each call: what the thread has to say
+    warn = worker.warner(call_site())                  # a builder's warning, shown at the user's call by raise_held()
     worker.written()                                   # (names, run, pieces) of each file: to read back
 
 No Storage or EventFile leaves this module: the caller's side names files by id, and every file
@@ -33,10 +33,9 @@ import logging
 import os
 import threading
 import time
-from typing import Any, Callable, Deque, List, Optional, Set, Tuple
+from typing import TYPE_CHECKING, Any, Callable, Deque, List, Optional, Set, Tuple
 
-from ..storage import remote
-from ..storage.local import FileDeletedError
+from ..errors import FileDeletedError
 from ..threads import keep_signals_off_this_thread
 from . import lifecycle
 from .callsite import CallSite, warn_at, warn_at_call
@@ -52,6 +51,9 @@ from .intake import (
     closed_error,
 )
 from .output import Output
+
+if TYPE_CHECKING:
+    from ..storage import Destination
 
 __all__ = ["State", "Worker"]
 
@@ -76,7 +78,7 @@ class Worker:
         """`read_scalars(values)`: the floats of PendingScalars' captured values, in order.
         `max_bytes`: array data that may wait. Nothing runs until `start_writing`."""
         self.state = State.NEW
-        self.attention = False  # whether the caller's next call must `report()`: an error waits, or not OPEN
+        self.caller_must_check = False  # whether a call must `raise_held()` after queueing: something held, or not OPEN
         self._error: Optional[BaseException] = None  # the writer thread's error for the caller's next call
         self._close_error: Optional[BaseException] = None  # an error of close()'s own last writes
         self._flush_secs = flush_secs
@@ -85,21 +87,21 @@ class Worker:
         self._closing = threading.Lock()
         self._notes: Deque[Tuple[Optional[CallSite], str]] = collections.deque()  # warnings for the caller
         self._warned: Set[Any] = set()  # the keys of warnings said once (warner, warn_once)
-        self._intake = Intake(max_queue, max_bytes, held=lambda: self.attention)
+        self._intake = Intake(max_queue, max_bytes, held=lambda: self.caller_must_check)
 
-    def start_writing(self, logdir: str, write_to_disk: bool = True, suffix: str = "", restart_at: Optional[int] = None,
+    def start_writing(self, destination: Destination, suffix: str = "", restart_at: Optional[int] = None,
                       verbose: bool = False) -> None:
-        """Open the output in `logdir`, a directory or an object-store URL (storage/, checked
-        here; False `write_to_disk`: nowhere), and start the thread, which opens the main event
+        """Open the output at `destination` (storage.Destination: a directory, an object-store
+        URL or nowhere; checked here), and start the thread, which opens the main event
         file first (`suffix`, `restart_at`: see `open_file`); return once it has (the file is
         there when a writer's constructor returns; an error opening it is the next call's).
         `verbose`: log each file opened."""
-        self._output = Output(logdir, write_to_disk, self._read_scalars, self._hold_for_caller,
+        self._output = Output(destination, self._read_scalars, self._hold_for_caller,
                               (suffix, restart_at), verbose)
         self._pid = os.getpid()
         self.state = State.OPEN
         opened = threading.Event()
-        self._thread = self._intake.thread = threading.Thread(target=self._run, args=(opened,), name="mxboard-writer",
+        self._thread = self._intake.thread = threading.Thread(target=self._loop, args=(opened,), name="mxboard-writer",
                                                               daemon=True)
         self._thread.start()
         lifecycle.watch(self)
@@ -116,20 +118,20 @@ class Worker:
         opened with (None: the main file, first), its run, and its pieces (output.py)."""
         return self._output.written()
 
-    def open_run(self, names: Tuple[str, ...], suffix: str = "") -> int:
+    def open_sub_run_file(self, names: Tuple[str, ...], suffix: str = "") -> int:
         """The id of a new event file in the sub-run `logdir/<names...>/`, opened on the writer
         thread in call order (before any record or row of it). Returns once it is: the file is
         there when the call returns, as with the peers (a tear-down that deletes the logdir
         right after never races the thread); an error opening it is raised here. Only a name's
         first use pays this wait."""
         self._check_open()
-        run = self._output.new_run()
-        self.run(self._output.open_run, run, names, suffix)
-        return run
+        file = self._output.new_file_id()
+        self.call(self._output.open_sub_run_file, file, names, suffix)
+        return file
 
-    def add_series(self, run: Optional[int], tag: str) -> int:
-        """An id for the scalar rows of `tag` in the file `run` (None: the main file)."""
-        return self._output.add_series(run, tag)
+    def add_series(self, file: Optional[int], tag: str) -> int:
+        """An id for the scalar rows of `tag` in the file `file` (None: the main file)."""
+        return self._output.add_series(file, tag)
 
     def columns(self) -> ScalarColumns:
         """New scalar columns for the calling thread (intake.py)."""
@@ -145,7 +147,7 @@ class Worker:
         self._check_open()
         self._intake.put(item)
 
-    def run(self, fn: Callable[..., Any], *args: Any) -> None:
+    def call(self, fn: Callable[..., Any], *args: Any) -> None:
         """`fn(storage, *args)` on the writer thread (file work that is no event: an embedding's
         assets), after everything queued before; return once it ran, raising what it raised (its
         files are in place when the call returns, as with the peers)."""
@@ -170,7 +172,7 @@ class Worker:
                     return
                 self._warned.add(once)
             self._notes.append((site, message))
-            self.attention = True
+            self.caller_must_check = True
         return warn
 
     def warn_once(self, once: Any, message: str) -> None:
@@ -195,14 +197,16 @@ class Worker:
 
     def close(self, deadline: Optional[float] = None) -> Optional[BaseException]:
         """Write what is queued, stop the thread, close the files (a store's wait for their
-        uploads until `deadline`, time.monotonic(); by default FLUSH_SECS from now). Returns the
+        uploads until `deadline`, time.monotonic(); by default the upload policy's flush_secs from now). Returns the
         writer thread's error that no call has reported yet (or None). Safe to call twice."""
         with self._closing:  # the reaper, the exit hook and a caller may close at once
-            return self._close(time.monotonic() + remote.FLUSH_SECS if deadline is None else deadline)
+            return self._close(deadline)
 
-    def _close(self, deadline: float) -> Optional[BaseException]:
+    def _close(self, deadline: Optional[float]) -> Optional[BaseException]:
         if self.state is not State.OPEN or self._pid != os.getpid():  # not started, done, or a forked child's copy
             return None
+        if deadline is None:
+            deadline = time.monotonic() + self._output.close_secs
         if self._thread.is_alive():
             self._output.interrupt()  # a write never waits for room now: the thread drains the rest
             # written, and the thread told to end (once it took this barrier); the store's wait is
@@ -210,7 +214,7 @@ class Worker:
             self._intake.flush(sync=False, stop=True)
             self._thread.join()
         unreported, self._error = self._error, None
-        self.state, self.attention = State.CLOSED, True
+        self.state, self.caller_must_check = State.CLOSED, True
         fault: Optional[BaseException] = None
         try:
             self._drain()  # calls that raced close(): what they queued before `state` said so
@@ -223,7 +227,7 @@ class Worker:
                 fault.__cause__ = unreported  # the error no call had raised yet: told as its cause
         finally:  # also after a Ctrl-C in the store's wait: callers waiting for room are released
             lifecycle.forget(self)  # after the files' close: a SIGTERM meanwhile keeps what they hold
-            self._intake.verdict.end(fault)
+            self._intake.close_outcome.end(fault)
         if isinstance(fault, (WriterError, FileDeletedError)):
             return None  # nothing new (a WriterError repeats an error raised), or the user's deletion of the logdir
         return fault
@@ -236,13 +240,13 @@ class Worker:
             return True
         return self._intake.flush(timeout, sync=False)
 
-    def keep_waiting(self, deadline: float) -> None:
+    def save_what_waits(self, deadline: float) -> None:
         """A signal ends the process: a store's files wait for their uploads until `deadline`,
         then keep the rest on disk (also while close() waits for them)."""
         if self._pid == os.getpid():
-            self._output.keep_waiting(deadline)
+            self._output.save_what_waits(deadline)
 
-    def report(self) -> None:
+    def raise_held(self) -> None:
         """Raise what the writer thread has to say (once; after an I/O error, a WriterError on
         every call). Closed: raise if the call's data came too late to be written. (A forked
         copy, see `forked`, has nothing to say.)"""
@@ -259,9 +263,9 @@ class Worker:
         if write_error is not None:
             self._error = WriterError("the mxboard writer stopped writing after an earlier error: %r" % (write_error,))
             self._error.__cause__ = write_error
-        self.attention = False  # cleared first: an error the thread holds from now on sets it again
+        self.caller_must_check = False  # cleared first: an error the thread holds from now on sets it again
         if self._error is not None or self._notes:
-            self.attention = True
+            self.caller_must_check = True
         if error is not None:
             raise error
 
@@ -270,14 +274,14 @@ class Worker:
         self._intake.clear()
         self._pid = None
         self._output.abandon()
-        self.state, self.attention = State.FORKED, True
+        self.state, self.caller_must_check = State.FORKED, True
 
     def _check_open(self) -> None:
         if self.state is State.CLOSED:
             raise closed_error()
 
     # -- the thread's side ------------------------------------------------------------------
-    def _run(self, opened: threading.Event) -> None:
+    def _loop(self, opened: threading.Event) -> None:
         try:
             keep_signals_off_this_thread()
             self._output.open_main()
@@ -305,7 +309,7 @@ class Worker:
     def _hold_for_caller(self, exc: BaseException) -> None:
         if self.state is State.OPEN and self._error is None:
             self._error = exc
-            self.attention = True
+            self.caller_must_check = True
         elif self.state is State.CLOSED and self._close_error is None:  # while close() writes the rest
             self._close_error = exc
         else:

@@ -13,7 +13,7 @@ from .._format.names import components, run_of
 from ..errors import FileDeletedError
 
 if TYPE_CHECKING:
-    from . import EventFile
+    from .protocols import EventFile
 
 __all__ = ["FileDeletedError", "LocalEventFile", "LocalStorage", "Nowhere"]
 
@@ -26,7 +26,7 @@ class LocalEventFile:
     time with `os.write` so that nothing sits in a user-space buffer: a write returns with the
     bytes in the OS, and a forked child that drops this object writes nothing."""
 
-    keeps_after_error = False
+    holds_writes_after_error = False
 
     def __init__(self, directory: str, suffix: str = "") -> None:
         self.directory: Optional[str] = directory
@@ -77,7 +77,7 @@ class LocalEventFile:
             except OSError:
                 pass
 
-    def keep_at_end(self, deadline: float) -> None:
+    def save_what_waits(self, deadline: float) -> None:
         """Nothing to wait for: each write is in the OS when it returns."""
 
 
@@ -139,7 +139,7 @@ class _NoFile:
     """An event file of Nowhere: it writes nothing."""
     path: Optional[str] = None
     directory: Optional[str] = None
-    keeps_after_error = False
+    holds_writes_after_error = False
 
     def pieces(self) -> List[Tuple[str, int]]:
         return []
@@ -159,7 +159,7 @@ class _NoFile:
     def abandon(self) -> None:
         pass
 
-    def keep_at_end(self, deadline: float) -> None:
+    def save_what_waits(self, deadline: float) -> None:
         pass
 
 

@@ -1,5 +1,5 @@
 """Where an object store's records wait on local disk once memory is full: the loop never blocks
-on the store (storage/remote.py).
+on the store (storage/remote/).
 
 A `Spool` is one event file's: whole records appended in call order to a spool file, read back
 in that order when the store returns, and emptied once all of it is uploaded. Appends are
@@ -10,8 +10,9 @@ at most 16 GiB; suffixes K, M, G, T).
 
 Where: the directory MXBOARD_SPOOL_DIR names, or by default `mxboard/spool` in the user's cache
 directory (platformdirs: `$XDG_CACHE_HOME` or `~/.cache` on Linux, `~/Library/Caches` on
-macOS). The variables are read and checked when a writer of a store is made (`settings()`): a
-value that cannot be used is an error there, naming the variable. The default place is made only
+macOS). A writer's `spool=SpoolSettings(...)` says both for it instead of the variables. They are
+read when a writer of a store is made (`SpoolSettings.from_environment`) and checked there
+(`prepare`): a value that cannot be used is an error there, naming the variable. The default place is made only
 when a spool is first needed (a writer whose store takes everything needs none: a read-only home
 works); where it cannot be made, a private directory in the temporary directory, else memory
 only, said once (`place`).
@@ -25,7 +26,7 @@ through a symlink (O_NOFOLLOW). A spool file's name holds `spooling` where the e
 `tfevents`: serving the directory serves kept files only. What the store did not take by the end
 (close(), exit, SIGTERM, SIGHUP, Ctrl-C) is left there as `<dir>/<key>`, one file an object it
 would have become, each within the usual object size: valid event files, to upload or to serve
-(storage/remote.py). A live spool file is locked (flock) from before it has its name; one whose
+(storage/remote/). A live spool file is locked (flock) from before it has its name; one whose
 process is gone (killed) is found by the next writer on the same host made with this directory,
 kept as `<its name with tfevents>.left` (the records its store did not take: a spool file's header
 says up to where the store took them, so a writer killed while draining its spool leaves nothing
@@ -43,6 +44,7 @@ import shutil
 import stat
 import tempfile
 import threading
+from dataclasses import dataclass, field, replace
 from typing import IO, Any, Dict, List, NamedTuple, Optional
 
 from .._format import files
@@ -50,7 +52,7 @@ from .._format.sizes import parse_bytes
 
 log = logging.getLogger("mxboard")
 
-__all__ = ["HEADER", "Settings", "Spool", "Spooled", "create_private", "limit_of", "place", "settings"]
+__all__ = ["HEADER", "SpoolSettings", "Spool", "Spooled", "create_private", "limit_of", "place", "prepare"]
 
 _DEFAULT_MAX = 16 << 30
 _LOCK = threading.Lock()  # guards _USED and _PLACE
@@ -69,47 +71,67 @@ class Spooled(NamedTuple):
     length: int
 
 
-class Settings(NamedTuple):
-    """What the variables say, checked when a writer of a store is made.
+@dataclass(frozen=True)
+class SpoolSettings:
+    """Where what an object store has not taken waits on disk, for one writer
+    (`SummaryWriter(..., spool=SpoolSettings(...))`); by default, what MXBOARD_SPOOL_DIR and
+    MXBOARD_SPOOL_MAX_BYTES say when the writer is made (`from_environment`).
 
     Attributes:
-        named: the spool's directory where MXBOARD_SPOOL_DIR names one (made and checked now), else
-            None: the default places, tried when a spool is first needed (`place`).
-        limit: MXBOARD_SPOOL_MAX_BYTES, or None: a quarter of the space free where the spool is.
+        directory: the spool's directory (made if need be; a shared one gets a private
+            subdirectory), or None: the default places, tried when a spool is first needed (`place`).
+        max_bytes: what all spools of the process hold at most, or None: a quarter of the space
+            free where the spool is, at most 16 GiB. 0: no disk spool (what waits stays in memory).
+        source: what named these settings, for messages.
     """
-    named: Optional[str]
-    limit: Optional[int]
+
+    directory: Optional[str] = None
+    max_bytes: Optional[int] = None
+    source: str = field(default="SpoolSettings", repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        if self.directory is not None and not isinstance(self.directory, str):
+            raise TypeError("%s: directory must be a str or None; got %s"
+                            % (self.source, type(self.directory).__name__))
+        if self.max_bytes is not None and (isinstance(self.max_bytes, bool) or not isinstance(self.max_bytes, int)
+                                           or self.max_bytes < 0):
+            raise ValueError("%s: max_bytes must be an int >= 0 or None; got %r" % (self.source, self.max_bytes))
+
+    @classmethod
+    def from_environment(cls) -> SpoolSettings:
+        """What the variables say now; a limit that is no size raises, naming the variable."""
+        configured = os.environ.get("MXBOARD_SPOOL_MAX_BYTES")
+        limit = parse_bytes(configured, "MXBOARD_SPOOL_MAX_BYTES") if configured else None
+        return cls(os.environ.get("MXBOARD_SPOOL_DIR") or None, limit, source="MXBOARD_SPOOL_DIR")
 
 
-def settings() -> Settings:
-    """The spool's settings, as the variables say now: a value that cannot be used raises here,
-    naming the variable (a limit that is no size; a named directory where no private spool can be
-    made safely). Nothing is made for the default place, which a writer whose store takes
-    everything never needs (a read-only home works). Spool files that processes ended without
-    closing left in a directory that exists are kept as event files, said once."""
-    configured = os.environ.get("MXBOARD_SPOOL_MAX_BYTES")
-    limit = parse_bytes(configured, "MXBOARD_SPOOL_MAX_BYTES") if configured else None
-    named = os.environ.get("MXBOARD_SPOOL_DIR")
-    if named:
-        directory = _in_named(os.path.abspath(os.path.expanduser(named)))
+def prepare(settings: SpoolSettings) -> SpoolSettings:
+    """`settings` checked when a writer of a store is made: a named directory where no private
+    spool can be made safely raises here, naming where it came from; the result names the
+    private directory the spool goes in. Nothing is made for the default place, which a writer
+    whose store takes everything never needs (a read-only home works). Spool files that
+    processes ended without closing left in the directory, where it exists, are kept as event
+    files, said once."""
+    if settings.directory is not None:
+        directory = _in_named(os.path.abspath(os.path.expanduser(settings.directory)), settings.source)
         _keep_leftovers(directory)
-        return Settings(directory, limit)
+        return replace(settings, directory=directory)
     default = _default_dir()
     try:
         info = os.lstat(default)
     except OSError:
-        return Settings(None, limit)  # made when first needed
+        return settings  # made when first needed
     if stat.S_ISDIR(info.st_mode) and info.st_uid == _uid() and not info.st_mode & 0o077:
         _keep_leftovers(default)
-    return Settings(None, limit)
+    return settings
 
 
-def place(settings: Settings) -> Optional[str]:
+def place(settings: SpoolSettings) -> Optional[str]:
     """The spool's directory, made now if need be: the named one, else the first usable of the
     user's cache directory and a private directory in the temporary directory; None where none
     can be made (what waits then stays in memory). A fallback is said once a process."""
-    if settings.named is not None:
-        return settings.named
+    if settings.directory is not None:
+        return settings.directory
     default = _default_dir()
     with _LOCK:
         if default in _PLACE:
@@ -130,11 +152,11 @@ def place(settings: Settings) -> Optional[str]:
     return found
 
 
-def limit_of(settings: Settings, directory: str) -> int:
-    """MXBOARD_SPOOL_MAX_BYTES (a number, with K, M, G or T after it if you like), else a
-    quarter of the space free in `directory`, at most 16 GiB."""
-    if settings.limit is not None:
-        return settings.limit
+def limit_of(settings: SpoolSettings, directory: str) -> int:
+    """`max_bytes` (MXBOARD_SPOOL_MAX_BYTES: a number, with K, M, G or T after it if you like),
+    else a quarter of the space free in `directory`, at most 16 GiB."""
+    if settings.max_bytes is not None:
+        return settings.max_bytes
     return min(_DEFAULT_MAX, shutil.disk_usage(directory).free // 4)
 
 
@@ -228,13 +250,13 @@ def _copy_new(fd: int, start: int, end: int, named: str) -> Optional[str]:
     return None
 
 
-def _in_named(directory: str) -> str:
-    """The spool's directory in the one MXBOARD_SPOOL_DIR names: the directory itself where it is
-    the user's and private already; else (a shared one: /tmp, /dev/shm, a group's project
-    directory) a private subdirectory `mxboard-spool-<uid>` made there. The named directory is
-    never chmodded (others write there too). One of another user's (not root's, who owns the
-    shared ones) is refused: its owner could replace what waits there."""
-    named = "the spool directory %s (MXBOARD_SPOOL_DIR)" % directory
+def _in_named(directory: str, source: str) -> str:
+    """The spool's directory in the one named (by `source`: MXBOARD_SPOOL_DIR, SpoolSettings): the
+    directory itself where it is the user's and private already; else (a shared one: /tmp,
+    /dev/shm, a group's project directory) a private subdirectory `mxboard-spool-<uid>` made
+    there. The named directory is never chmodded (others write there too). One of another user's
+    (not root's, who owns the shared ones) is refused: its owner could replace what waits there."""
+    named = "the spool directory %s (%s)" % (directory, source)
     try:
         os.makedirs(directory, mode=0o700, exist_ok=True)
         info = os.stat(directory)  # a link the user named is followed: what is made below it is checked
@@ -317,7 +339,7 @@ class Spool:
     appends; the uploader reads under its file's lock."""
 
     def __init__(self, key: str, directory: str, limit: int) -> None:
-        """`directory` and `limit`: from `settings()`, checked when the writer was made."""
+        """`directory` and `limit`: from the writer's SpoolSettings, checked when it was made (`prepare`)."""
         self.directory, self.limit = directory, limit
         parts = key.split("/")
         parts[-1] = parts[-1].replace("tfevents", "spooling")  # never served as an event file
