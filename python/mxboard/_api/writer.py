@@ -244,7 +244,7 @@ class SummaryWriter:
                 scalars.non_finite(tag, value, global_step)
             if not (scalars.append(series, value, global_step, walltime) and core.raise_held_or_reopen()):
                 return  # else a forked child, which now has a worker of its own: once more, into it
-        core.add_scalars(tag, value, global_step, walltime)  # named values, an NDArray read later, a described one
+        core.queue_scalar(tag, value, global_step, walltime)  # named values, an NDArray read later, a described one
 
     def add_scalars(self, main_tag: str, tag_scalar_dict: Mapping[str, Any], global_step: Optional[int] = None,
                     walltime: Optional[float] = None) -> None:
@@ -267,7 +267,7 @@ class SummaryWriter:
             raise TypeError("tag_scalar_dict must be a dict of name -> value; got %s"
                             % type(tag_scalar_dict).__name__)
         named = convert.named(tag_scalar_dict)
-        self._core.add_scalars(main_tag, named, global_step, walltime)
+        self._core.queue_scalar(main_tag, named, global_step, walltime)
 
     def export_scalars(self, path: str) -> None:
         """Write the scalars this writer has written (since `clear_scalar_dict()`) to a JSON file.
@@ -766,7 +766,7 @@ class SummaryWriter:
             run_name = checks.tag(run_name, "run_name") if run_name is not None else "%.6f" % now
             run_file = self._core.open_sub_run_file(run_name)
         numbers = {tag: value for tag, value in metrics.items() if value is not None}
-        self._core.add_scalars_to_file(run_file, numbers, step, now)
+        self._core.queue_scalars_to_file(run_file, numbers, step, now)
         names = [(key[0], "/".join(components(*key)), "%s (%s)" % key) if isinstance(key, tuple) else key
                  for key in metrics]  # (tag, name): "accuracy (validation)", not accuracy/validation.accuracy
         self._core.put(hparams_summary, (values, names, now, now, domains), global_step, now, file=run_file)

@@ -74,14 +74,14 @@ class WriterCore:
         `logdir/<names...>/` (opened on the writer thread)."""
         return self.worker.open_sub_run_file(names, self._suffix)
 
-    def add_scalars(self, tag: str, value: Any, global_step: Any, walltime: Any) -> None:
+    def queue_scalar(self, tag: str, value: Any, global_step: Any, walltime: Any) -> None:
         """Named values, an NDArray read later, or a described scalar (scalars.Scalars.add); the
         hot path's plain floats go through `scalars` directly."""
         self.reopen_if_needed()
         self.scalars.add(tag, value, *self.stamp(global_step, walltime))
         self.raise_held()
 
-    def add_scalars_to_file(self, file: Optional[int], values: Mapping[str, float], step: int, wall: float) -> None:
+    def queue_scalars_to_file(self, file: Optional[int], values: Mapping[str, float], step: int, wall: float) -> None:
         """`{tag: float}` as scalars of the sub-run file `file` (None: the main one; an hparams
         run's metrics)."""
         self.scalars.add_to_file(file, values, step, wall)
