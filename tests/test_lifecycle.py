@@ -1,6 +1,8 @@
 """The writer off the happy path: writers collected unclosed (on any thread), add_embedding's
-files, the call order of interleaved kinds on one tag, and what a closed writer keeps."""
+files, the call order of interleaved kinds on one tag, what a closed writer keeps, forked data
+loader workers and several processes in one logdir."""
 import gc
+import multiprocessing
 import os
 import shutil
 import subprocess
@@ -13,9 +15,10 @@ import tracemalloc
 import numpy as np
 import pytest
 
-from conftest import ROOT, event_files, tb_events
+from conftest import ROOT, accumulator, event_files, projector_config, tb_events, tb_scalars
 from mxboard import SummaryWriter, reader
 from mxboard._thread import lifecycle
+from mxboard.reader import read_events
 
 COLLECTED_LOOP = """
 import tempfile
@@ -174,3 +177,62 @@ def test_a_closed_writer_keeps_no_state_per_tag(logdir):
         tracemalloc.stop()
     assert w.closed
     assert kept < 1_000_000, "%d bytes kept, %.1f a tag" % (kept, kept / len(tags))  # 10 bytes a tag at most
+
+
+def _child_logs(index):
+    writer = _CHILD_WRITER[0]
+    for step in range(50):
+        writer.add_scalar("child", float(index), step)
+    writer.flush()
+    return os.getpid()
+
+
+_CHILD_WRITER = []
+
+
+def test_forked_data_loader_workers_log_to_files_of_their_own_and_nothing_hangs(logdir):
+    writer = SummaryWriter(logdir, flush_secs=3600)
+    _CHILD_WRITER[:] = [writer]
+    for step in range(2000):
+        writer.add_scalar("parent", float(step), step)  # queued, unwritten, when the workers fork
+    with multiprocessing.get_context("fork").Pool(2) as pool:
+        pids = set(pool.map(_child_logs, range(4), chunksize=1))
+        for step in range(2000, 3000):
+            writer.add_scalar("parent", float(step), step)
+        pool.close()  # the workers end as they would in a data loader, not by terminate()'s SIGTERM
+        pool.join()
+    writer.close()
+    files = {os.path.basename(f).split(".")[5]: f for f in event_files(logdir)}
+    parent = files.pop(str(os.getpid()))
+    assert [s for t, s, _ in tb_scalars(parent)] == list(range(3000))  # complete, only the parent's
+    assert set(files) == {str(p) for p in pids}  # one file a worker, named by its pid
+    child_points = [(t, s) for f in files.values() for t, s, _ in tb_scalars(f)]
+    assert len(child_points) == 4 * 50 and {t for t, _ in child_points} == {"child"}
+    list(read_events(logdir))  # every record of every file CRC-clean
+
+
+def _rank(args):
+    logdir, rank = args
+    import mxboard
+
+    with mxboard.SummaryWriter(logdir) as w:
+        for step in range(500):
+            w.add_scalar("loss/rank%d" % rank, float(step), step)
+            w.add_scalar("shared", float(rank), step)
+        w.add_histogram("weights", np.full(10, rank), 0)
+        w.add_embedding("rank%d" % rank, np.random.rand(4, 2))
+
+
+def test_several_processes_in_one_logdir(logdir):
+    os.makedirs(logdir)
+    ranks = 4
+    with multiprocessing.get_context("spawn").Pool(ranks) as pool:
+        pool.map(_rank, [(logdir, r) for r in range(ranks)])
+    files = event_files(logdir)
+    assert len(files) == ranks and len({os.path.basename(f) for f in files}) == ranks
+    acc = accumulator(logdir)
+    for r in range(ranks):
+        assert [e.step for e in acc.Scalars("loss/rank%d" % r)] == list(range(500))
+    assert sorted({e.value for e in acc.Scalars("shared")}) == [0.0, 1.0, 2.0, 3.0]
+    assert len(acc.Scalars("shared")) == ranks * 500
+    assert sorted(e.tensor_name for e in projector_config(logdir).embeddings) == ["rank%d" % r for r in range(ranks)]

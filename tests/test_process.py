@@ -1,7 +1,6 @@
 """The process around the writers: Ctrl-C and signal handlers that exit, SIGTERM while the main
 thread waits, writers made in pool workers, many short threads. Each runs in child processes,
 killed in `finally` whatever happens."""
-import multiprocessing
 import os
 import random
 import signal
@@ -11,11 +10,9 @@ import textwrap
 import time
 import warnings
 
-import numpy as np
 import pytest
 
-from conftest import ROOT, accumulator, event_files, projector_config, run_python, tb_scalars
-from mxboard import SummaryWriter
+from conftest import ROOT, event_files, run_python, tb_scalars
 from mxboard.reader import TornRecordWarning, read_events
 
 pytestmark = pytest.mark.slow
@@ -501,62 +498,3 @@ def test_kill_9_loses_nothing_older_than_flush_secs(tmp_path):
     must_have = max(step for step, wall in logged if wall < killed_at - 0.5 - 1.0)
     assert ours == theirs == list(range(len(ours)))  # in order, none missing, none corrupt
     assert ours[-1] >= must_have
-
-
-def _child_logs(index):
-    writer = _CHILD_WRITER[0]
-    for step in range(50):
-        writer.add_scalar("child", float(index), step)
-    writer.flush()
-    return os.getpid()
-
-
-_CHILD_WRITER = []
-
-
-def test_forked_data_loader_workers_log_to_files_of_their_own_and_nothing_hangs(logdir):
-    writer = SummaryWriter(logdir, flush_secs=3600)
-    _CHILD_WRITER[:] = [writer]
-    for step in range(2000):
-        writer.add_scalar("parent", float(step), step)  # queued, unwritten, when the workers fork
-    with multiprocessing.get_context("fork").Pool(2) as pool:
-        pids = set(pool.map(_child_logs, range(4), chunksize=1))
-        for step in range(2000, 3000):
-            writer.add_scalar("parent", float(step), step)
-        pool.close()  # the workers end as they would in a data loader, not by terminate()'s SIGTERM
-        pool.join()
-    writer.close()
-    files = {os.path.basename(f).split(".")[5]: f for f in event_files(logdir)}
-    parent = files.pop(str(os.getpid()))
-    assert [s for t, s, _ in tb_scalars(parent)] == list(range(3000))  # complete, only the parent's
-    assert set(files) == {str(p) for p in pids}  # one file a worker, named by its pid
-    child_points = [(t, s) for f in files.values() for t, s, _ in tb_scalars(f)]
-    assert len(child_points) == 4 * 50 and {t for t, _ in child_points} == {"child"}
-    list(read_events(logdir))  # every record of every file CRC-clean
-
-
-def _rank(args):
-    logdir, rank = args
-    import mxboard
-
-    with mxboard.SummaryWriter(logdir) as w:
-        for step in range(500):
-            w.add_scalar("loss/rank%d" % rank, float(step), step)
-            w.add_scalar("shared", float(rank), step)
-        w.add_histogram("weights", np.full(10, rank), 0)
-        w.add_embedding("rank%d" % rank, np.random.rand(4, 2))
-
-
-def test_several_processes_in_one_logdir(logdir):
-    os.makedirs(logdir)
-    ranks = 4
-    with multiprocessing.get_context("spawn").Pool(ranks) as pool:
-        pool.map(_rank, [(logdir, r) for r in range(ranks)])
-    files = event_files(logdir)
-    assert len(files) == ranks and len({os.path.basename(f) for f in files}) == ranks
-    acc = accumulator(logdir)
-    for r in range(ranks):
-        assert [e.step for e in acc.Scalars("loss/rank%d" % r)] == list(range(500))
-    assert sorted({e.value for e in acc.Scalars("shared")}) == [0.0, 1.0, 2.0, 3.0]
-    assert len(acc.Scalars("shared")) == ranks * 500
-    assert sorted(e.tensor_name for e in projector_config(logdir).embeddings) == ["rank%d" % r for r in range(ranks)]
