@@ -9,7 +9,7 @@ runs in the background. Its public face is a handful of verbs:
     worker.put_scalar(PendingScalar(series, snapshot, step, wall))   # an MXNet scalar
     worker.put(Record(file, build, args, step, wall))  # every other item (intake.py)
     worker.call(fn, *args)                             # fn(storage, *args) there, in call order; returns once it ran
-    worker.flush(); worker.close()                     # close: the store waited for 30 s in all, then an error
+    worker.flush(); worker.close()                     # close: a store waited for flush_secs in all, then an error
     if worker.caller_must_check: worker.raise_held()   # after each call: what the thread has to say
     warn = worker.warner(call_site())                  # a builder's warning, shown at the user's call by raise_held()
     worker.written()                                   # (names, run, pieces) of each file: to read back
