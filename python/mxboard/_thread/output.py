@@ -18,10 +18,10 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 from .._format.events import FILE_VERSION
+from ..errors import FileDeletedError
 from ..frameworks.pending import resolve
 from ..proto import Event, SessionLog
-from ..storage import Destination, EventFile, Storage, UploadPolicy
-from ..storage.local import FileDeletedError
+from ..storage import Destination, EventFile, Storage
 from .encoding import ScalarSeries, encode_event, encode_scalar_rows
 from .intake import Batch, Columns, PendingScalar, Record, Task, WriterError
 
@@ -56,8 +56,7 @@ class Output:
         self.recovered = False  # close(): the store took everything after all (write_error is moot)
         self._closing = False  # close() has begun (interrupt)
         self.storage: Storage = destination.open()  # checked here, on the caller's thread
-        # close()'s default wait for a store's uploads
-        self.close_secs = (destination.upload or UploadPolicy()).flush_secs
+        self.close_secs = destination.upload.flush_secs  # close()'s default wait for a store's uploads
 
     def open_main(self) -> None:
         """On the writer thread, first: the main event file (an error is held for the caller)."""

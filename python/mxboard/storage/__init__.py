@@ -13,7 +13,7 @@ files, and the writer names sub-runs with `subdir`: no caller asks which home it
 (one try a request, bounded); the reader and the bundled server use it. What a name below a
 logdir may be, whether a logdir is a URL, and a directory's run: ../_format/names.py.
 """
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Optional
 
 from .._format.names import components, is_url, run_of
@@ -35,7 +35,7 @@ class Destination:
 
     logdir: str
     to_disk: bool = True
-    upload: Optional[UploadPolicy] = None
+    upload: UploadPolicy = field(default_factory=UploadPolicy)
     spool: Optional[SpoolSettings] = None
 
     def open(self) -> Storage:

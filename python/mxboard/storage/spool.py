@@ -9,13 +9,13 @@ MXBOARD_SPOOL_MAX_BYTES (default: a quarter of the space free there when the fir
 at most 16 GiB; suffixes K, M, G, T).
 
 Where: the directory MXBOARD_SPOOL_DIR names, or by default `mxboard/spool` in the user's cache
-directory (platformdirs: `$XDG_CACHE_HOME` or `~/.cache` on Linux, `~/Library/Caches` on
-macOS). A writer's `spool=SpoolSettings(...)` says both for it instead of the variables. They are
-read when a writer of a store is made (`SpoolSettings.from_environment`) and checked there
-(`prepare`): a value that cannot be used is an error there, naming the variable. The default place is made only
+directory (platformdirs: `$XDG_CACHE_HOME` or `~/.cache` on Linux, `~/Library/Caches` on macOS). A
+writer's `spool=SpoolSettings(...)` says both for it instead of the variables. They are read when
+a writer of a store is made (`SpoolSettings.from_environment`) and checked there (`prepare`): a
+value that cannot be used is an error there, naming the variable. The default place is made only
 when a spool is first needed (a writer whose store takes everything needs none: a read-only home
-works); where it cannot be made, a private directory in the temporary directory, else memory
-only, said once (`place`).
+works); where it cannot be made, a private directory in the temporary directory, else memory only,
+said once (`place`).
 
 Nothing in the directory is trusted. A named directory is never chmodded: one of the user's own
 that is private already holds the spool; any other (/tmp, /dev/shm, a group's project directory)
