@@ -338,3 +338,116 @@ def test_the_queue_is_bounded_in_bytes_as_well_as_items(logdir):
     gate.set()
     thread.join(60)
     assert queued == list(range(8)) and worker.close() is None
+
+
+class _LateLook:
+    """The writer thread as a caller sees it on a busy machine, paused between a wait that ran out
+    and its look at the thread: the look (`is_alive`) sets `go` (the thread may go on), and
+    answers only once `meanwhile()` returned (the thread did what it was waited for, or ended)."""
+
+    def __init__(self, thread, go, meanwhile):
+        self._thread, self._go, self._meanwhile = thread, go, meanwhile
+
+    def is_alive(self):
+        self._go.set()
+        self._meanwhile()
+        return self._thread.is_alive()
+
+
+def _held_worker(logdir, max_queue=10):
+    """A started worker whose records `slow(tag)` are written only once `gate` is set."""
+    gate = threading.Event()
+
+    def slow(tag, *payload):
+        assert gate.wait(30)
+        return _summary(tag, 1.0)
+
+    return started_worker(logdir, flush_secs=3600, max_queue=max_queue), gate, slow
+
+
+def test_close_whose_last_batch_outlasts_its_wait_never_takes_the_ended_thread_for_dead(logdir):
+    # the CI failure: close()'s wait for its barrier ran out; the thread then wrote the last
+    # batch, released the barrier and ended, all before close() looked at it
+    worker, gate, slow = _held_worker(logdir)
+    real = worker._intake.thread
+    worker._intake.thread = _LateLook(real, gate, lambda: real.join(30))
+    worker.put(Record(None, slow, ("last",), 1, 1.0))
+    assert worker.close() is None
+    assert not real.is_alive()
+    assert tb_scalars(event_files(logdir)[0]) == [("last", 1, 1.0)]
+
+
+def test_a_flush_done_as_its_timeout_passes_says_it_is_done(logdir, monkeypatch):
+    # flush(timeout) (a signal's write-out): the barrier released between the wait that ran out
+    # and the look at the deadline is a flush done, not one timed out
+    worker, gate, slow = _held_worker(logdir)
+    intake, released = worker._intake, threading.Event()
+    release = intake.release
+
+    def release_and_say(batch):
+        release(batch)
+        if batch.barriers:
+            released.set()
+
+    monkeypatch.setattr(intake, "release", release_and_say)
+    intake.thread = _LateLook(intake.thread, gate, lambda: released.wait(30))
+    worker.put(Record(None, slow, ("x",), 1, 1.0))
+    assert worker.flush(timeout=0) is True
+    assert tb_scalars(event_files(logdir)[0]) == [("x", 1, 1.0)]
+    assert worker.close() is None
+
+
+def test_a_call_that_ran_while_another_thread_closed_returns(logdir):
+    # worker.call() (a sub-run's file, an embedding's assets) on one thread, close() on another:
+    # the task ran, then the thread ended, both between the caller's wait and its look
+    worker, gate, _ = _held_worker(logdir)
+    real = worker._intake.thread
+    worker._intake.thread = _LateLook(real, gate, lambda: real.join(30))
+    ran, outcome = [], []
+
+    def task(storage):
+        assert gate.wait(30)
+        ran.append(storage)
+
+    def caller():
+        try:
+            worker.call(task)
+            outcome.append(None)
+        except BaseException as exc:  # noqa: BLE001 - told to the test
+            outcome.append(exc)
+
+    thread = threading.Thread(target=caller)
+    thread.start()
+    assert gate.wait(30)  # the caller's wait ran out, and it looks at the thread
+    assert worker.close() is None
+    thread.join(30)
+    assert ran and outcome == [None]
+
+
+def test_a_caller_blocked_for_room_when_close_ends_the_thread_hears_close(logdir):
+    # a caller waiting for room: its wait ran out, then close() began and the thread wrote the
+    # rest and ended before the caller looked: it raises what close() raises, as any caller
+    # close() finds waiting for room, not that the thread died
+    worker, gate, slow = _held_worker(logdir, max_queue=1)
+    real, looked = worker._intake.thread, threading.Event()
+    worker._intake.thread = _LateLook(real, looked, lambda: real.join(30))
+    payload = b"\0" * (1 << 20)  # a whole slot: the second waits for the first
+    outcome = []
+
+    def caller():
+        try:
+            for i in range(2):
+                worker.put(Record(None, slow, ("t%d" % i, payload), i, 1.0))
+            outcome.append(None)
+        except BaseException as exc:  # noqa: BLE001 - told to the test
+            outcome.append(exc)
+
+    thread = threading.Thread(target=caller)
+    thread.start()
+    assert looked.wait(30)  # blocked for room, its wait ran out, and it looks at the thread
+    gate.set()
+    assert worker.close() is None
+    thread.join(30)
+    (error,) = outcome
+    assert type(error) is RuntimeError and "is closed" in str(error), repr(error)
+    assert [t for t, _, _ in tb_scalars(event_files(logdir)[0])] == ["t0"]

@@ -259,11 +259,20 @@ class Intake:
         if stop:
             self.stopping = True
         self.wake.set()
-        deadline = None if timeout is None else time.monotonic() + timeout
+        return self.wait_done(done, None if timeout is None else time.monotonic() + timeout)
+
+    def wait_done(self, done: Pulse, deadline: Optional[float] = None) -> bool:
+        """Wait until the writer thread sets `done` (True), or until `deadline`, a time.monotonic()
+        (False). A writer thread that ended without setting it is a WriterError. Each look after
+        a wait ran out (a thread found ended, the deadline passed) looks at `done` once more: on a
+        busy machine the thread may set it, and end, between the two."""
         while not done.wait(0.5):
-            self.check_alive()
+            if not self.writer_alive():
+                if done.wait(0):  # set, and the thread ended, after the wait ran out
+                    return True
+                raise _ended()
             if deadline is not None and time.monotonic() > deadline:
-                return False
+                return done.wait(0)
         return True
 
     def wait_for_writer(self, blocked: Callable[[], bool]) -> bool:
@@ -277,7 +286,10 @@ class Intake:
             if not self.progress.wait(0.05):  # one waiter takes a pulse: others look again soon
                 if self.stopping:
                     return True
-                self.check_alive()
+                if not self.writer_alive():
+                    if self.stopping or not blocked():  # close() began, or room was made, and the
+                        return True                      # thread ended, after the wait ran out
+                    raise _ended()
         return waited
 
     def raise_close_outcome(self) -> None:
@@ -287,9 +299,10 @@ class Intake:
         self.close_outcome.done.set()  # for the next caller waiting for it
         raise self.close_outcome.error or closed_error()
 
-    def check_alive(self) -> None:
-        if self.thread is None or not self.thread.is_alive():
-            raise WriterError("the mxboard writer thread is not running")
+    def writer_alive(self) -> bool:
+        """Whether the writer thread runs. Ended, it can still have done what a caller waited for
+        just before: a caller looks at that once more before it calls the thread dead."""
+        return self.thread is not None and self.thread.is_alive()
 
     def take(self) -> Batch:
         """The Batch queued before now."""
@@ -328,6 +341,10 @@ class Intake:
         self._scalars.clear()
         for columns in self._columns:
             columns.take(float("inf"))
+
+
+def _ended() -> WriterError:
+    return WriterError("the mxboard writer thread is not running")
 
 
 def _shares(size: int) -> int:

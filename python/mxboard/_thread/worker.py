@@ -153,8 +153,7 @@ class Worker:
         files are in place when the call returns, as with the peers)."""
         outcome = Outcome()
         self.put(Task(fn, args, outcome))
-        while not outcome.done.wait(0.5):
-            self._intake.check_alive()
+        self._intake.wait_done(outcome.done)
         if outcome.error is not None:
             raise outcome.error
 
