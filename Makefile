@@ -105,7 +105,8 @@ demo: $(DEMO) $(INSTALLED)
 
 # both environments run whatever the first says; the exit status is that of both. Four pytest
 # processes on two cores: most tests wait on servers and subprocesses (8:08 on two, 6:29 on four).
-# --max-worker-restart=0: a worker that a test's bound ended (pytest-timeout) ends the session,
+# A test past its bound fails alone and its worker goes on (tests/timeouts.py). --max-worker-restart=0:
+# a worker ended by the last resort (a test still running 60 s past its bound) ends the session,
 # failed, that test named; xdist's loadfile scheduler can wait for ever on a replaced worker
 test: lint $(INSTALLED)
 	status=0; $(PY) -m pytest -q -n 4 --dist loadfile --max-worker-restart=0 tests || status=1; \

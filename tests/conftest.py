@@ -8,6 +8,9 @@ import time
 
 import pytest
 
+# Every test's bound fails that test alone, its stacks shown (tests/timeouts.py, over pytest-timeout)
+pytest_plugins = ["timeouts"]
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CACHE = os.path.join(ROOT, ".cache")
 
@@ -97,60 +100,6 @@ def pip_target(spec):
 # Fixtures that start processes (servers, S3, builds, training runs): their tests are slow.
 SLOW_FIXTURES = {"serve", "server", "seaweed", "bucket", "store", "store_url", "store_proxy", "served", "demo_run",
                  "fresh_venv"}
-
-
-def pytest_configure(config):
-    """Where a test's stacks go when it passes its bound (below), shared with xdist's workers."""
-    if "MXBOARD_TEST_STACKS" not in os.environ:  # the controller (or a lone pytest): its workers inherit it
-        os.environ["MXBOARD_TEST_STACKS"] = config._mxboard_stacks = tempfile.mkdtemp(prefix="mxboard-test-stacks-")
-
-
-def pytest_unconfigure(config):
-    import shutil
-
-    if getattr(config, "_mxboard_stacks", None):
-        shutil.rmtree(config._mxboard_stacks, ignore_errors=True)
-        del os.environ["MXBOARD_TEST_STACKS"]
-
-
-@pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_protocol(item, nextitem):
-    """Every thread's stack, 2 s before the test's bound (pytest-timeout's, which then fails it),
-    written by faulthandler (from C, whatever the test's threads hold) into a file of its own, which
-    the session's summary prints: pytest-timeout's own dump goes to an xdist worker's terminal
-    writer, which nobody sees. The file is removed when the test ends within its bound."""
-    import faulthandler
-
-    marker = item.get_closest_marker("timeout")
-    seconds = float(marker.args[0] if marker and marker.args else item.config.getini("timeout") or 0)
-    if seconds <= 2:
-        yield
-        return
-    name = "".join(c if c.isalnum() or c in "._-" else "_" for c in item.nodeid)[:150]
-    path = os.path.join(os.environ["MXBOARD_TEST_STACKS"], "%s.%d.txt" % (name, os.getpid()))
-    with open(path, "w") as stacks:
-        stacks.write("%s: every thread's stack %d s into the test (its bound: %d s)\n" % (
-            item.nodeid, seconds - 2, seconds))
-        stacks.flush()
-        faulthandler.dump_traceback_later(seconds - 2, file=stacks)
-        try:
-            yield
-        finally:
-            faulthandler.cancel_dump_traceback_later()
-    os.remove(path)
-
-
-def pytest_terminal_summary(terminalreporter):
-    """The stacks of each test that passed its bound (the controller's summary, under xdist)."""
-    directory = os.environ.get("MXBOARD_TEST_STACKS")
-    if not directory or not os.path.isdir(directory):
-        return
-    for name in sorted(os.listdir(directory)):
-        with open(os.path.join(directory, name)) as f:
-            text = f.read()
-        if "Thread" in text or "Stack" in text:
-            terminalreporter.section("stacks of a test past its bound", sep="+")
-            terminalreporter.write(text)
 
 
 def pytest_collection_modifyitems(items):

@@ -1,0 +1,108 @@
+"""The suite's own bounds (tests/timeouts.py): a test past its bound fails alone, and the tests
+queued behind it on its xdist worker still run."""
+import os
+import re
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+FILES = {
+    "test_lock.py": """
+        import threading
+        import pytest
+
+        def test_before():
+            pass
+
+        @pytest.mark.timeout(3)
+        def test_hangs_in_a_lock():
+            lock = threading.Lock()
+            lock.acquire()
+            lock.acquire()  # the main thread asleep in a lock, for ever
+
+        def test_after():
+            pass
+    """,
+    "test_sleep.py": """
+        import threading
+        import time
+        import pytest
+
+        def test_before():
+            pass
+
+        @pytest.mark.timeout(3)
+        def test_hangs_in_sleep():
+            threading.Thread(target=time.sleep, args=(600,), daemon=True, name="another sleeper").start()
+            time.sleep(600)  # in C (clock_nanosleep)
+
+        def test_after():
+            pass
+    """,
+    **{"test_next_%s.py" % n: """
+        def test_one():
+            pass
+
+        def test_two():
+            pass
+    """ for n in "abc"},
+}
+
+SWALLOWS = """
+    import time
+    import pytest
+
+    @pytest.mark.timeout(2)
+    def test_swallows_every_exception():
+        while True:
+            try:
+                time.sleep(100)
+            except BaseException:
+                pass  # the bound's exception too: only the grace period's end stops it
+"""
+
+
+def _pytest(directory, files, method="signal"):
+    """`make test`'s pytest (xdist, files kept together, no worker restarted) over `files`, with
+    this suite's plugin and bounds, a grace period of 4 s."""
+    os.makedirs(str(directory))
+    for name, text in files.items():
+        (directory / name).write_text(textwrap.dedent(text))
+    (directory / "pytest.ini").write_text("[pytest]\ntimeout = 60\ntimeout_method = %s\ntimeout_grace = 4\n" % method)
+    env = {k: v for k, v in os.environ.items() if k != "MXBOARD_TEST_STACKS"}  # a session of its own
+    env["PYTHONPATH"] = HERE
+    return subprocess.run([sys.executable, "-m", "pytest", "-p", "timeouts", "-p", "no:randomly", "-p",
+                           "no:cacheprovider", "-q", "-n", "2", "--dist", "loadfile", "--max-worker-restart=0", "."],
+                          cwd=str(directory), env=env, capture_output=True, text=True, timeout=180)
+
+
+@pytest.mark.slow
+def test_a_test_past_its_bound_fails_alone_and_the_tests_behind_it_run(tmp_path):
+    """On a6ab6a5 (pytest-timeout's thread method) a test past its bound ended its xdist worker,
+    and with --max-worker-restart=0 the files queued on that worker never ran (477 of about 670
+    tests ran in one CI). Now the test that hangs (in a lock, in time.sleep) fails, its stacks
+    shown, and every other test runs and passes: those after it in its file, and the next files."""
+    done = _pytest(tmp_path / "run", FILES)
+    said = done.stdout + done.stderr
+    assert done.returncode == 1 and "2 failed, 10 passed" in said, said
+    assert "crashed" not in said, said
+    for test, line in (("test_lock.py::test_hangs_in_a_lock", "lock.acquire()  # the main thread asleep"),
+                       ("test_sleep.py::test_hangs_in_sleep", "time.sleep(600)  # in C")):
+        assert "FAILED %s - Failed: Timeout (>3s)" % test in said, said
+        assert re.search(r"\n>\s+%s" % re.escape(line), said), said  # the traceback points at the line it waited on
+    assert "~~~ thread another sleeper" in said, said  # the other threads' stacks are in the message
+
+
+@pytest.mark.slow
+def test_a_test_that_does_not_end_after_its_bound_ends_its_worker_with_its_stacks(tmp_path):
+    """The last resort: a test that swallows the bound's exception ends its worker when the grace
+    period is over (the session fails, naming it), and the summary shows where its threads were."""
+    done = _pytest(tmp_path / "run", {"test_swallows.py": SWALLOWS, "test_next.py": FILES["test_next_a.py"]})
+    said = done.stdout + done.stderr
+    assert done.returncode == 1 and "FAILED test_swallows.py::test_swallows_every_exception - worker" in said, said
+    assert "stacks of a test that ended its process, 4 past its bound" in said, said
+    assert 'test_swallows.py", line 9 in test_swallows_every_exception' in said, said  # faulthandler's stack
