@@ -71,13 +71,15 @@ $(DEMO): $(BASE) pyproject.toml
 	@touch $@
 
 # the test extra, and torch (coexistence with torch.utils.tensorboard, DLPack input): the CPU
-# build where the machine offers one, never the multi-GB CUDA build from the index; Azurite, the
+# build where the machine offers one, never the multi-GB CUDA build from the index, then the
+# trainers of mxboard.integrations beside that torch (pinned: pip keeps it); Azurite, the
 # Azure Blob emulator, from npm into .venv/node
 $(TESTS): $(DEMO)
 	$(PY) -m pip install -q '.[test,demo]'
 	if $(PY) -m pip download -q --no-deps --no-index -d $(VENV)/torch-wheel torch==$(TORCH) 2>/dev/null; then \
-	    $(PY) -m pip install -q $(VENV)/torch-wheel/torch-*.whl && rm -rf $(VENV)/torch-wheel; \
-	else echo "note: no local CPU build of torch $(TORCH): the tests skip their torch parts"; fi
+	    $(PY) -m pip install -q $(VENV)/torch-wheel/torch-*.whl && rm -rf $(VENV)/torch-wheel && \
+	    $(PY) -m pip install -q '.[trainers]' "torch==$(TORCH)"; \
+	else echo "note: no local CPU build of torch $(TORCH): the tests skip their torch and trainer parts"; fi
 	if command -v npm >/dev/null; then npm install -q --no-audit --no-fund --prefix $(VENV)/node azurite >/dev/null \
 	    || echo "note: npm could not install Azurite: the az:// tests skip"; \
 	else echo "note: no npm (Node.js): the az:// tests skip, saying so"; fi

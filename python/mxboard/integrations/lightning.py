@@ -1,0 +1,113 @@
+"""PyTorch Lightning's TensorBoardLogger, writing through mxboard.
+
+    from mxboard.integrations.lightning import TensorBoardLogger
+    trainer = Trainer(logger=TensorBoardLogger("tb_logs", name="my_model"))
+
+Lightning's own logger, subclassed: the same arguments and defaults, the same directories
+(`save_dir/name/version_N`, `hparams.yaml`), tags and steps, rank zero only, closed at the end of
+`fit` (an exception and Ctrl-C included). Only its `experiment` is an `mxboard.SummaryWriter`
+(extra keyword arguments go to it: `flush_secs`, `max_queue`, `upload_policy`...), so `save_dir`
+may be an `s3://`, `gs://` or `az://` URL, and `logger.experiment.add_histogram(...)` of a CUDA
+tensor does not wait for the device. Works with `lightning` and with `pytorch_lightning`: the
+class subclasses whichever of the two is importable, `lightning` first. Importing this module
+imports it.
+"""
+from __future__ import annotations
+
+from typing import Any, Dict, Mapping, Optional
+
+from .._api.writer import SummaryWriter
+
+try:
+    from lightning.fabric.loggers.logger import rank_zero_experiment
+    from lightning.fabric.utilities.logger import _add_prefix, _convert_params, _flatten_dict
+    from lightning.pytorch.loggers import TensorBoardLogger as _LightningLogger
+    from lightning.pytorch.utilities.rank_zero import rank_zero_only
+except ImportError:  # the standalone package, pytorch_lightning (it names the same pieces)
+    from lightning_fabric.loggers.logger import rank_zero_experiment
+    from lightning_fabric.utilities.logger import _add_prefix, _convert_params, _flatten_dict
+    from pytorch_lightning.loggers import TensorBoardLogger as _LightningLogger
+    from pytorch_lightning.utilities.rank_zero import rank_zero_only
+
+__all__ = ["TensorBoardLogger"]
+
+
+class TensorBoardLogger(_LightningLogger):  # type: ignore[misc]  # lightning's types are not checked here
+    """Lightning's `TensorBoardLogger`, whose `experiment` is an `mxboard.SummaryWriter`.
+
+    Args:
+        save_dir: where every experiment is (a path, or an object-store URL).
+        name: the experiment's directory (default `lightning_logs`; "" for none).
+        version: an int (`version_<N>`), a str (the directory's name), or None: the next free
+            `version_<N>`.
+        log_graph: log the module's graph (traced with `example_input_array`) at the start of
+            `fit`.
+        default_hp_metric: log `hp_metric` = -1 with hyperparameters given without metrics.
+        prefix: put before every metric's name (joined with "-").
+        sub_dir: a directory below the version's for the event files.
+        **kwargs: `mxboard.SummaryWriter`'s arguments (`max_queue`, `flush_secs`,
+            `filename_suffix`, `upload_policy`, `spool`, `system_metrics`...).
+
+    Example:
+        >>> trainer = Trainer(max_epochs=3, logger=TensorBoardLogger("tb_logs"))
+    """
+
+    _experiment: Optional[SummaryWriter]  # Lightning's attributes, typed here
+    hparams: Any
+
+    @property
+    @rank_zero_experiment  # type: ignore[untyped-decorator]
+    def experiment(self) -> SummaryWriter:
+        """The run's `mxboard.SummaryWriter` (made on first use; on other ranks than zero a
+        stand-in that does nothing, as Lightning's)."""
+        if self._experiment is not None:
+            return self._experiment
+        assert rank_zero_only.rank == 0, "tried to init log dirs in non global_rank=0"
+        if self.root_dir:
+            self._fs.makedirs(self.root_dir, exist_ok=True)
+        writer = self._experiment = SummaryWriter(logdir=self.log_dir, **self._kwargs)
+        return writer
+
+    @rank_zero_only  # type: ignore[untyped-decorator]
+    def log_metrics(self, metrics: Mapping[str, Any], step: Optional[int] = None) -> None:
+        """Each metric a scalar at `step` (a dict: one chart of several lines, `add_scalars`). A
+        tensor is handed to mxboard as it is, read once computed (Lightning's trainer has already
+        made its own metrics Python numbers)."""
+        metrics = _add_prefix(metrics, self._prefix, self.LOGGER_JOIN_CHAR)
+        for tag, value in metrics.items():
+            if isinstance(value, dict):
+                self.experiment.add_scalars(tag, value, step)
+            else:
+                try:
+                    self.experiment.add_scalar(tag, value, step)
+                except (TypeError, ValueError) as error:
+                    raise ValueError("\n you tried to log %r which is currently not supported. Try a dict or a "
+                                     "scalar/tensor." % (value,)) from error
+
+    @rank_zero_only  # type: ignore[untyped-decorator]
+    def log_hyperparams(self, params: Any, metrics: Optional[Any] = None, step: Optional[int] = None) -> None:
+        """The hyperparameters, for `hparams.yaml` and the HParams dashboard, as Lightning's: with
+        `metrics` (a dict, or one number: `hp_metric`) logged as scalars first, or `hp_metric` =
+        -1 where `default_hp_metric` and none are given; without metrics, only `hparams.yaml`."""
+        params = _convert_params(params)
+        try:
+            from omegaconf import Container, OmegaConf  # as Lightning keeps an OmegaConf config
+        except ImportError:
+            Container = None  # noqa: N806
+        if Container is not None and isinstance(params, Container):
+            self.hparams = OmegaConf.merge(self.hparams, params)
+        else:
+            self.hparams.update(params)
+        flat: Dict[str, Any] = self._sanitize_params(_flatten_dict(params))
+        flat = {k: v.reshape(-1)[0].item() if hasattr(v, "reshape") else v for k, v in flat.items()}  # torch's way
+        if metrics is None:
+            metrics = {"hp_metric": -1} if self._default_hp_metric else None
+        elif not isinstance(metrics, dict):
+            metrics = {"hp_metric": metrics}
+        if metrics:
+            self.log_metrics(metrics, step)
+            # into the run itself (torch's writer's hparams, as Lightning writes them): the
+            # dashboard's metrics are the run's own curves
+            self.experiment.add_hparams(flat, {tag: None for tag in _add_prefix(
+                metrics, self._prefix, self.LOGGER_JOIN_CHAR)}, global_step=step, in_run=True)
+

@@ -1,0 +1,181 @@
+"""mxboard's integrations (mxboard/integrations/) in real, tiny trainings, each side by side with
+the framework's own TensorBoard writer on the same seeded run: the same runs, tags, kinds, steps
+and values, as TensorBoard's loader reads them. Each training runs in a child Python (the
+frameworks' imports and warnings stay out of the test process), which writes the framework's
+logdir and mxboard's."""
+import importlib.util
+import json
+import os
+import textwrap
+
+import pytest
+from tensorboard.plugins.hparams import plugin_data_pb2
+
+from conftest import accumulator, event_files, run_python, tb_events
+
+pytestmark = pytest.mark.slow  # every test trains in a child Python
+
+
+def needs(*modules):
+    missing = [m for m in modules if importlib.util.find_spec(m) is None]
+    return pytest.mark.skipif(bool(missing), reason="%s not installed (pip install 'mxboard[trainers]')"
+                              % ", ".join(missing))
+
+
+def runs(root):
+    """{run (its directory below root): [its event files]}, as TensorBoard finds runs."""
+    found = {}
+    for directory, _, names in os.walk(str(root)):
+        if any("tfevents" in n for n in names):
+            found[os.path.relpath(directory, str(root))] = event_files(directory)
+    return found
+
+
+def hparams_of(run):
+    """The run's hyperparameters and metric tags, from the hparams plugin's data in its events."""
+    values, metrics = {}, set()
+    for path in event_files(run):
+        for event in tb_events(path):
+            for value in event.summary.value:
+                if value.metadata.plugin_data.plugin_name != "hparams":
+                    continue
+                data = plugin_data_pb2.HParamsPluginData.FromString(value.metadata.plugin_data.content)
+                if data.HasField("session_start_info"):
+                    for name, v in data.session_start_info.hparams.items():
+                        values[name] = v.WhichOneof("kind") and getattr(v, v.WhichOneof("kind"))
+                if data.HasField("experiment"):
+                    metrics |= {m.name.tag for m in data.experiment.metric_infos}
+    return values, metrics
+
+
+KINDS = ("scalars", "histograms", "images", "graph")
+
+
+def assert_same_logdirs(theirs, ours, rel=1e-5, skip_tags=()):
+    """The two logdirs as TensorBoard reads them: the same runs; in each, the same tags of each
+    kind with the same steps and values (scalars within `rel`, histograms' count, sum and range,
+    images' sizes), the same graph presence and hyperparameters. Returns the runs' tags."""
+    their_runs, our_runs = runs(theirs), runs(ours)
+    assert sorted(our_runs) == sorted(their_runs)
+    seen = {}
+    for run in their_runs:
+        a, b = accumulator(os.path.join(str(theirs), run)), accumulator(os.path.join(str(ours), run))
+        ta, tb = a.Tags(), b.Tags()
+        for kind in KINDS:
+            if kind == "graph":
+                assert tb[kind] == ta[kind], run
+                continue
+            assert sorted(set(tb[kind]) - set(skip_tags)) == sorted(set(ta[kind]) - set(skip_tags)), (run, kind)
+        for tag in set(ta["scalars"]) - set(skip_tags):
+            sa, sb = a.Scalars(tag), b.Scalars(tag)
+            assert [e.step for e in sb] == [e.step for e in sa], (run, tag)
+            assert [e.value for e in sb] == pytest.approx([e.value for e in sa], rel=rel, abs=1e-6), (run, tag)
+        for tag in set(ta["histograms"]) - set(skip_tags):
+            ha, hb = a.Histograms(tag), b.Histograms(tag)
+            assert [e.step for e in hb] == [e.step for e in ha], (run, tag)
+            for ea, eb in zip(ha, hb):
+                va, vb = ea.histogram_value, eb.histogram_value
+                assert (vb.num, vb.min, vb.max, vb.sum) == pytest.approx((va.num, va.min, va.max, va.sum),
+                                                                         rel=rel, abs=1e-5), (run, tag)
+        for tag in set(ta["images"]) - set(skip_tags):
+            ia, ib = a.Images(tag), b.Images(tag)
+            assert [(e.step, e.width, e.height) for e in ib] == [(e.step, e.width, e.height) for e in ia], (run, tag)
+        assert hparams_of(os.path.join(str(ours), run)) == hparams_of(os.path.join(str(theirs), run)), run
+        seen[run] = {kind: sorted(tb[kind]) for kind in KINDS if kind != "graph"}
+    return seen
+
+
+def train(script, tmp_path, timeout=180):
+    """Run a training script in a child Python; it prints one JSON line of its findings last."""
+    proc = run_python(textwrap.dedent(script), env={"PYTHONWARNINGS": "ignore", "TMP": str(tmp_path)},
+                      timeout=timeout)
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+# -- PyTorch Lightning -----------------------------------------------------------------------------
+
+LIGHTNING = """
+import json, os, sys
+import torch
+import lightning.pytorch as pl
+from lightning.pytorch.loggers import TensorBoardLogger as Theirs
+from lightning.pytorch.utilities.rank_zero import rank_zero_only
+from mxboard.integrations.lightning import TensorBoardLogger as Ours
+tmp = os.environ["TMP"]
+
+class Net(pl.LightningModule):
+    def __init__(self, lr=0.05, hidden=8, fail_at=None):
+        super().__init__()
+        self.save_hyperparameters()
+        self.net = torch.nn.Sequential(torch.nn.Linear(4, hidden), torch.nn.ReLU(), torch.nn.Linear(hidden, 1))
+        self.example_input_array = torch.zeros(2, 4)
+    def forward(self, x):
+        return self.net(x)
+    def training_step(self, batch, i):
+        if self.global_step == self.hparams.fail_at:
+            raise RuntimeError("a failing step")
+        loss = torch.nn.functional.mse_loss(self(batch[0]), batch[1])
+        self.log("train_loss", loss)
+        self.logger.experiment.add_histogram("weights", self.net[0].weight, self.global_step)
+        return loss
+    def validation_step(self, batch, i):
+        self.log("val_loss", torch.nn.functional.mse_loss(self(batch[0]), batch[1]), prog_bar=True)
+    def configure_optimizers(self):
+        return torch.optim.SGD(self.parameters(), lr=self.hparams.lr)
+
+def data():
+    x = torch.randn(64, 4, generator=torch.Generator().manual_seed(1))
+    return torch.utils.data.DataLoader(torch.utils.data.TensorDataset(x, x.sum(1, keepdim=True)), batch_size=8)
+
+def fit(logger, **hparams):
+    pl.seed_everything(0, verbose=False)
+    trainer = pl.Trainer(max_epochs=2, logger=logger, log_every_n_steps=2, enable_progress_bar=False,
+                         enable_model_summary=False, enable_checkpointing=False, accelerator="cpu", devices=1)
+    trainer.fit(Net(**hparams), data(), data())
+    return trainer
+
+for cls, where in ((Theirs, "theirs"), (Ours, "ours")):
+    fit(cls(os.path.join(tmp, where), log_graph=True))
+    fit(cls(os.path.join(tmp, where), name="tuned", version="best", prefix="p", default_hp_metric=False),
+        lr=0.01)
+ours = Ours(os.path.join(tmp, "failed"))
+try:
+    fit(ours, fail_at=5)
+except RuntimeError:
+    closed = ours._experiment.closed  # Lightning's finalize("failed") on its way out
+# another rank than zero: nothing is made
+rank_zero_only.rank = 1
+other = Ours(os.path.join(tmp, "rank1"))
+other.log_hyperparams({"a": 1}, {"m": 2.0})
+other.log_metrics({"loss": 1.0}, 3)
+other.experiment.add_scalar("x", 1.0, 0)
+other.finalize("success")
+print(json.dumps({"closed": closed, "failed_dir": ours.log_dir,
+                  "rank1": os.path.exists(os.path.join(tmp, "rank1")), "type": type(ours._experiment).__module__}))
+"""
+
+
+@needs("lightning")
+def test_lightning_logger_side_by_side(tmp_path):
+    """Lightning's TensorBoardLogger and mxboard's, in the same seeded fits (a default logger with
+    the graph, one with a name, a str version, a prefix, no hp_metric): the same directories and
+    hparams.yaml, the same runs, tags, steps and values (the user's own add_histogram included);
+    a fit ended by an exception closes mxboard's writer with every point in its file; on another rank
+    than zero nothing is written."""
+    found = train(LIGHTNING, tmp_path)
+    assert found["type"] == "mxboard._api.writer"
+    for run in ("lightning_logs/version_0", "tuned/best"):
+        with open(tmp_path / "theirs" / run / "hparams.yaml") as a, open(tmp_path / "ours" / run / "hparams.yaml") as b:
+            assert b.read() == a.read()
+    seen = assert_same_logdirs(tmp_path / "theirs", tmp_path / "ours")
+    assert seen["lightning_logs/version_0"]["scalars"] == ["epoch", "hp_metric", "train_loss", "val_loss"]
+    assert seen["lightning_logs/version_0"]["histograms"] == ["weights"]
+    assert seen["tuned/best"]["scalars"] == ["p-epoch", "p-train_loss", "p-val_loss"]
+    assert hparams_of(tmp_path / "ours" / "lightning_logs/version_0") == (
+        {"lr": 0.05, "hidden": 8.0, "fail_at": "None"}, {"hp_metric"})
+    assert accumulator(tmp_path / "ours" / "lightning_logs/version_0").Tags()["graph"]
+    # an exception at step 5: the writer was closed by Lightning's finalize, steps 1 and 3 in the file
+    assert found["closed"]
+    assert found["failed_dir"] == str(tmp_path / "failed" / "lightning_logs" / "version_0")
+    assert [e.step for e in accumulator(found["failed_dir"]).Scalars("train_loss")] == [1, 3]
+    assert not found["rank1"]
