@@ -1,0 +1,71 @@
+"""The Hugging Face Trainer's TensorBoardCallback, writing through mxboard.
+
+    from mxboard.integrations.transformers import TensorBoardCallback
+    trainer = Trainer(model, TrainingArguments("out", report_to="none"), callbacks=[TensorBoardCallback()])
+
+transformers' own callback, subclassed: the same logdir (`TENSORBOARD_LOGGING_DIR`, else
+`<output_dir>/runs/<date>_<host>`, a trial's name below it in a hyperparameter search), the same
+tags (`train/...`, `eval/...`, `test/...`, the texts `args` and `model_config`) at the Trainer's
+`global_step`, rank zero only, closed at the end of training. Its writer is an
+`mxboard.SummaryWriter`, and it does not wait for the files after each log as transformers' does
+(a running TensorBoard shows the points within `flush_secs`; the writer writes everything when
+training ends or the process does). Importing this module imports transformers.
+"""
+from __future__ import annotations
+
+import logging
+import os
+from typing import Any, Optional
+
+from transformers.integrations.integration_utils import TensorBoardCallback as _HFCallback
+from transformers.integrations.integration_utils import rewrite_logs
+
+from .._api.writer import SummaryWriter
+
+__all__ = ["TensorBoardCallback"]
+
+_log = logging.getLogger(__name__)
+
+
+class TensorBoardCallback(_HFCallback):  # type: ignore[misc]  # transformers' types are not checked here
+    """transformers' `TensorBoardCallback`, whose writer is an `mxboard.SummaryWriter`.
+
+    Args:
+        tb_writer: a writer to log to (any `SummaryWriter`); default: an `mxboard.SummaryWriter`
+            made at the start of training in the logdir above.
+        **writer_args: that writer's arguments (`flush_secs`, `upload_policy`, `spool`,
+            `system_metrics`...). `TENSORBOARD_LOGGING_DIR` may be an `s3://`, `gs://` or `az://`
+            URL.
+
+    Example:
+        >>> Trainer(model, TrainingArguments("out", report_to="none"), train_dataset=data,
+        ...         callbacks=[TensorBoardCallback()]).train()
+    """
+
+    def __init__(self, tb_writer: Optional[Any] = None, **writer_args: Any) -> None:
+        super().__init__(tb_writer)
+        self._SummaryWriter = SummaryWriter
+        self._writer_args = writer_args
+        self.logging_dir: Optional[str]
+        url = os.getenv("TENSORBOARD_LOGGING_DIR")
+        if url is not None and "://" in url:  # an object store's URL, not a path for expanduser
+            self.logging_dir = url
+
+    def _init_summary_writer(self, args: Any) -> None:
+        self.tb_writer = SummaryWriter(logdir=self.logging_dir, **self._writer_args)
+
+    def on_log(self, args: Any, state: Any, control: Any, logs: Optional[Any] = None, **kwargs: Any) -> None:
+        """Each number of `logs` a scalar, each str a text, at `state.global_step`, tagged as
+        transformers' callback tags them (`rewrite_logs`); other values are dropped with a warning."""
+        if not state.is_world_process_zero:
+            return
+        if self.tb_writer is None:
+            self._init_summary_writer(args)
+        for tag, value in rewrite_logs(logs or {}).items():
+            if isinstance(value, (int, float)):
+                self.tb_writer.add_scalar(tag, value, state.global_step)
+            elif isinstance(value, str):
+                self.tb_writer.add_text(tag, value, state.global_step)
+            else:
+                _log.warning("Trainer is attempting to log a value of %r of type %s for key %r as a scalar: "
+                             "dropped (only numbers and strings are logged)", value, type(value), tag)
