@@ -156,8 +156,9 @@ def test_a_missing_logdir_an_empty_one_and_a_torn_file_are_said_in_a_line(tmp_pa
     assert missing.returncode == 1 and "mxboard report: logdir" in missing.stderr and "does not exist" in \
         missing.stderr and "Traceback" not in missing.stderr and not out.exists()
     (tmp_path / "empty").mkdir()
-    empty = _report(tmp_path / "empty", out)
-    assert "Nothing to show" in out.read_text() and "Traceback" not in empty.stderr
+    empty = _report(tmp_path / "empty", out, check=False)
+    assert empty.returncode == 1 and empty.stderr == "mxboard report: no event files in %s: nothing written\n" \
+        % (tmp_path / "empty") and not out.exists()
     with SummaryWriter(str(tmp_path / "torn")) as w:
         for step in range(10):
             w.add_scalar("loss", 1.0 / (step + 1), step)
@@ -168,6 +169,104 @@ def test_a_missing_logdir_an_empty_one_and_a_torn_file_are_said_in_a_line(tmp_pa
     assert '"loss"' in out.read_text() and "Traceback" not in torn.stderr
     bad = _report(tmp_path / "torn", out, "--runs", "(", check=False)
     assert bad.returncode == 1 and "--runs '(' is not a regular expression" in bad.stderr
+    none = _report(tmp_path / "torn", tmp_path / "none.html", "--runs", "^nothing$", check=False)
+    assert none.returncode == 1 and len(none.stderr.splitlines()) == 1 and "of the runs --runs" in none.stderr
+    assert not (tmp_path / "none.html").exists()
+
+
+def _data(out):
+    """The report's data block (read as UTF-8, strictly: the page is valid UTF-8)."""
+    text = out.read_bytes().decode("utf-8")
+    return json.loads(re.search(r'<script type="application/json" id="data">(.*?)</script>', text, re.S).group(1))
+
+
+def _leftovers(directory):
+    return [p.name for p in directory.iterdir() if p.name.endswith(".part")]
+
+
+def _two_runs(logdir, *names):
+    for name in names:
+        with SummaryWriter(os.path.join(str(logdir), name)) as w:
+            for step in range(5):
+                w.add_scalar("loss", 1.0 / (step + 1), step)
+
+
+def test_a_run_named_with_bytes_that_are_not_utf8_is_reported_with_the_others(tmp_path):
+    latin1 = os.fsdecode(b"caf\xe9")  # a directory made on a Latin-1 system
+    _two_runs(tmp_path / "runs", "good", latin1)
+    out = tmp_path / "out" / "r.html"
+    out.parent.mkdir()
+    said = _report(tmp_path / "runs", out)
+    assert "run caf\\xe9: its directory's name is not UTF-8" in said.stderr
+    assert sorted(e["run"] for e in _data(out)["scalars"]["loss"]) == ["caf\\xe9", "good"]
+    assert _leftovers(out.parent) == []
+    csv_file = tmp_path / "out" / "x.csv"  # export reads the same logdir: the name's own bytes, as on stdout
+    done = subprocess.run([sys.executable, "-m", "mxboard", "export", str(tmp_path / "runs"), "--csv", "-o",
+                           str(csv_file)], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert csv_file.read_bytes().count(b"\ncaf\xe9,loss,") == 5
+
+
+def test_an_hparam_of_every_value_kind_is_shown(tmp_path):
+    """A list, a struct, a null, as TensorBoard's protobuf Value holds them (other writers log them)."""
+    from google.protobuf import struct_pb2
+    from tensorboard.compat.proto import event_pb2, summary_pb2
+    from tensorboard.plugins.hparams import plugin_data_pb2
+    from tensorboard.summary.writer.event_file_writer import EventFileWriter
+
+    info = plugin_data_pb2.SessionStartInfo()
+    info.hparams["layers"].list_value.extend([64, 32])
+    info.hparams["optimizer"].struct_value.update({"name": "adam", "beta": 0.9})
+    info.hparams["schedule"].null_value = struct_pb2.NULL_VALUE
+    info.hparams["lr"].number_value = 0.1
+    content = plugin_data_pb2.HParamsPluginData(version=0, session_start_info=info).SerializeToString()
+    value = summary_pb2.Summary.Value(tag="_hparams_/session_start_info", metadata=summary_pb2.SummaryMetadata(
+        plugin_data=summary_pb2.SummaryMetadata.PluginData(plugin_name="hparams", content=content)))
+    writer = EventFileWriter(str(tmp_path / "runs" / "listed"))
+    writer.add_event(event_pb2.Event(wall_time=1.0, summary=summary_pb2.Summary(value=[value])))
+    writer.add_event(event_pb2.Event(wall_time=2.0, step=1, summary=summary_pb2.Summary(
+        value=[summary_pb2.Summary.Value(tag="loss", simple_value=0.5)])))
+    writer.close()
+    out = tmp_path / "r.html"
+    _report(tmp_path / "runs", out)
+    hparams = _data(out)["hparams"]
+    assert hparams["columns"] == ["run", "layers", "lr", "optimizer", "schedule"]
+    assert hparams["rows"] == [["listed", "[64.0, 32.0]", 0.1, '{"beta": 0.9, "name": "adam"}', None]]
+    done = subprocess.run([sys.executable, "-m", "mxboard", "export", str(tmp_path / "runs"), "--kind", "hparams",
+                           "--json"], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == [{"run": "listed", "layers": [64.0, 32.0], "lr": 0.1,
+                                        "optimizer": {"beta": 0.9, "name": "adam"}, "schedule": None}]
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/mem"), reason="needs /proc/self/mem (a file whose read fails)")
+def test_an_event_file_that_cannot_be_read_costs_only_itself_and_is_named(tmp_path):
+    """A file whose read fails (EIO, as from a bad disk: /proc/self/mem at offset 0; the tests run
+    as root, for whom no mode makes a file unreadable) is named as the input that failed."""
+    _two_runs(tmp_path / "runs", "good", "bad")
+    bad = tmp_path / "runs" / "bad" / "events.out.tfevents.1.unreadable"
+    os.symlink("/proc/self/mem", str(bad))
+    out = tmp_path / "r.html"
+    said = _report(tmp_path / "runs", out)
+    assert "%s: cannot be read (Input/output error)" % bad in said.stderr and "cannot write" not in said.stderr
+    assert sorted(e["run"] for e in _data(out)["scalars"]["loss"]) == ["bad", "good"]  # bad's other file read
+
+
+def test_the_output_is_written_whole_or_not_at_all_and_never_through_a_planted_link(tmp_path):
+    _two_runs(tmp_path / "runs", "good")
+    here = tmp_path / "out"
+    (here / "taken").mkdir(parents=True)
+    to_dir = _report(tmp_path / "runs", here / "taken", check=False)
+    assert to_dir.returncode == 1 and to_dir.stderr.startswith("mxboard report: cannot write %s: it is a directory"
+                                                               % (here / "taken"))
+    nowhere = _report(tmp_path / "runs", here / "missing" / "r.html", check=False)
+    assert nowhere.returncode == 1 and "cannot write %s: No such file" % (here / "missing" / "r.html") in nowhere.stderr
+    victim = tmp_path / "victim"
+    victim.write_text("the user's file")
+    os.symlink(str(victim), str(here / "r.html.part"))  # planted where a fixed temporary name would be
+    _report(tmp_path / "runs", here / "r.html")
+    assert victim.read_text() == "the user's file" and '"loss"' in (here / "r.html").read_text()
+    assert _leftovers(here) == ["r.html.part"] and os.path.islink(str(here / "r.html.part"))  # the planted one only
 
 
 @needs("chromium")

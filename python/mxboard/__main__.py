@@ -65,10 +65,8 @@ def _report(args: argparse.Namespace) -> None:
 
     try:
         said = report.write(args.logdir, args.output, args.runs, args.tags, args.max_points)
-    except (FileNotFoundError, ValueError) as exc:
+    except (FileNotFoundError, ValueError, report.ReportError) as exc:
         sys.exit("mxboard report: %s" % exc)
-    except OSError as exc:
-        sys.exit("mxboard report: cannot write %s: %s" % (args.output, exc.strerror or exc))
     for line in said:
         print("mxboard report: note: %s" % line, file=sys.stderr)
     print("mxboard report: wrote %s (%.1f MB): open it in a browser, no server needed"
@@ -123,7 +121,8 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
             sys.exit(1)
         return
     try:
-        with open(args.output, "w", newline="") as out:
+        # a run named with bytes that are not UTF-8 is written as those bytes, as on standard output
+        with open(args.output, "w", newline="", errors="surrogateescape") as out:
             _write(columns, args.format, out)
     except OSError as exc:
         sys.exit("mxboard export: cannot write %s: %s" % (args.output, exc.strerror or exc))

@@ -318,8 +318,21 @@ def _row(kind: str, value: Any, plugin: Optional[str]) -> Optional[Tuple[Any, ..
     elif kind == "hparams" and plugin == "hparams":
         data = hparams_proto.HParamsPluginData.FromString(value.metadata.plugin_data.content)
         if data.WhichOneof("data") == "session_start_info":
-            return ({name: getattr(v, v.WhichOneof("kind")) for name, v in data.session_start_info.hparams.items()},)
+            return ({name: hparam_value(v) for name, v in data.session_start_info.hparams.items()},)
     return None
+
+
+def hparam_value(value: Any) -> Any:
+    """A hyper-parameter's protobuf `Value` as Python: a number, string or bool as itself, a list
+    or a struct as a list or dict, null (or unset) as None; every kind JSON can hold."""
+    from google.protobuf.json_format import MessageToDict
+
+    kind = value.WhichOneof("kind")
+    if kind in (None, "null_value"):
+        return None
+    if kind in ("number_value", "string_value", "bool_value"):
+        return getattr(value, kind)
+    return MessageToDict(value)
 
 
 def _hparam_columns(rows: List[Tuple[Any, ...]]) -> Dict[str, List[Any]]:

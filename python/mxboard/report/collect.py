@@ -11,11 +11,13 @@ from typing import Any, Dict, List, Optional, Pattern, Tuple
 import numpy as np
 
 from .. import reader
+from ..proto import hparams as hparams_proto
 from ..storage import run_of
 
 __all__ = ["Collected", "collect", "KEEP"]
 
 KEEP = 10  # images and texts kept a tag and run, as TensorBoard keeps by default
+MAX_NOTES = 100  # lines said of values that could not be read (a file of them says its first ones)
 
 
 class Collected:
@@ -75,11 +77,6 @@ def _image(value: Any) -> Optional[Tuple[str, bytes]]:
 def collect(logdir: str, runs: Optional[Pattern[str]] = None, tags: Optional[Pattern[str]] = None) -> Collected:
     """Everything below `logdir` that the report draws, of the runs and tags the patterns find
     (`re.search`). A torn or corrupt file is read as far as it can be, and said in `notes`."""
-    from tensorboard import data_compat
-    from tensorboard.plugins.distribution import compressor
-    from tensorboard.plugins.hparams import plugin_data_pb2
-    from tensorboard.util import tensor_util
-
     out = Collected()
     series: Dict[Tuple[str, str], _Series] = {}
     seen_runs: Dict[str, None] = {}
@@ -92,62 +89,98 @@ def collect(logdir: str, runs: Optional[Pattern[str]] = None, tags: Optional[Pat
             run = "." if one_file else run_of(logdir, directory)
             if runs is not None and not runs.search(run):
                 continue
+            if run not in seen_runs:
+                shown = printable(run)
+                if shown != run:
+                    out.notes.append("run %s: its directory's name is not UTF-8; shown with \\x escapes" % shown)
             seen_runs.setdefault(run)
-            plugins: Dict[str, str] = {}  # tag -> plugin name (a tag's first value carries it)
-            for event in reader.read_events(path):
-                if not event.HasField("summary"):
-                    continue
-                step, wall = int(event.step), float(event.wall_time)
-                for value in event.summary.value:
-                    tag = value.tag
-                    if value.HasField("metadata") and value.metadata.plugin_data.plugin_name:
-                        plugins[tag] = value.metadata.plugin_data.plugin_name
-                    plugin = plugins.get(tag)
-                    if plugin == "hparams":
-                        data = plugin_data_pb2.HParamsPluginData.FromString(value.metadata.plugin_data.content)
-                        if data.HasField("session_start_info"):
-                            out.hparams.setdefault(run, {}).update(
-                                {k: getattr(v, v.WhichOneof("kind")) for k, v in data.session_start_info.hparams.items()
-                                 if v.WhichOneof("kind")})
-                        elif data.HasField("experiment"):
-                            for info in data.experiment.metric_infos:
-                                if (info.name.group, info.name.tag) not in out.metrics:
-                                    out.metrics.append((info.name.group, info.name.tag))
-                        continue
-                    if tags is not None and not tags.search(tag):
-                        continue
-                    field = value.WhichOneof("value")
-                    key = (run, tag)
-                    if field == "simple_value" or (field == "tensor" and plugin == "scalars"):
-                        number = (value.simple_value if field == "simple_value"
-                                  else float(tensor_util.make_ndarray(value.tensor).reshape(-1)[0]))
-                        series.setdefault(key, _Series()).add(step, number, wall)
-                    elif field == "image" or (field == "tensor" and plugin == "images"):
-                        image = _image(value)
-                        if image is not None:
-                            out.images.setdefault(key, []).append((step, image))
-                    elif field == "tensor" and plugin == "text":
-                        strings = tensor_util.make_ndarray(value.tensor).reshape(-1)
-                        text = "\n".join(s.decode("utf-8", "replace") if isinstance(s, bytes) else str(s)
-                                         for s in strings)
-                        out.texts.setdefault(key, []).append((step, text))
-                    elif field == "histo" or (field == "tensor" and plugin == "histograms"):
-                        migrated = data_compat.migrate_value(value)  # TensorBoard's (k, 3) buckets
-                        buckets = tensor_util.make_ndarray(migrated.tensor).reshape(-1, 3)
-                        if len(buckets) and buckets[:, 2].sum() > 0:
-                            bands = [float(c[1]) for c in compressor.compress_histogram(buckets)]
-                            out.bands.setdefault(key, []).append((step, wall, bands))
+            try:
+                _read_file(path, printable(run), tags, out, series)
+            except OSError as exc:  # this file only: what it gave so far is kept, the other files are read
+                out.notes.append("%s: cannot be read (%s); left out from there, every other file is reported"
+                                 % (printable(path), exc.strerror or exc))
     for warning in caught:
         if issubclass(warning.category, (reader.TornRecordWarning, reader.CorruptRecordWarning)):
-            out.notes.append(str(warning.message))
+            out.notes.append(printable(str(warning.message)))
         else:
             warnings.warn_explicit(warning.message, warning.category, warning.filename, warning.lineno)
-    out.runs = list(seen_runs)
+    out.runs = [printable(run) for run in seen_runs]
     for key, found in series.items():
         out.scalars[key] = (np.array(found.steps, np.float64), np.array(found.values, np.float64),
                             np.array(found.walls, np.float64))
     return out
 
+
+def _read_file(path: str, run: str, tags: Optional[Pattern[str]], out: Collected,
+               series: Dict[Tuple[str, str], _Series]) -> None:
+    """One event file's summaries into `out` (scalars into `series`). A value that cannot be
+    read (a tensor of no known shape, plugin data that is no protobuf) is left out and said."""
+    plugins: Dict[str, str] = {}  # tag -> plugin name (a tag's first value carries it)
+    for event in reader.read_events(path):
+        if not event.HasField("summary"):
+            continue
+        step, wall = int(event.step), float(event.wall_time)
+        for value in event.summary.value:
+            tag = value.tag
+            if value.HasField("metadata") and value.metadata.plugin_data.plugin_name:
+                plugins[tag] = value.metadata.plugin_data.plugin_name
+            if tags is not None and not tags.search(tag) and plugins.get(tag) != "hparams":
+                continue
+            try:
+                _add(value, plugins.get(tag), run, step, wall, out, series)
+            except Exception as exc:  # noqa: BLE001 (odd input costs only itself: any error of one value)
+                if len(out.notes) < MAX_NOTES:
+                    out.notes.append("%s: %s at step %d: cannot be read (%s: %s); left out"
+                                     % (printable(path), printable(tag), step, type(exc).__name__, exc))
+
+
+def _add(value: Any, plugin: Optional[str], run: str, step: int, wall: float, out: Collected,
+         series: Dict[Tuple[str, str], _Series]) -> None:
+    from tensorboard import data_compat
+    from tensorboard.plugins.distribution import compressor
+    from tensorboard.util import tensor_util
+
+    tag = value.tag
+    if plugin == "hparams":
+        data = hparams_proto.HParamsPluginData.FromString(value.metadata.plugin_data.content)
+        if data.HasField("session_start_info"):
+            out.hparams.setdefault(run, {}).update(
+                {k: reader.hparam_value(v) for k, v in data.session_start_info.hparams.items()})
+        elif data.HasField("experiment"):
+            for info in data.experiment.metric_infos:
+                if (info.name.group, info.name.tag) not in out.metrics:
+                    out.metrics.append((info.name.group, info.name.tag))
+        return
+    field = value.WhichOneof("value")
+    key = (run, tag)
+    if field == "simple_value" or (field == "tensor" and plugin == "scalars"):
+        number = (value.simple_value if field == "simple_value"
+                  else float(tensor_util.make_ndarray(value.tensor).reshape(-1)[0]))
+        series.setdefault(key, _Series()).add(step, number, wall)
+    elif field == "image" or (field == "tensor" and plugin == "images"):
+        image = _image(value)
+        if image is not None:
+            out.images.setdefault(key, []).append((step, image))
+    elif field == "tensor" and plugin == "text":
+        strings = tensor_util.make_ndarray(value.tensor).reshape(-1)
+        text = "\n".join(s.decode("utf-8", "replace") if isinstance(s, bytes) else str(s) for s in strings)
+        out.texts.setdefault(key, []).append((step, text))
+    elif field == "histo" or (field == "tensor" and plugin == "histograms"):
+        migrated = data_compat.migrate_value(value)  # TensorBoard's (k, 3) buckets
+        buckets = tensor_util.make_ndarray(migrated.tensor).reshape(-1, 3)
+        if len(buckets) and buckets[:, 2].sum() > 0:
+            bands = [float(c[1]) for c in compressor.compress_histogram(buckets)]
+            out.bands.setdefault(key, []).append((step, wall, bands))
+
+
+def printable(name: str) -> str:
+    """`name` as text a page can hold: a file name's bytes that are not UTF-8 (Python's
+    surrogate escapes) as `\\xe9`, anything else as it is."""
+    try:
+        raw = name.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:  # a surrogate no file name decodes to
+        return name.encode("utf-8", "backslashreplace").decode("utf-8")
+    return raw.decode("utf-8", "backslashreplace")
 
 def kept(items: List[Tuple[int, Any]], keep: int = KEEP) -> List[Tuple[int, Any]]:
     """At most `keep` of `items` (in step order), spread evenly over them, the last always."""

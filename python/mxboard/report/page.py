@@ -16,7 +16,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
 
-from .collect import Collected, kept
+from .collect import Collected, kept, printable
 
 __all__ = ["ASSETS", "UPLOT_VERSION", "asset", "downsampled", "render"]
 
@@ -57,9 +57,12 @@ def downsampled(steps: Any, values: Any, walls: Any, most: int) -> Tuple[Any, An
 
 
 def _number(value: Any) -> Any:
-    """A value for JSON: a non-finite float as its name (JSON has no NaN), anything else as is."""
+    """A value for JSON: a non-finite float as its name (JSON has no NaN), a list or a dict (an
+    hparam's ListValue or Struct) as its JSON text, anything else as is."""
     if isinstance(value, float) and not np.isfinite(value):
         return str(value)
+    if isinstance(value, (list, dict)):
+        return json.dumps(value, sort_keys=True)
     return value
 
 
@@ -121,7 +124,7 @@ def _data(found: Collected, logdir: str, max_points: int, version: str) -> Tuple
             series = found.scalars.get(("%s/%s" % (run, group) if group else run, tag))
             final.append(float(series[1][-1]) if series is not None and len(series[1]) else None)
         rows.append([run] + [_number(values.get(name)) for name in names] + [_number(v) for v in final])
-    meta = {"logdir": logdir, "made": datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
+    meta = {"logdir": printable(logdir), "made": datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
             "version": version, "runs": found.runs, "notes": found.notes + left}
     return {"meta": meta, "scalars": scalars, "images": images, "texts": texts, "distributions": bands,
             "hparams": {"columns": ["run"] + names + metrics, "metrics": len(metrics), "rows": rows}}, left
@@ -139,7 +142,7 @@ def render(found: Collected, logdir: str, max_points: int, version: str) -> Tupl
     style = asset("uPlot.min.css") + "\n" + asset("app.css")
     policy = ("default-src 'none'; script-src %s; style-src %s; img-src data:; base-uri 'none'; form-action 'none'"
               % (" ".join(_hash(s) for s in scripts), _hash(style)))
-    title = "mxboard report: %s" % logdir
+    title = "mxboard report: %s" % printable(logdir)
     return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
             "<meta http-equiv=\"Content-Security-Policy\" content=\"%s\">\n"
             "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
