@@ -6,6 +6,7 @@ logdir and mxboard's."""
 import importlib.util
 import json
 import os
+import re
 import textwrap
 
 import pytest
@@ -22,12 +23,13 @@ def needs(*modules):
                               % ", ".join(missing))
 
 
-def runs(root):
-    """{run (its directory below root): [its event files]}, as TensorBoard finds runs."""
+def runs(root, name=lambda run: run):
+    """{name(run): its directory} of every run below root (a directory of event files, as
+    TensorBoard finds runs; `run` its path below root)."""
     found = {}
     for directory, _, names in os.walk(str(root)):
         if any("tfevents" in n for n in names):
-            found[os.path.relpath(directory, str(root))] = event_files(directory)
+            found[name(os.path.relpath(directory, str(root)))] = directory
     return found
 
 
@@ -60,16 +62,17 @@ def tensor_tags(tags):
                   for t in tags if not t.startswith("_hparams_/"))
 
 
-def assert_same_logdirs(theirs, ours, rel=1e-5, skip_tags=(), timed=()):
-    """The two logdirs as TensorBoard reads them: the same runs; in each, the same tags of each
-    kind with the same steps and values (scalars within `rel`, histograms' count, sum and range,
-    images' sizes), the same graph presence and hyperparameters. A scalar whose tag contains one
-    of `timed` (a duration, a rate) is compared by its steps only. Returns the runs' tags."""
-    their_runs, our_runs = runs(theirs), runs(ours)
+def assert_same_logdirs(theirs, ours, rel=1e-5, skip_tags=(), timed=(), name=lambda run: run):
+    """The two logdirs as TensorBoard reads them: the same runs (their paths as `name` gives
+    them); in each, the same tags of each kind with the same steps and values (scalars within
+    `rel`, histograms' count, sum and range, images' sizes), the same graph presence and
+    hyperparameters. A scalar whose tag contains one of `timed` (a duration, a rate) is compared
+    by its steps only. Returns the runs' tags."""
+    their_runs, our_runs = runs(theirs, name), runs(ours, name)
     assert sorted(our_runs) == sorted(their_runs)
     seen = {}
     for run in their_runs:
-        a, b = accumulator(os.path.join(str(theirs), run)), accumulator(os.path.join(str(ours), run))
+        a, b = accumulator(their_runs[run]), accumulator(our_runs[run])
         ta, tb = a.Tags(), b.Tags()
         for kind in KINDS:
             if kind == "graph":
@@ -93,7 +96,7 @@ def assert_same_logdirs(theirs, ours, rel=1e-5, skip_tags=(), timed=()):
         for tag in set(ta["images"]) - set(skip_tags):
             ia, ib = a.Images(tag), b.Images(tag)
             assert [(e.step, e.width, e.height) for e in ib] == [(e.step, e.width, e.height) for e in ia], (run, tag)
-        assert hparams_of(os.path.join(str(ours), run)) == hparams_of(os.path.join(str(theirs), run)), run
+        assert hparams_of(our_runs[run]) == hparams_of(their_runs[run]), run
         seen[run] = {kind: sorted(tb[kind]) for kind in KINDS if kind != "graph"}
         seen[run]["tensors"] = tensor_tags(tb["tensors"])
     return seen
@@ -260,3 +263,61 @@ def test_transformers_callback_side_by_side(tmp_path):
              for where, run, tag in (("theirs", theirs, "model_config/text_summary"), ("ours", ours, "model_config"))]
     assert texts[1] == texts[0] and b'"num_hidden_layers": 2' in texts[0][0]
     assert found["closed"] and not found["rank1"]
+
+
+# -- Accelerate ------------------------------------------------------------------------------------
+
+ACCELERATE = """
+import json, os
+import torch
+from accelerate import Accelerator
+from accelerate.utils import set_seed
+from mxboard.integrations.accelerate import TensorBoardTracker as Ours
+tmp = os.environ["OUT"]
+
+def train(accelerator):
+    set_seed(0)
+    accelerator.init_trackers("run", config={"lr": 0.1, "layers": 2, "name": "tiny", "shuffle": True})
+    model = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.ReLU(), torch.nn.Linear(8, 1))
+    x = torch.randn(64, 4, generator=torch.Generator().manual_seed(1))
+    data = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(x, x.sum(1, keepdim=True)), batch_size=8)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    model, optimizer, data = accelerator.prepare(model, optimizer, data)
+    for step, (inputs, targets) in enumerate(data):
+        loss = torch.nn.functional.mse_loss(model(inputs), targets)
+        accelerator.backward(loss)
+        optimizer.step()
+        optimizer.zero_grad()
+        accelerator.log({"loss": loss.detach(), "lr": 0.1, "step_kind": "sgd", "pair": {"a": step, "b": -step}},
+                        step=step)
+    tracker = accelerator.get_tracker("tensorboard", unwrap=False)
+    accelerator.end_training()
+    return tracker
+
+train(Accelerator(log_with="tensorboard", project_dir=os.path.join(tmp, "theirs")))
+tracker = train(Accelerator(log_with=[Ours("run", os.path.join(tmp, "ours"))]))
+print(json.dumps({"name": tracker.name, "directory": tracker.requires_logging_directory,
+                  "closed": tracker.tracker.closed, "type": type(tracker.tracker).__module__}))
+"""
+
+
+@needs("accelerate")
+def test_accelerate_tracker_side_by_side(tmp_path):
+    """Accelerate's TensorBoardTracker (log_with="tensorboard") and mxboard's (log_with=[it]) in
+    the same seeded loop: the same runs (the run, its hparams' sub-run, hparams.yml), tags, steps
+    and values of numbers, a loss tensor, a text and a dict of lines; the writer closed by
+    end_training."""
+    found = train(ACCELERATE, tmp_path)
+    assert found == {"name": "tensorboard", "directory": True, "closed": True, "type": "mxboard._api.writer"}
+
+    def name(run):  # the hparams' sub-run is named by the time; torch names a line <tag>_<name>, mxboard <tag>/<name>
+        return re.sub(r"^run/[0-9.]+$", "run/<time>", run).replace("pair/", "pair_")
+
+    seen = assert_same_logdirs(tmp_path / "theirs", tmp_path / "ours", name=name)
+    assert sorted(seen) == ["run", "run/<time>", "run/pair_a", "run/pair_b"]
+    assert seen["run"]["scalars"] == ["loss", "lr"] and seen["run"]["tensors"] == ["step_kind"]
+    assert hparams_of(runs(tmp_path / "ours", name)["run/<time>"])[0] == {
+        "lr": 0.1, "layers": 2.0, "name": "tiny", "shuffle": True}
+    (yml,) = [os.path.join(d, "hparams.yml") for d, _, files in os.walk(tmp_path / "ours") if "hparams.yml" in files]
+    with open(yml) as f:
+        assert "name: tiny" in f.read()
