@@ -180,38 +180,6 @@ def _server_class(program: ModuleType) -> Callable[[Any, Any], Any]:
     return server
 
 
-def _forget_dead_servers() -> None:
-    """Remove this user's TensorBoard info files whose process is gone (killed, say, by SIGKILL:
-    upstream removes its file at a clean exit only), so that `tensorboard.notebook.list()` and
-    `%tensorboard`'s reuse name only servers that run. Another user's file, a link, or a file of
-    a live process is left alone."""
-    import stat
-
-    from tensorboard import manager
-
-    try:
-        directory = manager._get_info_dir()
-        names = os.listdir(directory)
-    except OSError:
-        return
-    for name in names:
-        if not (name.startswith("pid-") and name.endswith(".info") and name[4:-5].isdigit()):
-            continue
-        path = os.path.join(directory, name)
-        try:
-            found = os.lstat(path)
-            if not stat.S_ISREG(found.st_mode) or found.st_uid != os.getuid():
-                continue
-            os.kill(int(name[4:-5]), 0)
-        except ProcessLookupError:  # gone
-            try:
-                os.unlink(path)
-            except OSError:
-                pass
-        except (OSError, OverflowError):  # alive (or not ours to ask), or a name that is no pid
-            continue
-
-
 def _raise_open_file_limit() -> None:
     """The data server keeps every event file open: let it open as many as the hard limit allows
     (the soft one is often 1024, which a logdir of 1,500 runs passes)."""
@@ -251,7 +219,7 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     from absl import app
     from tensorboard.plugins import base_plugin
 
-    from tensorboard_bundle import arguments, locate, logdirs
+    from tensorboard_bundle import arguments, info_files, locate, logdirs
 
     # What tensorboard.main_lib.global_init does, less its TensorFlow notice: this bundle
     # needs no TensorFlow, and says which data loader it uses instead.
@@ -269,7 +237,8 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     _use_patched_record_reader()
     _raise_open_file_limit()
     launch = arguments.parse(argv)
-    _forget_dead_servers()
+    info_files.forget_dead_servers()
+    info_files.record_writer()
     if any(arg in ("-h", "--help", "--helpfull") for arg in asked):
         print(arguments.HELP, flush=True)  # then TensorBoard's usage
     _check_port(launch)

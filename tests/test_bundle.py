@@ -536,29 +536,93 @@ def test_the_opt_out_variable_reads_as_it_says(value, hands_over):
     assert handover._hands_over(["/venv/bin/tensorboard"], {handover.OPT_OUT: value}) is hands_over
 
 
-@pytest.mark.slow
-def test_info_files_of_dead_servers_are_forgotten_so_notebook_list_names_live_ones(logdir, serve):
-    """On a92d861 `tensorboard.notebook.list()` showed servers killed long ago (upstream removes
-    its info file at a clean exit only) as "Known TensorBoard instances"."""
+def _own_info_dir(tmp_path, monkeypatch):
+    """A TensorBoard info directory of the test's own: TMPDIR for the servers it starts, and
+    tempfile's for `tensorboard.manager` here (`notebook.list()` reads it through `get_all`)."""
+    import tempfile
+
     from tensorboard import manager
 
-    gone = subprocess.Popen([sys.executable, "-c", "pass"])
-    gone.wait()  # a pid that no process has now
-    dead = os.path.join(manager._get_info_dir(), "pid-%d.info" % gone.pid)
-    with open(dead, "w") as f:  # as a server killed by SIGKILL left it
-        f.write(manager._info_to_string(manager.TensorBoardInfo(
-            version="2.21.0", start_time=1, pid=gone.pid, port=1, path_prefix="", logdir=logdir, db="",
-            cache_key=manager.cache_key(working_directory="/", arguments=[], configure_kwargs={}))) + "\n")
+    shared = tmp_path / "tmp"
+    shared.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(shared))
+    return manager._get_info_dir(), _env(TMPDIR=str(shared))
+
+
+def _written(path, timeout=30):
+    """Wait (bounded) for a server's info file, which it writes once it serves."""
+    deadline = time.monotonic() + timeout
+    while not os.path.exists(path):
+        assert time.monotonic() < deadline, "no info file %s after %d s" % (path, timeout)
+        time.sleep(0.1)
+    return path
+
+
+def _port(server):
+    return int(server.url.rstrip("/").rsplit(":", 1)[1])
+
+
+@pytest.mark.slow
+def test_info_files_of_dead_servers_are_forgotten_so_notebook_list_names_live_ones(logdir, serve, tmp_path,
+                                                                                    monkeypatch):
+    """On a92d861 `tensorboard.notebook.list()` showed servers killed long ago (upstream removes
+    its info file at a clean exit only) as "Known TensorBoard instances". A server killed by
+    SIGKILL leaves its file; the next one started removes it."""
+    from tensorboard import manager
+
+    directory, env = _own_info_dir(tmp_path, monkeypatch)
+    killed = serve(logdir, env=env)
+    dead = _written(os.path.join(directory, "pid-%d.info" % killed.proc.pid))
+    killed.proc.kill()
+    killed.proc.wait(30)
+    assert os.path.exists(dead)
+    server = serve(logdir, env=env)
+    _written(os.path.join(directory, "pid-%d.info" % server.proc.pid))
+    live = {info.pid: info.port for info in manager.get_all()}
+    assert killed.proc.pid not in live and live.get(server.proc.pid) == _port(server)
+    assert not os.path.exists(dead)
+
+
+@pytest.mark.slow
+def test_a_server_in_another_pid_namespace_keeps_its_info_file_until_its_namespace_is_gone(logdir, serve, tmp_path,
+                                                                                          monkeypatch):
+    """Issue 57: two servers share a temporary directory, the first inside a container's PID
+    namespace. On a6ab6a5 the one started second, outside, removed the first one's file
+    (`kill(pid, 0)` fails across namespaces): the first kept serving, no longer listed. Now a file
+    is removed only where its writer is provably gone: here once nothing is left in its namespace."""
+    from tensorboard import manager
+
+    if os.geteuid() != 0 or shutil.which("unshare") is None:
+        pytest.skip("a PID namespace needs root and util-linux's unshare")
+    tried = subprocess.run(["unshare", "--pid", "--fork", "--mount-proc", "true"], capture_output=True, text=True,
+                           timeout=30)
+    if tried.returncode != 0:
+        pytest.skip("unshare cannot make a PID namespace here: %s" % tried.stderr.strip())
+    directory, env = _own_info_dir(tmp_path, monkeypatch)
+    # the server's pid inside names no process out here (so that `kill(pid, 0)` outside fails)
+    pid = next(n for n in range(20000, 30000) if not os.path.exists("/proc/%d" % n))
+    inside = serve(logdir, command=["unshare", "--pid", "--fork", "--mount-proc", "--kill-child", "sh", "-c",
+                                    'echo %d > /proc/sys/kernel/ns_last_pid; "$@"; exit $?' % (pid - 1), "sh"]
+                   + BUNDLE, env=env)
     try:
-        server = serve(logdir)
-        deadline = time.monotonic() + 30  # its own file is written once it serves
-        while server.proc.pid not in {info.pid for info in manager.get_all()} and time.monotonic() < deadline:
-            time.sleep(0.1)
-        live = {info.pid: info.port for info in manager.get_all()}
-        assert gone.pid not in live and live.get(server.proc.pid) == int(server.url.rstrip("/").rsplit(":", 1)[1])
+        kept = _written(os.path.join(directory, "pid-%d.info" % pid))
+        outside = serve(logdir, env=env)
+        _written(os.path.join(directory, "pid-%d.info" % outside.proc.pid))
+        assert os.path.exists(kept)
+        assert {info.port for info in manager.get_all()} == {_port(inside), _port(outside)}
+        assert inside.status("/data/environment") == 200
+        inside.proc.kill()  # unshare: its namespace's first process and all the rest end (no clean exit)
+        inside.proc.wait(30)
+        assert os.path.exists(kept)
+        deadline = time.monotonic() + 30  # until the kernel has reaped the namespace's processes
+        while os.path.exists(kept) and time.monotonic() < deadline:
+            subprocess.run([sys.executable, "-c", "from tensorboard_bundle import info_files as i; "
+                            "i.forget_dead_servers()"], env=env, cwd=tmp_path, check=True, timeout=60)
+            time.sleep(0.2)
+        assert not os.path.exists(kept)
+        assert {info.port for info in manager.get_all()} == {_port(outside)}
     finally:
-        if os.path.exists(dead):
-            os.unlink(dead)
+        inside.proc.kill()
 
 
 @pytest.mark.slow
