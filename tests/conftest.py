@@ -1,5 +1,6 @@
 import contextlib
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -23,6 +24,13 @@ os.environ["PYTHONSAFEPATH"] = "1"
 # and make test's two cores are spared the rest
 os.environ.setdefault("PIP_NO_COMPILE", "1")
 sys.path[:] = [p for p in sys.path if os.path.abspath(p or os.curdir) != ROOT]
+# Ctrl-C as a terminal gives it, whoever started pytest: a background job of a shell without job
+# control (`make test &`, a CI step's `cmd &`) starts with SIGINT ignored, every child inherits
+# that through exec, and a child Python then never raises KeyboardInterrupt (every test that sends
+# SIGINT to a child failed so, as if it hung: test_process.py's 32 of 32 children "still running",
+# test_demo.py's Ctrl-C after 60 s). A handler (Python's own) is reset to the default at exec.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def accumulator(path, **size_guidance):

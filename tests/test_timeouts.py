@@ -1,7 +1,9 @@
-"""The suite's own bounds (tests/timeouts.py): a test past its bound fails alone, and the tests
-queued behind it on its xdist worker still run."""
+"""The suite's own machinery: a test past its bound fails alone, and the tests queued behind it
+on its xdist worker still run (tests/timeouts.py); a child a test starts gets Ctrl-C as a
+terminal gives it, however pytest was started (conftest.py)."""
 import os
 import re
+import signal
 import subprocess
 import sys
 import textwrap
@@ -106,3 +108,38 @@ def test_a_test_that_does_not_end_after_its_bound_ends_its_worker_with_its_stack
     assert done.returncode == 1 and "FAILED test_swallows.py::test_swallows_every_exception - worker" in said, said
     assert "stacks of a test that ended its process, 4 past its bound" in said, said
     assert 'test_swallows.py", line 9 in test_swallows_every_exception' in said, said  # faulthandler's stack
+
+
+CTRL_C = """
+    import signal, subprocess, sys
+    import pytest
+
+    @pytest.mark.slow
+    def test_a_child_stops_at_ctrl_c():
+        child = subprocess.Popen([sys.executable, "-c", "import time; print('ready', flush=True); time.sleep(600)"],
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            assert child.stdout.readline() == "ready\\n"
+            child.send_signal(signal.SIGINT)
+            _, said = child.communicate(timeout=20)
+        finally:
+            child.kill()
+            child.communicate()
+        assert "KeyboardInterrupt" in said
+"""
+
+
+@pytest.mark.slow
+def test_a_child_gets_ctrl_c_when_pytest_was_started_in_the_background(tmp_path):
+    """`make test &` (a background job of a shell without job control) starts pytest with SIGINT
+    ignored, and every child inherits that: on a6ab6a5 each test that sends SIGINT to a child
+    failed as if the child hung (beside a busy load in CI: test_process.py's 32 of 32 children
+    "still running 5 s after SIGINT", test_demo.py's Ctrl-C after 60 s). conftest.py puts
+    Python's handler back, which exec resets to the default in the children."""
+    (tmp_path / "test_ctrl_c.py").write_text(textwrap.dedent(CTRL_C))
+    (tmp_path / "pytest.ini").write_text("[pytest]\nmarkers = slow\n")
+    done = subprocess.run([sys.executable, "-m", "pytest", "-p", "conftest", "-p", "no:randomly", "-p",
+                           "no:cacheprovider", "-q", "-n", "0", "."], cwd=str(tmp_path),
+                          env=dict(os.environ, PYTHONPATH=HERE), capture_output=True, text=True, timeout=120,
+                          preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))  # as `make test &`
+    assert done.returncode == 0 and "1 passed" in done.stdout, done.stdout + done.stderr
