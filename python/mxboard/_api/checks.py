@@ -26,11 +26,13 @@ BIN_RULES = ("auto", "fd", "doane", "scott", "stone", "rice", "sturges", "sqrt")
 MAX_BINS = 1 << 16  # more buckets than a histogram chart has pixels
 MAX_SIDE, MAX_PIXELS = 1 << 14, 1 << 26  # an image drawn on the writer thread (boxes rescaled)
 _CHANNELS = (1, 3, 4)
+_FLOAT32_MAX = float(np.finfo(np.float32).max)  # a mesh's vertices are sent as float32
 _GIF_LONGEST_FRAME = 655.35  # s: a GIF frame's delay is 16 bits of centiseconds
 # what `convert.capture` gives: a numpy array, or an MXNet Snapshot the writer thread resolves;
 # the user's values before it are Any (numbers, lists, NDArrays, anything with __array__)
 Captured = Any
 Check = Callable[[Captured], Captured]
+Say = Callable[[str], None]  # a NaN or Inf found, said once a tag (WriterCore.said_once)
 
 
 # -- when ------------------------------------------------------------------------------------
@@ -158,24 +160,38 @@ def dataformats(shape: Tuple[int, ...], formats: object, name: str = "image") ->
     return formats
 
 
-def pixels(array: Captured, name: str = "image", site: Optional[CallSite] = None) -> Captured:
+def all_finite(array: Captured) -> bool:
+    """Whether an array holds no NaN and no +-Inf: integers always; floats by their least and
+    greatest values (two reductions, no copy: NaN spreads through both)."""
+    return array.dtype.kind != "f" or not array.size or bool(np.isfinite(array.min()) and np.isfinite(array.max()))
+
+
+def pixels(array: Captured, name: str = "image", site: Optional[CallSite] = None,
+           say: Optional[Say] = None) -> Captured:
     """Integer pixels must lie in [0, 255] (floats are clipped to [0, 1], never wrapped: float
     pixels above 1, surely a 0-255 image, are warned of, at `site`: the user's line, which an
-    NDArray's check, run on the writer thread, was given at the call)."""
+    NDArray's check, run on the writer thread, was given at the call). NaN and -Inf are drawn
+    black and +Inf white (summaries.image.to_uint8), and `say` (WriterCore.said_once) says so."""
     if array.dtype.kind in "iu" and array.dtype != np.uint8 and array.size:
         low, high = array.min(), array.max()
         if low < 0 or high > 255:
             raise ValueError("%s: integer pixels must lie in [0, 255]; got [%d, %d]" % (name, low, high))
-    elif array.dtype.kind == "f" and array.size and array.max() > 1:
-        warn_at(site or call_site(), "%s: float pixels are read in [0, 1], and some are above 1 (shown white): a "
-                "0-255 image? Divide it by 255, or pass uint8" % name)
+    elif array.dtype.kind == "f" and array.size:
+        high = array.max()
+        if not (np.isfinite(high) and np.isfinite(array.min())):
+            if say is not None:
+                say("NaN or infinite pixels were drawn black (NaN, -Inf) or white (+Inf)")
+            high = np.max(array, where=np.isfinite(array), initial=0)
+        if high > 1:
+            warn_at(site or call_site(), "%s: float pixels are read in [0, 1], and some are above 1 (shown white): "
+                    "a 0-255 image? Divide it by 255, or pass uint8" % name)
     return array
 
 
-def image(value: Any, formats: Any, name: str = "image") -> Tuple[Captured, str]:
-    """(pixels, dataformats) of an image or a batch of them."""
+def image(value: Any, formats: Any, name: str = "image", say: Optional[Say] = None) -> Tuple[Captured, str]:
+    """(pixels, dataformats) of an image or a batch of them; `say`: see `pixels`."""
     site = call_site()
-    array = convert.capture(value, name, check=lambda a: pixels(a, name, site))
+    array = convert.capture(value, name, check=lambda a: pixels(a, name, site, say))
     return array, dataformats(array.shape, formats, name)
 
 
@@ -226,11 +242,12 @@ def boxes(box_tensor: Any, labels: Any, rescale: Any, formats: str,
     return array, labels, scale
 
 
-def video(vid_tensor: Any, fps: Any,
-          formats: Optional[str] = None) -> Tuple[Captured, float, Optional[Tuple[int, ...]]]:
+def video(vid_tensor: Any, fps: Any, formats: Optional[str] = None,
+          say: Optional[Say] = None) -> Tuple[Captured, float, Optional[Tuple[int, ...]]]:
     """(frames, fps, order) of a video: (N, T, C, H, W) or (T, C, H, W), or the axes `formats`
-    names (a permutation of NTCHW or TCHW; `order` takes them to those)."""
-    frames = convert.capture(vid_tensor, "vid_tensor", check=lambda a: pixels(a, "vid_tensor"))
+    names (a permutation of NTCHW or TCHW; `order` takes them to those); `say`: see `pixels`."""
+    site = call_site()
+    frames = convert.capture(vid_tensor, "vid_tensor", check=lambda a: pixels(a, "vid_tensor", site, say))
     order = None
     if formats is not None:
         if not isinstance(formats, str) or sorted(formats) not in (sorted("NTCHW"), sorted("TCHW")):
@@ -250,9 +267,10 @@ def video(vid_tensor: Any, fps: Any,
     return frames, rate, order
 
 
-def audio(value: Any, sample_rate: Any) -> Tuple[Captured, int]:
-    """(samples, sample rate) of a clip."""
-    samples = convert.capture(value, "audio")
+def audio(value: Any, sample_rate: Any, say: Optional[Say] = None) -> Tuple[Captured, int]:
+    """(samples, sample rate) of a clip. NaN is written as silence and +-Inf as full scale
+    (summaries.audio.encode_wav), and `say` (WriterCore.said_once) says so."""
+    samples = convert.capture(value, "audio", check=lambda a: _samples(a, say))
     layout = frames_layout(samples.shape)
     dims = [n for n in samples.shape if n != 1] if samples.ndim > 2 else list(samples.shape)
     channels = {"mono": 1, "frames-channels": dims[-1], "channels-frames": dims[0]}[layout]
@@ -261,9 +279,22 @@ def audio(value: Any, sample_rate: Any) -> Tuple[Captured, int]:
         raise ValueError("sample_rate must be a positive whole number of Hz; got %r" % (sample_rate,))
     if int(rate) * channels * 2 >= 1 << 32:  # a WAV header's byte rate is 32 bits
         raise ValueError("sample_rate is too large for a WAV file: %d Hz" % int(rate))
-    if isinstance(samples, np.ndarray) and samples.dtype.kind == "f" and np.abs(samples).max() > 1:
+    if isinstance(samples, np.ndarray) and samples.dtype.kind == "f" and _peak(samples) > 1:
         warn_at_call("audio: samples are read in [-1, 1], and some are beyond (clipped): scale them into it")
     return samples, int(rate)
+
+
+def _peak(samples: Captured) -> float:
+    """The greatest finite magnitude of float samples (0 if none)."""
+    magnitude = np.abs(samples)
+    peak = magnitude.max()
+    return float(peak if np.isfinite(peak) else np.max(magnitude, where=np.isfinite(magnitude), initial=0))
+
+
+def _samples(samples: Captured, say: Optional[Say]) -> Captured:
+    if say is not None and not all_finite(samples):
+        say("NaN or infinite samples were written as silence (NaN) or full scale (+-Inf)")
+    return samples
 
 
 # -- text -----------------------------------------------------------------------------------
@@ -383,7 +414,7 @@ def pr_curve_raw(columns: Mapping[str, Any], num_thresholds: Any) -> Tuple[List[
 def mesh(vertices: Any, colors: Any, faces: Any,
          config_dict: Any) -> Tuple[Captured, Optional[Captured], Optional[Captured], str]:
     """(vertices, colors, faces, config JSON) of a mesh or point cloud."""
-    parts = {"vertices": convert.capture(vertices, "vertices")}
+    parts = {"vertices": convert.capture(vertices, "vertices", check=_vertices)}
     if colors is not None:
         parts["colors"] = convert.capture(colors, "colors", check=_rgb)
     shapes = {name: _batched_shape(name, array) for name, array in parts.items()}
@@ -405,6 +436,16 @@ def mesh(vertices: Any, colors: Any, faces: Any,
     return parts["vertices"], parts.get("colors"), parts.get("faces"), config
 
 
+def _vertices(vertices: Captured) -> Captured:
+    """Vertices TensorBoard's mesh viewer can place: finite, as the float32 they are sent as."""
+    if vertices.dtype.kind == "f" and vertices.size and not (
+            all_finite(vertices) and (vertices.dtype.itemsize <= 4 or np.abs(vertices).max() <= _FLOAT32_MAX)):
+        where = np.unravel_index(int(np.argmax(~(np.abs(vertices) <= _FLOAT32_MAX))), vertices.shape)
+        raise ValueError("vertices must be finite float32 numbers (TensorBoard's mesh viewer cannot place a NaN or "
+                         "infinite vertex); vertices[%s] is %r" % (", ".join(map(str, where)), vertices[where].item()))
+    return vertices
+
+
 def _rgb(colors: Captured) -> Captured:
     """Mesh colors are RGB bytes: integers (or whole floats) in [0, 255], never wrapped."""
     if colors.dtype == np.uint8 or not colors.size:
@@ -415,8 +456,9 @@ def _rgb(colors: Captured) -> Captured:
     if colors.dtype.kind == "f":
         fractional = ~np.isfinite(flat) | (flat != np.round(flat))
         if fractional.any():
-            raise ValueError("colors must be integers in [0, 255] (RGB bytes); got %r (colors in [0, 1]: "
-                             "multiply by 255)" % flat[fractional][0].item())
+            where = np.unravel_index(int(np.argmax(fractional)), colors.shape)
+            raise ValueError("colors must be integers in [0, 255] (RGB bytes); got %r at colors[%s] (colors in "
+                             "[0, 1]: multiply by 255)" % (flat[fractional][0].item(), ", ".join(map(str, where))))
     if flat.min() < 0 or flat.max() > 255:
         raise ValueError("colors must be in [0, 255]; got values from %r to %r"
                          % (flat.min().item(), flat.max().item()))
@@ -444,9 +486,9 @@ def _faces(faces: Captured, count: int) -> Captured:
 
 
 # -- embeddings and hparams -----------------------------------------------------------------
-def embedding(matrix: Any, labels: Any, images: Any, header: Any) -> Tuple[Captured, Any, Optional[Captured],
-                                                                          Optional[List[str]]]:
-    """(matrix, labels, images, header) of a projector embedding."""
+def embedding(matrix: Any, labels: Any, images: Any, header: Any,
+              say: Optional[Say] = None) -> Tuple[Captured, Any, Optional[Captured], Optional[List[str]]]:
+    """(matrix, labels, images, header) of a projector embedding; `say`: the images', see `pixels`."""
     matrix = convert.capture(matrix, "embedding", check=_finite("embedding"))
     if matrix.ndim != 2:
         raise ValueError("embedding must be 2-D (points, dimensions); got shape %s" % (matrix.shape,))
@@ -456,7 +498,8 @@ def embedding(matrix: Any, labels: Any, images: Any, header: Any) -> Tuple[Captu
     if header is not None:
         header = [_utf8(str(h), "metadata_header") for h in header]
     if images is not None:
-        images = convert.capture(images, "images", check=lambda a: pixels(a, "images"))
+        site = call_site()
+        images = convert.capture(images, "images", check=lambda a: pixels(a, "images", site, say))
         dataformats(images.shape, "NCHW", "images")
         if images.shape[0] != count:
             raise ValueError("images must have one per point: %d; got %d" % (count, images.shape[0]))

@@ -8,6 +8,7 @@ orders are taken by `compat.peer_names`.
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 import socket
 from collections.abc import Mapping, Sequence
@@ -18,10 +19,10 @@ from typing import Any, Dict, Iterator, Optional, Union
 import numpy as np
 
 from .._format.names import components, is_url
-from .._thread.callsite import call_site
+from .._thread import lifecycle
 from ..frameworks import device_capture
 from ..frameworks.mxnet_capture import DeviceHistogram
-from ..storage import SpoolSettings, UploadPolicy
+from ..storage import SpoolSettings, UploadPolicy, checked_logdir
 from ..summaries import projector
 from ..summaries._common import tensor_summary
 from ..summaries.audio import audio_summary
@@ -75,6 +76,10 @@ class SummaryWriter:
         spool: for a logdir URL, where what the store has not taken waits on disk, and how much
             (`mxboard.SpoolSettings`). Default: as MXBOARD_SPOOL_DIR and MXBOARD_SPOOL_MAX_BYTES
             say now.
+        process_hooks: False leaves the process's end to the program (for frameworks that manage
+            their own): no exit hook closes this writer and no SIGTERM or SIGHUP handler flushes
+            it or is installed for it; close it yourself. Default: as MXBOARD_PROCESS_HOOKS says
+            (0 for False), else True (docs/guarantees.md).
 
     Raises:
         TypeError, ValueError: an argument of the wrong type or value (named in the message).
@@ -93,7 +98,8 @@ class SummaryWriter:
                  flush_secs: float = 2, filename_suffix: Optional[str] = None, verbose: bool = True, *,
                  comment: str = "", purge_step: Optional[int] = None, write_to_disk: bool = True,
                  comet_config: Optional[Dict[str, Any]] = None, system_metrics: Union[bool, float] = False,
-                 upload_policy: Optional[UploadPolicy] = None, spool: Optional[SpoolSettings] = None) -> None:
+                 upload_policy: Optional[UploadPolicy] = None, spool: Optional[SpoolSettings] = None,
+                 process_hooks: Optional[bool] = None) -> None:
         if comet_config is not None and not (isinstance(comet_config, dict) and comet_config.get("disabled")):
             raise ValueError("comet_config=%r: mxboard logs to TensorBoard only, not to Comet (tensorboardX's "
                              "comet_config={'disabled': True}, its default, is taken)" % (comet_config,))
@@ -114,13 +120,14 @@ class SummaryWriter:
         purge_step = None if purge_step is None else checks.step(purge_step, "purge_step")
         if purge_step is not None and purge_step < 0:
             raise ValueError("purge_step must be >= 0; got %d" % purge_step)
+        hooks = lifecycle.process_hooks(process_hooks)
         interval = checks.system_metrics(system_metrics)
         if interval is not None:
             psutil_module()  # missing: an ImportError naming the extra, before any file is made
-        logdir = os.fspath(logdir)
+        logdir = checked_logdir(os.fspath(logdir))  # a mistyped scheme: refused before anything is made
         destination = checks.destination(logdir if is_url(logdir) else os.path.expanduser(logdir), write_to_disk,
                                          upload_policy, spool)
-        self._core = WriterCore(destination, max_queue, flush_secs, filename_suffix or "", verbose, purge_step)
+        self._core = WriterCore(destination, max_queue, flush_secs, filename_suffix or "", verbose, purge_step, hooks)
         self._system: Optional[SystemMetrics] = None
         if interval is not None:
             self._system = SystemMetrics(self, interval)
@@ -311,7 +318,9 @@ class SummaryWriter:
         """
         if dataformats == "CHW" and getattr(image, "ndim", None) in (2, 4):  # mxboard took these
             dataformats = "HW" if image.ndim == 2 else "NCHW"
-        self._core.log(image_summary, tag, checks.image(image, dataformats), global_step, walltime)
+        step, wall = self._core.stamp(global_step, walltime)
+        say = self._core.said_once("add_image(%r)" % (tag,), step)
+        self._core.log(image_summary, tag, checks.image(image, dataformats, say=say), step, wall)
 
     def add_images(self, tag: str, img_tensor: Any, global_step: Optional[int] = None,
                    walltime: Optional[float] = None, dataformats: str = "NCHW") -> None:
@@ -334,7 +343,9 @@ class SummaryWriter:
         """
         if isinstance(img_tensor, (list, tuple)):  # tensorboardX stacks a list of images
             img_tensor, dataformats = checks.image_list(img_tensor, dataformats)
-        self._core.log(image_summary, tag, checks.image(img_tensor, dataformats, "img_tensor"), global_step, walltime)
+        step, wall = self._core.stamp(global_step, walltime)
+        say = self._core.said_once("add_images(%r)" % (tag,), step)
+        self._core.log(image_summary, tag, checks.image(img_tensor, dataformats, "img_tensor", say), step, wall)
 
     def add_image_with_boxes(self, tag: str, img_tensor: Any, box_tensor: Any, global_step: Optional[int] = None,
                              walltime: Optional[float] = None, rescale: float = 1, dataformats: str = "CHW",
@@ -357,9 +368,11 @@ class SummaryWriter:
         Example:
             >>> sw.add_image_with_boxes("detections", image, [[10, 10, 40, 50]], labels=["cat"])
         """
-        pixels, dataformats = checks.image(img_tensor, dataformats, "img_tensor")
+        step, wall = self._core.stamp(global_step, walltime)
+        say = self._core.said_once("add_image_with_boxes(%r)" % (tag,), step)
+        pixels, dataformats = checks.image(img_tensor, dataformats, "img_tensor", say)
         boxes, labels, scale = checks.boxes(box_tensor, labels, rescale, dataformats, pixels.shape)
-        self._core.log(boxes_summary, tag, (pixels, dataformats, boxes, labels, scale), global_step, walltime)
+        self._core.log(boxes_summary, tag, (pixels, dataformats, boxes, labels, scale), step, wall)
 
     def add_video(self, tag: str, vid_tensor: Any, global_step: Optional[int] = None, fps: float = 4,
                   walltime: Optional[float] = None, dataformats: Optional[str] = None) -> None:
@@ -380,7 +393,9 @@ class SummaryWriter:
         Example:
             >>> sw.add_video("rollout", np.random.rand(8, 3, 32, 32), fps=4)
         """
-        self._core.log(video_summary, tag, checks.video(vid_tensor, fps, dataformats), global_step, walltime)
+        step, wall = self._core.stamp(global_step, walltime)
+        say = self._core.said_once("add_video(%r)" % (tag,), step)
+        self._core.log(video_summary, tag, checks.video(vid_tensor, fps, dataformats, say), step, wall)
 
     def add_figure(self, tag: str, figure: Any, global_step: Optional[int] = None, close: bool = True,
                    walltime: Optional[float] = None) -> None:
@@ -436,7 +451,9 @@ class SummaryWriter:
         Example:
             >>> sw.add_audio("tone", np.sin(np.arange(16000) / 10), sample_rate=16000)
         """
-        self._core.log(audio_summary, tag, checks.audio(audio, sample_rate), global_step, walltime)
+        step, wall = self._core.stamp(global_step, walltime)
+        say = self._core.said_once("add_audio(%r)" % (tag,), step)
+        self._core.log(audio_summary, tag, checks.audio(audio, sample_rate, say), step, wall)
 
     @peer_names({"text_string": "text"})
     def add_text(self, tag: str, text: Any, global_step: Optional[int] = None,
@@ -496,9 +513,8 @@ class SummaryWriter:
             values = convert.capture(values, "values")
         step, wall = self._core.stamp(global_step, walltime)
         # a NaN the writer thread finds: shown at this call's line, once a tag
-        warn = self._core.warner(call_site(), ("histogram", tag))
-        self._core.log(histogram_of, tag, (values, bins, max_bins, lambda message: warn(
-            "%s at step %d; said once a tag" % (message, step))), step, wall)
+        say = self._core.said_once("add_histogram(%r)" % (tag,), step)
+        self._core.log(histogram_of, tag, (values, bins, max_bins, say), step, wall)
 
     def add_histogram_raw(self, tag: str, min: float, max: float, num: float, sum: float, sum_squares: float,
                           bucket_limits: Any, bucket_counts: Any, global_step: Optional[int] = None,
@@ -692,8 +708,9 @@ class SummaryWriter:
         tag = checks.tag(tag)
         if embedding is None:
             raise TypeError("add_embedding() needs the embedding matrix (`embedding`, or `mat`)")
-        matrix, labels, images, header = checks.embedding(embedding, labels, images, metadata_header)
         step = None if global_step is None else checks.step(global_step)
+        say = self._core.said_once("add_embedding(%r)" % (tag,), step)
+        matrix, labels, images, header = checks.embedding(embedding, labels, images, metadata_header, say)
         self._core.call_in_order(projector.write_embedding, tag, step, matrix, labels, header, images)  # files in place
         self._core.raise_held()
 
@@ -761,6 +778,10 @@ class SummaryWriter:
         if in_run:
             checks.no_points_on_own_curves(metrics, self._core.scalar_tags(), global_step)
         step, now = self._core.stamp(global_step, None)
+        for what, at, numbers in (("hparam_dict", None, values), ("metric_dict", step, metrics)):
+            for name, number in numbers.items():  # logged as given, as scalars are; said once a name
+                if isinstance(number, float) and not math.isfinite(number):
+                    self._core.said_once("add_hparams(%s[%r])" % (what, name), at)("%r was logged as given" % number)
         run_file = None  # in_run: the main file
         if not in_run:
             run_name = checks.tag(run_name, "run_name") if run_name is not None else "%.6f" % now

@@ -15,6 +15,7 @@ from types import MappingProxyType
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 from .._thread import lifecycle
+from .._thread.callsite import call_site
 from .._thread.intake import Record
 from .._thread.worker import Worker
 from ..frameworks.scalar_slots import Slots
@@ -31,13 +32,14 @@ class WriterCore:
     `queue`. Arguments: those of `SummaryWriter`, checked."""
 
     def __init__(self, destination: Destination, max_queue: int, flush_secs: float, suffix: str, verbose: bool,
-                 purge_step: Optional[int]) -> None:
+                 purge_step: Optional[int], hooks: bool = True) -> None:
         self.logdir = destination.logdir
         self._destination = destination
         self._max_queue = max_queue
         self._flush_secs = flush_secs
         self._suffix = suffix
         self._verbose = verbose
+        self._hooks = hooks  # closed at exit and flushed at SIGTERM and SIGHUP by lifecycle.py
         self.closed = False
         # the step and walltime of calls that give none: use_metadata's, while it lasts
         self.default_step: int = 0
@@ -67,7 +69,7 @@ class WriterCore:
         # which may be a writer thread); at exit, lifecycle.py closes every worker (and tells)
         self._finalizer = weakref.finalize(self, lifecycle.reap, self.worker)
         self._finalizer.atexit = False
-        self.worker.start_writing(self._destination, self._suffix, purge_step, self._verbose)
+        self.worker.start_writing(self._destination, self._suffix, purge_step, self._verbose, self._hooks)
 
     def open_sub_run_file(self, *names: str) -> int:
         """The id of a new event file, with this writer's filename suffix, in the sub-run
@@ -94,6 +96,16 @@ class WriterCore:
         """A warning a builder on the writer thread may give, shown at `site`, the user's line
         (worker.Worker.warner)."""
         return self.worker.warner(site, once)
+
+    def said_once(self, head: str, step: Optional[int], site: Any = None) -> Callable[[str], None]:
+        """The NaN and Inf policy's warning for an array kind (docs/guarantees.md): `say(what)`
+        keeps one RuntimeWarning "<head>: <what> at step <step>; said once a tag" the first time
+        this writer meets `head` (a call and its tag, "add_image('x')"), shown at `site` (None:
+        this call's line). A check may call it on the caller's thread (numpy: shown as the call
+        returns) or on the writer thread (a device array's values: shown by the next call)."""
+        warn = self.worker.warner(call_site() if site is None else site, head)
+        where = "" if step is None else " at step %d" % step
+        return lambda what: warn("%s: %s%s; said once a tag" % (head, what, where))
 
     def call_in_order(self, fn: Callable[..., Any], *args: Any) -> None:
         """`fn(storage, *args)` on the writer thread after everything queued; returns once it ran

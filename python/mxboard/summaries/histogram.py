@@ -244,9 +244,9 @@ def histogram_of(tag: str, values: Any, bins: Any = "default", max_bins: Optiona
         buckets = histogram_buckets(kept, bins)
         stats = moments(kept)
     if dropped:
-        message = "add_histogram(%r): NaN or infinite values were dropped (they cannot be binned)" % tag
+        message = "NaN or infinite values were dropped (they cannot be binned)"
         if warn is None:
-            warnings.warn(message, RuntimeWarning, stacklevel=2)
+            warnings.warn("add_histogram(%r): %s" % (tag, message), RuntimeWarning, stacklevel=2)
         else:
             warn(message)
     if max_bins is not None and len(buckets) > max_bins:
