@@ -321,3 +321,121 @@ def test_accelerate_tracker_side_by_side(tmp_path):
     (yml,) = [os.path.join(d, "hparams.yml") for d, _, files in os.walk(tmp_path / "ours") if "hparams.yml" in files]
     with open(yml) as f:
         assert "name: tiny" in f.read()
+
+
+# -- Keras 3 ---------------------------------------------------------------------------------------
+
+KERAS = """
+import json, os, sys
+sys.modules["tensorflow"] = None  # import tensorflow fails, as where it is not installed
+os.environ["KERAS_BACKEND"] = "torch"
+import numpy as np
+import keras
+from mxboard.integrations.keras import TensorBoard
+tmp = os.environ["OUT"]
+found = {}
+try:
+    keras.callbacks.TensorBoard(os.path.join(tmp, "keras_own")).set_model(keras.Sequential([keras.Input((1,))]))
+except ImportError as error:
+    found["keras_own"] = repr(error)
+
+keras.utils.set_random_seed(0)
+x = np.random.RandomState(0).randn(64, 4).astype("float32")
+model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(8, activation="relu"), keras.layers.Dense(1)],
+                         name="net")
+model.compile(keras.optimizers.SGD(0.02), "mse", metrics=["mae"])
+history = model.fit(x, x.sum(1, keepdims=True), validation_split=0.25, epochs=3, batch_size=8, verbose=0,
+                    callbacks=[TensorBoard(os.path.join(tmp, "fit"), histogram_freq=1, write_images=True,
+                                           write_steps_per_second=True, update_freq=2)])
+found["evaluate"] = model.evaluate(x, x.sum(1, keepdims=True), verbose=0, return_dict=True,
+                                   callbacks=[TensorBoard(os.path.join(tmp, "fit"))])
+found["history"] = history.history
+found["weights"] = {w.path: [float(w.numpy().min()), float(w.numpy().max()), int(w.numpy().size)]
+                    for w in model.weights}
+found["json"] = model.to_json()
+found["iterations"] = int(model.optimizer.iterations.numpy())
+
+# embeddings with a labels file (one column) for the Projector
+with open(os.path.join(tmp, "labels.tsv"), "w") as f:
+    f.write("\\n".join("word%d" % i for i in range(10)))
+words = keras.Sequential([keras.Input((3,), dtype="int32"), keras.layers.Embedding(10, 4, name="words"),
+                          keras.layers.GlobalAveragePooling1D(), keras.layers.Dense(1)])
+words.compile("sgd", "mse")
+words.fit(np.arange(30).reshape(10, 3) % 10, np.ones(10), epochs=2, verbose=0,
+          callbacks=[TensorBoard(os.path.join(tmp, "words"), embeddings_freq=1,
+                                 embeddings_metadata={"words": os.path.join(tmp, "labels.tsv")})])
+found["embedding"] = words.get_layer("words").embeddings.numpy().tolist()
+errors = []
+for bad in ({"profile_batch": 2}, {"profile_batch": "1,3"}, {"update_freq": 0}, {"update_freq": "step"}):
+    try:
+        TensorBoard(tmp, **bad)
+    except ValueError as error:
+        errors.append(str(error))
+found["errors"] = errors
+print(json.dumps(found))
+"""
+
+
+@needs("keras")
+def test_keras_callback_without_tensorflow(tmp_path):
+    """mxboard's Keras callback on the torch backend in a process where `import tensorflow` fails
+    (Keras's own callback cannot run there): a fit with validation, histograms, images, steps per
+    second and update_freq=2, then an evaluation, write Keras's runs, tags and steps with the values
+    Keras reported (History, evaluate), the final weights' histograms, the model's conceptual graph;
+    embeddings reach the Projector with their labels; profile_batch and a bad update_freq are
+    errors at construction, naming the alternatives."""
+    from conftest import projector_config
+
+    found = train(KERAS, tmp_path)
+    assert "tensorflow" in found["keras_own"]
+    history, iterations = found["history"], found["iterations"]
+    assert iterations == 18  # 48 training samples, batches of 8, 3 epochs
+    train_run, validation = accumulator(tmp_path / "fit" / "train"), accumulator(tmp_path / "fit" / "validation")
+    assert sorted(runs(tmp_path / "fit")) == ["train", "validation"]
+    kernels = ["net/dense/kernel", "net/dense/bias", "net/dense_1/kernel", "net/dense_1/bias"]
+    assert sorted(train_run.Tags()["scalars"]) == sorted(
+        ["batch_loss", "batch_mae", "batch_steps_per_second", "epoch_loss", "epoch_mae", "epoch_learning_rate",
+         "epoch_steps_per_second"])
+    assert sorted(train_run.Tags()["histograms"]) == sorted(k + "/histogram" for k in kernels)
+    # the images of Keras's rule: kernels and the hidden bias (the output's bias squeezes to a number)
+    assert sorted(train_run.Tags()["images"]) == sorted(k + "/image" for k in kernels[:3])
+    assert sorted(validation.Tags()["scalars"]) == sorted(
+        ["epoch_loss", "epoch_mae", "evaluation_loss_vs_iterations", "evaluation_mae_vs_iterations"])
+
+    def points(acc, tag):
+        return [e.step for e in acc.Scalars(tag)], [e.value for e in acc.Scalars(tag)]
+
+    for metric in ("loss", "mae"):
+        assert points(train_run, "epoch_" + metric) == ([0, 1, 2], pytest.approx(history[metric], rel=1e-6))
+        assert points(validation, "epoch_" + metric) == ([0, 1, 2], pytest.approx(history["val_" + metric], rel=1e-6))
+        steps, values = points(validation, "evaluation_%s_vs_iterations" % metric)
+        assert steps == [6, 12, 18, 18]  # after each epoch's validation, then evaluate()
+        assert values == pytest.approx(history["val_" + metric] + [found["evaluate"][metric]], rel=1e-6)
+        assert points(train_run, "batch_" + metric)[0] == list(range(2, 19, 2))
+        assert points(train_run, "batch_" + metric)[1][2::3] == pytest.approx(history[metric], rel=1e-6)
+    assert points(train_run, "epoch_learning_rate") == ([0, 1, 2], pytest.approx([0.02] * 3))
+    assert all(v > 0 for v in points(train_run, "epoch_steps_per_second")[1])
+    for kernel in kernels:
+        (last, *_) = train_run.Histograms(kernel + "/histogram")[-1:]
+        low, high, size = found["weights"][kernel]
+        assert last.step == 2 and last.histogram_value.num == size
+        if size > 1:  # one value: a bucket of width 1 around it, as TensorBoard draws one
+            assert (last.histogram_value.min, last.histogram_value.max) == pytest.approx((low, high), rel=1e-6)
+    image = train_run.Images("net/dense/kernel/image")[-1]
+    assert (image.step, image.width, image.height) == (2, 8, 4)  # the (4, 8) kernel: 4 rows of 8
+    (graph,) = {e.tensor_proto.string_val[0] for e in train_run.Tensors("keras")}
+    assert json.loads(graph) == json.loads(found["json"])
+    assert train_run.SummaryMetadata("keras").plugin_data.plugin_name == "graph_keras_model"
+    # the Projector: the last epoch's embedding, with its labels
+    config = projector_config(tmp_path / "words" / "train")
+    assert [e.tensor_name for e in config.embeddings] == ["words:0", "words:1"]
+    last = tmp_path / "words" / "train" / os.path.dirname(config.embeddings[1].tensor_path)
+    with open(tmp_path / "words" / "train" / config.embeddings[1].tensor_path) as f:
+        rows = [[float(v) for v in line.split("\t")] for line in f.read().splitlines()]
+    assert sum(rows, []) == pytest.approx(sum(found["embedding"], []), rel=1e-6)
+    with open(last / os.path.basename(config.embeddings[1].metadata_path)) as f:
+        assert f.read().splitlines() == ["word%d" % i for i in range(10)]
+    profile, profile_range, zero, step = found["errors"]
+    assert "profile_batch=2" in profile and "torch.profiler" in profile and "jax.profiler" in profile
+    assert "profile_batch='1,3'" in profile_range
+    assert "update_freq" in zero and "'step'" in step
