@@ -19,6 +19,7 @@ import sys
 from typing import Dict, List, Optional, Tuple
 
 from mxboard._format.sizes import parse_bytes
+from mxboard.storage.remote.profiles import checked_logdir
 
 __all__ = ["HELP", "Launch", "parse"]
 
@@ -110,7 +111,7 @@ def parse(argv: List[str]) -> Launch:
         sys.exit("Error: May not specify both --logdir and --logdir_spec")  # upstream's words
     try:
         return Launch(
-            rest=rest, logdir=found.get("logdir"), logdir_spec=found.get("logdir_spec"),
+            rest=rest, logdir=_logdir(found.get("logdir")), logdir_spec=found.get("logdir_spec"),
             load_fast=found.get("load_fast"), port=found.get("port"), host=found.get("host"),
             reload_interval=found.get("reload_interval"), bind_all="bind_all" in switches,
             mirror_dir=found.get("mirror_dir"),
@@ -119,6 +120,13 @@ def parse(argv: List[str]) -> Launch:
             mirror_max_record_bytes=_bytes(found, "mirror_max_record_bytes"))
     except ValueError as exc:
         sys.exit("Error: %s" % exc)
+
+
+def _logdir(logdir: Optional[str]) -> Optional[str]:
+    """--logdir as mxboard's writer and reader take it (a `file://` URL as its path, a mistyped
+    scheme refused in their words); a store whose client package is missing is left to
+    logdirs.py, which says what reads it."""
+    return None if logdir is None else checked_logdir(logdir, packages=False)
 
 
 def _full_name(name: str) -> str:

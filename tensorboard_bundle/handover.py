@@ -19,7 +19,9 @@ __all__ = ["Handover"]
 _RUNNING = "MXBOARD_TENSORBOARD_BUNDLE"  # set in the bundle's process: never hand over twice
 OPT_OUT = "MXBOARD_NO_HANDOVER"  # yes (1, true, yes, on): upstream's command stays upstream's
 _NO = ("", "0", "false", "no", "off")  # read as they say: the handover stays; anything else opts out
-_LAUNCH = ("import sys; del sys.path[0]; sys.argv[0] = 'tensorboard'; "
+# `-c` puts the working directory ('') first on sys.path (unless PYTHONSAFEPATH): it is taken off,
+# and nothing else (PYTHONPATH's first entry stays)
+_LAUNCH = ("import sys; sys.path[:] = [p for p in sys.path if p]; sys.argv[0] = 'tensorboard'; "
            "from tensorboard_bundle.launcher import main; main()")
 
 

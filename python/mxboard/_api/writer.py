@@ -304,7 +304,7 @@ class SummaryWriter:
         Args:
             tag: the image's name.
             image: float pixels in [0, 1] (clipped, never wrapped) or integers in [0, 255]; 1, 3
-                or 4 channels.
+                or 4 channels. NaN and -Inf are drawn black, +Inf white, with one warning a tag.
             dataformats: 'CHW' (a 2-D array is taken as HW and a 4-D one as a batch NCHW shown
                 as a grid, as mxboard did), 'HWC', 'HW', 'NCHW' or 'NHWC'.
             global_step: the step (x axis); an int, or a float taken as int(step). Default 0.
@@ -438,7 +438,8 @@ class SummaryWriter:
         Args:
             tag: the clip's name.
             audio: float in [-1, 1] (clipped) or int16: (frames,) mono, or (frames, channels) /
-                (channels, frames) with 1 or 2 channels.
+                (channels, frames) with 1 or 2 channels. NaN is written as silence and +-Inf as
+                full scale, with one warning a tag.
             sample_rate: Hz. Third, as in mxboard 0.1.0 (the peers take the step there): a third
                 positional value that is no usual audio rate (8 kHz ... 192 kHz) is the step, in
                 the peers' order (with a warning from 1000 up).
@@ -721,7 +722,8 @@ class SummaryWriter:
 
         Args:
             tag: the mesh's name.
-            vertices: (B, N, 3) or (N, 3) floats.
+            vertices: (B, N, 3) or (N, 3) floats, finite as float32 (TensorBoard cannot place
+                a NaN or infinite vertex: ValueError naming its index).
             colors: (B, N, 3) RGB, integers in [0, 255].
             faces: (B, F, 3) integer vertex indices.
             config_dict: JSON data for the viewer (copied at the call).
@@ -729,7 +731,8 @@ class SummaryWriter:
             walltime: seconds since the epoch. Default: the time of the call.
 
         Raises:
-            TypeError, ValueError: shapes that disagree, indices out of range, bad colors.
+            TypeError, ValueError: shapes that disagree, indices out of range, bad colors, NaN or
+                infinite vertices.
 
         Example:
             >>> sw.add_mesh("cloud", np.random.rand(100, 3), colors=np.full((100, 3), 200))
@@ -756,6 +759,7 @@ class SummaryWriter:
             hparam_dict: `{name: bool, number or str}`.
             metric_dict: `{metric tag: number}`. With `in_run`, a number or None; a key
                 `(tag, name)` with None names the run's own `add_scalar(tag, {name: ...})` line.
+                A NaN or infinite metric (or hparam) is logged as given, with one warning a name.
             hparam_domain_discrete: `{name: [the values it may take]}`.
             run_name: the sub-run's name. Default: the time. Not with `in_run`.
             global_step: the metrics' step. Default 0.

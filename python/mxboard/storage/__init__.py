@@ -9,9 +9,11 @@
 Each offers `Storage` and its event files `EventFile` (protocols.py). `Destination(logdir,
 ...).open()` picks one. The writer thread writes event files through it, the projector whole
 files, and the writer names sub-runs with `subdir`: no caller asks which home it has.
-`open_filesystem(url)` is the one way to a store's fsspec filesystem, with mxboard's settings
-(one try a request, bounded); the reader and the bundled server use it. What a name below a
-logdir may be, whether a logdir is a URL, and a directory's run: ../_format/names.py.
+`checked_logdir(logdir)` is the one check of a logdir (a `file://` URL as its path, a mistyped
+scheme refused with its fix). `open_filesystem(url)` is the one way to a store's fsspec
+filesystem, with mxboard's settings (one try a request, bounded); the reader and the bundled
+server use it. What a name below a logdir may be, whether a logdir is a URL, and a directory's
+run: ../_format/names.py.
 """
 from dataclasses import dataclass, field
 from typing import Optional
@@ -20,11 +22,12 @@ from .._format.names import components, is_url, run_of
 from .bounds import within
 from .local import LocalEventFile, LocalStorage, Nowhere
 from .protocols import EventFile, Storage
-from .remote import S3_REQUESTS, RemoteStorage, UploadPolicy, open_filesystem
+from .remote import S3_REQUESTS, RemoteStorage, UploadPolicy, checked_logdir, open_filesystem
 from .spool import SpoolSettings
 
 __all__ = ["Destination", "EventFile", "LocalEventFile", "LocalStorage", "Nowhere", "RemoteStorage", "SpoolSettings",
-           "Storage", "UploadPolicy", "components", "is_url", "open_filesystem", "run_of", "S3_REQUESTS", "within"]
+           "Storage", "UploadPolicy", "checked_logdir", "components", "is_url", "open_filesystem", "run_of",
+           "S3_REQUESTS", "within"]
 
 
 @dataclass(frozen=True)

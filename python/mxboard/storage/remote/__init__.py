@@ -13,10 +13,10 @@ installed: `gs://`, `az://`, `hdfs://`, `memory://`...), in parts that each do o
 from .event_file import RemoteEventFile
 from .parts import Parts, take_records
 from .policy import UploadPolicy
-from .profiles import OTHER, PROFILES, S3_REQUESTS, Profile, open_filesystem, profile_of, scheme_of
+from .profiles import OTHER, PROFILES, S3_REQUESTS, Profile, checked_logdir, open_filesystem, profile_of, scheme_of
 from .store import RemoteStorage, check, refused
 from .uploader import Link, Uploader, put_within
 
 __all__ = ["Link", "OTHER", "PROFILES", "Parts", "Profile", "RemoteEventFile", "RemoteStorage", "S3_REQUESTS",
-           "UploadPolicy", "Uploader", "check", "open_filesystem", "profile_of", "put_within", "refused", "scheme_of",
-           "take_records"]
+           "UploadPolicy", "Uploader", "check", "checked_logdir", "open_filesystem", "profile_of", "put_within",
+           "refused", "scheme_of", "take_records"]

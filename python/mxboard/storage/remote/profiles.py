@@ -6,18 +6,24 @@ mirror retry on their own clocks), whether its paths start with a bucket, the li
 tell an object's versions apart (the mirror compares them: without one, a changed object goes
 unnoticed), and the environment variable through which its client reaches another endpoint (an
 emulator's, in tests/object_stores.py). `profile_of(url)` finds a URL's; any other scheme that
-fsspec knows (`memory://`, `hdfs://`...) gets `OTHER`.
+fsspec knows (`memory://`, `hdfs://`...) gets `OTHER`. `checked_logdir(logdir)` is the one check of
+a logdir that every writer, reader, command and the launcher make: `file://` URLs become local
+paths, and a mistyped scheme is refused with its likely fix.
 
 Adding a store: one Profile here, in `PROFILES`, and its emulator in tests/object_stores.py.
 """
 from __future__ import annotations
 
 import functools
+import importlib.util
+import re
+import urllib.parse
+import urllib.request
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, Mapping, Optional, Tuple
 
-__all__ = ["Profile", "PROFILES", "OTHER", "S3", "GCS", "AZURE", "S3_REQUESTS", "open_filesystem", "profile_of",
-           "scheme_of"]
+__all__ = ["Profile", "PROFILES", "OTHER", "S3", "GCS", "AZURE", "S3_REQUESTS", "checked_logdir", "open_filesystem",
+           "profile_of", "scheme_of"]
 
 LIBRARY_READ_SECS = 60  # the client libraries' own bound on a stalled answer, above mxboard's (a fallback)
 # botocore's settings for every S3 request of the writer and the server's mirror: an unreachable
@@ -73,6 +79,11 @@ class Profile:
     def install(self) -> str:
         """What to run for its package."""
         return "pip install 'mxboard[%s]'" % self.extra if self.extra else "pip install fsspec and its package"
+
+    def missing(self, url: str) -> str:
+        """The words for a logdir `url` of this store whose client package is not installed."""
+        return "logdir %r is in %s, whose client package (%s) is not installed: %s" % (
+            url, self.name, self.package or "fsspec", self.install)
 
 
 def _s3_one_try(fs: Any) -> None:
@@ -137,6 +148,62 @@ def profile_of(url: str) -> Profile:
     return _BY_SCHEME.get(scheme_of(url), OTHER)
 
 
+_SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]+):(/{0,2})(.*)$", re.DOTALL)  # 2 letters or more: not C:/
+
+
+def _fsspec_protocols() -> Optional[Tuple[str, ...]]:
+    """The URL schemes of fsspec's filesystems; None without fsspec."""
+    try:
+        import fsspec
+    except ImportError:
+        return None
+    return tuple(fsspec.available_protocols())
+
+
+def checked_logdir(logdir: str, packages: bool = True) -> str:
+    """`logdir` as mxboard writes and reads it: a local path as given; a `file://` URL as its
+    local path; a store's URL as given, once its scheme is known and (with `packages`) its
+    client package is installed. The one check of every writer, reader, command and the
+    launcher, so that a mistyped logdir is refused in the same words everywhere, before
+    anything is made (`S3://b/x` or `s3:/b/x` would otherwise be a local directory).
+
+    Raises:
+        ValueError: a scheme in upper case, one slash after a scheme (`s3:/bucket`), a scheme
+            no filesystem here knows, or a `file://` URL of another host; the logdir named,
+            and the likely fix.
+        ImportError: a store whose client package is missing; the extra to install named.
+    """
+    match = _SCHEME.match(logdir)
+    if not match:
+        return logdir
+    scheme, slashes, rest = match.groups()
+    lower = scheme.lower()
+    fsspec_known = _fsspec_protocols()
+    known = set(_BY_SCHEME) | {"file"} | set(fsspec_known or ())
+    if (slashes != "//" or scheme != lower) and lower in known and slashes:
+        fixed = "%s://%s%s" % (lower, "/" if lower == "file" and slashes == "/" else "", rest)
+        why = "URL schemes are lower case" if scheme != lower else "a URL has two slashes after its scheme"
+        raise ValueError("logdir %r: %s: did you mean %s?" % (logdir, why, fixed))
+    if slashes != "//":
+        return logdir  # a local name with a colon (`run:1/x`)
+    if lower == "file":
+        parsed = urllib.parse.urlsplit(logdir)
+        if parsed.netloc not in ("", "localhost"):
+            raise ValueError("logdir %r: a file:// URL names a local path (file:///dir/run); this one names host "
+                             "%r" % (logdir, parsed.netloc))
+        return urllib.request.url2pathname(parsed.path)
+    if lower not in known:
+        stores = ", ".join(p.schemes[0] + "://" for p in PROFILES)
+        others = "fsspec's other filesystems: memory://, hdfs://, http://..." if fsspec_known \
+            else "with fsspec installed, its other filesystems"
+        raise ValueError("logdir %r: unknown URL scheme %s:// (known: %s, file:// for a local path, and %s)"
+                         % (logdir, scheme, stores, others))
+    profile = profile_of(logdir)
+    if packages and (fsspec_known is None or (profile.package and importlib.util.find_spec(profile.package) is None)):
+        raise ImportError(profile.missing(logdir))
+    return logdir
+
+
 def open_filesystem(url: str, shared: bool = False) -> Tuple[Any, str]:
     """(fsspec filesystem, path) of a URL, a new instance (a writer's uploader, the mirror: never
     fsspec's shared one, whose connections a forked child or another thread must not share), or
@@ -160,7 +227,8 @@ def open_filesystem(url: str, shared: bool = False) -> Tuple[Any, str]:
     try:
         fs, root = profile.make(url, options)
     except ImportError as exc:
-        hint = profile.install if profile.extra else extras
-        raise ImportError("logdir %r needs a package for %s:// (%s): %s" % (url, scheme, hint, exc)) from None
+        if profile.extra:
+            raise ImportError(profile.missing(url)) from None
+        raise ImportError("logdir %r needs a package for %s:// (%s): %s" % (url, scheme, extras, exc)) from None
     profile.one_try(fs)
     return fs, root.rstrip("/")
