@@ -65,7 +65,7 @@ def _report(args: argparse.Namespace) -> None:
 
     try:
         said = report.write(args.logdir, args.output, args.runs, args.tags, args.max_points)
-    except (FileNotFoundError, ValueError, report.ReportError) as exc:
+    except (FileNotFoundError, ValueError, ImportError, report.ReportError) as exc:
         sys.exit("mxboard report: %s" % exc)
     for line in said:
         print("mxboard report: note: %s" % line, file=sys.stderr)
@@ -80,6 +80,12 @@ def _cell(value: Any) -> Any:
 
 def _table(logdir: str, kind: str, raw: bool, strict: bool) -> Dict[str, Any]:
     """The logdir's table of `kind`; SystemExit (status 1) if it has none."""
+    from .storage import checked_logdir
+
+    try:
+        logdir = checked_logdir(logdir)
+    except (ValueError, ImportError) as exc:
+        sys.exit("mxboard export: %s" % exc)
     if "://" not in logdir and not os.path.exists(logdir):
         sys.exit("mxboard export: %s does not exist" % logdir)
     columns = reader.table(logdir, kind, raw=raw, strict=strict)

@@ -42,7 +42,7 @@ from ._format.events import RECORD_HEADER, RECORD_TRAILER, whole_records
 from .errors import CorruptRecordWarning, DataLossError, TornRecordWarning
 from .proto import Event
 from .proto import hparams as hparams_proto
-from .storage import is_url, run_of
+from .storage import checked_logdir, is_url, run_of
 
 __all__ = ["CorruptRecordWarning", "DataLossError", "TornRecordWarning", "read_events", "read_records", "event_files",
            "table", "scalars", "histograms", "text", "hparams", "KINDS"]
@@ -106,6 +106,7 @@ WINDOW = 4 << 20  # bytes read at a time: a file of any size is read in about th
 
 def _open_at(path: str, offset: int) -> Any:
     """`path` (a file or a URL) open for reading from `offset`."""
+    path = checked_logdir(path)
     if is_url(path):
         from .storage import open_filesystem
 
@@ -156,9 +157,11 @@ def event_files(logdir: Union[str, "os.PathLike[str]"]) -> List[str]:
         sorted; a store's parts included (`<file>`, `<file>.part0001`... in that order).
 
     Raises:
-        ValueError: `logdir` is neither a regular file nor a directory.
+        ValueError: `logdir` is neither a regular file nor a directory, or a mistyped URL
+            (storage.checked_logdir: `file://` URLs are local paths).
+        ImportError: a store's URL whose client package is not installed.
     """
-    logdir = os.fspath(logdir)
+    logdir = checked_logdir(os.fspath(logdir))
     if is_url(logdir):
         return _remote_event_files(logdir)
     if os.path.isfile(logdir):
@@ -251,7 +254,7 @@ def table(logdir: Union[str, "os.PathLike[str]"], kind: str = "scalars", raw: bo
         dict: column name -> list, rows in file order (within a run and tag, the steps as written).
 
     Raises:
-        ValueError: an unknown kind.
+        ValueError: an unknown kind, or a mistyped logdir URL (see `event_files`).
         DataLossError: with `strict`, a corrupt record.
 
     Example:
@@ -259,7 +262,7 @@ def table(logdir: Union[str, "os.PathLike[str]"], kind: str = "scalars", raw: bo
     """
     if kind not in KINDS:
         raise ValueError("kind must be one of %s; got %r" % (", ".join(KINDS), kind))
-    logdir = os.fspath(logdir)
+    logdir = checked_logdir(os.fspath(logdir))
     rows: List[Tuple[Any, ...]] = []
     one_file = not is_url(logdir) and os.path.isfile(logdir)
     for path in event_files(logdir):

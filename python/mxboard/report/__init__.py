@@ -30,12 +30,16 @@ def write(logdir: str, output: str = "report.html", runs: Optional[str] = None, 
 
     Raises:
         FileNotFoundError: a local logdir that does not exist.
-        ValueError: a pattern that is no regular expression, or `max_points` below 2.
+        ValueError: a pattern that is no regular expression, `max_points` below 2, or a mistyped
+            logdir URL (storage.checked_logdir).
+        ImportError: a store's URL whose client package is not installed.
         ReportError: the logdir holds no event file (of the runs `runs` finds), cannot be
             listed, or `output` cannot be written.
     """
     from .. import __version__
+    from ..storage import checked_logdir
 
+    logdir = checked_logdir(logdir)
     if max_points < 2:
         raise ValueError("max_points must be 2 or more; got %r" % (max_points,))
     if "://" not in logdir and not os.path.exists(logdir):
