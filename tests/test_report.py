@@ -285,11 +285,11 @@ def test_a_hundred_runs_of_twenty_tags_of_ten_thousand_points_is_small_and_opens
             values = np.cumsum(rng.normal(size=10_000)).astype(np.float32).astype(np.float64)
             values[rng.integers(10_000)] = 1e6  # a spike: decimation keeps it
             found.scalars[("run%03d" % run, "tag%02d" % tag)] = (steps, values, walls)
-    text, left = render(found, "synthetic", 2000, __version__)
+    text, said = render(found, "synthetic", 2000, __version__)
     out = tmp_path / "big.html"
     out.write_text(text, encoding="utf-8")
     assert out.stat().st_size <= 20e6, out.stat().st_size
-    assert left and "drawn from 400 of them" in left[0]
+    assert any("drawn from 400 of them" in line for line in said), said
     data = json.loads(re.search(r'<script type="application/json" id="data">(.*?)</script>', text, re.S).group(1))
     import base64
 
@@ -346,11 +346,121 @@ def test_the_demos_logdir_gives_a_report_of_every_dashboard_it_has(tmp_path):
                     "--batches", "3", "--histogram-every", "2", "--framework", "numpy", "--no-serve"],
                    check=True, timeout=300, capture_output=True)
     out = tmp_path / "demo.html"
-    _report(logdir, out)
+    said = _report(logdir, out)
+    for name in ("Mesh", "Projector"):  # the demo's embedding and point cloud: named, with the command
+        assert "left out: %s (run: cnn)" % name in said.stderr and "`tensorboard --logdir %s`" % logdir in said.stderr
     dom, drawn = _open(out, tmp_path)
     assert set(drawn["charts"]) == {"accuracy", "learning_rate", "loss", "loss/batch"}
+    for section in ("histograms", "audio", "pr_curves", "custom_scalars", "left-out"):
+        assert 'id="%s"' % section in dom, section
+    assert len(drawn["audio"]) == 1 and drawn["audio"][0]["duration"] > 0 and len(drawn["pr_curves"]) == 10
+    assert [c["title"] for c in drawn["custom"]] and all(c["lines"] for c in drawn["custom"])
     assert sorted(drawn["charts"]["accuracy"]) == ["cnn/accuracy/train", "cnn/accuracy/validation"]
     for section in ("scalars", "hparams", "images", "text", "distributions"):
         assert 'id="%s"' % section in dom, section
     assert dom.count('class="card"') >= 4  # images: inputs, filters, the filters' video; the config's text
     assert "gradients/digits_conv0_bias" in dom and "weights/digits_dense1_weight" in dom  # distributions
+
+
+def _plugin_accumulator(path):
+    """TensorBoard's server's loader over a run (every tensor kept): what its dashboards serve."""
+    from tensorboard.backend.event_processing.plugin_event_accumulator import EventAccumulator
+
+    acc = EventAccumulator(str(path), tensor_size_guidance={"histograms": 0, "pr_curves": 0, "audio": 0})
+    acc.Reload()
+    return acc
+
+
+@pytest.fixture(scope="module")
+def every_kind(tmp_path_factory):
+    """Two runs with every kind TensorBoard draws from a logdir: what the report draws, and a
+    graph, a mesh and an embedding, which it names as left out."""
+    from tensorboard.compat.proto import event_pb2, summary_pb2
+    from tensorboard.plugins.audio import metadata as audio_metadata
+    from tensorboard.summary.writer.event_file_writer import EventFileWriter
+    from tensorboard.util import tensor_util
+
+    from mxboard.summaries.audio import encode_wav
+
+    logdir = tmp_path_factory.mktemp("kinds") / "runs"
+    rng = np.random.default_rng(5)
+    for run in ("a", "b"):
+        with SummaryWriter(str(logdir / run)) as w:
+            for step in range(0, 30, 5):
+                w.add_histogram("weights", rng.normal(size=500) * (1 + step / 10), step)
+                w.add_scalar("loss/train", 1.0 / (step + 1), step)
+                w.add_scalar("loss/val", 1.2 / (step + 1), step)
+                w.add_scalar("m/value", float(step), step)
+                w.add_scalar("m/lower", step - 1.0, step)
+                w.add_scalar("m/upper", step + 1.0, step)
+            for step in range(3):
+                labels = rng.random(200) < 0.3
+                w.add_pr_curve("pr", labels, np.clip(labels * 0.4 + rng.random(200) * 0.6, 0, 1), num_thresholds=50,
+                               global_step=step)
+                w.add_audio("tone", np.sin(np.arange(8000) * (step + 1) / 20.0) * 0.5, sample_rate=8000,
+                            global_step=step)
+            w.add_custom_scalars({"losses": {"both": ["Multiline", ["loss/.*"]],
+                                             "within": ["Margin", ["m/value", "m/lower", "m/upper"]]}})
+            if run == "a":
+                w.add_embedding("features", rng.random((10, 3)), global_step=0)
+                w.add_mesh("cloud", rng.random((1, 20, 3)), global_step=0)
+    # a graph and a labelled clip, as other writers log them
+    writer = EventFileWriter(str(logdir / "b"))
+    writer.add_event(event_pb2.Event(wall_time=1.0, graph_def=b"\n\x05\n\x01x\x12\x00"))
+    clip = encode_wav(np.zeros((800, 1), np.int16), 8000)
+    meta = audio_metadata.create_summary_metadata("", "", audio_metadata.Encoding.Value("WAV"))
+    spoken = summary_pb2.Summary.Value(tag="spoken", metadata=meta, tensor=tensor_util.make_tensor_proto(
+        np.array([[clip, b"<b>a label</b>"]], dtype=object)))
+    writer.add_event(event_pb2.Event(wall_time=2.0, step=7, summary=summary_pb2.Summary(value=[spoken])))
+    writer.close()
+    return logdir
+
+
+@needs("chromium")
+def test_every_dashboard_is_in_the_report_or_named_as_left_out_with_tensorboards_values(every_kind, tmp_path):
+    from tensorboard.plugins.pr_curve.pr_curves_plugin import PrCurvesPlugin
+    from tensorboard.util import tensor_util
+
+    out = tmp_path / "kinds.html"
+    said = _report(every_kind, out)
+    command = "tensorboard --logdir %s" % every_kind
+    assert "read 2 runs in" in said.stderr and "histograms 1 tag (12 histograms)" in said.stderr, said.stderr
+    assert "PR curves 1 tag (6 pr curves)" in said.stderr and "audio 2 tags (7 audio)" in said.stderr
+    for name, run in (("Graph", "b"), ("Mesh", "a"), ("Projector", "a")):
+        assert "left out: %s (run: %s)" % (name, run) in said.stderr and "shown by `%s`" % command in said.stderr
+    dom, drawn = _open(out, tmp_path)
+    for section in ("histograms", "distributions", "audio", "pr_curves", "custom_scalars", "left-out"):
+        assert 'id="%s"' % section in dom, section
+    assert dom.count("<code>%s</code>" % command) == 3  # the page names the three, and the command that shows them
+    assert drawn["resources"] == 0
+    for run in ("a", "b"):
+        served = _plugin_accumulator(every_kind / run)
+        # histograms: every one TensorBoard serves, its buckets as it serves them
+        tb = [(e.step, tensor_util.make_ndarray(e.tensor_proto).tolist()) for e in served.Tensors("weights")]
+        assert [(h["step"], h["buckets"]) for h in drawn["histograms"]["weights"][run]] == tb
+        # PR curves: the points TensorBoard's plugin serves at the step each slider shows (last, then first)
+        events = served.Tensors("pr")
+        for shown, event in ((drawn["pr_curves"]["pr"][run], events[-1]), (drawn["pr_first"]["pr"][run], events[0])):
+            entry = PrCurvesPlugin._make_pr_entry(None, event.step, event.wall_time,
+                                                  tensor_util.make_ndarray(event.tensor_proto))
+            assert shown["step"] == entry["step"]
+            assert shown["precision"] == entry["precision"] and shown["recall"] == entry["recall"]
+        # audio: the last clip of each tag, its logged bytes, playable (Chromium read its duration)
+        import base64
+
+        for clip in [c for c in drawn["audio"] if c["run"] == run]:
+            logged = served.Tensors(clip["tag"])[-1]
+            data = tensor_util.make_ndarray(logged.tensor_proto).reshape(-1)[0]
+            assert base64.b64decode(clip["src"].split(",", 1)[1]) == data
+            assert clip["error"] is None
+            assert clip["duration"] == pytest.approx({"tone": 1.0, "spoken": 0.1}[clip["tag"]])
+    assert sorted((c["tag"], c["run"]) for c in drawn["audio"]) == [("spoken", "b"), ("tone", "a"), ("tone", "b")]
+    assert "&lt;b&gt;a label&lt;/b&gt;" in dom  # the label, as text
+    # custom scalars: the user's layout; the multiline chart's lines are every run's tags its regex matches
+    assert [c["title"] for c in drawn["custom"]] == ["both", "within"]
+    lines = dict((label, values) for label, values in drawn["custom_values"]["both"])
+    assert sorted(lines) == ["a: loss/train", "a: loss/val", "b: loss/train", "b: loss/val"]
+    for label, values in lines.items():
+        run, tag = label.split(": ")
+        assert values == pytest.approx([e.value for e in accumulator(every_kind / run).Scalars(tag)], rel=1e-6)
+    assert drawn["custom"][1]["lines"] == ["a: m/value", "b: m/value"]

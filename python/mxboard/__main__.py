@@ -13,6 +13,7 @@ import csv
 import json
 import os
 import sys
+import time
 from typing import Any, Dict, Optional, Sequence, TextIO
 
 from . import __version__, reader
@@ -63,14 +64,15 @@ def _parse(argv: Optional[Sequence[str]]) -> argparse.Namespace:
 def _report(args: argparse.Namespace) -> None:
     from . import report
 
+    began = time.perf_counter()
     try:
         said = report.write(args.logdir, args.output, args.runs, args.tags, args.max_points)
     except (FileNotFoundError, ValueError, ImportError, report.ReportError) as exc:
         sys.exit("mxboard report: %s" % exc)
     for line in said:
-        print("mxboard report: note: %s" % line, file=sys.stderr)
-    print("mxboard report: wrote %s (%.1f MB): open it in a browser, no server needed"
-          % (args.output, os.path.getsize(args.output) / 1e6))
+        print("mxboard report: %s" % line, file=sys.stderr)
+    print("mxboard report: wrote %s (%.1f MB) in %.1f s: open it in a browser, no server needed"
+          % (args.output, os.path.getsize(args.output) / 1e6, time.perf_counter() - began))
 
 
 def _cell(value: Any) -> Any:

@@ -1,6 +1,7 @@
 """A logdir as one self-contained HTML file: the Scalars (every run overlaid, TensorBoard's
-smoothing, log scale, step / relative / wall time), HParams, Images, Text and Distributions
-dashboards, opened from disk in any browser with no server and no network.
+smoothing, log scale, step / relative / wall time), Custom Scalars, HParams, Images, Audio, Text,
+PR Curves, Histograms and Distributions dashboards, opened from disk in any browser with no server
+and no network; Graph, Projector and Mesh named as left out, with the command that shows them.
 
     python -m mxboard report LOGDIR [-o report.html] [--runs REGEX] [--tags REGEX] [--max-points N]
     mxboard.report.write("runs/demo", "report.html")
@@ -24,7 +25,8 @@ class ReportError(Exception):
 def write(logdir: str, output: str = "report.html", runs: Optional[str] = None, tags: Optional[str] = None,
           max_points: int = 2000) -> List[str]:
     """Write the report of `logdir` (the runs and tags the regular expressions `runs` and `tags`
-    find) to `output`; returns what was left out or could not be read, one line each. A file
+    find) to `output`; returns what it read, what it left out and what could not be read (`note:`
+    lines), one line each. A file
     of the logdir that cannot be read costs only itself (said in a line); the output is written
     whole or not at all (a temporary file beside it, renamed; removed on any failure).
 
@@ -54,9 +56,9 @@ def write(logdir: str, output: str = "report.html", runs: Optional[str] = None, 
     if not found.runs:
         raise ReportError("no event files in %s%s: nothing written" % (logdir, " of the runs --runs %r finds" % runs
                                                                         if runs is not None else ""))
-    text, left = render(found, logdir, max_points, __version__)
+    text, said = render(found, logdir, max_points, __version__)
     _write_whole(output, text)
-    return found.notes + left
+    return said
 
 
 def _write_whole(output: str, text: str) -> None:

@@ -1,12 +1,15 @@
 """A logdir read once into what the report draws: each run's scalar series (what TensorBoard shows:
-a step logged again drops the points from it on), the hparams table, the kept images and texts,
-and the histograms as the Distributions dashboard's percentile bands. Read with `mxboard.reader`
+a step logged again drops the points from it on), the hparams table, the kept images, audio,
+texts, histograms and PR curves (TensorBoard's own reservoirs, of its server's sizes: memory
+follows what is kept, not the logdir), the Custom Scalars layout, and what TensorBoard shows that
+the report leaves out (Graph, Projector, Mesh, other plugins). Read with `mxboard.reader`
 (records checked against their CRCs, any writer's files, local or in an object store); the text
 rendered and the bands computed by TensorBoard's own code, so that they are what it shows."""
 import os
 import re
+import time
 import warnings
-from typing import Any, Dict, List, Optional, Pattern, Tuple
+from typing import Any, Callable, Dict, List, Optional, Pattern, Tuple
 
 import numpy as np
 
@@ -14,71 +17,125 @@ from .. import reader
 from ..proto import hparams as hparams_proto
 from ..storage import run_of
 
-__all__ = ["Collected", "collect", "KEEP"]
+__all__ = ["Collected", "collect", "KEEP", "printable"]
 
-KEEP = 10  # images and texts kept a tag and run, as TensorBoard keeps by default
+KEEP = {"images": 10, "audio": 10, "text": 10, "histograms": 500, "pr_curves": 100}  # TensorBoard's server's
 MAX_NOTES = 100  # lines said of values that could not be read (a file of them says its first ones)
+LEFT_OUT = {  # what TensorBoard draws that the report does not: the dashboard, and why
+    "graphs": ("Graph", "an interactive graph explorer, too big for a page"),
+    "projector": ("Projector", "embeddings in 3-D, too big for a page"),
+    "mesh": ("Mesh", "3-D point clouds and meshes, drawn with WebGL"),
+}
+DRAWN = {"scalars", "images", "audio", "text", "histograms", "distributions", "pr_curves", "custom_scalars",
+         "hparams"}
+
+
+class _Series:
+    """One run's tag as numpy arrays grown in place, in the order written, with TensorBoard's
+    rule for a step logged again (its points from that step on are dropped)."""
+
+    __slots__ = ("steps", "values", "walls", "size")
+
+    def __init__(self) -> None:
+        self.steps: Any = np.empty(64, np.int64)
+        self.values: Any = np.empty(64, np.float64)
+        self.walls: Any = np.empty(64, np.float64)
+        self.size = 0
+
+    def add(self, step: int, value: float, wall: float) -> None:
+        size = self.size
+        if size and self.steps[size - 1] >= step:  # a resumed run: its points from this step on are dropped
+            size = int(np.searchsorted(self.steps[:size], step, side="left"))
+        if size == len(self.steps):
+            self.steps, self.values, self.walls = (np.resize(a, 2 * size)
+                                                   for a in (self.steps, self.values, self.walls))
+        self.steps[size], self.values[size], self.walls[size] = step, value, wall
+        self.size = size + 1
+
+    def arrays(self) -> Tuple[Any, Any, Any]:
+        n = self.size
+        return self.steps[:n].astype(np.float64), self.values[:n].copy(), self.walls[:n].copy()
+
+
+class _Kept:
+    """At most `size` items of one run's tag, chosen as TensorBoard's server chooses them (its
+    reservoir, seeded as it seeds it, the last always kept); a step logged again drops the
+    items from it on. Counts what it saw."""
+
+    def __init__(self, size: int) -> None:
+        from tensorboard.backend.event_processing.reservoir import Reservoir
+
+        self._reservoir = Reservoir(size)
+        self.seen = 0
+        self._last: Dict[Any, int] = {}
+
+    def add(self, key: Any, step: int, item: Any) -> None:
+        last = self._last.get(key)
+        if last is not None and step <= last:
+            self._reservoir.FilterItems(lambda kept: kept[0] < step, key)
+        self._last[key] = step
+        self._reservoir.AddItem(key, (step, item))
+        self.seen += 1
+
+    def items(self) -> Dict[Any, List[Tuple[int, Any]]]:
+        return {key: sorted(self._reservoir.Items(key), key=lambda kept: kept[0]) for key in self._reservoir.Keys()}
 
 
 class Collected:
     """What a logdir holds, for the page: `scalars[(run, tag)] = (steps, values, walls)` (numpy),
-    `images`/`texts[(run, tag)] = [(step, item)]` (every one: `keep` chooses), `bands[(run, tag)]
-    = [(step, wall, nine percentiles)]`, `hparams[run] = {name: value}`, `metrics` the hparams
-    experiment's metrics as (group, tag), `notes` what could not be read (torn or corrupt
-    files), `runs` in the order first met."""
+    `images`, `audio`, `texts`, `histograms`, `pr_curves` `[(run, tag)] = [(step, item)]` (the
+    kept ones, in step order), `hparams[run] = {name: value}`, `metrics` the hparams
+    experiment's metrics as (group, tag), `layout` the Custom Scalars categories (merged as
+    TensorBoard merges the runs' last layouts), `left_out[dashboard] = {run: None}` what is
+    shown only by TensorBoard, `seen[kind]` the summaries read of each kept kind, `notes` what
+    could not be read, `runs` in the order first met, `seconds` how long reading took."""
 
     def __init__(self) -> None:
         self.scalars: Dict[Tuple[str, str], Tuple[Any, Any, Any]] = {}
-        self.images: Dict[Tuple[str, str], List[Tuple[int, Tuple[str, bytes]]]] = {}
-        self.texts: Dict[Tuple[str, str], List[Tuple[int, str]]] = {}
-        self.bands: Dict[Tuple[str, str], List[Tuple[int, float, List[float]]]] = {}
+        self.images: Dict[Tuple[str, str], List[Tuple[int, Any]]] = {}
+        self.audio: Dict[Tuple[str, str], List[Tuple[int, Any]]] = {}
+        self.texts: Dict[Tuple[str, str], List[Tuple[int, Any]]] = {}
+        self.histograms: Dict[Tuple[str, str], List[Tuple[int, Any]]] = {}
+        self.pr_curves: Dict[Tuple[str, str], List[Tuple[int, Any]]] = {}
         self.hparams: Dict[str, Dict[str, Any]] = {}
         self.metrics: List[Tuple[str, str]] = []
+        self.layout: List[Dict[str, Any]] = []
+        self.left_out: Dict[str, Dict[str, None]] = {}
+        self.seen: Dict[str, int] = {}
         self.notes: List[str] = []
         self.runs: List[str] = []
+        self.seconds = 0.0
+
+    @property
+    def bands(self) -> Dict[Tuple[str, str], List[Tuple[int, float, List[float]]]]:
+        """The Distributions dashboard's percentile bands of the kept histograms: (step, wall,
+        nine values), computed by TensorBoard's own compressor."""
+        from tensorboard.plugins.distribution import compressor
+
+        out: Dict[Tuple[str, str], List[Tuple[int, float, List[float]]]] = {}
+        for key, kept in self.histograms.items():
+            out[key] = [(step, wall, [float(c[1]) for c in compressor.compress_histogram(buckets)])
+                        for step, (wall, buckets) in kept if buckets[:, 2].sum() > 0]
+        return out
 
 
-class _Series:
-    """One run's tag, in the order written, with TensorBoard's rule for a step logged again."""
+class _Reading:
+    """The state of one collect(): the series and reservoirs filled file by file."""
 
-    __slots__ = ("steps", "values", "walls")
-
-    def __init__(self) -> None:
-        self.steps: List[int] = []
-        self.values: List[float] = []
-        self.walls: List[float] = []
-
-    def add(self, step: int, value: float, wall: float) -> None:
-        steps = self.steps
-        if steps and steps[-1] >= step:  # a resumed run: its points from this step on are dropped
-            cut = len(steps)
-            while cut and steps[cut - 1] >= step:
-                cut -= 1
-            del steps[cut:], self.values[cut:], self.walls[cut:]
-        steps.append(step)
-        self.values.append(value)
-        self.walls.append(wall)
-
-
-def _image(value: Any) -> Optional[Tuple[str, bytes]]:
-    """(mime type, bytes) of an image summary value (the `image` field, or the images plugin's
-    tensor [width, height, image...]: its first image)."""
-    if value.WhichOneof("value") == "image":
-        data = value.image.encoded_image_string
-    else:
-        strings = value.tensor.string_val
-        if len(strings) < 3:
-            return None
-        data = strings[2]
-    mime = "image/gif" if data[:4] == b"GIF8" else "image/png" if data[:4] == b"\x89PNG" else "image/jpeg"
-    return mime, bytes(data)
+    def __init__(self, out: Collected, tags: Optional[Pattern[str]]) -> None:
+        self.out, self.tags = out, tags
+        self.series: Dict[Tuple[str, str], _Series] = {}
+        self.kept = {kind: _Kept(size) for kind, size in KEEP.items()}
+        self.layouts: Dict[str, Any] = {}  # run -> its last Custom Scalars layout (a Layout proto)
 
 
 def collect(logdir: str, runs: Optional[Pattern[str]] = None, tags: Optional[Pattern[str]] = None) -> Collected:
     """Everything below `logdir` that the report draws, of the runs and tags the patterns find
-    (`re.search`). A torn or corrupt file is read as far as it can be, and said in `notes`."""
+    (`re.search`). A torn or corrupt file is read as far as it can be, a file that cannot be
+    read is left out: each said in `notes`."""
+    began = time.perf_counter()
     out = Collected()
-    series: Dict[Tuple[str, str], _Series] = {}
+    reading = _Reading(out, tags)
     seen_runs: Dict[str, None] = {}
     one_file = "://" not in logdir and os.path.isfile(logdir)
     with warnings.catch_warnings(record=True) as caught:
@@ -95,7 +152,7 @@ def collect(logdir: str, runs: Optional[Pattern[str]] = None, tags: Optional[Pat
                     out.notes.append("run %s: its directory's name is not UTF-8; shown with \\x escapes" % shown)
             seen_runs.setdefault(run)
             try:
-                _read_file(path, printable(run), tags, out, series)
+                _read_file(path, printable(run), reading)
             except OSError as exc:  # this file only: what it gave so far is kept, the other files are read
                 out.notes.append("%s: cannot be read (%s); left out from there, every other file is reported"
                                  % (printable(path), exc.strerror or exc))
@@ -105,72 +162,175 @@ def collect(logdir: str, runs: Optional[Pattern[str]] = None, tags: Optional[Pat
         else:
             warnings.warn_explicit(warning.message, warning.category, warning.filename, warning.lineno)
     out.runs = [printable(run) for run in seen_runs]
-    for key, found in series.items():
-        out.scalars[key] = (np.array(found.steps, np.float64), np.array(found.values, np.float64),
-                            np.array(found.walls, np.float64))
+    if not one_file and "://" not in logdir:
+        for run in _projector_runs(logdir, runs):
+            out.left_out.setdefault("projector", {})[run] = None
+    for key, found in reading.series.items():
+        out.scalars[key] = found.arrays()
+    for kind, kept in reading.kept.items():
+        setattr(out, "texts" if kind == "text" else kind, kept.items())
+        out.seen[kind] = kept.seen
+    out.layout = _merged_layout(reading.layouts)
+    out.seconds = time.perf_counter() - began
     return out
 
 
-def _read_file(path: str, run: str, tags: Optional[Pattern[str]], out: Collected,
-               series: Dict[Tuple[str, str], _Series]) -> None:
-    """One event file's summaries into `out` (scalars into `series`). A value that cannot be
-    read (a tensor of no known shape, plugin data that is no protobuf) is left out and said."""
+def _projector_runs(logdir: str, runs: Optional[Pattern[str]]) -> List[str]:
+    """The runs with a projector_config.pbtxt (the Projector's embeddings), as TensorBoard finds them."""
+    found = []
+    for directory, subdirs, names in os.walk(logdir):
+        subdirs.sort()
+        if "projector_config.pbtxt" in names:
+            run = run_of(logdir, directory)
+            if runs is None or runs.search(run):
+                found.append(printable(run))
+    return found
+
+
+def _read_file(path: str, run: str, reading: _Reading) -> None:
+    """One event file's summaries into `reading`. A value that cannot be read (a tensor of no
+    known shape, plugin data that is no protobuf) is left out and said."""
+    out, tags = reading.out, reading.tags
     plugins: Dict[str, str] = {}  # tag -> plugin name (a tag's first value carries it)
     for event in reader.read_events(path):
-        if not event.HasField("summary"):
+        what = event.WhichOneof("what")
+        if what != "summary":
+            if what in ("graph_def", "meta_graph_def", "tagged_run_metadata"):
+                out.left_out.setdefault("graphs", {})[run] = None
             continue
         step, wall = int(event.step), float(event.wall_time)
         for value in event.summary.value:
             tag = value.tag
             if value.HasField("metadata") and value.metadata.plugin_data.plugin_name:
                 plugins[tag] = value.metadata.plugin_data.plugin_name
-            if tags is not None and not tags.search(tag) and plugins.get(tag) != "hparams":
+            plugin = plugins.get(tag)
+            if tags is not None and not tags.search(tag) and plugin not in ("hparams", "custom_scalars"):
                 continue
             try:
-                _add(value, plugins.get(tag), run, step, wall, out, series)
+                _add(value, plugin, run, step, wall, reading)
             except Exception as exc:  # noqa: BLE001 (odd input costs only itself: any error of one value)
                 if len(out.notes) < MAX_NOTES:
                     out.notes.append("%s: %s at step %d: cannot be read (%s: %s); left out"
                                      % (printable(path), printable(tag), step, type(exc).__name__, exc))
 
 
-def _add(value: Any, plugin: Optional[str], run: str, step: int, wall: float, out: Collected,
-         series: Dict[Tuple[str, str], _Series]) -> None:
+def _add(value: Any, plugin: Optional[str], run: str, step: int, wall: float, reading: _Reading) -> None:
     from tensorboard import data_compat
-    from tensorboard.plugins.distribution import compressor
     from tensorboard.util import tensor_util
 
-    tag = value.tag
+    out, key, field = reading.out, (run, value.tag), value.WhichOneof("value")
     if plugin == "hparams":
-        data = hparams_proto.HParamsPluginData.FromString(value.metadata.plugin_data.content)
-        if data.HasField("session_start_info"):
-            out.hparams.setdefault(run, {}).update(
-                {k: reader.hparam_value(v) for k, v in data.session_start_info.hparams.items()})
-        elif data.HasField("experiment"):
-            for info in data.experiment.metric_infos:
-                if (info.name.group, info.name.tag) not in out.metrics:
-                    out.metrics.append((info.name.group, info.name.tag))
-        return
-    field = value.WhichOneof("value")
-    key = (run, tag)
-    if field == "simple_value" or (field == "tensor" and plugin == "scalars"):
+        _hparams(value, run, out)
+    elif field == "simple_value" or (field == "tensor" and plugin == "scalars"):
         number = (value.simple_value if field == "simple_value"
                   else float(tensor_util.make_ndarray(value.tensor).reshape(-1)[0]))
-        series.setdefault(key, _Series()).add(step, number, wall)
+        series = reading.series.get(key)
+        if series is None:
+            series = reading.series[key] = _Series()
+        series.add(step, number, wall)
     elif field == "image" or (field == "tensor" and plugin == "images"):
         image = _image(value)
         if image is not None:
-            out.images.setdefault(key, []).append((step, image))
+            reading.kept["images"].add(key, step, image)
+    elif field == "audio" or (field == "tensor" and plugin == "audio"):
+        reading.kept["audio"].add(key, step, _audio(value))
     elif field == "tensor" and plugin == "text":
         strings = tensor_util.make_ndarray(value.tensor).reshape(-1)
         text = "\n".join(s.decode("utf-8", "replace") if isinstance(s, bytes) else str(s) for s in strings)
-        out.texts.setdefault(key, []).append((step, text))
+        reading.kept["text"].add(key, step, text)
     elif field == "histo" or (field == "tensor" and plugin == "histograms"):
         migrated = data_compat.migrate_value(value)  # TensorBoard's (k, 3) buckets
-        buckets = tensor_util.make_ndarray(migrated.tensor).reshape(-1, 3)
-        if len(buckets) and buckets[:, 2].sum() > 0:
-            bands = [float(c[1]) for c in compressor.compress_histogram(buckets)]
-            out.bands.setdefault(key, []).append((step, wall, bands))
+        buckets = tensor_util.make_ndarray(migrated.tensor).reshape(-1, 3).astype(np.float64)
+        if len(buckets):
+            reading.kept["histograms"].add(key, step, (wall, buckets))
+    elif field == "tensor" and plugin == "pr_curves":
+        reading.kept["pr_curves"].add(key, step, (wall, tensor_util.make_ndarray(value.tensor)))
+    elif field == "tensor" and plugin == "custom_scalars":
+        from tensorboard.plugins.custom_scalar import layout_pb2
+
+        layout = layout_pb2.Layout.FromString(tensor_util.make_ndarray(value.tensor).item())
+        reading.layouts[run] = layout  # a run's last layout is the one TensorBoard shows
+    elif plugin in LEFT_OUT or (plugin and plugin.startswith("graph")):
+        out.left_out.setdefault(plugin if plugin in LEFT_OUT else "graphs", {})[run] = None
+    elif plugin and plugin not in DRAWN:
+        out.left_out.setdefault(plugin, {})[run] = None
+
+
+def _hparams(value: Any, run: str, out: Collected) -> None:
+    data = hparams_proto.HParamsPluginData.FromString(value.metadata.plugin_data.content)
+    if data.HasField("session_start_info"):
+        out.hparams.setdefault(run, {}).update(
+            {k: reader.hparam_value(v) for k, v in data.session_start_info.hparams.items()})
+    elif data.HasField("experiment"):
+        for info in data.experiment.metric_infos:
+            if (info.name.group, info.name.tag) not in out.metrics:
+                out.metrics.append((info.name.group, info.name.tag))
+
+
+def _image(value: Any) -> Optional[Tuple[str, bytes]]:
+    """(mime type, bytes) of an image summary value (the `image` field, or the images plugin's
+    tensor [width, height, image...]: its first image)."""
+    if value.WhichOneof("value") == "image":
+        data = value.image.encoded_image_string
+    else:
+        strings = value.tensor.string_val
+        if len(strings) < 3:
+            return None
+        data = strings[2]
+    mime = "image/gif" if data[:4] == b"GIF8" else "image/png" if data[:4] == b"\x89PNG" else "image/jpeg"
+    return mime, bytes(data)
+
+
+def _audio(value: Any) -> Tuple[str, bytes, str]:
+    """(mime type, bytes, label) of an audio summary value (the `audio` field, or the audio
+    plugin's tensor [[clip, label], ...]: its first clip, as TensorBoard shows)."""
+    if value.WhichOneof("value") == "audio":
+        return value.audio.content_type or "audio/wav", bytes(value.audio.encoded_audio_string), ""
+    strings = value.tensor.string_val
+    if not strings:
+        raise ValueError("no clip in the audio tensor")
+    label = strings[1].decode("utf-8", "replace") if len(strings) > 1 else ""
+    return "audio/wav", bytes(strings[0]), label
+
+
+def _merged_layout(layouts: Dict[str, Any]) -> List[Dict[str, Any]]:
+    """The Custom Scalars layout as TensorBoard's plugin merges it (the runs' last layouts in run
+    order, a category of a title seen before taking the charts it lacks): [{title, closed,
+    charts: [{title, multiline: [regex...]} or {title, margin: [{value, lower, upper}...]}]}]."""
+    categories: Dict[str, List[Any]] = {}
+    order: List[Tuple[str, bool]] = []
+    for run in sorted(layouts):
+        for category in layouts[run].category:
+            if category.title not in categories:
+                categories[category.title] = []
+                order.append((category.title, category.closed))
+            known = categories[category.title]
+            known.extend(c for c in category.chart if c not in known)
+    merged = []
+    for title, closed in order:
+        charts: List[Dict[str, Any]] = []
+        for chart in categories[title]:
+            if chart.WhichOneof("content") == "multiline":
+                charts.append({"title": chart.title, "multiline": list(chart.multiline.tag)})
+            elif chart.WhichOneof("content") == "margin":
+                charts.append({"title": chart.title, "margin": [
+                    {"value": s.value, "lower": s.lower, "upper": s.upper} for s in chart.margin.series]})
+        merged.append({"title": title, "closed": closed, "charts": charts})
+    return merged
+
+
+def matching(patterns: List[str], tags: List[str], said: Callable[[str], None]) -> List[str]:
+    """The tags any of `patterns` matches from their start (`re.match`, as TensorBoard's Custom
+    Scalars plugin matches); a pattern that is no regular expression matches none, said."""
+    found: List[str] = []
+    for pattern in patterns:
+        try:
+            compiled_pattern = re.compile(pattern)
+        except re.error as exc:
+            said("custom scalars: %r is not a regular expression (%s); it draws nothing" % (pattern, exc))
+            continue
+        found.extend(tag for tag in tags if compiled_pattern.match(tag) and tag not in found)
+    return found
 
 
 def printable(name: str) -> str:
@@ -181,14 +341,6 @@ def printable(name: str) -> str:
     except UnicodeEncodeError:  # a surrogate no file name decodes to
         return name.encode("utf-8", "backslashreplace").decode("utf-8")
     return raw.decode("utf-8", "backslashreplace")
-
-def kept(items: List[Tuple[int, Any]], keep: int = KEEP) -> List[Tuple[int, Any]]:
-    """At most `keep` of `items` (in step order), spread evenly over them, the last always."""
-    items = sorted(items, key=lambda item: item[0])
-    if len(items) <= keep:
-        return items
-    chosen = np.unique(np.round(np.linspace(0, len(items) - 1, keep)).astype(int))
-    return [items[i] for i in chosen]
 
 
 def compiled(pattern: Optional[str], what: str) -> Optional[Pattern[str]]:

@@ -1,7 +1,7 @@
 """What was collected as one self-contained HTML file: the data as one JSON block (scalars packed
 as base64 float arrays, downsampled where long), the app (app.js, app.css) and uPlot inline,
 and a Content-Security-Policy that lets the page fetch nothing: every script and style is
-allowed by its hash, images only from data: URLs. Opened from disk in any browser, no server,
+allowed by its hash, images and audio only from data: URLs. Opened from disk in any browser, no server,
 no network.
 
 uPlot (https://github.com/leeoniya/uPlot, MIT; assets/uPlot.LICENSE) is vendored as released,
@@ -12,11 +12,11 @@ import hashlib
 import html
 import json
 import os
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import numpy as np
 
-from .collect import Collected, kept, printable
+from .collect import KEEP, LEFT_OUT, Collected, matching, printable
 
 __all__ = ["ASSETS", "UPLOT_VERSION", "asset", "downsampled", "render"]
 
@@ -88,33 +88,110 @@ def _data(found: Collected, logdir: str, max_points: int, version: str) -> Tuple
     if cut:
         left.append("scalars: %d of %d series had more than %d points: drawn from %d of them (the lowest and the "
                     "highest of each stretch kept: --max-points draws more)" % (cut, len(found.scalars), share, share))
-    images: Dict[str, Dict[str, List[Dict[str, Any]]]] = {}
-    dropped = 0
-    for (run, tag), items in sorted(found.images.items()):
-        chosen = kept(items)
-        dropped += len(items) - len(chosen)
-        images.setdefault(tag, {})[run] = [
-            {"step": step, "src": "data:%s;base64,%s" % (mime, base64.b64encode(data).decode("ascii"))}
-            for step, (mime, data) in chosen]
-    if dropped:
-        left.append("images: %d left out (at most 10 a tag and run, the last always, as TensorBoard keeps)" % dropped)
+    _said_kept(found, "images", found.images, left)
+    images = _by_tag(found.images, lambda step, item: {"step": step, "src": _data_url(item[0], item[1])})
+    _said_kept(found, "audio", found.audio, left)
+    audio = _by_tag(found.audio, lambda step, item: {"step": step, "src": _data_url(item[0], item[1]),
+                                                     "label": item[2]})
     texts: Dict[str, Dict[str, List[Dict[str, Any]]]] = {}
     if found.texts:
         from tensorboard.plugin_util import markdown_to_safe_html  # TensorBoard's own rendering, sanitized
 
-        dropped = 0
-        for (run, tag), written in sorted(found.texts.items()):
-            shown = kept(written)
-            dropped += len(written) - len(shown)
-            texts.setdefault(tag, {})[run] = [{"step": step, "html": markdown_to_safe_html(text)}
-                                              for step, text in shown]
-        if dropped:
-            left.append("text: %d left out (at most 10 a tag and run, the last always)" % dropped)
+        _said_kept(found, "text", found.texts, left)
+        texts = _by_tag(found.texts, lambda step, text: {"step": step, "html": markdown_to_safe_html(text)})
+    _said_kept(found, "histograms", found.histograms, left)
+    histograms = _by_tag(found.histograms, lambda step, item: {
+        "step": step, "buckets": [[_number(float(x)) for x in row] for row in item[1]]}, OFFSET_VIEW)
+    if any(len(items) > OFFSET_VIEW for items in found.histograms.values()):
+        left.append("histograms: the offset view draws %d histograms a tag and run (spread over the steps, the last "
+                    "always); Distributions draws every kept one" % OFFSET_VIEW)
     bands: Dict[str, Dict[str, Dict[str, Any]]] = {}
-    for (run, tag), histograms in sorted(found.bands.items()):
-        histograms = sorted(histograms)
-        bands.setdefault(tag, {})[run] = {"step": [h[0] for h in histograms], "wall": [h[1] for h in histograms],
-                                          "bands": [[_number(h[2][i]) for h in histograms] for i in range(9)]}
+    for (run, tag), histogram_bands in sorted(found.bands.items()):
+        bands.setdefault(tag, {})[run] = {"step": [h[0] for h in histogram_bands],
+                                          "wall": [h[1] for h in histogram_bands],
+                                          "bands": [[_number(h[2][i]) for h in histogram_bands] for i in range(9)]}
+    _said_kept(found, "pr_curves", found.pr_curves, left)
+    pr_curves = _by_tag(found.pr_curves, lambda step, item: dict(step=step, **pr_entry(item[1])))
+    meta = {"logdir": printable(logdir), "made": datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
+            "version": version, "runs": found.runs, "notes": found.notes + left,
+            "left_out": left_out(found), "command": command(logdir)}
+    return {"meta": meta, "scalars": scalars, "images": images, "audio": audio, "texts": texts,
+            "histograms": histograms, "distributions": bands, "pr_curves": pr_curves,
+            "custom_scalars": _custom_scalars(found, sorted(scalars), left), "hparams": _hparams(found)}, left
+
+
+OFFSET_VIEW = 50  # histograms a tag and run drawn in the Histograms dashboard's offset view, at most
+
+
+def _said_kept(found: Collected, kind: str, kept: Dict[Any, List[Any]], left: List[str]) -> None:
+    dropped = found.seen.get(kind, 0) - sum(len(items) for items in kept.values())
+    if dropped > 0:
+        left.append("%s: %d left out (at most %d a tag and run, the last always, as TensorBoard keeps)"
+                    % (kind.replace("_", " "), dropped, KEEP[kind]))
+
+
+def _by_tag(kept: Dict[Tuple[str, str], List[Tuple[int, Any]]], entry: Callable[[int, Any], Dict[str, Any]],
+            most: Optional[int] = None) -> Dict[str, Dict[str, List[Dict[str, Any]]]]:
+    """{tag: {run: [entry(step, item) of each kept item]}} (at most `most` of them, spread)."""
+    out: Dict[str, Dict[str, List[Dict[str, Any]]]] = {}
+    for (run, tag), items in sorted(kept.items()):
+        if most is not None and len(items) > most:
+            chosen = np.unique(np.round(np.linspace(0, len(items) - 1, most)).astype(int))
+            items = [items[i] for i in chosen]
+        out.setdefault(tag, {})[run] = [entry(step, item) for step, item in items]
+    return out
+
+
+def _data_url(mime: str, data: bytes) -> str:
+    return "data:%s;base64,%s" % (mime, base64.b64encode(data).decode("ascii"))
+
+
+def pr_entry(data: Any) -> Dict[str, Any]:
+    """A PR curve's points as TensorBoard's PR curves plugin serves them (its `_make_pr_entry`):
+    precision and recall at each threshold, the thresholds with no positive prediction (TP + FP
+    = 0) at the tail trimmed."""
+    positives = data[[0, 1], :].astype(int).sum(axis=0)  # TP, FP
+    end = len(positives) - 1
+    while end > 0 and positives[end] == 0:
+        end -= 1
+    thresholds = np.linspace(0.0, 1.0, data.shape[1])
+    return {"precision": [_number(float(v)) for v in data[4, :end + 1]],
+            "recall": [_number(float(v)) for v in data[5, :end + 1]],
+            "thresholds": [float(v) for v in thresholds[:end + 1]]}
+
+
+def left_out(found: Collected) -> List[Dict[str, Any]]:
+    """What TensorBoard shows that the report does not: [{name, why, runs}]."""
+    out = []
+    for key, runs in sorted(found.left_out.items()):
+        name, why = LEFT_OUT.get(key, ("the %s plugin" % key, "a dashboard the report does not draw"))
+        out.append({"name": name, "why": why, "runs": sorted(runs)})
+    return out
+
+
+def command(logdir: str) -> str:
+    """The one command that shows the whole logdir: the bundled TensorBoard."""
+    import shlex
+
+    return "tensorboard --logdir %s" % shlex.quote(printable(logdir))
+
+
+def _custom_scalars(found: Collected, tags: List[str], left: List[str]) -> List[Dict[str, Any]]:
+    """The Custom Scalars layout with each multiline chart's regular expressions resolved into
+    the scalar tags they match (re.match, as TensorBoard's plugin matches them)."""
+    categories = []
+    for category in found.layout:
+        charts: List[Dict[str, Any]] = []
+        for chart in category["charts"]:
+            if "multiline" in chart:
+                charts.append({"title": chart["title"], "tags": matching(chart["multiline"], tags, left.append)})
+            else:
+                charts.append(chart)
+        categories.append({"title": category["title"], "closed": category["closed"], "charts": charts})
+    return categories
+
+
+def _hparams(found: Collected) -> Dict[str, Any]:
     names = sorted({name for values in found.hparams.values() for name in values})
     metrics = ["%s/%s" % (group, tag) if group else tag for group, tag in found.metrics]
     rows: List[List[Any]] = []
@@ -124,10 +201,33 @@ def _data(found: Collected, logdir: str, max_points: int, version: str) -> Tuple
             series = found.scalars.get(("%s/%s" % (run, group) if group else run, tag))
             final.append(float(series[1][-1]) if series is not None and len(series[1]) else None)
         rows.append([run] + [_number(values.get(name)) for name in names] + [_number(v) for v in final])
-    meta = {"logdir": printable(logdir), "made": datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
-            "version": version, "runs": found.runs, "notes": found.notes + left}
-    return {"meta": meta, "scalars": scalars, "images": images, "texts": texts, "distributions": bands,
-            "hparams": {"columns": ["run"] + names + metrics, "metrics": len(metrics), "rows": rows}}, left
+    return {"columns": ["run"] + names + metrics, "metrics": len(metrics), "rows": rows}
+
+
+def summary(found: Collected, data: Dict[str, Any]) -> List[str]:
+    """What the command says it read, and what it left out: lines."""
+    def tags(kind: str, items: Dict[Tuple[str, str], Any], unit: str) -> str:
+        count = len({tag for _, tag in items})
+        return "%s %d tag%s (%s %s)" % (kind, count, "" if count == 1 else "s",
+                                        format(found.seen.get(unit, 0), ","), unit.replace("_", " "))
+    parts = ["scalars %d tag%s (%s points)" % (len(data["scalars"]), "" if len(data["scalars"]) == 1 else "s",
+                                                format(sum(len(s[0]) for s in found.scalars.values()), ","))]
+    for kind, items, unit in (("histograms", found.histograms, "histograms"), ("images", found.images, "images"),
+                              ("audio", found.audio, "audio"), ("text", found.texts, "text"),
+                              ("PR curves", found.pr_curves, "pr_curves")):
+        if items:
+            parts.append(tags(kind, items, unit))
+    if found.layout:
+        parts.append("custom scalars %d charts" % sum(len(c["charts"]) for c in found.layout))
+    if found.hparams:
+        parts.append("hparams of %d run%s" % (len(found.hparams), "" if len(found.hparams) == 1 else "s"))
+    lines = ["read %d run%s in %.1f s: %s" % (len(found.runs), "" if len(found.runs) == 1 else "s", found.seconds,
+                                              ", ".join(parts))]
+    for item in data["meta"]["left_out"]:
+        lines.append("left out: %s (%s: %s): %s; shown by `%s`" % (
+            item["name"], "run" if len(item["runs"]) == 1 else "runs", ", ".join(item["runs"]), item["why"],
+            data["meta"]["command"]))
+    return lines
 
 
 def _hash(text: str) -> str:
@@ -135,13 +235,14 @@ def _hash(text: str) -> str:
 
 
 def render(found: Collected, logdir: str, max_points: int, version: str) -> Tuple[str, List[str]]:
-    """(the HTML, what was left out)."""
+    """(the HTML, what the command says: what it read, what it left out, one line each)."""
     data, left = _data(found, logdir, max_points, version)
+    said = summary(found, data) + ["note: %s" % line for line in found.notes + left]
     block = json.dumps(data, ensure_ascii=False, separators=(",", ":"), allow_nan=False).replace("<", "\\u003c")
     scripts = [asset("uPlot.iife.min.js"), asset("app.js")]
     style = asset("uPlot.min.css") + "\n" + asset("app.css")
-    policy = ("default-src 'none'; script-src %s; style-src %s; img-src data:; base-uri 'none'; form-action 'none'"
-              % (" ".join(_hash(s) for s in scripts), _hash(style)))
+    policy = ("default-src 'none'; script-src %s; style-src %s; img-src data:; media-src data:; base-uri 'none'; "
+              "form-action 'none'" % (" ".join(_hash(s) for s in scripts), _hash(style)))
     title = "mxboard report: %s" % printable(logdir)
     return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
             "<meta http-equiv=\"Content-Security-Policy\" content=\"%s\">\n"
@@ -150,5 +251,5 @@ def render(found: Collected, logdir: str, max_points: int, version: str) -> Tupl
             "<script type=\"application/json\" id=\"data\">%s</script>\n"
             "</head><body>\n<div id=\"app\"></div>\n%s\n</body></html>\n"
             % (html.escape(policy), html.escape(title), style, block,
-               "\n".join("<script>%s</script>" % s for s in scripts))), left
+               "\n".join("<script>%s</script>" % s for s in scripts))), said
 

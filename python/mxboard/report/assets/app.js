@@ -8,7 +8,10 @@
   var data = JSON.parse(document.getElementById("data").textContent);
   var app = document.getElementById("app");
   var state = {smoothing: 0.6, log: false, x: "step"};
-  var charts = [];  // {tag, box, plot, series}
+  var charts = [];  // the Scalars dashboard's: {tag, box, plot, entries: [{label, entry}], runs}
+  var customCharts = [];  // the Custom Scalars dashboard's multiline and margin charts
+  var STEP_AXIS = {space: 50, incrs: [1, 2, 5, 10, 20, 25, 50, 100, 200, 250, 500, 1e3, 2e3, 2500, 5e3, 1e4, 2e4, 25e3,
+                                      5e4, 1e5, 2e5, 25e4, 5e5, 1e6, 2e6, 5e6, 1e7, 2e7, 5e7, 1e8, 1e9, 1e10]};  // integer steps
   var COLORS = ["#ff7043", "#0077bb", "#009988", "#ee3377", "#33bbee", "#cc3311", "#6a3d9a", "#b15928",
                 "#999933", "#555555"];
 
@@ -65,6 +68,21 @@
   header.appendChild(facts);
   meta.notes.forEach(function (note) { header.appendChild(el("p", note, "note")); });
   app.appendChild(header);
+  if (meta.left_out.length) {
+    var lo = el("section"); lo.id = "left-out";
+    lo.appendChild(el("h2", "Not in this report"));
+    var list = el("ul");
+    meta.left_out.forEach(function (item) {
+      var li = el("li");
+      li.appendChild(el("strong", item.name));
+      li.appendChild(document.createTextNode(" (" + (item.runs.length === 1 ? "run " : "runs ") + item.runs.join(", ") +
+                                             "): " + item.why + ". Shown by "));
+      li.appendChild(el("code", meta.command));
+      list.appendChild(li);
+    });
+    lo.appendChild(list);
+    app.appendChild(lo);
+  }
 
   // -- scalars ------------------------------------------------------------------------------
   var tags = Object.keys(data.scalars).sort();
@@ -95,7 +113,9 @@
       box.dataset.tag = tag;
       box.appendChild(el("h3", tag));
       grid.appendChild(box);
-      charts.push({tag: tag, box: box, plot: null});
+      charts.push({tag: tag, box: box, plot: null, entries: data.scalars[tag].map(function (e) {
+        return {label: e.run, entry: e};
+      })});
     });
     slider.addEventListener("input", function () {
       state.smoothing = Number(slider.value); shown.textContent = state.smoothing.toFixed(2); redraw();
@@ -104,24 +124,30 @@
     axis.addEventListener("change", function () { state.x = axis.value; redraw(); });
   }
 
-  function table(tag) {
-    // [x, raw and smoothed y of each run] over the union of the runs' x values (uPlot.join)
-    var entries = data.scalars[tag], tables = [], runs = [];
-    entries.forEach(function (entry) {
-      var d = decoded(entry);
+  function table(chart) {
+    // [x, raw and smoothed y of each line] over the union of the lines' x values (uPlot.join)
+    var tables = [], runs = [];
+    chart.entries.forEach(function (line) {
+      var d = decoded(line.entry);
       var xs = Array.from(d[state.x]);
       var raw = d.value.map(function (v) { return isFinite(v) ? v : null; });
       var smoothed = smooth(d.value, state.smoothing).map(function (v) { return isFinite(v) ? v : null; });
       tables.push([xs, raw, smoothed]);
-      runs.push(entry.run);
+      runs.push(line.label);
     });
     return {joined: uPlot.join(tables), runs: runs};
   }
+  function xValue(u, v) {
+    return state.x === "wall" && v !== null ? new Date(v * 1000).toISOString().replace("T", " ").slice(0, 19) : formatted(v);
+  }
+  function xScale() {
+    // steps are integers: no tick between two steps
+    return state.x === "step" ? {time: false} : {time: state.x === "wall"};
+  }
+  function xAxis() { return state.x === "step" ? STEP_AXIS : {}; }
 
   function draw(chart) {
-    var t = table(chart.tag), series = [{label: state.x, value: function (u, v) {
-      return state.x === "wall" && v !== null ? new Date(v * 1000).toISOString().replace("T", " ").slice(0, 19) : formatted(v);
-    }}];
+    var t = table(chart), series = [{label: state.x, value: xValue}];
     t.runs.forEach(function (run, i) {
       var color = COLORS[i % COLORS.length];
       series.push({label: run + " (raw)", stroke: color + "40", width: 1, spanGaps: true, value: function (u, v) { return formatted(v); }});
@@ -129,23 +155,33 @@
     });
     var options = {
       width: Math.max(chart.box.clientWidth - 16, 300), height: 260, series: series,
-      scales: {x: {time: state.x === "wall"}, y: {distr: state.log ? 3 : 1}},
+      scales: {x: xScale(), y: {distr: state.log ? 3 : 1}}, axes: [xAxis(), {}],
       legend: {live: true}, cursor: {focus: {prox: 16}},
     };
     if (chart.plot) chart.plot.destroy();
     chart.plot = new uPlot(options, t.joined, chart.box);
     chart.runs = t.runs;
   }
-  function redraw() { charts.forEach(function (c) { if (c.plot) draw(c); }); }
+  function redraw() {
+    charts.forEach(function (c) { if (c.plot) draw(c); });
+    customCharts.forEach(function (c) { if (c.plot) c.draw(c); });
+  }
 
   var seen = "IntersectionObserver" in window ? new IntersectionObserver(function (found) {
     found.forEach(function (entry) {
       if (!entry.isIntersecting) return;
-      var chart = charts.filter(function (c) { return c.box === entry.target; })[0];
-      if (chart && !chart.plot) draw(chart);
+      var chart = charts.concat(customCharts).filter(function (c) { return c.box === entry.target; })[0];
+      if (chart && !chart.plot) (chart.draw || draw)(chart);
     });
   }, {rootMargin: "400px"}) : null;
   charts.forEach(function (c) { if (seen) seen.observe(c.box); else draw(c); });
+  function whenSeen(box, drawIt) {  // draws `box` once it comes into view
+    if (!seen) { drawIt(); return; }
+    var watch = new IntersectionObserver(function (found) {
+      if (found.some(function (e) { return e.isIntersecting; })) { watch.disconnect(); drawIt(); }
+    }, {rootMargin: "400px"});
+    watch.observe(box);
+  }
 
   // -- hparams ------------------------------------------------------------------------------
   if (data.hparams.rows.length) {
@@ -232,21 +268,226 @@
         var plot = null;
         function drawBands() {
           plot = new uPlot({width: Math.max(box.clientWidth - 16, 300), height: 220, series: series, bands: fills,
-                            scales: {x: {time: false}}}, [d.step].concat(bands), box);
+                            scales: {x: {time: false}}, axes: [STEP_AXIS, {}]}, [d.step].concat(bands), box);
         }
-        if (seen) {
-          var watch = new IntersectionObserver(function (found) {
-            if (found.some(function (e) { return e.isIntersecting; }) && !plot) { drawBands(); watch.disconnect(); }
-          }, {rootMargin: "400px"});
-          watch.observe(box);
-        } else drawBands();
+        whenSeen(box, function () { if (!plot) drawBands(); });
       });
     });
     app.appendChild(ds);
   }
+
+  // -- histograms: TensorBoard's offset view ----------------------------------------------------
+  var drawn = {histograms: {}, pr_curves: {}};  // what was drawn, for #selftest
+  function canvas(box, width, height) {
+    var c = el("canvas"), ratio = window.devicePixelRatio || 1;
+    c.width = width * ratio; c.height = height * ratio; c.style.width = width + "px"; c.style.height = height + "px";
+    box.appendChild(c);
+    var ctx = c.getContext("2d"); ctx.scale(ratio, ratio); ctx.font = "11px system-ui, sans-serif";
+    return ctx;
+  }
+  var htags = Object.keys(data.histograms).sort();
+  if (htags.length) {
+    var hs = el("section"); hs.id = "histograms";
+    hs.appendChild(el("h2", "Histograms"));
+    var hgrid = el("div", null, "grid"); hs.appendChild(hgrid);
+    htags.forEach(function (tag) {
+      drawn.histograms[tag] = {};
+      Object.keys(data.histograms[tag]).sort().forEach(function (run) {
+        var items = data.histograms[tag][run], box = el("div", null, "chart histogram");
+        box.dataset.tag = tag; box.dataset.run = run;
+        box.appendChild(el("h3", tag)); box.appendChild(el("p", run, "run"));
+        hgrid.appendChild(box);
+        drawn.histograms[tag][run] = items.map(function (h) { return {step: h.step, buckets: h.buckets}; });
+        whenSeen(box, function () { offsetView(box, items); });
+      });
+    });
+    app.appendChild(hs);
+  }
+  function rebinned(buckets, lo, hi, count) {
+    // a histogram's counts spread into `count` equal bins over [lo, hi], each bucket's count
+    // shared by the bins it overlaps in proportion (as TensorBoard's histogram view rebins)
+    var width = (hi - lo) / count, out = [];
+    for (var i = 0; i < count; i++) out.push([lo + i * width, lo + (i + 1) * width, 0]);
+    buckets.forEach(function (b) {
+      var left = Math.max(lo, b[0]), right = Math.min(hi, b[1]), n = b[2];
+      if (!isFinite(n) || n === 0) return;
+      if (!(right > left)) {  // a bucket of no width: its count in the bin that holds it
+        out[Math.min(count - 1, Math.max(0, Math.floor((left - lo) / width)))][2] += n;
+        return;
+      }
+      var first = Math.max(0, Math.floor((left - lo) / width)), last = Math.min(count - 1, Math.floor((right - lo) / width));
+      for (var k = first; k <= last; k++) {
+        var overlap = Math.min(right, out[k][1]) - Math.max(left, out[k][0]);
+        if (overlap > 0) out[k][2] += n * overlap / (right - left);
+      }
+    });
+    return out;
+  }
+  function offsetView(box, items) {
+    // each histogram a filled outline of its buckets' counts over x; the first step at the back
+    // (top), the last in front (bottom), as TensorBoard's offset view draws them
+    var width = Math.max(box.clientWidth - 16, 300), height = 280, left = 8, right = 56, top = 8, bottom = 22;
+    var ctx = canvas(box, width, height), lo = Infinity, hi = -Infinity, peak = 0;
+    items.forEach(function (h) {
+      h.buckets.forEach(function (b) {
+        if (isFinite(b[0])) lo = Math.min(lo, b[0]);
+        if (isFinite(b[1])) hi = Math.max(hi, b[1]);
+      });
+    });
+    if (!(hi > lo)) { hi = lo + 1; }
+    var bins = items.map(function (h) { return rebinned(h.buckets, lo, hi, 30); });
+    bins.forEach(function (b) { b.forEach(function (c) { peak = Math.max(peak, c[2]); }); });
+    var plotW = width - left - right, ridge = (height - top - bottom) * 0.35;
+    var offsetH = height - top - bottom - ridge, n = items.length;
+    function X(v) { return left + (v - lo) / (hi - lo) * plotW; }
+    items.forEach(function (h, i) {
+      var base = top + ridge + (n > 1 ? i / (n - 1) : 1) * offsetH, shade = n > 1 ? i / (n - 1) : 1;
+      ctx.beginPath(); ctx.moveTo(X(h.buckets.length ? h.buckets[0][0] : lo), base);
+      bins[i].forEach(function (b) {
+        var y = base - (peak > 0 ? b[2] / peak * ridge : 0);
+        ctx.lineTo(X((b[0] + b[1]) / 2), y);
+      });
+      ctx.lineTo(X(h.buckets.length ? h.buckets[h.buckets.length - 1][1] : hi), base); ctx.closePath();
+      ctx.fillStyle = "rgba(255,255,255,0.9)"; ctx.fill();
+      ctx.strokeStyle = "rgba(255,112,67," + (0.35 + 0.65 * shade) + ")"; ctx.lineWidth = 1; ctx.stroke();
+      if (i === 0 || i === n - 1) { ctx.fillStyle = "#616161"; ctx.fillText("step " + h.step, width - right + 4, base); }
+    });
+    ctx.fillStyle = "#616161";
+    ctx.fillText(formatted(lo), left, height - 6);
+    var hiText = formatted(hi); ctx.fillText(hiText, left + plotW - ctx.measureText(hiText).width, height - 6);
+  }
+
+  // -- audio --------------------------------------------------------------------------------
+  steppedSection("audio", "Audio", data.audio, function (holder, item) {
+    var player = el("audio"); player.controls = true; player.preload = "metadata"; player.src = item.src;
+    holder.appendChild(player);
+    if (item.label) holder.appendChild(el("p", item.label, "label"));  // as text: a label is the user's
+  });
+
+  // -- PR curves: precision over recall, a step slider a run ----------------------------------
+  var ptags = Object.keys(data.pr_curves).sort();
+  if (ptags.length) {
+    var ps = el("section"); ps.id = "pr_curves";
+    ps.appendChild(el("h2", "PR Curves"));
+    var pgrid = el("div", null, "grid"); ps.appendChild(pgrid);
+    ptags.forEach(function (tag) {
+      var box = el("div", null, "chart pr"), runsHere = Object.keys(data.pr_curves[tag]).sort(), at = {};
+      box.dataset.tag = tag; box.appendChild(el("h3", tag));
+      var holder = el("div"); box.appendChild(holder);
+      drawn.pr_curves[tag] = {};
+      runsHere.forEach(function (run, i) {
+        var items = data.pr_curves[tag][run];
+        at[run] = items.length - 1;
+        var row = el("div", null, "prrun"), swatch = el("span", "■ " + run, "run");
+        swatch.style.color = COLORS[i % COLORS.length];
+        var stepLabel = el("span", "", "step");
+        row.appendChild(swatch); row.appendChild(stepLabel);
+        if (items.length > 1) {
+          var range = el("input"); range.type = "range"; range.min = "0"; range.max = String(items.length - 1);
+          range.value = String(items.length - 1);
+          range.addEventListener("input", function () { at[run] = Number(range.value); drawPr(); });
+          row.appendChild(range);
+        }
+        row.stepLabel = stepLabel;
+        box.appendChild(row);
+        at[run + "\u0000row"] = row;
+      });
+      pgrid.appendChild(box);
+      function drawPr() {
+        holder.textContent = "";
+        var width = Math.max(box.clientWidth - 16, 300), height = 260, left = 36, bottom = 24, top = 8, right = 8;
+        var ctx = canvas(holder, width, height), w = width - left - right, h = height - top - bottom;
+        ctx.strokeStyle = "#bdbdbd"; ctx.strokeRect(left, top, w, h);
+        ctx.fillStyle = "#616161";
+        ctx.fillText("recall", left + w / 2 - 14, height - 6);
+        ctx.fillText("1", left - 10, top + 8); ctx.fillText("0", left - 10, top + h);
+        ctx.fillText("precision", 2, top + h / 2);
+        runsHere.forEach(function (run, i) {
+          var item = data.pr_curves[tag][run][at[run]];
+          at[run + "\u0000row"].stepLabel.textContent = " step " + item.step + " ";
+          drawn.pr_curves[tag][run] = {step: item.step, precision: item.precision, recall: item.recall};
+          ctx.beginPath();
+          item.recall.forEach(function (r, k) {
+            var p = item.precision[k];
+            if (typeof r !== "number" || typeof p !== "number") return;
+            var x = left + r * w, y = top + (1 - p) * h;
+            if (k === 0) ctx.moveTo(x, y); else ctx.lineTo(x, y);
+          });
+          ctx.strokeStyle = COLORS[i % COLORS.length]; ctx.lineWidth = 1.5; ctx.stroke();
+        });
+      }
+      whenSeen(box, drawPr);
+      box.drawPr = drawPr;
+    });
+    app.appendChild(ps);
+  }
+
+  // -- custom scalars: the user's layout --------------------------------------------------------
+  if (data.custom_scalars.length) {
+    var cs = el("section"); cs.id = "custom_scalars";
+    cs.appendChild(el("h2", "Custom Scalars"));
+    data.custom_scalars.forEach(function (category) {
+      var details = el("details"); details.open = !category.closed;
+      details.appendChild(el("summary", category.title));
+      var cgrid = el("div", null, "grid"); details.appendChild(cgrid);
+      category.charts.forEach(function (chart) {
+        var box = el("div", null, "chart custom"); box.dataset.title = chart.title;
+        box.appendChild(el("h3", chart.title));
+        cgrid.appendChild(box);
+        var custom = {tag: chart.title, box: box, plot: null};
+        if (chart.tags) {
+          custom.entries = [];
+          chart.tags.forEach(function (tag) {
+            (data.scalars[tag] || []).forEach(function (e) { custom.entries.push({label: e.run + ": " + tag, entry: e}); });
+          });
+          custom.draw = draw;
+        } else {
+          custom.margin = chart.margin; custom.draw = drawMargin;
+        }
+        if (custom.entries && !custom.entries.length) box.appendChild(el("p", "no scalar tag matches " + chart.tags, "run"));
+        customCharts.push(custom);
+        if (seen) seen.observe(box); else custom.draw(custom);
+      });
+      cs.appendChild(details);
+    });
+    app.appendChild(cs);
+  }
+  function drawMargin(chart) {
+    // each run's value line, with the band between its lower and upper tags filled
+    var tables = [], series = [{label: state.x, value: xValue}], bands = [], runs = [];
+    chart.margin.forEach(function (m) {
+      var byRun = {};
+      [["value", m.value], ["lower", m.lower], ["upper", m.upper]].forEach(function (pair) {
+        (data.scalars[pair[1]] || []).forEach(function (e) { (byRun[e.run] = byRun[e.run] || {})[pair[0]] = e; });
+      });
+      Object.keys(byRun).sort().forEach(function (run) {
+        var parts = byRun[run];
+        if (!parts.value) return;
+        var color = COLORS[runs.length % COLORS.length], first = series.length;
+        runs.push(run + ": " + m.value);
+        ["value", "lower", "upper"].forEach(function (part) {
+          var e = parts[part];
+          if (!e) return;
+          var d = decoded(e);
+          tables.push([Array.from(d[state.x]), d.value.map(function (v) { return isFinite(v) ? v : null; })]);
+          series.push({label: run + ": " + (part === "value" ? m.value : part), stroke: part === "value" ? color : color + "60",
+                       width: part === "value" ? 1.5 : 0.5, spanGaps: true, value: function (u, v) { return formatted(v); }});
+        });
+        if (parts.lower && parts.upper) bands.push({series: [first + 2, first + 1], fill: color + "30"});
+      });
+    });
+    if (chart.plot) chart.plot.destroy();
+    if (!tables.length) { chart.box.appendChild(el("p", "no run has these tags", "run")); chart.plot = {destroy: function () {}}; return; }
+    chart.plot = new uPlot({width: Math.max(chart.box.clientWidth - 16, 300), height: 260, series: series, bands: bands,
+                            scales: {x: xScale()}, axes: [xAxis(), {}]}, uPlot.join(tables), chart.box);
+    chart.runs = runs;
+  }
+
   if (!tags.length && !data.hparams.rows.length && !dtags.length && !Object.keys(data.images).length &&
-      !Object.keys(data.texts).length) {
-    app.appendChild(el("p", "Nothing to show: no scalars, hparams, images, text or histograms were found in " + meta.logdir, "empty"));
+      !Object.keys(data.texts).length && !htags.length && !ptags.length && !Object.keys(data.audio).length &&
+      !data.custom_scalars.length) {
+    app.appendChild(el("p", "Nothing to show: no scalars, hparams, images, audio, text, histograms or PR curves " +
+                            "were found in " + meta.logdir, "empty"));
   }
 
   // -- what was drawn, for the tests ----------------------------------------------------------
@@ -271,7 +512,33 @@
         });
       });
     }
-    var pre = el("pre", JSON.stringify(result)); pre.id = "selftest";
-    document.body.appendChild(pre);
+    customCharts.forEach(function (c) { if (!c.plot) c.draw(c); });
+    Array.prototype.forEach.call(document.querySelectorAll("#pr_curves .chart"), function (box) { box.drawPr(); });
+    result.histograms = drawn.histograms; result.pr_curves = JSON.parse(JSON.stringify(drawn.pr_curves));
+    Array.prototype.forEach.call(document.querySelectorAll("#pr_curves input[type=range]"), function (range) {
+      range.value = "0"; range.dispatchEvent(new Event("input"));  // each run's slider to its first step
+    });
+    result.pr_first = drawn.pr_curves;
+    result.custom = customCharts.map(function (c) { return {title: c.tag, lines: c.runs || []}; });
+    result.custom_values = {};
+    customCharts.forEach(function (c) {
+      if (c.entries) result.custom_values[c.tag] = c.entries.map(function (line) { return [line.label, decoded(line.entry).value]; });
+    });
+    var players = Array.prototype.slice.call(document.querySelectorAll("#audio audio"));
+    Promise.all(players.map(function (a) {
+      return new Promise(function (done) {
+        if (a.readyState >= 1 || a.error) { done(); return; }
+        a.addEventListener("loadedmetadata", done); a.addEventListener("error", done);
+        setTimeout(done, 3000);
+      });
+    })).then(function () {
+      result.audio = players.map(function (a) {
+        var card = a.closest(".card");
+        return {tag: card.dataset.tag, run: card.dataset.run, src: a.src, duration: a.duration,
+                error: a.error ? a.error.code : null};
+      });
+      var pre = el("pre", JSON.stringify(result)); pre.id = "selftest";
+      document.body.appendChild(pre);
+    });
   }
 })();
