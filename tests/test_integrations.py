@@ -7,12 +7,14 @@ import importlib.util
 import json
 import os
 import re
+import subprocess
+import sys
 import textwrap
 
 import pytest
 from tensorboard.plugins.hparams import plugin_data_pb2
 
-from conftest import accumulator, event_files, run_python, tb_events
+from conftest import ROOT, accumulator, event_files, run_python, tb_events
 
 pytestmark = pytest.mark.slow  # every test trains in a child Python
 
@@ -439,3 +441,39 @@ def test_keras_callback_without_tensorflow(tmp_path):
     assert "profile_batch=2" in profile and "torch.profiler" in profile and "jax.profiler" in profile
     assert "profile_batch='1,3'" in profile_range
     assert "update_freq" in zero and "'step'" in step
+
+
+# -- docs/integrations.md --------------------------------------------------------------------------
+
+DOCS_PAGE = os.path.join(ROOT, "docs", "integrations.md")
+
+RUN_BLOCKS = """
+import json, os, re, runpy
+with open(os.environ["PAGE"]) as f:
+    blocks = re.findall(r"```python\\n(.*?)```", f.read(), re.S)
+for number, block in enumerate(blocks):
+    path = os.path.join(os.getcwd(), "block%d.py" % number)
+    with open(path, "w") as f:
+        f.write(block)
+    runpy.run_path(path, run_name="__main__")  # as `python blockN.py` runs it
+print(json.dumps(len(blocks)))
+"""
+
+
+@needs("lightning", "transformers", "accelerate", "keras")
+def test_every_example_of_the_integrations_page_runs(tmp_path):
+    """Each Python block of docs/integrations.md runs as written (in a fresh working directory,
+    in the page's order), and writes the logdir it says, with what it logs."""
+    proc = subprocess.run([sys.executable, "-c", RUN_BLOCKS], cwd=str(tmp_path), capture_output=True, text=True,
+                          timeout=240, env=dict(os.environ, PAGE=DOCS_PAGE, PYTHONWARNINGS="ignore",
+                                                PYTHONPATH=os.path.join(ROOT, "python")))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert json.loads(proc.stdout.strip().splitlines()[-1]) == 4
+    lightning = accumulator(tmp_path / "tb_logs" / "regression" / "version_0")
+    assert "train_loss" in lightning.Tags()["scalars"] and lightning.Tags()["histograms"] == ["weight"]
+    assert (tmp_path / "tb_logs" / "regression" / "version_0" / "hparams.yaml").exists()
+    (hf_run,) = runs(tmp_path / "hf_out" / "runs").values()
+    assert {"train/loss", "eval/loss"} <= set(accumulator(hf_run).Tags()["scalars"])
+    assert accumulator(tmp_path / "accelerate_logs" / "run1").Tags()["scalars"] == ["loss"]
+    assert "epoch_loss" in accumulator(tmp_path / "keras_logs" / "validation").Tags()["scalars"]
+    assert accumulator(tmp_path / "keras_logs" / "train").Tags()["images"]
