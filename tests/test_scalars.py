@@ -170,8 +170,9 @@ def test_thirty_thousand_scalars_arrive_in_order(logdir):
     (lambda w: w.add_scalar("x", 1.0, "3"), TypeError, "global_step must be a number"),
     (lambda w: w.add_scalar("x", 1.0, 2**63), ValueError, "int64"),
     (lambda w: w.add_scalar("x", 1.0, 0, walltime=float("-inf")), ValueError, "walltime must be finite"),
-    (lambda w: w.add_scalar("x", ("a", 1, 2)), ValueError, r"\(name, value\) pair; got 3"),
-    (lambda w: w.add_scalar("x", (1, 2)), TypeError, "scalar name must be a str; got int"),
+    (lambda w: w.add_scalar("x", ("a", 1, 2)), ValueError, r"one \(name, number\) pair\); got tuple \('a', 1, 2\)"),
+    (lambda w: w.add_scalar("x", (1, 2)), TypeError, r"value must be one number .*; got tuple \(1, 2\)"),
+    (lambda w: w.add_scalar("x", {1: 2}), TypeError, "scalar name must be a str; got int"),
     (lambda w: w.add_scalar("x", {}), ValueError, "empty"),
     (lambda w: w.add_scalar("x", {"a": "b"}), TypeError, r"value\['a'\] must be a number"),
     (lambda w: w.add_scalars("x", [("a", 1)]), TypeError, "must be a dict"),
@@ -183,6 +184,18 @@ def test_bad_input_is_refused_at_the_call_and_the_writer_stays_usable(logdir, ca
         w.add_scalar("ok", 1.0, 1)
     assert _scalars(logdir, "ok") == [(1, 1.0)]
     assert all(t == "ok" for f in event_files(logdir) for t, _, _ in tb_scalars(f))
+
+
+def test_a_list_of_numbers_says_what_a_scalar_is_and_what_to_call_for_several(logdir):
+    """On a6ab6a5 `add_scalar("loss", [1, 2], 0)` said `scalar name must be a str; got int 1`."""
+    with SummaryWriter(logdir) as w:
+        with pytest.raises(TypeError) as raised:
+            w.add_scalar("loss", [1, 2], 0)
+    said = str(raised.value)
+    assert said.startswith("value must be one number (an int, a float, a numpy or torch scalar, an array of one "
+                           "element) or named numbers (a dict {name: number}, or one (name, number) pair); got list "
+                           "[1, 2]"), said
+    assert "add_scalars(tag, {name: number, ...}, step)" in said, said
 
 
 @pytest.mark.parametrize("kwargs, error", [

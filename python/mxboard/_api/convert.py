@@ -133,9 +133,12 @@ def scalar_value(value: Any, name: str = "value") -> Union[float, Named, Deferre
     mapping, or one `(name, value)` pair or `[name, value]` list), else `one_scalar(value)`."""
     if isinstance(value, (dict, tuple, list, Mapping)):
         if isinstance(value, (tuple, list)):
-            if len(value) != 2:
-                raise ValueError("a %s value must be a (name, value) pair; got %d elements"
-                                 % (type(value).__name__, len(value)))
+            if len(value) != 2 or not isinstance(value[0], str):  # several numbers: no scalar
+                error = ValueError if len(value) != 2 else TypeError
+                raise error("%s must be one number (an int, a float, a numpy or torch scalar, an array of one "
+                            "element) or named numbers (a dict {name: number}, or one (name, number) pair); got "
+                            "%s: several numbers are several lines of one chart, each named: add_scalars(tag, "
+                            "{name: number, ...}, step)" % (name, describe(value)))
             value = {value[0]: value[1]}
         return named(value)
     return one_scalar(value, name)
