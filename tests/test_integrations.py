@@ -477,3 +477,65 @@ def test_every_example_of_the_integrations_page_runs(tmp_path):
     assert accumulator(tmp_path / "accelerate_logs" / "run1").Tags()["scalars"] == ["loss"]
     assert "epoch_loss" in accumulator(tmp_path / "keras_logs" / "validation").Tags()["scalars"]
     assert accumulator(tmp_path / "keras_logs" / "train").Tags()["images"]
+
+
+# -- object stores ---------------------------------------------------------------------------------
+
+TO_A_STORE = """
+import json, os, sys
+sys.modules["tensorflow"] = None
+os.environ["KERAS_BACKEND"] = "torch"
+import numpy as np
+import keras
+import lightning.pytorch as pl
+import torch
+from mxboard.integrations.keras import TensorBoard
+from mxboard.integrations.lightning import TensorBoardLogger
+url = os.environ["URL"]
+
+x = np.random.RandomState(0).randn(32, 4).astype("float32")
+model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(1)])
+model.compile("sgd", "mse")
+history = model.fit(x, x.sum(1, keepdims=True), validation_split=0.25, epochs=2, batch_size=8, verbose=0,
+                    callbacks=[TensorBoard(url + "/keras", histogram_freq=1)])
+
+class Net(pl.LightningModule):
+    def __init__(self, lr=0.1):
+        super().__init__()
+        self.save_hyperparameters()
+        self.net = torch.nn.Linear(4, 1)
+    def training_step(self, batch, i):
+        loss = torch.nn.functional.mse_loss(self.net(batch[0]), batch[1])
+        self.log("train_loss", loss)
+        return loss
+    def configure_optimizers(self):
+        return torch.optim.SGD(self.parameters(), lr=self.hparams.lr)
+
+t = torch.from_numpy(x)
+data = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(t, t.sum(1, keepdim=True)), batch_size=8)
+logger = TensorBoardLogger(url + "/lightning")
+pl.Trainer(max_epochs=2, logger=logger, log_every_n_steps=1, enable_progress_bar=False, enable_model_summary=False,
+           enable_checkpointing=False, accelerator="cpu").fit(Net(), data)
+print(json.dumps({"history": history.history, "log_dir": logger.log_dir}))
+"""
+
+
+@needs("keras", "lightning")
+def test_keras_and_lightning_log_to_an_object_store(seaweed, bucket, tmp_path):
+    """Keras (no TensorFlow importable) and Lightning log to `s3://` on a real S3 server: the
+    runs, tags and values are in the bucket, Lightning's version directory and hparams.yaml too."""
+    proc = run_python(textwrap.dedent(TO_A_STORE), env={"PYTHONWARNINGS": "ignore", "URL": "s3://" + bucket},
+                      timeout=180)
+    found = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert found["log_dir"] == "s3://%s/lightning/lightning_logs/version_0" % bucket
+    seaweed.filesystem().get(bucket, str(tmp_path / "copy"), recursive=True)
+    keras_runs = tmp_path / "copy" / "keras"
+    assert sorted(runs(keras_runs)) == ["train", "validation"]
+    train_run = accumulator(keras_runs / "train")
+    assert [e.value for e in train_run.Scalars("epoch_loss")] == pytest.approx(found["history"]["loss"], rel=1e-6)
+    assert [e.value for e in accumulator(keras_runs / "validation").Scalars("epoch_loss")] == pytest.approx(
+        found["history"]["val_loss"], rel=1e-6)
+    assert train_run.Tags()["histograms"]
+    version = tmp_path / "copy" / "lightning" / "lightning_logs" / "version_0"
+    assert [e.step for e in accumulator(version).Scalars("train_loss")] == [0, 1, 2, 3, 4, 5, 6, 7]
+    assert "lr: 0.1" in (version / "hparams.yaml").read_text()
