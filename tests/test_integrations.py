@@ -516,15 +516,35 @@ data = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(t, t.sum(1, ke
 logger = TensorBoardLogger(url + "/lightning")
 pl.Trainer(max_epochs=2, logger=logger, log_every_n_steps=1, enable_progress_bar=False, enable_model_summary=False,
            enable_checkpointing=False, accelerator="cpu").fit(Net(), data)
+
+from accelerate import Accelerator
+from mxboard.integrations.accelerate import TensorBoardTracker
+accelerator = Accelerator(log_with=[TensorBoardTracker("run", url + "/accelerate")])
+accelerator.init_trackers("run", config={"lr": 0.1})
+accelerator.log({"loss": torch.tensor(0.5)}, step=3)
+accelerator.end_training()
+
+from transformers import BertConfig, BertForSequenceClassification, Trainer, TrainingArguments
+from mxboard.integrations.transformers import TensorBoardCallback
+os.environ["TENSORBOARD_LOGGING_DIR"] = url + "/transformers"
+ids = torch.randint(1, 50, (8, 8), generator=torch.Generator().manual_seed(0))
+tokens = [{"input_ids": row, "labels": int(row[0] % 2)} for row in ids]
+config = BertConfig(vocab_size=50, hidden_size=16, num_hidden_layers=1, num_attention_heads=2, intermediate_size=32,
+                    max_position_embeddings=16)
+args = TrainingArguments(os.path.join(os.environ["OUT"], "hf"), report_to="none", max_steps=2, logging_steps=1,
+                         per_device_train_batch_size=4, save_strategy="no", use_cpu=True, disable_tqdm=True)
+Trainer(BertForSequenceClassification(config), args, train_dataset=tokens, callbacks=[TensorBoardCallback()]).train()
 print(json.dumps({"history": history.history, "log_dir": logger.log_dir}))
 """
 
 
-@needs("keras", "lightning")
-def test_keras_and_lightning_log_to_an_object_store(seaweed, bucket, tmp_path):
-    """Keras (no TensorFlow importable) and Lightning log to `s3://` on a real S3 server: the
-    runs, tags and values are in the bucket, Lightning's version directory and hparams.yaml too."""
-    proc = run_python(textwrap.dedent(TO_A_STORE), env={"PYTHONWARNINGS": "ignore", "URL": "s3://" + bucket},
+@needs("keras", "lightning", "accelerate", "transformers")
+def test_every_integration_logs_to_an_object_store(seaweed, bucket, tmp_path):
+    """Keras (no TensorFlow importable), Lightning, Accelerate and the Hugging Face Trainer log to
+    `s3://` on a real S3 server: the runs, tags and values are in the bucket, with Lightning's
+    version directory and hparams.yaml, Accelerate's hparams sub-run and hparams.yml."""
+    proc = run_python(textwrap.dedent(TO_A_STORE), env={"PYTHONWARNINGS": "ignore", "URL": "s3://" + bucket,
+                                                         "OUT": str(tmp_path)},
                       timeout=180)
     found = json.loads(proc.stdout.strip().splitlines()[-1])
     assert found["log_dir"] == "s3://%s/lightning/lightning_logs/version_0" % bucket
@@ -539,3 +559,12 @@ def test_keras_and_lightning_log_to_an_object_store(seaweed, bucket, tmp_path):
     version = tmp_path / "copy" / "lightning" / "lightning_logs" / "version_0"
     assert [e.step for e in accumulator(version).Scalars("train_loss")] == [0, 1, 2, 3, 4, 5, 6, 7]
     assert "lr: 0.1" in (version / "hparams.yaml").read_text()
+    accelerate = runs(tmp_path / "copy" / "accelerate", lambda run: re.sub(r"^run/[0-9.]+$", "run/<time>", run))
+    assert sorted(accelerate) == ["run", "run/<time>"]
+    assert [(e.step, e.value) for e in accumulator(accelerate["run"]).Scalars("loss")] == [(3, 0.5)]
+    assert hparams_of(accelerate["run/<time>"])[0] == {"lr": 0.1}
+    (yml,) = [os.path.join(d, "hparams.yml") for d, _, names in os.walk(tmp_path / "copy" / "accelerate")
+              if "hparams.yml" in names]
+    with open(yml) as f:
+        assert f.read() == "lr: 0.1\n"
+    assert [e.step for e in accumulator(tmp_path / "copy" / "transformers").Scalars("train/loss")] == [1, 2]

@@ -15,12 +15,14 @@ everything). Importing this module imports accelerate.
 from __future__ import annotations
 
 import os
+import time
 from typing import Any, Dict, Optional
 
 from accelerate.tracking import TensorBoardTracker as _AccelerateTracker
 from accelerate.tracking import on_main_process
 
 from .._api.writer import SummaryWriter
+from .._format.names import is_url
 
 __all__ = ["TensorBoardTracker"]
 
@@ -30,8 +32,7 @@ class TensorBoardTracker(_AccelerateTracker):  # type: ignore[misc]  # accelerat
 
     Args:
         run_name: the run's directory below `logging_dir`.
-        logging_dir: where the runs are (a path; `log` also takes an object-store URL, but
-            `store_init_configuration` writes its `hparams.yml` on local disk).
+        logging_dir: where the runs are (a path, or an `s3://`, `gs://` or `az://` URL).
         **kwargs: `mxboard.SummaryWriter`'s arguments (`flush_secs`, `max_queue`,
             `upload_policy`, `system_metrics`...).
 
@@ -48,6 +49,21 @@ class TensorBoardTracker(_AccelerateTracker):  # type: ignore[misc]  # accelerat
         """Make the writer, in `logging_dir/run_name` (Accelerate calls it in `init_trackers`)."""
         self.logging_dir = os.path.join(os.fspath(self.logging_dir_param), self.run_name)
         self.writer = SummaryWriter(self.logging_dir, **self.init_kwargs)
+
+    @on_main_process  # type: ignore[untyped-decorator]
+    def store_init_configuration(self, values: Dict[str, Any]) -> None:
+        """The hyperparameters in a sub-run named by the time, and `<that time>/hparams.yml`, as
+        Accelerate's; into an object store too."""
+        if not is_url(self.logging_dir):
+            super().store_init_configuration(values)
+            return
+        import fsspec
+        import yaml  # Accelerate's dependency
+
+        self.writer.add_hparams(values, metric_dict={})
+        self.writer.flush()
+        with fsspec.open("%s/%s/hparams.yml" % (self.logging_dir.rstrip("/"), time.time()), "w") as f:
+            yaml.dump(values, f)
 
     @on_main_process  # type: ignore[untyped-decorator]
     def log(self, values: Dict[str, Any], step: Optional[int] = None, **kwargs: Any) -> None:
