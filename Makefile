@@ -3,12 +3,16 @@
 # make demo        train a Gluon CNN on bundled digits, log every summary kind, serve it on PORT (6006,
 #                  or a free one if busy) (make demo SERVE=0 LOGDIR=DIR: into DIR, without serving; LOGDIR=s3://bucket/run:
 #                  into an S3 store, AWS_ENDPOINT_URL and credentials from the environment; gs://, az:// too)
+# make tensorboard serve LOGDIR (runs/demo) with the bundled TensorBoard of the venv make built, on PORT
 # make test        set up .venv with what the tests need (idempotent), lint (ruff, mypy --strict), run the test suite,
 #                  then make test-plain
 # make test-plain  the suite where most users are: Pythons 3.9, 3.10, 3.12, 3.13 (PLAIN=...) each in a venv
 #                  with a plain pip install of the wheel, newest numpy and protobuf, no MXNet (tools/plain_envs.sh)
 # make test-fast   the tests that start no process (no server, S3, build), the lifecycle model's quick
 #                  profile: under a minute, for a quick loop
+# make test-stress the suite with the full counts of its stress tests (MXBOARD_STRESS=1: 20 pairs of
+#                  servers or demos started at once, 32 children interrupted, where make test starts 3
+#                  pairs and 12) and the Hypothesis models' long profile: for a quiet machine, nightly
 # make test-tools  the system tools a few tests need, skipping without them: headless Chromium
 #                  (pages drawn), iproute2 (network namespaces); needs root (apt-get); CI runs it
 # make bench       the benchmark, side by side with tensorboardX and torch.utils.tensorboard, in a
@@ -16,6 +20,11 @@
 # make bench-gpu   on a CUDA GPU: what logging costs a transformer's training loop, mxboard beside the
 #                  peers and the values-kept-on-the-device limit (tools/bench_gpu.py; says so and exits 0
 #                  without a GPU), in the bench's venv (a GPU machine needs a CUDA build of torch there)
+# make gpu-check   the GPU check in one command (tools/gpu_check.py): pytest -m gpu, the GPU bench, CuPy and
+#                  JAX arrays, the system metrics' GPU rows; figures into $OUT (or dist/gpu-check); without a
+#                  GPU it runs what a CPU can, says "no CUDA GPU: nothing measured" and exits 0
+# make gpu-wheels  the few wheels a GPU machine's image lacks (it reaches no network), into .whl/, which
+#                  gpu-check installs first; never part of make test (the image has CUDA's torch, CuPy, JAX)
 # make wheel       dist/mxboard-<version>-py3-none-any.whl (logger + bundled TensorBoard launcher)
 # make wheelhouse  dist/wheelhouse/: that wheel and every dependency, for offline installs
 # make clean       remove everything the targets above made
@@ -42,7 +51,7 @@ PORT ?= 6006
 # passes -I, which older ones know too)
 export PYTHONSAFEPATH := 1
 
-.PHONY: setup demo test test-fast test-plain lint test-tools bench bench-gpu screenshots protos wheel wheelhouse clean
+.PHONY: setup demo tensorboard test test-fast test-stress test-plain lint test-tools bench bench-gpu gpu-check gpu-wheels screenshots protos wheel wheelhouse clean
 
 setup: $(TESTS) $(INSTALLED)
 
@@ -102,8 +111,12 @@ demo: $(DEMO) $(INSTALLED)
 	@case "$(LOGDIR)" in gs://*) extra=gcs mod=gcsfs;; az://*|abfs*) extra=azure mod=adlfs;; \
 	    *://*) extra=s3 mod="s3fs, boto3";; *) extra=;; esac; \
 	if [ -n "$$extra" ]; then $(PY) -c "import $$mod" 2>/dev/null || $(PY) -m pip install -q ".[demo,$$extra]"; fi
-	@MXBOARD_PORT_HINT="make demo PORT=N" $(PY) -I -m mxboard.demo --logdir $(LOGDIR) --port $(PORT) \
-	    $(if $(filter 0,$(SERVE)),--no-serve,)
+	@MXBOARD_PORT_HINT="make demo PORT=N" MXBOARD_SERVE_HINT="make tensorboard LOGDIR={}" \
+	    $(PY) -I -m mxboard.demo --logdir $(LOGDIR) --port $(PORT) $(if $(filter 0,$(SERVE)),--no-serve,)
+
+# the demo's hints name this target: the venv's `tensorboard` is not on PATH
+tensorboard: $(INSTALLED)
+	@MXBOARD_PORT_HINT="make tensorboard PORT=N" $(VENV)/bin/tensorboard --logdir $(LOGDIR) --port $(PORT)
 
 # both environments run whatever the first says; the exit status is that of both. Four pytest
 # processes on two cores: most tests wait on servers and subprocesses (8:08 on two, 6:29 on four).
@@ -117,6 +130,10 @@ test: lint $(INSTALLED)
 test-plain: $(INSTALLED)
 	rm -rf dist/plain && $(PY) -m pip wheel -q --no-deps --no-build-isolation -w dist/plain .
 	tools/plain_envs.sh dist/plain/mxboard-*.whl
+
+test-stress: $(TESTS) $(INSTALLED)
+	MXBOARD_STRESS=1 HYPOTHESIS_PROFILE=$${HYPOTHESIS_PROFILE:-long} $(PY) -m pytest -q -n 4 --dist loadfile \
+	    --max-worker-restart=0 tests
 
 test-fast: $(TESTS) $(INSTALLED)
 	HYPOTHESIS_PROFILE=$${HYPOTHESIS_PROFILE:-quick} $(PY) -m pytest -q -m "not slow" tests
@@ -154,6 +171,18 @@ bench: $(BENCH_VENV)/.mxboard
 bench-gpu: $(BENCH_VENV)/.mxboard
 	$(BENCH_VENV)/bin/python tools/bench_gpu.py
 
+# here .venv's Python; on a GPU machine (no .venv) its image's python3, which has CUDA's torch, CuPy and JAX
+GPU_PYTHON ?= $(if $(wildcard $(PY)),$(PY),python3)
+gpu-check:
+	$(GPU_PYTHON) tools/gpu_check.py
+
+# mxboard's and the bench's packages that the GPU image (Python 3.12) lacks, as .venv has them
+GPU_WHEELS ?= google-crc32c==1.9.0 platformdirs==4.14.8 tensorboardX==2.6.5
+gpu-wheels:
+	$(PYTHON) -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
+	    --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 \
+	    -d .whl $(GPU_WHEELS)
+
 wheel: $(BASE)
 	PYTHON=$(PY) tools/pip_package/build_pip_package.sh dist
 
@@ -166,5 +195,5 @@ protos: $(TESTS) $(INSTALLED)
 	$(PY) tools/gen_protos.py
 
 clean:
-	rm -rf .venv .venv-[0-9]* .venv-plain $(BENCH_VENV) build dist runs .cache .pytest_cache .hypothesis *.egg-info python/*.egg-info
+	rm -rf .venv .venv-[0-9]* .venv-plain $(BENCH_VENV) .whl build dist runs .cache .pytest_cache .hypothesis *.egg-info python/*.egg-info
 	find . -name __pycache__ -type d -prune -exec rm -rf {} +
