@@ -2,6 +2,7 @@
 own loaders; `make demo SERVE=0 LOGDIR=...` and the serving path."""
 import os
 import re
+import shlex
 import subprocess
 import sys
 import threading
@@ -9,6 +10,7 @@ import threading
 import pytest
 
 from conftest import ROOT, plugin_accumulator, projector_config, tensor_values
+from mxboard._format.commands import SERVE_HINT
 
 pytest.importorskip("mxnet")
 pytest.importorskip("sklearn")
@@ -212,3 +214,73 @@ def test_two_demos_started_together_both_serve_on_ports_of_their_own(tmp_path):
 
 
 PAIRS = 20
+
+
+
+def _stop_at_the_first_epoch(proc, kill):
+    """Ctrl-C once the first epoch is logged; (every line said, the exit status)."""
+    import signal
+
+    lines = []
+    for line in proc.stdout:
+        lines.append(line)
+        if line.startswith("epoch 1:"):
+            kill(signal.SIGINT)
+            break
+    rest, _ = proc.communicate(timeout=120)
+    return "".join(lines) + rest, proc.returncode
+
+
+def _served(args, cwd, env):
+    """The run names that the server started by `args` serves (it is stopped after)."""
+    import json
+    import urllib.request
+
+    proc = subprocess.Popen(args, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            start_new_session=True)
+    try:
+        lines = []
+        for line in proc.stdout:
+            lines.append(line)
+            url = re.search(r"(http://[^ ]+?)/? ", line)
+            if url:
+                with urllib.request.urlopen(url.group(1) + "/data/runs", timeout=30) as answer:
+                    return json.loads(answer.read())
+        raise AssertionError("no server: %s" % "".join(lines))
+    finally:
+        import signal
+
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.communicate(timeout=60)
+
+
+def test_the_ctrl_c_hint_of_make_demo_names_a_make_target_that_serves_the_run(tmp_path):
+    """On a6ab6a5 the line said `serve it: tensorboard --logdir DIR`, and `tensorboard` is not on a
+    make user's PATH (it is in the venv make built). It names `make tensorboard LOGDIR=DIR`, which serves."""
+    base = ".base-%d.%d" % sys.version_info[:2]
+    keep = [arg for stamp in (base, ".demo", ".mxboard") for arg in ("-o", os.path.join(".venv", stamp))]
+    make = ["make", "-s", "-C", ROOT] + keep + ["PY=" + sys.executable]
+    env = dict(os.environ, PATH="/usr/local/bin:/usr/bin:/bin")  # as a user's shell: the venv not activated
+    proc = subprocess.Popen(make + ["demo", "SERVE=0", "LOGDIR=" + str(tmp_path)], stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, env=env, start_new_session=True)
+    said, _ = _stop_at_the_first_epoch(proc, lambda sig: os.killpg(proc.pid, sig))  # a terminal's Ctrl-C
+    (stop,) = [line for line in said.splitlines() if "Ctrl-C" in line]
+    assert stop.endswith("(serve it: make tensorboard LOGDIR=%s)" % tmp_path), said
+    (run,) = os.listdir(tmp_path)
+    assert run in _served(make + ["tensorboard", "LOGDIR=" + str(tmp_path), "PORT=0"], ROOT, env)
+
+
+def test_the_ctrl_c_hint_of_the_demo_names_the_venvs_own_tensorboard(tmp_path):
+    """`python -m mxboard.demo` with the venv's Python by its path, from the checkout's root (the
+    venv not activated): the hint names the venv's `tensorboard` by its path, and it serves."""
+    env = dict(os.environ, PATH="/usr/local/bin:/usr/bin:/bin")
+    env.pop(SERVE_HINT, None)
+    proc = _demo("--logdir", str(tmp_path), "--run", "r", "--epochs", "100", "--framework", "numpy", "--no-serve",
+                 cwd=ROOT, env=env)
+    said, status = _stop_at_the_first_epoch(proc, proc.send_signal)
+    assert status == 130, said
+    (stop,) = [line for line in said.splitlines() if "Ctrl-C" in line]
+    command = re.search(r"\(serve it: (.*)\)$", stop).group(1)
+    venv_tensorboard = os.path.relpath(os.path.join(os.path.dirname(sys.executable), "tensorboard"), ROOT)
+    assert command == "%s --logdir %s" % (venv_tensorboard, tmp_path), said
+    assert "r" in _served(shlex.split(command) + ["--port", "0"], ROOT, env)

@@ -230,8 +230,10 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
                 where = "stopped during epoch %d" % (_Progress.done + 1)
             else:
                 where = "stopped after training, while logging the finished model"
-            print("\n%s (Ctrl-C): everything logged so far is in %s (serve it: tensorboard --logdir %s)"
-                  % (where, _Progress.logdir, os.path.dirname(_Progress.logdir) or "."), flush=True)
+            from mxboard._format.commands import serve_command
+
+            print("\n%s (Ctrl-C): everything logged so far is in %s (serve it: %s)"
+                  % (where, _Progress.logdir, serve_command(os.path.dirname(_Progress.logdir) or ".")), flush=True)
         else:
             print("\nstopped (Ctrl-C) before anything was logged", flush=True)
         sys.exit(130)
