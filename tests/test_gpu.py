@@ -19,33 +19,37 @@ torch = pytest.importorskip("torch")
 pytestmark = [pytest.mark.gpu,
               pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA GPU (torch %s)" % torch.__version__)]
 
+# every add_* that takes an array: the same calls for torch's tensors, CuPy's and JAX's arrays
 KINDS = {
-    "scalar": lambda w, t: w.add_scalar("loss", t["loss"], 0),
-    "scalar bf16": lambda w, t: w.add_scalar("loss16", t["loss"].bfloat16(), 0),
-    "scalars": lambda w, t: w.add_scalars("pair", {"a": t["loss"], "b": t["loss"] * 2}, 0),
-    "histogram": lambda w, t: w.add_histogram("w", t["weights"], 0),
-    "histogram bf16": lambda w, t: w.add_histogram("w16", t["weights"].bfloat16(), 0),
-    "histogram 10 bins": lambda w, t: w.add_histogram("w10", t["weights"], 0, bins=10),
-    "histogram edges": lambda w, t: w.add_histogram("we", t["weights"], 0, bins=[-1.0, 0.0, 1.0]),
-    "image": lambda w, t: w.add_image("image", t["image"], 0),
-    "images": lambda w, t: w.add_images("images", t["images"], 0),
-    "video": lambda w, t: w.add_video("video", t["video"], 0),
-    "pr_curve": lambda w, t: w.add_pr_curve("pr", t["labels"], t["predictions"], global_step=0, num_thresholds=5),
-    "mesh": lambda w, t: w.add_mesh("mesh", t["vertices"], global_step=0),
-    "embedding": lambda w, t: w.add_embedding("emb", t["weights"][:16, :4], global_step=0),
+    "scalar": lambda w, a: w.add_scalar("loss", a["loss"], 0),
+    "scalar 16-bit": lambda w, a: w.add_scalar("loss16", a["loss16"], 0),
+    "scalars": lambda w, a: w.add_scalars("pair", {"a": a["loss"], "b": a["loss2"]}, 0),
+    "histogram": lambda w, a: w.add_histogram("w", a["weights"], 0),
+    "histogram 16-bit": lambda w, a: w.add_histogram("w16", a["weights16"], 0),
+    "histogram 10 bins": lambda w, a: w.add_histogram("w10", a["weights"], 0, bins=10),
+    "histogram edges": lambda w, a: w.add_histogram("we", a["weights"], 0, bins=[-1.0, 0.0, 1.0]),
+    "image": lambda w, a: w.add_image("image", a["image"], 0),
+    "images": lambda w, a: w.add_images("images", a["images"], 0),
+    "video": lambda w, a: w.add_video("video", a["video"], 0),
+    "pr_curve": lambda w, a: w.add_pr_curve("pr", a["labels"], a["predictions"], global_step=0, num_thresholds=5),
+    "mesh": lambda w, a: w.add_mesh("mesh", a["vertices"], global_step=0),
+    "embedding": lambda w, a: w.add_embedding("emb", a["embedding"], global_step=0),
 }
 
 
 def _tensors():
     g = torch.Generator(device="cuda").manual_seed(0)
-    return {"loss": torch.rand((), device="cuda", generator=g, requires_grad=True) * 2,
-            "weights": torch.randn(512, 256, device="cuda", generator=g, requires_grad=True),
-            "image": torch.rand(3, 32, 32, device="cuda", generator=g),
-            "images": torch.rand(4, 3, 16, 16, device="cuda", generator=g),
-            "video": torch.rand(1, 4, 3, 16, 16, device="cuda", generator=g),
-            "labels": torch.randint(0, 2, (64,), device="cuda", generator=g),
-            "predictions": torch.rand(64, device="cuda", generator=g),
-            "vertices": torch.rand(1, 10, 3, device="cuda", generator=g)}
+    t = {"loss": torch.rand((), device="cuda", generator=g, requires_grad=True) * 2,
+         "weights": torch.randn(512, 256, device="cuda", generator=g, requires_grad=True),
+         "image": torch.rand(3, 32, 32, device="cuda", generator=g),
+         "images": torch.rand(4, 3, 16, 16, device="cuda", generator=g),
+         "video": torch.rand(1, 4, 3, 16, 16, device="cuda", generator=g),
+         "labels": torch.randint(0, 2, (64,), device="cuda", generator=g),
+         "predictions": torch.rand(64, device="cuda", generator=g),
+         "vertices": torch.rand(1, 10, 3, device="cuda", generator=g)}
+    t.update(loss2=t["loss"] * 2, loss16=t["loss"].bfloat16(), weights16=t["weights"].bfloat16(),
+             embedding=t["weights"][:16, :4])
+    return t
 
 
 @pytest.mark.parametrize("kind", list(KINDS))
@@ -88,23 +92,6 @@ def test_values_equal_item_and_numpy_even_when_updated_in_place_after(logdir):
 
 
 # -- CuPy and JAX arrays through every add_*, on their own paths ------------------------------
-ARRAY_KINDS = {
-    "scalar": lambda w, a: w.add_scalar("loss", a["loss"], 0),
-    "scalar half": lambda w, a: w.add_scalar("loss16", a["loss16"], 0),
-    "scalars": lambda w, a: w.add_scalars("pair", {"a": a["loss"], "b": a["loss2"]}, 0),
-    "histogram": lambda w, a: w.add_histogram("w", a["weights"], 0),
-    "histogram half": lambda w, a: w.add_histogram("w16", a["weights16"], 0),
-    "histogram 10 bins": lambda w, a: w.add_histogram("w10", a["weights"], 0, bins=10),
-    "histogram edges": lambda w, a: w.add_histogram("we", a["weights"], 0, bins=[-1.0, 0.0, 1.0]),
-    "image": lambda w, a: w.add_image("image", a["image"], 0),
-    "images": lambda w, a: w.add_images("images", a["images"], 0),
-    "video": lambda w, a: w.add_video("video", a["video"], 0),
-    "pr_curve": lambda w, a: w.add_pr_curve("pr", a["labels"], a["predictions"], global_step=0, num_thresholds=5),
-    "mesh": lambda w, a: w.add_mesh("mesh", a["vertices"], global_step=0),
-    "embedding": lambda w, a: w.add_embedding("emb", a["embedding"], global_step=0),
-}
-
-
 def _host_arrays():
     rng = np.random.default_rng(0)
     weights = rng.standard_normal((512, 256)).astype(np.float32)
@@ -155,14 +142,14 @@ def _same_as_numpy(tmp_path, kind, arrays, still_queued, host):
     """The call with device arrays, against the same call with numpy's (`host`): what is logged
     is equal, and the call returned while the work the arrays wait on was still queued (no sync)."""
     with SummaryWriter(str(tmp_path / "device")) as w:
-        ARRAY_KINDS[kind](w, arrays)
+        KINDS[kind](w, arrays)
         assert still_queued(), "%s waited for the device" % kind
     with SummaryWriter(str(tmp_path / "host")) as w:
-        ARRAY_KINDS[kind](w, host)
+        KINDS[kind](w, host)
     assert _logged(tmp_path / "device") == _logged(tmp_path / "host")
 
 
-@pytest.mark.parametrize("kind", list(ARRAY_KINDS))
+@pytest.mark.parametrize("kind", list(KINDS))
 def test_cupy_arrays_are_captured_on_cupys_own_path_without_a_sync(tmp_path, kind):
     cupy = pytest.importorskip("cupy")
     try:
@@ -184,7 +171,7 @@ def test_cupy_arrays_are_captured_on_cupys_own_path_without_a_sync(tmp_path, kin
     _same_as_numpy(tmp_path, kind, arrays, lambda: not cupy.cuda.get_current_stream().done, _host_arrays())
 
 
-@pytest.mark.parametrize("kind", list(ARRAY_KINDS))
+@pytest.mark.parametrize("kind", list(KINDS))
 def test_jax_arrays_are_captured_on_jaxs_own_path_without_a_sync(tmp_path, kind):
     jax = pytest.importorskip("jax")
     try:
