@@ -56,7 +56,8 @@ export PYTHONSAFEPATH := 1
 setup: $(TESTS) $(INSTALLED)
 
 $(BASE):
-	@if [ -z "$(PYVER)" ]; then echo "make: $(PYTHON) does not run: set PYTHON=python3.X" >&2; exit 1; fi
+	@if [ -z "$(PYVER)" ]; then echo "make: $(PYTHON) does not run: set PYTHON=python3.X (or its path); it says:" >&2; \
+	    $(PYTHON) -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>&1 >/dev/null | sed 's/^/  /' >&2; exit 1; fi
 	@if [ -d $(VENV) ]; then \
 	    if [ "$$($(PY) -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null)" = "$(PYVER)" ]; then \
 	        echo "$(VENV) was left unfinished (an interrupted make?): made again with $(PYTHON) ($(PYVER))"; \

@@ -283,3 +283,26 @@ def test_notice_lists_exactly_the_files_the_patches_change():
     assert listed == changed
     words = {2: "two", 3: "three", 4: "four", 5: "five", 6: "six", 7: "seven", 8: "eight", 9: "nine"}
     assert "modified copies of %s of its files" % words[len(changed)] in " ".join(notice.split())
+
+
+def test_a_python_that_does_not_run_is_said_with_its_own_words(tmp_path):
+    """On a6ab6a5 `PYTHON=python3.12 make demo` said only `make: python3.12 does not run: set
+    PYTHON=python3.X`, which was what had been set: pyenv's reason (the shim had no such version)
+    was hidden. The interpreter's own error follows make's line now."""
+    shutil.copy(os.path.join(ROOT, "Makefile"), tmp_path)
+    shim = tmp_path / "bin" / "python3.99"
+    shim.parent.mkdir()
+    shim.write_text("#!/bin/sh\necho \"pyenv: python3.99: command not found\" >&2\necho >&2\n"
+                    "echo \"The \\`python3.99' command exists in these Python versions: 3.99.0\" >&2\nexit 127\n")
+    shim.chmod(0o755)
+    env = {k: v for k, v in os.environ.items() if k not in ("MAKELEVEL", "MAKEFLAGS", "MFLAGS")}  # as a user
+    env["PATH"] = str(shim.parent) + os.pathsep + env["PATH"]
+    done = subprocess.run(["make", "demo", "PYTHON=python3.99"], cwd=tmp_path, capture_output=True, text=True,
+                          timeout=120, env=env)
+    assert done.returncode != 0
+    said = done.stderr.splitlines()  # (after find's words on the sources this copy of the Makefile lacks)
+    said = said[next((i for i, line in enumerate(said) if line.startswith("make: python3.99")), 0):]
+    assert said[:4] == ["make: python3.99 does not run: set PYTHON=python3.X (or its path); it says:",
+                        "  pyenv: python3.99: command not found", "  ",
+                        "  The `python3.99' command exists in these Python versions: 3.99.0"], done.stderr
+    assert not [p for p in os.listdir(tmp_path) if p.startswith(".venv")]  # nothing made
