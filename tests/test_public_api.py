@@ -78,7 +78,11 @@ def test_a_writers_store_settings_are_values_pinned_and_checked(tmp_path):
     from mxboard import SpoolSettings, SummaryWriter, UploadPolicy
 
     parameters = inspect.signature(SummaryWriter.__init__).parameters
-    assert {"upload_policy", "spool"} <= {name for name, p in parameters.items() if p.kind is p.KEYWORD_ONLY}
+    assert {"upload_policy", "spool", "process_hooks"} <= {name for name, p in parameters.items()
+                                                            if p.kind is p.KEYWORD_ONLY}
+    assert parameters["process_hooks"].default is None  # None: as MXBOARD_PROCESS_HOOKS says, else on
+    with pytest.raises(TypeError, match=r"process_hooks must be a bool or None; got str"):
+        SummaryWriter(str(tmp_path / "run"), process_hooks="no")
     assert dataclasses.asdict(UploadPolicy()) == {
         "upload_secs": 10, "max_object": 16 << 20, "max_unsent": 64 << 20, "request_secs": 30, "check_secs": 10,
         "retry_secs": 2, "give_up_secs": 180, "flush_secs": 30, "first_part": 1}

@@ -1,41 +1,19 @@
-"""The process around the writer threads: one registry of live workers (weak references) and the
-three moments a process can end or split without closing its writers.
+"""The process around the writer threads: one registry of live workers (weak references), and
+what becomes of them when the process ends or splits while they are open.
 
-- Exit: writers still open are closed (everything queued written), all within one deadline
-  (END_SECS, whatever their number): a store's files wait for their uploads until then and
-  keep the rest on disk, and a Ctrl-C meanwhile ends the waiting, not the keeping. A write
-  error (or data kept on disk) is then told on stderr and the process exits with status 1:
-  Python fixes the exit status before exit hooks run, so only `os._exit` can still change it
-  (stdio and logging are flushed first; exit hooks registered before the first SummaryWriter
-  are then skipped).
-- The end of a multiprocessing child (a Pool, ProcessPoolExecutor or Process worker started by
-  fork or forkserver): it leaves through `os._exit`, which skips exit hooks, after running
-  multiprocessing's own finalizers; one of those closes the writers made or reopened there.
-- SIGTERM (docker stop, Kubernetes, SLURM, `Pool.terminate()`) and SIGHUP (an SSH session that
-  drops, a terminal window closed), each while its handler is the default one: on a thread of
-  ours every writer's queue is written out, then a store's files wait for their uploads and keep
-  the rest on disk (END_SECS in all), the default action is put back, and the signal is raised
-  again: the process ends by it as it would have. Python runs a handler only on the main thread,
-  between bytecodes; a process-directed signal may be given to any thread that does not block it
-  (a BLAS or OpenMP thread, a user's), and a main thread asleep in a lock (a pool worker's task
-  queue) or a C call then never runs it. Python's C-level handler, which runs on whatever thread
-  the kernel chose, also writes the signal's number to the wakeup fd (`signal.set_wakeup_fd`):
-  the watcher thread reads it there and starts the flush, whichever thread got the signal. Where
-  the wakeup fd is already someone's (asyncio's loop owns it while it has signal handlers), the
-  main thread's handler alone starts the flush. The default action is put back at the
-  start (a second SIGTERM ends the process at once): by `signal.signal` on the main thread, else
-  by libc's `signal()` (ctypes); where neither can be had, the process ends by `os._exit(128 +
-  signum)` after the flush. A user's handler is never replaced; ours is taken back when the last
-  writer closes (an in-process TensorBoard's own SIGTERM handler, installed later, then exits
-  cleanly instead of chaining to ours), and a forked child starts with the default action (its
-  parent's writers are not its own).
-- Fork: a child drops its copies of the parent's workers (their queues, their descriptors); its
-  writers open files of their own at their next call.
-- Collection: a writer collected unclosed hands its worker to the reaper thread, which closes it.
-  Garbage collection runs on whatever thread allocates, a writer thread among them: closing
-  there would make that thread wait for itself (and the exit hook wait for it).
+- Exit (an atexit hook; in a multiprocessing child, one of its finalizers): every writer still
+  open is closed within END_SECS, what a store did not take is kept on disk, stderr says what
+  failed, and the hook returns: the program's other hooks, multiprocessing's exit and its exit
+  status stand (MXBOARD_EXIT_STATUS_ON_ERROR=1 asks for status 1 instead, by `os._exit`).
+- SIGTERM and SIGHUP: a handler installed where the default one is, by the main thread (a writer
+  made on another thread asks it, through `Py_AddPendingCall`). Ours alone: flush, then the
+  signal's default action. Chained by a handler installed over ours: flush, and return.
+- Fork: a child drops its copies of the parent's workers. Collection: a writer collected
+  unclosed is closed on the reaper thread, never on the thread that collected it.
 
-Hooks are installed with the first worker, never at import.
+`SummaryWriter(process_hooks=False)` (MXBOARD_PROCESS_HOOKS=0) leaves signals and the exit to the
+program. Hooks are installed with the first worker, never at import; docs/guarantees.md states
+each case, docs/architecture.md says why.
 """
 from __future__ import annotations
 
@@ -49,9 +27,11 @@ import threading
 import time
 import weakref
 from types import FrameType
-from typing import List, Optional, Protocol, Tuple, Union
+from typing import Any, Callable, List, Optional, Protocol, Tuple, Union
 
+from ..errors import WriterError
 from ..threads import keep_signals_off_this_thread
+from .callsite import CallSite, call_site, warn_at
 
 
 class Worker(Protocol):
@@ -65,28 +45,61 @@ class Worker(Protocol):
 
     def abandon(self) -> None: ...
 
-__all__ = ["watch", "forget", "reap", "reaped", "END_SECS"]
+__all__ = ["watch", "forget", "reap", "reaped", "process_hooks", "END_SECS", "HOOKS_VARIABLE",
+           "STATUS_VARIABLE"]
 
 END_SECS = 30  # seconds all the writers together may take at exit and at SIGTERM (a store's wait)
+HOOKS_VARIABLE = "MXBOARD_PROCESS_HOOKS"  # 0: SummaryWriter's process_hooks=False by default
+STATUS_VARIABLE = "MXBOARD_EXIT_STATUS_ON_ERROR"  # 1: a writer that failed at exit makes the status 1
+MAIN_THREAD_SECS = 2.0  # how long a writer made off the main thread waits for it to install the handlers
 
-_LIVE: weakref.WeakSet[Worker] = weakref.WeakSet()
+_LIVE: weakref.WeakSet[Worker] = weakref.WeakSet()  # the workers whose writers asked for the process's hooks
+_UNHOOKED: weakref.WeakSet[Worker] = weakref.WeakSet()  # process_hooks=False: only dropped in a forked child
 _INSTALLED: List[bool] = []
 _CHILD_EXIT: List[Optional[int]] = [None]  # the pid whose multiprocessing exit closes its writers
 _REAP: queue.SimpleQueue[Union[Worker, threading.Event]] = queue.SimpleQueue()  # workers to close, and marks
 _REAPER: List[Optional[threading.Thread]] = [None]
 
 
-def watch(worker: Worker) -> None:
-    """Register a started worker (and the hooks, the first time in each process)."""
-    _LIVE.add(worker)
+def watch(worker: Worker, hooks: bool = True) -> None:
+    """Register a started worker (and the hooks, the first time in each process). Without
+    `hooks` (process_hooks=False), the program closes it: no exit hook closes it, no signal
+    handler flushes it, and none is installed for it."""
     if not _INSTALLED:
         _INSTALLED.append(True)
         atexit.register(_at_exit)
         if hasattr(os, "register_at_fork"):
             os.register_at_fork(after_in_child=_after_fork_in_child)
+    _start_reaper()
+    if not hooks:
+        _UNHOOKED.add(worker)
+        return
+    _LIVE.add(worker)
     _watch_multiprocessing_exit()
     _watch_sigterm()
-    _start_reaper()
+
+
+def process_hooks(value: Optional[bool]) -> bool:
+    """SummaryWriter's `process_hooks`: as given (a bool), else as MXBOARD_PROCESS_HOOKS says
+    (default on)."""
+    if value is None:
+        return _flag(HOOKS_VARIABLE, True)
+    if not isinstance(value, bool):
+        raise TypeError("process_hooks must be a bool or None; got %s" % type(value).__name__)
+    return value
+
+
+def _flag(name: str, default: bool) -> bool:
+    """An on/off environment variable: 1, true, yes, on or 0, false, no, off (any case); unset
+    or empty, `default`."""
+    value = os.environ.get(name, "").strip().lower()
+    if not value:
+        return default
+    if value in ("1", "true", "yes", "on"):
+        return True
+    if value in ("0", "false", "no", "off"):
+        return False
+    raise ValueError("%s must be 1 or 0 (true/false, yes/no, on/off); got %r" % (name, os.environ[name]))
 
 
 def reap(worker: Worker) -> None:
@@ -131,50 +144,76 @@ def _reap_loop() -> None:
 
 
 def forget(worker: Worker) -> None:
+    _UNHOOKED.discard(worker)
     _LIVE.discard(worker)
     _give_back_sigterm()
 
 
 def _at_exit() -> None:
     """Close every writer still open, all within one deadline (END_SECS): a store's files wait
-    for their uploads until then and keep the rest on disk. A Ctrl-C meanwhile stops the waiting,
-    not the keeping: the writers left keep what waits at once. The status then tells: 1 where a
-    writer failed (data kept on disk, or lost), else 130 after a Ctrl-C (as a shell reports one)."""
+    for their uploads until then and keep the rest on disk; stderr says what failed or was kept.
+    A Ctrl-C meanwhile stops the waiting, not the keeping: the writers left keep what waits at
+    once. Then return: the program's other exit hooks, multiprocessing's exit (its daemonic
+    children ended) and the interpreter's finalization (its open files flushed) run, and the exit
+    status is the program's, also after that Ctrl-C (said on stderr). Only where
+    MXBOARD_EXIT_STATUS_ON_ERROR=1 asks for it does a failure end the process with status 1
+    (130 after the Ctrl-C), by `os._exit`: Python fixes the status before exit hooks run."""
     deadline = time.monotonic() + END_SECS
-    failed = False
-    interrupted: Optional[KeyboardInterrupt] = None
+    failed = interrupted = False
     for worker in list(_LIVE):
         try:
-            fault = worker.close(deadline if interrupted is None else time.monotonic())
+            fault = worker.close(time.monotonic() if interrupted else deadline)
         except Exception as exc:  # noqa: BLE001 - every writer gets its turn
             fault = exc
-        except KeyboardInterrupt as exc:  # a Ctrl-C: the others are still closed (keeping at once)
-            interrupted, fault = interrupted or exc, None
+        except KeyboardInterrupt:  # a Ctrl-C: the others are still closed (keeping at once)
+            interrupted, fault = True, None
         if fault is not None:
             failed = True
             _tell("mxboard: events logged before exit could not all be written: %r" % (fault,))
-    if failed or interrupted is not None:
-        # the status must tell: a KeyboardInterrupt raised from an exit hook is only printed
-        # ("Exception ignored in atexit callback") and the process would end with 0
-        if interrupted is not None and not failed:
-            _tell("mxboard: interrupted while the writers closed; what the stores had not taken is kept on disk, "
-                  "as said above")
-        logging.shutdown()
-        for stream in (sys.stdout, sys.stderr):
-            try:
-                stream.flush()
-            except Exception:  # noqa: BLE001
-                pass
-        os._exit(1 if failed else 128 + signal.SIGINT)
+    if interrupted:
+        _tell("mxboard: interrupted while the writers closed; what the stores had not taken is kept on disk, "
+              "as said above")
+    if failed or interrupted:
+        try:
+            wanted = _flag(STATUS_VARIABLE, False)
+        except ValueError as exc:
+            _tell("mxboard: %s; the exit status is left as it is" % exc)
+            wanted = False
+        if wanted:
+            _end_with_status(1 if failed else 128 + signal.SIGINT)
+
+
+def _end_with_status(status: int) -> None:
+    """MXBOARD_EXIT_STATUS_ON_ERROR's end: multiprocessing's exit function first (its daemonic
+    children ended, its others joined), logging and stdio flushed, then `os._exit(status)`. The
+    exit hooks registered before the first writer's, and the interpreter's finalization, are
+    skipped: that is the setting's cost."""
+    util = sys.modules.get("multiprocessing.util")
+    exit_function: Optional[Callable[[], Any]] = getattr(util, "_exit_function", None)
+    if exit_function is not None:
+        try:
+            exit_function()  # once: it does nothing where it runs already (our exit is among its finalizers)
+        except Exception as exc:  # noqa: BLE001 - the status must still be given
+            _tell("mxboard: multiprocessing's exit function failed: %r" % (exc,))
+    logging.shutdown()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except Exception:  # noqa: BLE001
+            pass
+    os._exit(status)
 
 
 def _watch_multiprocessing_exit() -> None:
-    """In a process multiprocessing may end with `os._exit` (its children: their registry of
-    finalizers starts empty), close the writers among its finalizers."""
+    """In a multiprocessing child (which its parent's multiprocessing ends with `os._exit`: its
+    registry of finalizers starts empty), close the writers among its finalizers. The main
+    process's own exit hook closes them there."""
     if "multiprocessing" not in sys.modules or _CHILD_EXIT[0] == os.getpid():
         return
     import multiprocessing.util
 
+    if multiprocessing.parent_process() is None:
+        return
     _CHILD_EXIT[0] = os.getpid()
     multiprocessing.util.Finalize(None, _at_exit, exitpriority=10)
 
@@ -188,9 +227,12 @@ def _tell(message: str) -> None:
 
 
 def _after_fork_in_child() -> None:
-    for worker in list(_LIVE):
+    for worker in list(_LIVE) + list(_UNHOOKED):
         worker.abandon()
     _LIVE.clear()
+    _UNHOOKED.clear()
+    _MainTurn.asked = None  # the parent's pending call, if the child runs it, finds what the child has
+    _MainTurn.lock = threading.Lock()
     _REAPER[0] = None  # the parent's thread is not in the child: the child's first worker starts one
     _drop_sigterm_in_child()
 
@@ -202,6 +244,7 @@ class _Sigterm:
     pid: Optional[int] = None  # the process the pipe and the watcher belong to
     pipe: Optional[Tuple[int, int]] = None  # (read, write) ends, the write end Python's wakeup fd
     begun = threading.Lock()  # taken by the first SIGTERM: the flush starts once
+    chained = threading.Lock()  # held while a flush for a handler that chains to ours runs
 
 
 def _ends() -> List[int]:
@@ -212,9 +255,11 @@ def _ends() -> List[int]:
 
 def _watch_sigterm() -> None:
     """Install the flush at SIGTERM and SIGHUP, each where its handler is the default one, with
-    the wakeup fd's watcher where the wakeup fd is free (only the main thread can do either;
-    elsewhere nothing is done). A handler of the user's, or SIG_IGN (nohup), is never replaced."""
+    the wakeup fd's watcher where the wakeup fd is free (only the main thread can do either:
+    another thread asks it). A handler of the user's, or SIG_IGN (nohup), is never replaced."""
     if threading.current_thread() is not threading.main_thread():
+        if any(_is_default(signum) for signum in _ends()):
+            _ask_main_thread(call_site())
         return
     ours = False
     for signum in _ends():
@@ -250,6 +295,105 @@ def _watch_wakeup_fd() -> None:
     threading.Thread(target=_watch_signals, args=(read,), name="mxboard-signals", daemon=True).start()
 
 
+def _is_default(signum: int) -> bool:
+    try:
+        return signal.getsignal(signum) is signal.SIG_DFL
+    except (ValueError, OSError):
+        return False
+
+
+class _MainTurn:
+    """A turn of the main thread asked for by another (`Py_AddPendingCall`): the C callback,
+    kept alive for as long as a pending call may run it, and the turn asked and not yet run."""
+
+    callback: Any = None
+    asked: Optional[threading.Event] = None  # set once the main thread ran the turn
+    lock = threading.Lock()
+    warned = False  # the warning that it could not be had: once a process
+
+
+def _main_thread_turn(_: Any) -> int:
+    """On the main thread, between two bytecodes: the handlers installed where writers are
+    open, given back where none is (a pending call's callback: never raises, returns 0)."""
+    try:
+        if _LIVE:
+            _watch_sigterm()
+        else:
+            _default_where_ours()
+    except Exception as exc:  # noqa: BLE001 - a pending call must not fail
+        _tell("mxboard: could not install the SIGTERM and SIGHUP handlers on the main thread: %r" % (exc,))
+    finally:
+        asked = _MainTurn.asked
+        if asked is not None:
+            asked.set()
+    return 0
+
+
+def _ask_main_thread(site: Optional[CallSite] = None) -> None:
+    """Ask the main thread for a turn (`_main_thread_turn`), once at a time. With `site` (a
+    writer made here, the user's line), warn where it cannot be had within MAIN_THREAD_SECS."""
+    with _MainTurn.lock:
+        if _MainTurn.asked is not None and not _MainTurn.asked.is_set():
+            return  # asked already: the turn looks at what is open when it runs
+        asked = threading.Event()
+        if not threading.main_thread().is_alive():
+            why: Optional[str] = "the main thread has finished"
+        else:
+            why = _pending_call()
+        if why is None:
+            _MainTurn.asked = asked
+    if site is None:
+        return
+    thread = threading.current_thread().name
+    if why is not None:
+        _warn_off_main(site, thread, why)
+    else:
+        threading.Thread(target=_warn_unless_taken, args=(asked, site, thread), name="mxboard-signals-ask",
+                         daemon=True).start()
+
+
+def _pending_call() -> Optional[str]:
+    """`Py_AddPendingCall(_main_thread_turn)`: None once asked, else why it cannot be."""
+    try:
+        import ctypes
+
+        if _MainTurn.callback is None:
+            _MainTurn.callback = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p)(_main_thread_turn)
+        add = ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p)(
+            ("Py_AddPendingCall", ctypes.pythonapi))
+        pointer = ctypes.cast(_MainTurn.callback, ctypes.c_void_p)
+        if add(pointer, None) != 0:
+            return "Python's queue of pending calls is full"
+    except (ImportError, AttributeError, OSError) as exc:
+        return "this Python cannot run a call on the main thread (%s)" % exc
+    return None
+
+
+def _warn_unless_taken(asked: threading.Event, site: Optional[CallSite], thread: str) -> None:
+    keep_signals_off_this_thread()
+    if not asked.wait(MAIN_THREAD_SECS):
+        _warn_off_main(site, thread, "the main thread has run no Python code for %g s (it waits in a join() without a "
+                             "timeout, or in a C call)" % MAIN_THREAD_SECS)
+
+
+def _warn_off_main(site: Optional[CallSite], thread: str, why: str) -> None:
+    """The one warning that the handlers could not be installed for a writer made off the main
+    thread (a RuntimeWarning at the user's line; on stderr where a filter makes it an error)."""
+    with _MainTurn.lock:
+        if _MainTurn.warned:
+            return
+        _MainTurn.warned = True
+    message = ("mxboard: a SummaryWriter made on thread %r: only the main thread can install the SIGTERM and "
+               "SIGHUP handlers that flush it, and %s. Until it does, SIGTERM and SIGHUP end the process without "
+               "that flush (a normal exit still closes every writer). Make the first writer on the main thread, "
+               "or let the main thread wait with a timeout (thread.join(1.0) in a loop)."
+               % (thread, why))
+    try:
+        warn_at(site, message, RuntimeWarning)
+    except Exception:  # noqa: BLE001 - an "error" filter: never raised into a writer's start or our thread
+        _tell(message)
+
+
 def _watch_signals(read: int) -> None:
     """The watcher thread: each byte the C-level handler wrote is a signal's number."""
     keep_signals_off_this_thread()
@@ -261,16 +405,27 @@ def _watch_signals(read: int) -> None:
         if not numbers:
             return
         for signum in _ends():
-            if signum in numbers and signal.getsignal(signum) is _on_sigterm:
+            if signum in numbers and _is_ours(signum):
                 _begin(signum)
 
 
 def _give_back_sigterm() -> None:
     """No writer left: SIGTERM's and SIGHUP's default actions again, where ours is still the
-    handler (main thread only). The watcher stays: it acts only while ours is the handler."""
-    if threading.current_thread() is not threading.main_thread() or _LIVE:
+    handler (by the main thread: another thread asks it). The watcher stays: it acts only while
+    ours is the handler."""
+    if _LIVE:
         return
-    _default_where_ours()
+    if threading.current_thread() is threading.main_thread():
+        _default_where_ours()
+    elif any(_is_ours(signum) for signum in _ends()):
+        _ask_main_thread()
+
+
+def _is_ours(signum: int) -> bool:
+    try:
+        return signal.getsignal(signum) is _on_sigterm
+    except (ValueError, OSError):
+        return False
 
 
 def _default_where_ours() -> None:
@@ -302,11 +457,22 @@ def _drop_sigterm_in_child() -> None:
                 pass
     _Sigterm.pid = _Sigterm.pipe = None
     _Sigterm.begun = threading.Lock()
+    _Sigterm.chained = threading.Lock()
 
 
 def _on_sigterm(signum: int, frame: Optional[FrameType]) -> None:
-    """The Python-level handler, on the main thread (when it runs bytecode)."""
-    _begin(signum)
+    """The Python-level handler, on the main thread (when it runs bytecode). Installed, and
+    alone: flush, then the signal's default action ends the process (`_begin`). Called by a
+    handler installed over ours, which chains to the one it found (PyTorch Lightning's, a
+    launcher's): start the flush on a thread of ours and return, so that its own stop goes on."""
+    if _is_ours(signum):
+        _begin(signum)
+    elif _Sigterm.chained.acquire(blocking=False):  # else a flush runs already
+        try:
+            threading.Thread(target=_flush_then_go_on, args=(signum,), name="mxboard-sigterm", daemon=True).start()
+        except BaseException:
+            _Sigterm.chained.release()
+            raise
 
 
 def _begin(signum: int) -> None:
@@ -341,6 +507,30 @@ def _default_action(signum: int) -> bool:
         return False
 
 
+def _write_out(workers: List[Worker], signum: int, deadline: float) -> None:
+    """Everything queued in `workers` written (no wait on a store), by `deadline`; what could
+    not be is said on stderr."""
+    name = signal.Signals(signum).name
+    for worker in workers:
+        try:
+            if not worker.write_out(max(0.0, deadline - time.monotonic())):
+                _tell("mxboard: not every event could be written within %d s of %s" % (END_SECS, name))
+        except WriterError:  # closed meanwhile, or its thread's error: its close or next call tells
+            pass
+        except Exception as exc:  # noqa: BLE001 - every writer gets its turn
+            _tell("mxboard: could not write every event at %s: %r" % (name, exc))
+
+
+def _flush_then_go_on(signum: int) -> None:
+    """A handler over ours chained to it: everything queued written, within END_SECS, and the
+    process goes on (a store's files go on uploading; the exit's close waits for them)."""
+    keep_signals_off_this_thread()
+    try:
+        _write_out(list(_LIVE), signum, time.monotonic() + END_SECS)
+    finally:
+        _Sigterm.chained.release()
+
+
 def _flush_then_die(signum: int) -> None:
     """Everything queued written (every writer at once, no wait on a store), then a store's
     files wait for their uploads and keep the rest on disk: all within END_SECS. Then the
@@ -348,13 +538,7 @@ def _flush_then_die(signum: int) -> None:
     keep_signals_off_this_thread()
     deadline = time.monotonic() + END_SECS
     workers = list(_LIVE)
-    for worker in workers:
-        try:
-            if not worker.write_out(max(0.0, deadline - time.monotonic())):
-                _tell("mxboard: not every event could be written within %d s of %s"
-                      % (END_SECS, signal.Signals(signum).name))
-        except Exception as exc:  # noqa: BLE001 - the signal must still end the process
-            _tell("mxboard: could not write every event before %s: %r" % (signal.Signals(signum).name, exc))
+    _write_out(workers, signum, deadline)
     for worker in workers:
         try:
             worker.save_what_waits(deadline)

@@ -90,12 +90,13 @@ class Worker:
         self._intake = Intake(max_queue, max_bytes, held=lambda: self.caller_must_check)
 
     def start_writing(self, destination: Destination, suffix: str = "", restart_at: Optional[int] = None,
-                      verbose: bool = False) -> None:
+                      verbose: bool = False, hooks: bool = True) -> None:
         """Open the output at `destination` (storage.Destination: a directory, an object-store
         URL or nowhere; checked here), and start the thread, which opens the main event
         file first (`suffix`, `restart_at`: see `open_file`); return once it has (the file is
         there when a writer's constructor returns; an error opening it is the next call's).
-        `verbose`: log each file opened."""
+        `verbose`: log each file opened. `hooks`: closed at exit and flushed at SIGTERM and
+        SIGHUP (lifecycle.py; SummaryWriter's process_hooks)."""
         self._output = Output(destination, self._read_scalars, self._hold_for_caller,
                               (suffix, restart_at), verbose)
         self._pid = os.getpid()
@@ -104,7 +105,7 @@ class Worker:
         self._thread = self._intake.thread = threading.Thread(target=self._loop, args=(opened,), name="mxboard-writer",
                                                               daemon=True)
         self._thread.start()
-        lifecycle.watch(self)
+        lifecycle.watch(self, hooks)
         opened.wait()
 
     # -- the caller's side ------------------------------------------------------------------
