@@ -105,6 +105,16 @@ def pip_target(spec):
     return target
 
 
+STRESS = os.environ.get("MXBOARD_STRESS") == "1"
+
+
+def stress(small, full):
+    """A stress test's count (pairs of servers started at once, rounds of children interrupted):
+    `small` in make test, whose CI shares two cores with other jobs, `full` in make test-stress
+    (MXBOARD_STRESS=1). The one place a count is chosen by tier."""
+    return full if STRESS else small
+
+
 # Fixtures that start processes (servers, S3, builds, training runs): their tests are slow.
 SLOW_FIXTURES = {"serve", "server", "seaweed", "bucket", "store", "store_url", "store_proxy", "served", "demo_run",
                  "fresh_venv"}

@@ -9,7 +9,7 @@ import threading
 
 import pytest
 
-from conftest import ROOT, plugin_accumulator, projector_config, tensor_values
+from conftest import ROOT, plugin_accumulator, projector_config, stress, tensor_values
 from mxboard._format.commands import SERVE_HINT
 
 pytest.importorskip("mxnet")
@@ -173,6 +173,7 @@ def test_ctrl_c_during_training_says_what_was_kept_in_one_line(tmp_path):
     assert len(acc.Tensors("loss/batch")) >= 2 * 23  # every batch up to the stop was written
 
 
+@pytest.mark.timeout(stress(240, 900))
 def test_two_demos_started_together_both_serve_on_ports_of_their_own(tmp_path):
     """Started in the same second, on one port: on a92d861 the second trained, then failed with
     upstream's double message and `make: *** Error 255` (or said "pass another --port" to a make
@@ -213,7 +214,7 @@ def test_two_demos_started_together_both_serve_on_ports_of_their_own(tmp_path):
                 demo.stdout.close()
 
 
-PAIRS = 20
+PAIRS = stress(3, 20)  # a pair takes about 7 s, and 20 pairs about 150 s beside a busy load
 
 
 
