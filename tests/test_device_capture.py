@@ -289,6 +289,37 @@ def test_a_device_scalars_nan_is_logged_with_one_warning_at_the_users_line(logdi
     assert logged[0] == 1.0 and np.isnan(logged[1]) and np.isnan(logged[2]) and logged[3] == 2.0
 
 
+def test_device_pixels_and_samples_say_nan_once_a_tag_at_the_users_line_and_vertices_are_refused(logdir, fake_gpu):
+    """A GPU array's values are read on the writer thread: a NaN or Inf it finds in an image, a
+    video or a clip is said by a later call (as a device scalar's), once a tag, at the line of
+    the call that logged it, naming its step; a NaN vertex is refused by the next call (on
+    a6ab6a5 all silently)."""
+    nan = float("nan")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with SummaryWriter(logdir) as w:
+            for step in range(3):
+                pixels = torch.full((1, 2, 2), nan if step else 0.5)
+                w.add_image("i", pixels, step); image = sys._getframe().f_lineno  # noqa: E702
+                w.add_video("v", pixels.expand(2, 1, 2, 2) * float("inf"), step); video = sys._getframe().f_lineno  # noqa: E702
+                w.add_audio("a", torch.tensor([0.5, -float("inf")]), 8000, step); audio = sys._getframe().f_lineno  # noqa: E702
+                w.flush()
+            w.add_mesh("m", torch.tensor([[0.0, 0.0, 0.0], [1.0, nan, 0.0]]))
+            with pytest.raises(ValueError, match=r"vertices must be finite .*; vertices\[1, 1\] is nan"):
+                w.flush()
+    said = {str(c.message): (c.filename, c.lineno, c.category) for c in caught}
+    assert said == {
+        "add_image('i'): NaN or infinite pixels were drawn black (NaN, -Inf) or white (+Inf) at step 1; "
+        "said once a tag": (__file__, image, RuntimeWarning),
+        "add_video('v'): NaN or infinite pixels were drawn black (NaN, -Inf) or white (+Inf) at step 0; "
+        "said once a tag": (__file__, video, RuntimeWarning),
+        "add_audio('a'): NaN or infinite samples were written as silence (NaN) or full scale (+-Inf) at step 0; "
+        "said once a tag": (__file__, audio, RuntimeWarning)}
+    acc = plugin_accumulator(logdir)
+    assert [len(acc.Tensors(tag)) for tag in ("i", "v", "a")] == [3, 3, 3]
+    assert "m_VERTEX" not in acc.Tags()["tensors"]
+
+
 def test_scalars_held_from_many_threads_at_once_each_read_their_own_value(fake_gpu):
     """The slots are made with the writer, and their rings grow under a lock: threads whose first
     calls meet (each growing a ring) never share a slot, nor read another ring's."""

@@ -338,3 +338,23 @@ def test_a_float_ndarray_image_above_one_warns_at_the_users_line(logdir):
         w.flush()
     (warning,) = [c for c in caught if "float pixels are read in [0, 1]" in str(c.message)]
     assert (warning.filename, warning.lineno) == (__file__, line)
+
+
+def test_ndarray_pixels_and_samples_say_nan_once_a_tag_at_the_users_line(logdir):
+    """An NDArray's values are checked when the engine has them, on the writer thread: a NaN or
+    Inf there is said by a later call, once a tag, at the user's line, naming the step (on
+    a6ab6a5 silently)."""
+    import warnings
+
+    with SummaryWriter(logdir) as w, warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for step in range(3):
+            w.add_image("i", nd.full((1, 2, 2), float("nan")), step); image = sys._getframe().f_lineno  # noqa: E702
+            w.add_audio("a", nd.array([0.5, float("inf")]), 8000, step); audio = sys._getframe().f_lineno  # noqa: E702
+            w.flush()
+    said = {str(c.message): (c.filename, c.lineno, c.category) for c in caught if c.category is not DeprecationWarning}
+    assert said == {
+        "add_image('i'): NaN or infinite pixels were drawn black (NaN, -Inf) or white (+Inf) at step 0; "
+        "said once a tag": (__file__, image, RuntimeWarning),
+        "add_audio('a'): NaN or infinite samples were written as silence (NaN) or full scale (+-Inf) at step 0; "
+        "said once a tag": (__file__, audio, RuntimeWarning)}

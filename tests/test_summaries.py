@@ -2,6 +2,7 @@
 read) or its HTTP API, content checked."""
 import io
 import json
+import re
 import wave
 
 import numpy as np
@@ -360,3 +361,109 @@ def test_config_dict_is_copied_at_the_call(logdir):
     from tensorboard.plugins.mesh import plugin_data_pb2
 
     assert json.loads(plugin_data_pb2.MeshPluginData.FromString(content).json_config) == {"camera": {"fov": 75}}
+
+
+# -- NaN and Inf in every kind (docs/guarantees.md's table) ----------------------------------
+
+_NAN_PIXELS = np.array([[0.5, np.nan], [np.inf, -np.inf]], dtype=np.float32)  # drawn 128, 0, 255, 0
+_PIXEL_SHAPES = {"add_image": (1, 2, 2), "add_images": (2, 1, 2, 2), "add_video": (2, 3, 1, 2, 2)}
+
+
+def _one_warning_a_tag(caught, expected):
+    """The warnings `caught`, as {message: (filename, lineno)}, must be `expected`: one
+    RuntimeWarning a tag, each at the test's own call line, and nothing else (no "pixels above
+    1" for an Inf)."""
+    assert len(caught) == len(expected), [str(c.message) for c in caught]
+    assert {str(c.message): (c.filename, c.lineno) for c in caught} == expected
+    assert all(c.category is RuntimeWarning for c in caught)
+
+
+def _first_picture(method, value):
+    """The first image's 2x2 pixels as TensorBoard's images plugin has them (a PNG, a grid of
+    PNG, a GIF's first frame: the first image sits after the grid's 2 px padding)."""
+    if method == "add_video":
+        return np.asarray(Image.open(io.BytesIO(value[2])).convert("L"))[2:4, 2:4]
+    picture = np.asarray(_png(value)[2])
+    return picture if method == "add_image" else picture[2:4, 2:4]
+
+
+@pytest.mark.parametrize("method", sorted(_PIXEL_SHAPES))
+def test_nan_and_inf_pixels_are_drawn_black_and_white_with_one_warning_a_tag(logdir, method):
+    """TensorBoard cannot draw a NaN pixel: NaN and -Inf are drawn black, +Inf white (a float
+    image's x255 clipped to the range's ends), and said once a tag at the user's line, naming the
+    step where it first happened (on a6ab6a5 silently)."""
+    import sys
+    import warnings
+
+    shape = _PIXEL_SHAPES[method]
+    bad, good = np.broadcast_to(_NAN_PIXELS, shape), np.zeros(shape, np.float32)
+    with SummaryWriter(logdir) as w, warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for step in range(3):
+            getattr(w, method)("late", bad if step else good, step); late = sys._getframe().f_lineno  # noqa: E702
+            getattr(w, method)("early", bad, step); early = sys._getframe().f_lineno  # noqa: E702
+    how = "NaN or infinite pixels were drawn black (NaN, -Inf) or white (+Inf)"
+    _one_warning_a_tag(caught, {"%s('late'): %s at step 1; said once a tag" % (method, how): (__file__, late),
+                                "%s('early'): %s at step 0; said once a tag" % (method, how): (__file__, early)})
+    acc = plugin_accumulator(logdir)
+    assert [_first_picture(method, value).tolist() for _, value in tensor_values(acc, "late")] == [
+        [[0, 0], [0, 0]], [[128, 0], [255, 0]], [[128, 0], [255, 0]]]
+
+
+def test_nan_and_inf_audio_is_silence_and_full_scale_with_one_warning_a_tag(logdir):
+    import sys
+    import warnings
+
+    with SummaryWriter(logdir) as w, warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for step in range(3):
+            samples = np.array([0.5, np.nan, np.inf, -np.inf])
+            w.add_audio("a", samples, sample_rate=8000, global_step=step); line = sys._getframe().f_lineno  # noqa: E702
+            w.add_audio("fine", np.array([0.5, 0.25]), sample_rate=8000, global_step=step)
+    _one_warning_a_tag(caught, {"add_audio('a'): NaN or infinite samples were written as silence (NaN) or full scale "
+                                "(+-Inf) at step 0; said once a tag": (__file__, line)})
+    for _, value in tensor_values(plugin_accumulator(logdir), "a"):
+        with wave.open(io.BytesIO(value.reshape(-1)[0])) as wav:
+            assert np.frombuffer(wav.readframes(4), "<i2").tolist() == [16384, 0, 32767, -32767]
+
+
+@pytest.mark.parametrize("bad", [np.nan, np.inf, 1e300], ids=["nan", "inf", "beyond-float32"])
+def test_a_mesh_vertex_that_is_not_finite_is_refused_naming_its_index(logdir, bad):
+    """TensorBoard's mesh viewer cannot place a NaN or infinite vertex (nor a float64 one that is
+    infinite as the float32 it is sent as): the call refuses it (on a6ab6a5 written as given)."""
+    vertices = np.zeros((2, 4, 3))
+    vertices[1, 2, 0] = bad
+    with SummaryWriter(logdir) as w:
+        with pytest.raises(ValueError, match=r"vertices must be finite float32 numbers .*; vertices\[1, 2, 0\] is "
+                                             + re.escape(repr(float(bad)))):
+            w.add_mesh("m", vertices)
+        w.add_mesh("ok", vertices[0])
+    assert set(plugin_accumulator(logdir).PluginTagToContent("mesh")) == {"ok_VERTEX"}
+
+
+def test_nan_and_inf_hparams_are_logged_as_given_with_one_warning_a_name(logdir):
+    """Metrics are scalars: logged as given, as add_scalar logs them; so are float hparams. Said
+    once a name, at the user's line (on a6ab6a5 silently)."""
+    import os
+    import sys
+    import warnings
+
+    from tensorboard.plugins.hparams import plugin_data_pb2
+
+    with SummaryWriter(logdir) as w, warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for step in range(2):
+            hparams = {"lr": float("nan"), "b": 2}
+            metrics = {"acc": float("inf"), "loss": float("nan") if step else 1.0}
+            w.add_hparams(hparams, metrics, run_name="r%d" % step, global_step=step); line = sys._getframe().f_lineno  # noqa: E702
+    _one_warning_a_tag(caught, {
+        "add_hparams(hparam_dict['lr']): nan was logged as given; said once a tag": (__file__, line),
+        "add_hparams(metric_dict['acc']): inf was logged as given at step 0; said once a tag": (__file__, line),
+        "add_hparams(metric_dict['loss']): nan was logged as given at step 1; said once a tag": (__file__, line)})
+    for step in range(2):
+        acc = plugin_accumulator(os.path.join(logdir, "r%d" % step))
+        assert tensor_values(acc, "acc")[0][1] == np.inf
+        assert np.isnan(tensor_values(acc, "loss")[0][1]) == bool(step)
+        start = plugin_data_pb2.HParamsPluginData.FromString(
+            acc.PluginTagToContent("hparams")["_hparams_/session_start_info"]).session_start_info
+        assert np.isnan(start.hparams["lr"].number_value) and start.hparams["b"].number_value == 2
