@@ -285,3 +285,14 @@ def test_the_ctrl_c_hint_of_the_demo_names_the_venvs_own_tensorboard(tmp_path):
     venv_tensorboard = os.path.relpath(os.path.join(os.path.dirname(sys.executable), "tensorboard"), ROOT)
     assert command == "%s --logdir %s" % (venv_tensorboard, tmp_path), said
     assert "r" in _served(shlex.split(command) + ["--port", "0"], ROOT, env)
+
+
+
+def test_the_demo_run_from_the_checkouts_root_serves_with_the_installed_bundle(tmp_path):
+    """On a6ab6a5 `python -m mxboard.demo` run from the checkout's root (a venv with mxboard
+    installed, no PYTHONSAFEPATH) trained, then failed at serving: `-m` put the working directory
+    first on sys.path, and the checkout's unbuilt tensorboard_bundle/ shadowed the installed one."""
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONSAFEPATH", "PYTHONPATH", SERVE_HINT)}
+    args = [sys.executable, "-m", "mxboard.demo", "--logdir", str(tmp_path), "--run", "r", "--epochs", "1",
+            "--batches", "2", "--framework", "numpy", "--port", "0"]
+    assert "r" in _served(args, ROOT, env)
