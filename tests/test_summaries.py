@@ -410,6 +410,25 @@ def test_nan_and_inf_pixels_are_drawn_black_and_white_with_one_warning_a_tag(log
         [[0, 0], [0, 0]], [[128, 0], [255, 0]], [[128, 0], [255, 0]]]
 
 
+def test_nan_pixels_of_a_boxed_image_and_of_embedding_thumbnails_are_said_once_a_tag(logdir):
+    """The other kinds that take pixels follow the same policy (on a6ab6a5 silently)."""
+    import sys
+    import warnings
+
+    thumbnails = np.zeros((2, 1, 2, 2), np.float32)
+    thumbnails[1, 0, 0, 0] = np.nan
+    with SummaryWriter(logdir) as w, warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for step in range(2):
+            w.add_image_with_boxes("b", np.full((1, 8, 8), np.inf), [[0, 0, 2, 2]], step); boxed = sys._getframe().f_lineno  # noqa: E702,E501
+            w.add_embedding("e", np.eye(2), images=thumbnails, global_step=step); embedded = sys._getframe().f_lineno  # noqa: E702
+    how = "NaN or infinite pixels were drawn black (NaN, -Inf) or white (+Inf)"
+    _one_warning_a_tag(caught, {"add_image_with_boxes('b'): %s at step 0; said once a tag" % how: (__file__, boxed),
+                                "add_embedding('e'): %s at step 0; said once a tag" % how: (__file__, embedded)})
+    picture = np.asarray(_png(tensor_values(plugin_accumulator(logdir), "b")[0][1])[2].convert("RGB"))
+    assert picture[7, 7].tolist() == [255, 255, 255]  # +Inf: white, outside the red box
+
+
 def test_nan_and_inf_audio_is_silence_and_full_scale_with_one_warning_a_tag(logdir):
     import sys
     import warnings
