@@ -125,7 +125,7 @@ tensorboard: $(INSTALLED)
 # a worker ended by the last resort (a test still running 60 s past its bound) ends the session,
 # failed, that test named; xdist's loadfile scheduler can wait for ever on a replaced worker
 test: lint $(INSTALLED)
-	status=0; $(PY) -m pytest -q -n 4 --dist loadfile --max-worker-restart=0 tests || status=1; \
+	status=0; $(PY) -m pytest -q -n 4 --dist loadfile --max-worker-restart=0 --durations=15 tests || status=1; \
 	$(MAKE) --no-print-directory test-plain || status=1; exit $$status
 
 test-plain: $(INSTALLED)
