@@ -13,7 +13,7 @@ import sys
 import numpy as np
 import pytest
 
-from conftest import accumulator, needs
+from conftest import accumulator, needs, run_python
 from mxboard import SummaryWriter
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]  # Chromium, the command
@@ -464,3 +464,37 @@ def test_every_dashboard_is_in_the_report_or_named_as_left_out_with_tensorboards
         run, tag = label.split(": ")
         assert values == pytest.approx([e.value for e in accumulator(every_kind / run).Scalars(tag)], rel=1e-6)
     assert drawn["custom"][1]["lines"] == ["a: m/value", "b: m/value"]
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/status"), reason="reads the peak from /proc/self/status")
+def test_memory_follows_what_the_report_keeps_not_the_logdir(tmp_path):
+    """300 images of 1 MB (a 300 MB logdir): 10 are kept, as they are read; the report is made in
+    under 150 MB at its peak (the interpreter and TensorBoard's modules are about 65 MB of it)."""
+    import struct
+
+    from PIL import Image
+    from tensorboard.compat.proto import event_pb2, summary_pb2
+
+    from mxboard._format._crc32c import masked_crc32c
+
+    buffer = __import__("io").BytesIO()
+    Image.fromarray(np.random.default_rng(0).integers(0, 255, (580, 580, 3), dtype=np.uint8)).save(buffer, "PNG")
+    png = buffer.getvalue()
+    assert len(png) > 1e6
+    (tmp_path / "runs" / "big").mkdir(parents=True)
+    with open(tmp_path / "runs" / "big" / "events.out.tfevents.1.host", "wb") as f:
+        for step in range(300):  # framed here: TensorBoard's own writer takes a minute over 300 MB
+            image = summary_pb2.Summary.Image(height=580, width=580, colorspace=3, encoded_image_string=png)
+            payload = event_pb2.Event(wall_time=1.0 + step, step=step, summary=summary_pb2.Summary(
+                value=[summary_pb2.Summary.Value(tag="big", image=image)])).SerializeToString()
+            header = struct.pack("<Q", len(payload))
+            f.write(header + struct.pack("<I", masked_crc32c(header)) + payload
+                    + struct.pack("<I", masked_crc32c(payload)))
+    # the child's own peak: VmHWM (ru_maxrss survives exec: a big test runner's peak would be the child's)
+    done = run_python("import mxboard.report\n"
+                      "said = mxboard.report.write(%r, %r)\n"
+                      "print([l for l in open('/proc/self/status') if l.startswith('VmHWM')][0].split()[1])\n"
+                      % (str(tmp_path / "runs"), str(tmp_path / "r.html")), timeout=300)
+    peak = float(done.stdout.split()[-1]) / 1024
+    assert peak < 150, peak
+    assert len(_data(tmp_path / "r.html")["images"]["big"]["big"]) == 10

@@ -10,10 +10,10 @@ collect.py reads the logdir once (local or s3://, gs://, az://), page.py writes 
 vendored, draws the charts)."""
 import os
 import secrets
-from typing import List, Optional
+from typing import Iterable, List, Optional
 
 from .collect import collect, compiled
-from .page import render
+from .page import rendered
 
 __all__ = ["ReportError", "write"]
 
@@ -56,14 +56,14 @@ def write(logdir: str, output: str = "report.html", runs: Optional[str] = None, 
     if not found.runs:
         raise ReportError("no event files in %s%s: nothing written" % (logdir, " of the runs --runs %r finds" % runs
                                                                         if runs is not None else ""))
-    text, said = render(found, logdir, max_points, __version__)
-    _write_whole(output, text)
+    pieces, said = rendered(found, logdir, max_points, __version__)
+    _write_whole(output, pieces)
     return said
 
 
-def _write_whole(output: str, text: str) -> None:
-    """`text` as the file `output`, whole or not at all: written to a new file beside it (created
-    exclusively, never through a link someone planted), then renamed over it."""
+def _write_whole(output: str, pieces: Iterable[str]) -> None:
+    """`pieces` as the file `output`, whole or not at all: written to a new file beside it
+    (created exclusively, never through a link someone planted), then renamed over it."""
     temporary = os.path.join(os.path.dirname(output), ".%s.%s.part" % (os.path.basename(output), secrets.token_hex(6)))
     try:
         fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o666)
@@ -71,7 +71,7 @@ def _write_whole(output: str, text: str) -> None:
         raise ReportError("cannot write %s: %s" % (output, exc.strerror or exc)) from exc
     try:
         with open(fd, "w", encoding="utf-8") as f:
-            f.write(text)
+            f.writelines(pieces)
         os.replace(temporary, output)
     except BaseException as exc:
         try:

@@ -12,7 +12,7 @@ import hashlib
 import html
 import json
 import os
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
 
 import numpy as np
 
@@ -236,20 +236,32 @@ def _hash(text: str) -> str:
 
 def render(found: Collected, logdir: str, max_points: int, version: str) -> Tuple[str, List[str]]:
     """(the HTML, what the command says: what it read, what it left out, one line each)."""
+    pieces, said = rendered(found, logdir, max_points, version)
+    return "".join(pieces), said
+
+
+def rendered(found: Collected, logdir: str, max_points: int, version: str) -> Tuple[Iterator[str], List[str]]:
+    """(the HTML in pieces, what the command says): the data block is made as it is written, so
+    that a report of many images is never held twice over."""
     data, left = _data(found, logdir, max_points, version)
     said = summary(found, data) + ["note: %s" % line for line in found.notes + left]
-    block = json.dumps(data, ensure_ascii=False, separators=(",", ":"), allow_nan=False).replace("<", "\\u003c")
     scripts = [asset("uPlot.iife.min.js"), asset("app.js")]
     style = asset("uPlot.min.css") + "\n" + asset("app.css")
     policy = ("default-src 'none'; script-src %s; style-src %s; img-src data:; media-src data:; base-uri 'none'; "
               "form-action 'none'" % (" ".join(_hash(s) for s in scripts), _hash(style)))
     title = "mxboard report: %s" % printable(logdir)
-    return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
+    head = ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
             "<meta http-equiv=\"Content-Security-Policy\" content=\"%s\">\n"
             "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
             "<title>%s</title>\n<style>%s</style>\n"
-            "<script type=\"application/json\" id=\"data\">%s</script>\n"
-            "</head><body>\n<div id=\"app\"></div>\n%s\n</body></html>\n"
-            % (html.escape(policy), html.escape(title), style, block,
-               "\n".join("<script>%s</script>" % s for s in scripts))), said
+            "<script type=\"application/json\" id=\"data\">" % (html.escape(policy), html.escape(title), style))
+    tail = ("</script>\n</head><body>\n<div id=\"app\"></div>\n%s\n</body></html>\n"
+            % "\n".join("<script>%s</script>" % s for s in scripts))
 
+    def pieces() -> Iterator[str]:
+        yield head
+        encoder = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+        for chunk in encoder.iterencode(data):
+            yield chunk.replace("<", "\\u003c")  # no `</script>` in the block: names are the user's
+        yield tail
+    return pieces(), said
