@@ -104,9 +104,9 @@ def assert_same_logdirs(theirs, ours, rel=1e-5, skip_tags=(), timed=(), name=lam
     return seen
 
 
-def train(script, tmp_path, timeout=180):
+def train(script, tmp_path, timeout=180, **env):
     """Run a training script in a child Python; it prints one JSON line of its findings last."""
-    proc = run_python(textwrap.dedent(script), env={"PYTHONWARNINGS": "ignore", "OUT": str(tmp_path)},
+    proc = run_python(textwrap.dedent(script), env=dict(env, PYTHONWARNINGS="ignore", OUT=str(tmp_path)),
                       timeout=timeout)
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
@@ -374,6 +374,10 @@ for bad in ({"profile_batch": 2}, {"profile_batch": "1,3"}, {"update_freq": 0}, 
     except ValueError as error:
         errors.append(str(error))
 found["errors"] = errors
+# the fixed training of tools/keras_fixture.py, which made the fixture with Keras's own callback
+sys.path.insert(0, os.path.join(os.environ["ROOT"], "tools"))
+import keras_fixture
+keras_fixture.train("mxboard", os.path.join(tmp, "fixed"))
 print(json.dumps(found))
 """
 
@@ -385,10 +389,12 @@ def test_keras_callback_without_tensorflow(tmp_path):
     second and update_freq=2, then an evaluation, write Keras's runs, tags and steps with the values
     Keras reported (History, evaluate), the final weights' histograms, the model's conceptual graph;
     embeddings reach the Projector with their labels; profile_batch and a bad update_freq are
-    errors at construction, naming the alternatives."""
+    errors at construction, naming the alternatives. And a fixed training logs what Keras's own
+    callback logged with TensorFlow (tests/fixtures/keras_tensorboard.json, from
+    tools/keras_fixture.py): the same runs, tags, plugins, steps and values."""
     from conftest import projector_config
 
-    found = train(KERAS, tmp_path)
+    found = train(KERAS, tmp_path, ROOT=ROOT)
     assert "tensorflow" in found["keras_own"]
     history, iterations = found["history"], found["iterations"]
     assert iterations == 18  # 48 training samples, batches of 8, 3 epochs
@@ -441,6 +447,23 @@ def test_keras_callback_without_tensorflow(tmp_path):
     assert "profile_batch=2" in profile and "torch.profiler" in profile and "jax.profiler" in profile
     assert "profile_batch='1,3'" in profile_range
     assert "update_freq" in zero and "'step'" in step
+    # side by side with Keras's own callback (TensorFlow's writer), kept in the fixture
+    # tools/keras_fixture.py made: the same runs, tags, plugins, steps, values, counts and sizes
+    spec = importlib.util.spec_from_file_location("keras_fixture", os.path.join(ROOT, "tools", "keras_fixture.py"))
+    keras_fixture = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(keras_fixture)
+    with open(os.path.join(ROOT, "tests", "fixtures", "keras_tensorboard.json")) as f:
+        theirs = json.load(f)["runs"]
+    ours = keras_fixture.summary(str(tmp_path / "fixed"))
+    assert sorted(ours) == sorted(theirs) == ["train", "validation"]
+    for run in theirs:
+        assert sorted(ours[run]) == sorted(theirs[run]), run
+        for tag, entry in theirs[run].items():
+            mine = ours[run][tag]
+            assert (mine["plugin"], mine["steps"]) == (entry["plugin"], entry["steps"]), (run, tag)
+            assert mine.get("counts") == entry.get("counts") and mine.get("sizes") == entry.get("sizes"), (run, tag)
+            if "values" in entry and "steps_per_second" not in tag:  # a rate is the machine's
+                assert mine["values"] == pytest.approx(entry["values"], rel=1e-4), (run, tag)
 
 
 # -- docs/integrations.md --------------------------------------------------------------------------
