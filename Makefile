@@ -4,6 +4,8 @@
 #                  or a free one if busy) (make demo SERVE=0 LOGDIR=DIR: into DIR, without serving; LOGDIR=s3://bucket/run:
 #                  into an S3 store, AWS_ENDPOINT_URL and credentials from the environment; gs://, az:// too)
 # make tensorboard serve LOGDIR (runs/demo) with the bundled TensorBoard of the venv make built, on PORT
+# make torch       add torch's CPU build to that venv (TORCH=2.13.0: a file of it on this disk, else
+#                  PyTorch's CPU index; never PyPI's multi-GB CUDA build), for your own torch script
 # make test        set up .venv with what the tests need (idempotent), lint (ruff, mypy --strict), run the test suite,
 #                  then make test-plain
 # make test-plain  the suite where most users are: Pythons 3.9, 3.10, 3.12, 3.13 (PLAIN=...) each in a venv
@@ -51,7 +53,7 @@ PORT ?= 6006
 # passes -I, which older ones know too)
 export PYTHONSAFEPATH := 1
 
-.PHONY: setup demo tensorboard test test-fast test-stress test-plain lint test-tools bench bench-gpu gpu-check gpu-wheels screenshots protos wheel wheelhouse clean
+.PHONY: setup demo tensorboard torch test test-fast test-stress test-plain lint test-tools bench bench-gpu gpu-check gpu-wheels screenshots protos wheel wheelhouse clean
 
 setup: $(TESTS) $(INSTALLED)
 
@@ -73,9 +75,10 @@ $(BASE):
 # upstream's, which is reinstalled then)
 $(DEMO): $(BASE) pyproject.toml
 	@if [ "$$(printf '%s\n' $(PYVER) 3.11 | sort -V | tail -n 1)" = 3.11 ]; then \
-	    echo "Python $(PYVER): the demo trains with MXNet 1.9.1. Installing it, scikit-learn, TensorBoard and mxboard into $(VENV) (about 200 MB, downloaded once):"; \
-	else echo "Python $(PYVER): MXNet 1.9.1 runs on Python <= 3.11 only, so the demo trains the same CNN in numpy (every dashboard but Graphs; PYTHON=python3.11 for MXNet). Installing scikit-learn, TensorBoard and mxboard into $(VENV) (about 150 MB, downloaded once):"; fi
-	@$(PY) -m pip install --progress-bar on '.[demo]'
+	    echo "Python $(PYVER): the demo trains with MXNet 1.9.1. Installing it, scikit-learn, TensorBoard and mxboard into $(VENV) (about 200 MB, downloaded once; pip's output in $(VENV)/pip.log)"; \
+	else echo "Python $(PYVER): MXNet 1.9.1 runs on Python <= 3.11 only, so the demo trains the same CNN in numpy (every dashboard but Graphs; PYTHON=python3.11 for MXNet). Installing scikit-learn, TensorBoard and mxboard into $(VENV) (about 150 MB, downloaded once; pip's output in $(VENV)/pip.log)"; fi
+	@$(PY) -m pip install '.[demo]' >$(VENV)/pip.log 2>&1 || { cat $(VENV)/pip.log >&2; \
+	    echo "make: pip could not install the demo's packages into $(VENV): its output is above, and in $(VENV)/pip.log" >&2; exit 1; }
 	@test -x $(VENV)/bin/tensorboard || $(PY) -m pip install -q --force-reinstall --no-deps \
 	    "tensorboard==$$($(PY) -c 'import tensorboard; print(tensorboard.__version__)')"
 	@touch $@
@@ -118,6 +121,16 @@ demo: $(DEMO) $(INSTALLED)
 # the demo's hints name this target: the venv's `tensorboard` is not on PATH
 tensorboard: $(INSTALLED)
 	@MXBOARD_PORT_HINT="make tensorboard PORT=N" $(VENV)/bin/tensorboard --logdir $(LOGDIR) --port $(PORT)
+
+# torch for a user's own script (README's "PyTorch users"): the CPU build, as the tests' (above)
+torch: $(INSTALLED)
+	@if $(PY) -m pip download -q --no-deps --no-index -d $(VENV)/torch-wheel "torch==$(TORCH)" 2>/dev/null; then \
+	    wheel="$$(ls $(VENV)/torch-wheel/torch-*.whl)"; else wheel="torch==$(TORCH)"; \
+	    index="--index-url https://download.pytorch.org/whl/cpu"; fi; \
+	$(PY) -m pip install $$index "$$wheel" >$(VENV)/pip.log 2>&1 || { cat $(VENV)/pip.log >&2; \
+	    echo "make: pip could not install torch $(TORCH) into $(VENV): its output is above, and in $(VENV)/pip.log" >&2; \
+	    exit 1; }; rm -rf $(VENV)/torch-wheel
+	@$(PY) -c 'import torch; print("torch %s in $(VENV): run your script with $(PY)" % torch.__version__)'
 
 # both environments run whatever the first says; the exit status is that of both. Four pytest
 # processes on two cores: most tests wait on servers and subprocesses (8:08 on two, 6:29 on four).

@@ -217,7 +217,6 @@ def test_two_demos_started_together_both_serve_on_ports_of_their_own(tmp_path):
 PAIRS = stress(3, 20)  # a pair takes about 7 s, and 20 pairs about 150 s beside a busy load
 
 
-
 def _stop_at_the_first_epoch(proc, kill):
     """Ctrl-C once the first epoch is logged; (every line said, the exit status)."""
     import signal
@@ -285,7 +284,6 @@ def test_the_ctrl_c_hint_of_the_demo_names_the_venvs_own_tensorboard(tmp_path):
     venv_tensorboard = os.path.relpath(os.path.join(os.path.dirname(sys.executable), "tensorboard"), ROOT)
     assert command == "%s --logdir %s" % (venv_tensorboard, tmp_path), said
     assert "r" in _served(shlex.split(command) + ["--port", "0"], ROOT, env)
-
 
 
 def test_the_demo_run_from_the_checkouts_root_serves_with_the_installed_bundle(tmp_path):

@@ -238,6 +238,10 @@ def test_a_fresh_clones_make_demo_on_each_python_fills_every_dashboard_it_says(t
                               "Python %s: MXNet 1.9.1 runs on Python <= 3.11 only, so the demo trains the same CNN "
                               "in numpy" % version), out[:2000]
     assert not any(line.startswith(("if ", "case ", ".venv")) for line in said), out[:3000]  # quiet
+    # pip's 90 lines (a6ab6a5) in a log under the venv
+    assert not any(line.startswith(("Collecting ", "Downloading ", "Installing collected", "Successfully installed"))
+                   for line in said), out[:3000]
+    assert "Successfully installed" in (clone / _venv_of(version) / "pip.log").read_text()
     assert ("training an MXNet Gluon CNN" if mxnet else "training a numpy CNN") in out and "trained in" in out
     run(["make", "demo", "SERVE=0", "LOGDIR=%s" % logdir, "PYTHON=%s" % python], cwd=clone, env=fresh)  # a second
     first, second = sorted(os.listdir(logdir))
@@ -306,3 +310,22 @@ def test_a_python_that_does_not_run_is_said_with_its_own_words(tmp_path):
                         "  pyenv: python3.99: command not found", "  ",
                         "  The `python3.99' command exists in these Python versions: 3.99.0"], done.stderr
     assert not [p for p in os.listdir(tmp_path) if p.startswith(".venv")]  # nothing made
+
+
+def test_a_failed_install_of_make_demo_shows_pips_output_and_keeps_it(tmp_path):
+    """make demo keeps pip's output in a log under the venv; when pip fails, that output is shown,
+    then where it is kept. Here the venv has no pip (its making cut short)."""
+    for name in ("Makefile", "pyproject.toml"):
+        shutil.copy(os.path.join(ROOT, name), tmp_path)
+    version = "%d.%d" % sys.version_info[:2]
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(tmp_path / ".venv")], check=True)
+    (tmp_path / ".venv" / (".base-" + version)).touch()  # made: make's first step done
+    env = {k: v for k, v in os.environ.items() if k not in ("MAKELEVEL", "MAKEFLAGS", "MFLAGS")}  # as a user
+    done = subprocess.run(["make", "demo", "SERVE=0", "PYTHON=" + sys.executable, "VENV=.venv"], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=120, env=env)
+    assert done.returncode != 0
+    said = done.stderr.splitlines()
+    assert said[-2:] == ["make: pip could not install the demo's packages into .venv: its output is above, and in "
+                         ".venv/pip.log", said[-1]] and said[-1].startswith("make: ***"), done.stderr
+    kept = (tmp_path / ".venv" / "pip.log").read_text()
+    assert "No module named pip" in kept and kept.strip() in done.stderr, done.stderr
