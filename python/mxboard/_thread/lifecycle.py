@@ -27,7 +27,7 @@ import threading
 import time
 import weakref
 from types import FrameType
-from typing import Any, Callable, List, Optional, Protocol, Tuple, Union
+from typing import Any, Callable, List, Optional, Protocol, Set, Tuple, Union
 
 from ..errors import WriterError
 from ..threads import keep_signals_off_this_thread
@@ -55,7 +55,7 @@ MAIN_THREAD_SECS = 2.0  # how long a writer made off the main thread waits for i
 
 _LIVE: weakref.WeakSet[Worker] = weakref.WeakSet()  # the workers whose writers asked for the process's hooks
 _UNHOOKED: weakref.WeakSet[Worker] = weakref.WeakSet()  # process_hooks=False: only dropped in a forked child
-_INSTALLED: List[bool] = []
+_INSTALLED: Set[str] = set()  # the hooks registered in this process: "fork", "exit"
 _CHILD_EXIT: List[Optional[int]] = [None]  # the pid whose multiprocessing exit closes its writers
 _REAP: queue.SimpleQueue[Union[Worker, threading.Event]] = queue.SimpleQueue()  # workers to close, and marks
 _REAPER: List[Optional[threading.Thread]] = [None]
@@ -65,15 +65,17 @@ def watch(worker: Worker, hooks: bool = True) -> None:
     """Register a started worker (and the hooks, the first time in each process). Without
     `hooks` (process_hooks=False), the program closes it: no exit hook closes it, no signal
     handler flushes it, and none is installed for it."""
-    if not _INSTALLED:
-        _INSTALLED.append(True)
-        atexit.register(_at_exit)
+    if "fork" not in _INSTALLED:
+        _INSTALLED.add("fork")
         if hasattr(os, "register_at_fork"):
             os.register_at_fork(after_in_child=_after_fork_in_child)
     _start_reaper()
     if not hooks:
         _UNHOOKED.add(worker)
         return
+    if "exit" not in _INSTALLED:
+        _INSTALLED.add("exit")
+        atexit.register(_at_exit)
     _LIVE.add(worker)
     _watch_multiprocessing_exit()
     _watch_sigterm()
