@@ -14,18 +14,23 @@ imports it.
 """
 from __future__ import annotations
 
+import os
 from typing import Any, Dict, Mapping, Optional
 
 from .._api.writer import SummaryWriter
 
 try:
     from lightning.fabric.loggers.logger import rank_zero_experiment
+    from lightning.fabric.utilities.cloud_io import _is_dir
     from lightning.fabric.utilities.logger import _add_prefix, _convert_params, _flatten_dict
+    from lightning.pytorch.core.saving import save_hparams_to_yaml
     from lightning.pytorch.loggers import TensorBoardLogger as _LightningLogger
     from lightning.pytorch.utilities.rank_zero import rank_zero_only
 except ImportError:  # the standalone package, pytorch_lightning (it names the same pieces)
     from lightning_fabric.loggers.logger import rank_zero_experiment
+    from lightning_fabric.utilities.cloud_io import _is_dir
     from lightning_fabric.utilities.logger import _add_prefix, _convert_params, _flatten_dict
+    from pytorch_lightning.core.saving import save_hparams_to_yaml
     from pytorch_lightning.loggers import TensorBoardLogger as _LightningLogger
     from pytorch_lightning.utilities.rank_zero import rank_zero_only
 
@@ -83,6 +88,20 @@ class TensorBoardLogger(_LightningLogger):  # type: ignore[misc]  # lightning's 
                 except (TypeError, ValueError) as error:
                     raise ValueError("\n you tried to log %r which is currently not supported. Try a dict or a "
                                      "scalar/tensor." % (value,)) from error
+
+    @rank_zero_only  # type: ignore[untyped-decorator]
+    def save(self) -> None:
+        """Write `hparams.yaml` where it is not yet, as Lightning's. Lightning calls this after
+        every `log_metrics`: unlike Lightning's, it does not wait for the event files each time
+        (the writer writes within `flush_secs`, and everything at `finalize`), nor ask the
+        filesystem again once the file is written."""
+        if getattr(self, "_hparams_written", None) == self.log_dir:
+            return
+        hparams_file = os.path.join(self.log_dir, self.NAME_HPARAMS_FILE)
+        if _is_dir(self._fs, self.log_dir):
+            if not self._fs.isfile(hparams_file):
+                save_hparams_to_yaml(hparams_file, self.hparams)
+            self._hparams_written = self.log_dir
 
     @rank_zero_only  # type: ignore[untyped-decorator]
     def log_hyperparams(self, params: Any, metrics: Optional[Any] = None, step: Optional[int] = None) -> None:
