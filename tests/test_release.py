@@ -353,3 +353,15 @@ def test_the_readmes_pytorch_section_runs_as_written(tmp_path):
         run([sys.executable if args[0] == ".venv/bin/python" else args[0]] + args[1:], cwd=tmp_path)
     page = (tmp_path / "torch.html").read_text(encoding="utf-8")
     assert "loss" in page and len(page) > 10_000
+
+
+def test_the_jax_section_of_compat_md_runs_as_written(tmp_path):
+    """docs/compat.md's "JAX users": the example as a script, then its report (where jax is
+    installed: make gpu-check's image has it; `pip install jax` elsewhere)."""
+    pytest.importorskip("jax")
+    with open(os.path.join(ROOT, "docs", "compat.md"), encoding="utf-8") as f:
+        section = f.read().split("## JAX users", 1)[1].split("\n## ", 1)[0]
+    (tmp_path / "train.py").write_text(section.split("```python\n", 1)[1].split("```", 1)[0])
+    run([sys.executable, "train.py"], cwd=tmp_path)
+    run([sys.executable, "-m", "mxboard", "report", "runs/jax", "-o", "jax.html"], cwd=tmp_path)
+    assert "loss" in (tmp_path / "jax.html").read_text(encoding="utf-8")
