@@ -16,9 +16,11 @@ and skip, the bench checks itself with --cpu, the system metrics are sampled), s
 nothing measured", and exits 0 where those passed.
 """
 import argparse
+import atexit
 import glob
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -129,6 +131,7 @@ def environment(log):
     wheels = [w for w in sorted(glob.glob(os.path.join(ROOT, ".whl", "*.whl"))) if _fits(w, log)]
     if wheels:
         site = tempfile.mkdtemp(prefix="mxboard-gpu-site-")
+        atexit.register(shutil.rmtree, site, True)
         status, _, _ = log.step("wheels", [sys.executable, "-m", "pip", "install", "-q", "--no-index", "--no-deps",
                                            "--no-compile", "--no-cache-dir", "--upgrade", "--target", site] + wheels,
                                 env, 300)
