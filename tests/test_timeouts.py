@@ -45,6 +45,22 @@ FILES = {
         def test_after():
             pass
     """,
+    "test_teardown.py": """
+        import threading
+        import pytest
+
+        @pytest.fixture
+        def hangs_at_teardown():
+            yield
+            threading.Event().wait()  # a server's close that never returns
+
+        @pytest.mark.timeout(3)
+        def test_fails_then_its_teardown_hangs(hangs_at_teardown):
+            assert False, "a plain failure"
+
+        def test_after():
+            pass
+    """,
     **{"test_next_%s.py" % n: """
         def test_one():
             pass
@@ -76,7 +92,7 @@ def _pytest(directory, files, method="signal"):
         (directory / name).write_text(textwrap.dedent(text))
     (directory / "pytest.ini").write_text("[pytest]\ntimeout = 60\ntimeout_method = %s\ntimeout_grace = 4\n" % method)
     env = {k: v for k, v in os.environ.items() if k != "MXBOARD_TEST_STACKS"}  # a session of its own
-    env["PYTHONPATH"] = HERE
+    env.update(PYTHONPATH=HERE, COLUMNS="300")  # the summary's lines whole
     return subprocess.run([sys.executable, "-m", "pytest", "-p", "timeouts", "-p", "no:randomly", "-p",
                            "no:cacheprovider", "-q", "-n", "2", "--dist", "loadfile", "--max-worker-restart=0", "."],
                           cwd=str(directory), env=env, capture_output=True, text=True, timeout=180)
@@ -87,10 +103,13 @@ def test_a_test_past_its_bound_fails_alone_and_the_tests_behind_it_run(tmp_path)
     """On a6ab6a5 (pytest-timeout's thread method) a test past its bound ended its xdist worker,
     and with --max-worker-restart=0 the files queued on that worker never ran (477 of about 670
     tests ran in one CI). Now the test that hangs (in a lock, in time.sleep) fails, its stacks
-    shown, and every other test runs and passes: those after it in its file, and the next files."""
+    shown, and every other test runs and passes: those after it in its file, and the next files.
+    A teardown that hangs after a plain failure is bounded too (pytest-timeout cancels its bound
+    at the failure: its signal method then waits for ever)."""
     done = _pytest(tmp_path / "run", FILES)
     said = done.stdout + done.stderr
-    assert done.returncode == 1 and "2 failed, 10 passed" in said, said
+    assert done.returncode == 1 and "3 failed, 11 passed, 1 error" in said, said
+    assert "ERROR test_teardown.py::test_fails_then_its_teardown_hangs - Failed: Timeout (>3s)" in said, said
     assert "crashed" not in said, said
     for test, line in (("test_lock.py::test_hangs_in_a_lock", "lock.acquire()  # the main thread asleep"),
                        ("test_sleep.py::test_hangs_in_sleep", "time.sleep(600)  # in C")):

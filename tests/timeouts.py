@@ -81,8 +81,9 @@ def pytest_timeout_set_timer(item, settings):
     state = {"ending": False, "stacks": ""}
 
     def handler(signum, frame):
-        if state["ending"] or (not settings.disable_debugger_detection and pytest_timeout.is_debugging()):
-            return  # a signal sent as the test ended, or a debugger's session
+        if state["ending"] or not getattr(item, "_mxboard_in_phase", False) or (
+                not settings.disable_debugger_detection and pytest_timeout.is_debugging()):
+            return  # a signal sent as the test ended, or between its phases (pytest's own code), or a debugger's
         __tracebackhide__ = True
         pytest.fail("Timeout (>%gs) from pytest-timeout: the test is stopped where its main thread waited "
                     "(the traceback); every other thread's stack then:\n%s" % (settings.timeout, state["stacks"]))
@@ -125,6 +126,31 @@ def pytest_timeout_set_timer(item, settings):
 
     item.cancel_timeout = cancel
     return True
+
+
+def _phase(item):
+    """The bound's exception is raised only inside the test's setup, call or teardown, never in
+    pytest's code between them (its reports): the watchdog's second signal comes in the next."""
+    item._mxboard_in_phase = True
+    try:
+        yield
+    finally:
+        item._mxboard_in_phase = False
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_setup(item):
+    yield from _phase(item)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_call(item):
+    yield from _phase(item)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_teardown(item):
+    yield from _phase(item)
 
 
 @pytest.hookimpl(hookwrapper=True)
