@@ -9,6 +9,7 @@ Opt out with `MXBOARD_NO_HANDOVER=1` (or true, yes, on) in the environment; 0, f
 nothing keep the handover. The `tensorboard` command is then
 upstream's own, unpatched (its Rust loader experimental, as upstream ships it)."""
 import os
+import stat
 import sys
 from typing import Any, List, Mapping
 
@@ -32,6 +33,36 @@ class Handover(base_plugin.TBLoader):  # type: ignore[misc]  # tensorboard ships
         return None
 
 
+_UPSTREAM_LINE = b"TensorFlow installation not found - running with reduced feature set.\n"
+
+
+def _erase_upstream_line() -> bool:
+    """Take back the line upstream's command printed before it loaded this module, where stderr
+    allows: a terminal (cursor up, line cleared), or a regular file (a log, a notebook's output
+    file) whose last line it is (cut off, and the offset set back). False elsewhere (a pipe)."""
+    if sys.stderr.isatty():
+        sys.stderr.write("\033[1A\033[2K")
+        return True
+    try:
+        fd = sys.stderr.fileno()
+        size = os.fstat(fd).st_size if stat.S_ISREG(os.fstat(fd).st_mode) else -1
+        end = size - len(_UPSTREAM_LINE)
+        if end < 0:
+            return False
+        reader = os.open("/proc/self/fd/%d" % fd, os.O_RDONLY)  # stderr itself is open for writing only
+        try:
+            last = os.pread(reader, len(_UPSTREAM_LINE), end)
+        finally:
+            os.close(reader)
+        if last != _UPSTREAM_LINE:
+            return False
+        os.ftruncate(fd, end)
+        os.lseek(fd, end, os.SEEK_SET)
+    except (OSError, ValueError, AttributeError):  # no /proc (macOS, Windows), no descriptor
+        return False
+    return True
+
+
 def _is_upstream_command(argv: List[str]) -> bool:
     return os.path.basename(argv[0]) in ("tensorboard", "tensorboard.exe") if argv else False
 
@@ -44,12 +75,11 @@ def _hands_over(argv: List[str], environ: Mapping[str, str]) -> bool:
 if _hands_over(sys.argv, os.environ):
     os.environ[_RUNNING] = "1"
     # upstream's command printed "TensorFlow installation not found - running with reduced feature
-    # set" the moment before it loaded this module: on a terminal that line is erased (cursor up,
-    # line cleared), so that a user reads the bundle's own words first; elsewhere (a log file)
-    # it is said for what it is
-    if sys.stderr.isatty():
-        sys.stderr.write("\033[1A\033[2K")
-    else:
+    # set" the moment before it loaded this module: on a terminal or in a file that line is erased,
+    # so that a user reads the bundle's own words first; in a pipe it is said for what it is
+    sys.stdout.flush()
+    sys.stderr.flush()
+    if not _erase_upstream_line():
         sys.stderr.write("note: the line above is upstream's; this bundle needs no TensorFlow and serves every "
                          "dashboard without it\n")
     sys.stdout.flush()

@@ -770,3 +770,28 @@ def test_the_server_listens_on_127_0_0_1_unless_told_otherwise(tmp_path):
     assert results["default"] == {"127.0.0.1": True, "192.0.2.10": False}
     assert results["bind_all"] == {"127.0.0.1": True, "192.0.2.10": True}
     assert results["host"] == {"127.0.0.1": False, "192.0.2.10": True}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("how", ["w", "a"])  # `2> log` and `>> log 2>&1`
+def test_upstreams_tensorflow_line_is_gone_from_a_log_file(tmp_path, how):
+    """On a6ab6a5 `tensorboard --logdir DIR` whose output went to a file (a log, the output file
+    %tensorboard reads) began with upstream's "TensorFlow installation not found" line and the
+    bundle's note on it; it was erased on a terminal only. A file's last line is taken back too."""
+    log = tmp_path / "tensorboard.log"
+    log.write_text("an earlier line of the log\n" if how == "a" else "")
+    command = os.path.join(os.path.dirname(sys.executable), "tensorboard")
+    with open(log, how) as out:
+        proc = subprocess.Popen([command, "--logdir", str(tmp_path), "--port", "0"], stdout=out, stderr=out,
+                                env=_env())
+    try:
+        deadline = time.monotonic() + 60
+        while "http://" not in log.read_text() and time.monotonic() < deadline and proc.poll() is None:
+            time.sleep(0.2)
+        said = log.read_text()
+        assert "http://" in said, said
+        assert "TensorFlow" not in said and "\0" not in said, said
+        assert said.startswith("an earlier line of the log\n") or how == "w", said  # the log's own lines kept
+    finally:
+        proc.terminate()
+        proc.wait(30)
