@@ -172,7 +172,8 @@ $(BENCH_VENV)/.peers: pyproject.toml
 	    >/dev/null || echo "note: npm could not install Azurite: the bench skips az://"; fi
 	if $(BENCH_VENV)/bin/python -m pip download -q --no-deps --no-index -d $(BENCH_VENV)/torch-wheel \
 	    torch==$(TORCH) 2>/dev/null; then $(BENCH_VENV)/bin/python -m pip install -q \
-	    $(BENCH_VENV)/torch-wheel/torch-*.whl && rm -rf $(BENCH_VENV)/torch-wheel; fi
+	    $(BENCH_VENV)/torch-wheel/torch-*.whl && rm -rf $(BENCH_VENV)/torch-wheel && \
+	    $(BENCH_VENV)/bin/python -m pip install -q '.[trainers]' "torch==$(TORCH)"; fi
 	touch $@
 
 $(BENCH_VENV)/.mxboard: $(BENCH_VENV)/.peers $(SOURCES)

@@ -33,9 +33,14 @@ interpreter per library, on the installed packages. What is measured:
 - remote (with the test extra's SeaweedFS, a real S3 server on 127.0.0.1): a minute of steady
   logging (20 scalars a second, 16 histograms every 10 s) to s3://: bytes uploaded over bytes
   logged, objects made, and seconds from the first add_scalar to the point being served.
+- reading (tools/bench_reading.py): a logdir of 2M scalar events read by the report, by
+  mxboard.reader, by TensorBoard's EventMultiplexer and by tbparse: seconds and peak memory.
 - serving (tools/bench_serving.py): 100 and 10,000 runs in s3://, and 100 in gs:// and az://
   (fake-gcs-server, Azurite), served by the bundled server from its mirror, beside the same runs
   on local disk and the old path (the Python loader).
+- trainers (tools/bench_integrations.py): a training step's time with Lightning, the Hugging
+  Face Trainer, Accelerate and Keras logging every step through mxboard.integrations, beside the
+  trainer's own TensorBoard writer and no logger.
 """
 import argparse
 import json
@@ -526,11 +531,18 @@ def main():
             "remote: s3:// (SeaweedFS)", "mxboard", row["upload_over_logged"], row["logged_bytes"] // 1024,
             row["objects"], row["seconds"], row["served_after_s"] or float("nan")))
     sys.path.insert(0, os.path.join(ROOT, "tools"))
+    import bench_reading
+
+    results["reading a logdir of 2M scalar events"] = bench_reading.main()
     import bench_serving
 
     print("serving (the bundled server; targets: 100 runs in a store within 1.5x local disk, 10,000 within 30 s, "
           "idle <= 2% of a core, a new point within 5 s, <= 1.1x the logdir read):")
     results["serving"] = bench_serving.main()
+    import bench_integrations
+
+    print("trainers (mxboard.integrations): a step's time with no logger, mxboard's integration, the trainer's own:")
+    results["integrations"] = bench_integrations.main()
     os.makedirs(os.path.dirname(args.json), exist_ok=True)
     with open(args.json, "w") as f:
         json.dump(report, f, indent=2)
