@@ -12,8 +12,11 @@ import warnings
 from typing import Any, Callable, Dict, List, Optional, Pattern, Tuple
 
 import numpy as np
+from google.protobuf.message import DecodeError
 
 from .. import reader
+from .._format.scan import scan_file
+from ..proto import Event
 from ..proto import hparams as hparams_proto
 from ..storage import run_of
 
@@ -31,30 +34,48 @@ DRAWN = {"scalars", "images", "audio", "text", "histograms", "distributions", "p
 
 
 class _Series:
-    """One run's tag as numpy arrays grown in place, in the order written, with TensorBoard's
-    rule for a step logged again (its points from that step on are dropped)."""
+    """One run's tag: its points as numpy chunks, each point with its place in the logdir (file,
+    record), so that points read by the vectorized path and by protobuf are put back in the
+    order written; then TensorBoard's rule for a step logged again (its points from that step
+    on are dropped)."""
 
-    __slots__ = ("steps", "values", "walls", "size")
+    __slots__ = ("chunks", "pending")
 
     def __init__(self) -> None:
-        self.steps: Any = np.empty(64, np.int64)
-        self.values: Any = np.empty(64, np.float64)
-        self.walls: Any = np.empty(64, np.float64)
-        self.size = 0
+        self.chunks: List[Tuple[Any, Any, Any, Any]] = []  # (places, steps, values, walls)
+        self.pending: List[Tuple[int, int, float, float]] = []
 
-    def add(self, step: int, value: float, wall: float) -> None:
-        size = self.size
-        if size and self.steps[size - 1] >= step:  # a resumed run: its points from this step on are dropped
-            size = int(np.searchsorted(self.steps[:size], step, side="left"))
-        if size == len(self.steps):
-            self.steps, self.values, self.walls = (np.resize(a, 2 * size)
-                                                   for a in (self.steps, self.values, self.walls))
-        self.steps[size], self.values[size], self.walls[size] = step, value, wall
-        self.size = size + 1
+    def add(self, place: int, step: int, value: float, wall: float) -> None:
+        self.pending.append((place, step, value, wall))
+        if len(self.pending) >= 4096:
+            self._flush()
+
+    def extend(self, places: Any, steps: Any, values: Any, walls: Any) -> None:
+        self._flush()
+        self.chunks.append((places, steps, values, walls))
+
+    def _flush(self) -> None:
+        if self.pending:
+            places, steps, values, walls = zip(*self.pending)
+            self.chunks.append((np.array(places, np.int64), np.array(steps, np.int64), np.array(values, np.float64),
+                                np.array(walls, np.float64)))
+            self.pending = []
 
     def arrays(self) -> Tuple[Any, Any, Any]:
-        n = self.size
-        return self.steps[:n].astype(np.float64), self.values[:n].copy(), self.walls[:n].copy()
+        """(steps, values, walls) as TensorBoard shows them (float64 arrays)."""
+        self._flush()
+        chunks, self.chunks = self.chunks, []  # freed as each series is made: memory holds one copy
+        places, steps, values, walls = (np.concatenate([c[i] for c in chunks]) for i in range(4))
+        del chunks
+        if len(places) > 1 and (np.diff(places) < 0).any():
+            order = np.argsort(places, kind="stable")
+            steps, values, walls = steps[order], values[order], walls[order]
+        if len(steps) > 1:  # a point is shown if every later point's step is above its own
+            later = np.append(np.minimum.accumulate(steps[::-1])[::-1][1:], np.iinfo(np.int64).max)
+            shown = steps < later
+            if not shown.all():
+                steps, values, walls = steps[shown], values[shown], walls[shown]
+        return steps.astype(np.float64), values.astype(np.float64), walls.astype(np.float64)
 
 
 class _Kept:
@@ -127,6 +148,7 @@ class _Reading:
         self.series: Dict[Tuple[str, str], _Series] = {}
         self.kept = {kind: _Kept(size) for kind, size in KEEP.items()}
         self.layouts: Dict[str, Any] = {}  # run -> its last Custom Scalars layout (a Layout proto)
+        self.files = 0
 
 
 def collect(logdir: str, runs: Optional[Pattern[str]] = None, tags: Optional[Pattern[str]] = None) -> Collected:
@@ -188,33 +210,56 @@ def _projector_runs(logdir: str, runs: Optional[Pattern[str]]) -> List[str]:
 
 
 def _read_file(path: str, run: str, reading: _Reading) -> None:
-    """One event file's summaries into `reading`. A value that cannot be read (a tensor of no
-    known shape, plugin data that is no protobuf) is left out and said."""
-    out, tags = reading.out, reading.tags
+    """One event file's summaries into `reading`: its simple scalars decoded many at once
+    (`_format.scan`), every other record parsed by protobuf. A value that cannot be read (a
+    tensor of no known shape, plugin data that is no protobuf) is left out and said."""
+    tags = reading.tags
     plugins: Dict[str, str] = {}  # tag -> plugin name (a tag's first value carries it)
-    for event in reader.read_events(path):
-        what = event.WhichOneof("what")
-        if what != "summary":
-            if what in ("graph_def", "meta_graph_def", "tagged_run_metadata"):
-                out.left_out.setdefault("graphs", {})[run] = None
-            continue
-        step, wall = int(event.step), float(event.wall_time)
-        for value in event.summary.value:
-            tag = value.tag
-            if value.HasField("metadata") and value.metadata.plugin_data.plugin_name:
-                plugins[tag] = value.metadata.plugin_data.plugin_name
-            plugin = plugins.get(tag)
-            if tags is not None and not tags.search(tag) and plugin not in ("hparams", "custom_scalars"):
+    reading.files += 1
+    base = reading.files << 40  # a point's place: (file, record)
+    for window in scan_file(path):
+        for tag, pieces in window.scalars.items():
+            if tags is not None and not tags.search(tag):
                 continue
+            series = reading.series.get((run, tag))
+            if series is None:
+                series = reading.series[(run, tag)] = _Series()
+            for numbers, steps, walls, values in pieces:
+                series.extend(numbers + base, steps, values, walls)
+        for number, payload in window.others:
             try:
-                _add(value, plugin, run, step, wall, reading)
-            except Exception as exc:  # noqa: BLE001 (odd input costs only itself: any error of one value)
-                if len(out.notes) < MAX_NOTES:
-                    out.notes.append("%s: %s at step %d: cannot be read (%s: %s); left out"
-                                     % (printable(path), printable(tag), step, type(exc).__name__, exc))
+                event = Event.FromString(payload)
+            except DecodeError as exc:
+                warnings.warn(reader.CorruptRecordWarning("%s: record %d has a valid CRC but is no Event (%s); it is "
+                                                          "skipped" % (path, number, exc)), stacklevel=2)
+                continue
+            _read_event(event, path, run, base + number, plugins, reading)
 
 
-def _add(value: Any, plugin: Optional[str], run: str, step: int, wall: float, reading: _Reading) -> None:
+def _read_event(event: Any, path: str, run: str, place: int, plugins: Dict[str, str], reading: _Reading) -> None:
+    out, tags = reading.out, reading.tags
+    what = event.WhichOneof("what")
+    if what != "summary":
+        if what in ("graph_def", "meta_graph_def", "tagged_run_metadata"):
+            out.left_out.setdefault("graphs", {})[run] = None
+        return
+    step, wall = int(event.step), float(event.wall_time)
+    for value in event.summary.value:
+        tag = value.tag
+        if value.HasField("metadata") and value.metadata.plugin_data.plugin_name:
+            plugins[tag] = value.metadata.plugin_data.plugin_name
+        plugin = plugins.get(tag)
+        if tags is not None and not tags.search(tag) and plugin not in ("hparams", "custom_scalars"):
+            continue
+        try:
+            _add(value, plugin, run, step, wall, place, reading)
+        except Exception as exc:  # noqa: BLE001 (odd input costs only itself: any error of one value)
+            if len(out.notes) < MAX_NOTES:
+                out.notes.append("%s: %s at step %d: cannot be read (%s: %s); left out"
+                                 % (printable(path), printable(tag), step, type(exc).__name__, exc))
+
+
+def _add(value: Any, plugin: Optional[str], run: str, step: int, wall: float, place: int, reading: _Reading) -> None:
     from tensorboard import data_compat
     from tensorboard.util import tensor_util
 
@@ -227,7 +272,7 @@ def _add(value: Any, plugin: Optional[str], run: str, step: int, wall: float, re
         series = reading.series.get(key)
         if series is None:
             series = reading.series[key] = _Series()
-        series.add(step, number, wall)
+        series.add(place, step, number, wall)
     elif field == "image" or (field == "tensor" and plugin == "images"):
         image = _image(value)
         if image is not None:

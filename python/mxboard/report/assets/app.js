@@ -503,7 +503,8 @@
       plot.setCursor({left: plot.valToPos(plot.data[0][k], "x"), top: 10});
       var values = Array.prototype.map.call(plot.root.querySelectorAll(".u-legend .u-value"),
                                             function (n) { return n.textContent; });
-      result.cursor = {tag: first.tag, x: plot.data[0][k], legend: values,
+      var landed = plot.cursor.idx === null || plot.cursor.idx === undefined ? k : plot.cursor.idx;  // a busy layout
+      result.cursor = {tag: first.tag, x: plot.data[0][landed], legend: values,
                        labels: plot.series.map(function (s) { return s.label; })};
       Object.keys(data.scalars).forEach(function (tag) {
         result.smoothed[tag] = {};

@@ -1,0 +1,287 @@
+"""Event files read at disk speed: a window of a file framed with numpy (every length's masked
+CRC32C checked, the records found by where their headers are), the payloads' CRCs checked
+vectorized, and the simple scalar Events (a wall time, a step and one value's tag and
+`simple_value`, as mxboard, tensorboardX and torch write them) decoded many at once, by the
+layout of one of them; every other record is handed on as bytes, for protobuf. A window the
+vectorized framing cannot frame (a corrupt length, a record of 16 MiB or more) is read record by
+record from there (`mxboard.reader.read_records`), with its warnings.
+
+Used by `mxboard.reader` (its tables) and `mxboard.report`."""
+from __future__ import annotations
+
+import warnings
+from typing import Any, Dict, Iterator, List, Optional, Tuple
+
+import numpy as np
+
+from ._crc32c import masked_crc32c, masked_crc32c_rows
+
+__all__ = ["Window", "scan", "scan_file"]
+
+TEMPLATE_MOST = 512  # payloads longer than this are no simple scalar: handed on without a try
+
+
+class Window:
+    """What one window of a file held, in record order: `scalars[tag]` = (record numbers, steps,
+    walls, values) of its simple scalar Events (numpy), `others` = [(record number, payload)] of
+    the rest (CRC checked), `records` how many records it framed (numbers count from the file's
+    first record)."""
+
+    __slots__ = ("scalars", "others", "records")
+
+    def __init__(self) -> None:
+        self.scalars: Dict[str, List[Tuple[Any, Any, Any, Any]]] = {}
+        self.others: List[Tuple[int, bytes]] = []
+        self.records = 0
+
+
+def _frame(d: Any) -> Optional[Tuple[Any, Any, int]]:
+    """(starts, lengths, consumed) of the whole records of `d` (uint8) from byte 0, or None where
+    numpy cannot frame them (the caller reads record by record): a record is where a header's
+    length (under 2**24, its high bytes zero) passes its checksum, and the records so found must
+    follow one another from byte 0."""
+    n = len(d)
+    if n < 12:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64), 0
+    m = n - 11  # a header at i needs bytes i..i+11
+    at = np.flatnonzero(d[7:m + 7] == 0)  # the length's high bytes are zero: byte 7 first, then 3..6
+    for high in (6, 5, 4, 3):
+        at = at[d[at + high] == 0]
+    if not len(at) or at[0] != 0:
+        return None
+    header = _rows(d, at, 12)
+    stored = np.ascontiguousarray(header[:, 8:12]).view("<u4").ravel()
+    valid = masked_crc32c_rows(np.ascontiguousarray(header[:, :8]), range(8)) == stored
+    starts = at[valid].astype(np.int64)
+    lengths = np.ascontiguousarray(header[valid, :8]).view("<u8").ravel().astype(np.int64)
+    ends = starts + 16 + lengths
+    fits = ends <= n
+    whole = len(ends) if fits.all() else int(np.argmin(fits))  # the first record not whole in `d`
+    if whole > 1 and not np.array_equal(starts[1:whole], ends[:whole - 1]):
+        return None  # a header found inside a payload, or one missing (corrupt): not a chain
+    consumed = int(ends[whole - 1]) if whole else 0
+    if n - consumed >= 12 and (whole == len(starts) or starts[whole] != consumed):
+        return None  # a header there that fails its checksum, or a length of 2**24 or more
+    return starts[:whole], lengths[:whole], consumed
+
+
+def _rows(d: Any, at: Any, width: int) -> Any:
+    """The `width` bytes from each of the offsets `at`, as a (len(at), width) array (a copy of
+    those bytes only: no index array of that size)."""
+    return np.lib.stride_tricks.sliding_window_view(d, width)[at]
+
+
+def _varint(p: bytes, at: int) -> Tuple[int, int]:
+    value, shift = 0, 0
+    while True:
+        byte = p[at]
+        value |= (byte & 0x7F) << shift
+        at += 1
+        if not byte & 0x80:
+            return value, at
+        shift += 7
+        if shift > 63:
+            raise ValueError("varint too long")
+
+
+def _layout(p: bytes) -> Optional[Tuple[Optional[int], Optional[Tuple[int, int]], int, str]]:
+    """(wall's offset, step's byte range, simple_value's offset, tag) of a payload that is an
+    Event of a wall time, a step and a summary of one value with a tag and a simple_value, and
+    nothing else; else None."""
+    try:
+        wall = step = value = tag = None
+        at, n = 0, len(p)
+        while at < n:
+            key = p[at]
+            at += 1
+            if key == 0x09 and wall is None:  # wall_time, fixed64
+                wall, at = at, at + 8
+            elif key == 0x10 and step is None:  # step, varint
+                start = at
+                _, at = _varint(p, at)
+                step = (start, at)
+            elif key == 0x2A and value is None:  # summary
+                size, at = _varint(p, at)
+                if at + size != n or p[at] != 0x0A:  # the summary last, and one value in it
+                    return None
+                inner, at = _varint(p, at + 1)
+                if at + inner != n:
+                    return None
+                while at < n:
+                    key = p[at]
+                    at += 1
+                    if key == 0x0A and tag is None:
+                        size, at = _varint(p, at)
+                        tag = p[at:at + size].decode("utf-8")
+                        at += size
+                    elif key == 0x15 and value is None:
+                        value, at = at, at + 4
+                    else:
+                        return None
+            else:
+                return None
+        if value is None or tag is None or at != n:
+            return None
+        return wall, step, value, tag
+    except (IndexError, ValueError):
+        return None
+
+
+def _scalars(rows: Any, numbers: Any, offsets: Any, crcs: Any, window: Window, corrupt: List[int]) -> None:
+    """The records of one payload length (`rows`, k x length): each simple scalar layout found
+    decoded for all its rows at once; the rest handed on."""
+    undecided = np.ones(len(rows), bool)
+    width = rows.shape[1]
+    while True:
+        left = np.flatnonzero(undecided)
+        if not len(left):
+            return
+        first = int(left[0])
+        layout = _layout(rows[first].tobytes())
+        if layout is None:
+            undecided[first] = False
+            window.others.append((int(numbers[first]), rows[first].tobytes()))
+            continue
+        varying = _varying(layout)
+        fixed = np.ones(width, bool)
+        fixed[varying] = False
+        # the rows of this layout whatever their tag: grouped by their fixed bytes (a hash, then
+        # each group's bytes compared), each group's first row's layout checked
+        keys = _keys(rows[left][:, fixed])
+        unique, inverse = np.unique(keys, return_inverse=True)
+        for group in range(len(unique)):
+            members = left[inverse == group]
+            head = int(members[0])
+            found = layout if head == first else _layout(rows[head].tobytes())
+            if found is None or _varying(found) != varying:
+                continue
+            members = members[(rows[members][:, fixed] == rows[head, fixed]).all(axis=1)]
+            undecided[members] = False
+            _decoded(rows[members], members, found, varying, numbers, offsets, crcs, window, corrupt)
+
+
+def _varying(layout: Tuple[Optional[int], Optional[Tuple[int, int]], int, str]) -> List[int]:
+    wall, step, value, _ = layout
+    varying = list(range(value, value + 4))
+    if wall is not None:
+        varying += range(wall, wall + 8)
+    if step is not None:
+        varying += range(*step)
+    return sorted(varying)
+
+
+def _keys(block: Any) -> Any:
+    """A 64-bit hash of each row of a uint8 block."""
+    width = block.shape[1]
+    padded = np.zeros((len(block), (width + 7) // 8 * 8), np.uint8)
+    padded[:, :width] = block
+    words = padded.view("<u8")
+    key = np.zeros(len(block), np.uint64)
+    with np.errstate(over="ignore"):
+        for j in range(words.shape[1]):
+            key = (key * np.uint64(0x100000001B3)) ^ words[:, j]
+    return key
+
+
+def _decoded(block: Any, members: Any, layout: Tuple[Optional[int], Optional[Tuple[int, int]], int, str],
+             varying: List[int], numbers: Any, offsets: Any, crcs: Any, window: Window, corrupt: List[int]) -> None:
+    """The rows of one layout and tag: CRCs checked, wall, step and value decoded."""
+    wall, step, value, tag = layout
+    good = masked_crc32c_rows(block, varying) == crcs[members]
+    if not good.all():
+        corrupt.extend(int(offsets[i]) for i in members[~good])
+        members, block = members[good], block[good]
+    steps = np.zeros(len(members), np.uint64)
+    if step is not None:
+        for j, column in enumerate(range(*step)):
+            steps |= (block[:, column] & 0x7F).astype(np.uint64) << np.uint64(7 * j)
+    walls = (np.ascontiguousarray(block[:, wall:wall + 8]).view("<f8").ravel() if wall is not None
+             else np.zeros(len(members)))
+    values = np.ascontiguousarray(block[:, value:value + 4]).view("<f4").ravel()
+    window.scalars.setdefault(tag, []).append((numbers[members], steps.view(np.int64), walls, values))
+
+
+def scan(data: bytes, first: int = 0) -> Optional[Tuple[Window, int, List[int]]]:
+    """(the window, bytes consumed, byte offsets of the records whose payload fails its CRC) of the whole
+    records at the start of `data`, numbered from `first`; None where numpy cannot frame them."""
+    d = np.frombuffer(data, np.uint8)
+    framed = _frame(d)
+    if framed is None:
+        return None
+    starts, lengths, consumed = framed
+    window, corrupt = Window(), []  # type: Window, List[int]
+    window.records = len(starts)
+    numbers = np.arange(first, first + len(starts), dtype=np.int64)
+    trailer_at = starts + 12 + lengths
+    crcs = _rows(d, trailer_at, 4).view("<u4").ravel() if len(starts) else np.zeros(0, np.uint32)
+    for length in np.unique(lengths):
+        chosen = np.flatnonzero(lengths == length)
+        if length > TEMPLATE_MOST or length == 0:
+            for i in chosen:
+                payload = data[int(starts[i]) + 12:int(starts[i]) + 12 + int(length)]
+                if masked_crc32c(payload) == int(crcs[i]):
+                    window.others.append((int(numbers[i]), payload))
+                else:
+                    corrupt.append(int(starts[i]))
+            continue
+        rows = _rows(d, starts[chosen] + 12, int(length))
+        _scalars(rows, numbers[chosen], starts[chosen], crcs[chosen], window, corrupt)
+    window.others.sort(key=lambda other: other[0])
+    return window, consumed, corrupt
+
+
+def scan_file(path: str, window_bytes: int = 8 << 20) -> Iterator[Window]:
+    """The windows of one event file (a path or a store's URL), in order; a corrupt record or a
+    torn end warned of as `mxboard.reader.read_records` warns of them. Where numpy cannot frame a
+    window, the one framing (`events.whole_records`) frames it; what it cannot frame either (a
+    header found inside a payload) is read record by record from there."""
+    from .. import reader
+    from .events import whole_records
+
+    with reader._open_at(path, 0) as f:
+        carry, base, number = b"", 0, 0
+        while True:
+            piece = f.read(window_bytes)
+            data = carry + piece if carry else piece
+            if not data:
+                return
+            problem = None
+            scanned = scan(data, number)
+            if scanned is None:
+                whole, problem = whole_records(data, 1 << 64, start=0, check_from=0)
+                scanned = scan(data[:whole], number)
+                if scanned is None or scanned[1] != whole:
+                    yield from _record_by_record(path, base, number)
+                    return
+            window, consumed, corrupt = scanned
+            for bad in corrupt:
+                warnings.warn(reader.CorruptRecordWarning(
+                    "%s: corrupt record payload at byte %d; the record is skipped" % (path, base + bad)), stacklevel=2)
+            number += window.records
+            if window.records:
+                yield window
+            if problem is not None:
+                warnings.warn(reader.CorruptRecordWarning("%s: corrupt record length at byte %d; the rest of the file "
+                                                          "cannot be framed" % (path, base + consumed)), stacklevel=2)
+                return
+            carry, base = data[consumed:], base + consumed
+            if not piece:
+                if carry:
+                    reader._torn(path, base, base + len(carry))
+                return
+
+
+def _record_by_record(path: str, offset: int, number: int) -> Iterator[Window]:
+    from .. import reader
+
+    window = Window()
+    for payload in reader.read_records(path, offset):
+        window.others.append((number, payload))
+        number += 1
+        if len(window.others) >= 4096:
+            window.records = len(window.others)
+            yield window
+            window = Window()
+    window.records = len(window.others)
+    if window.others:
+        yield window

@@ -1,0 +1,127 @@
+"""The vectorized reading of event files (mxboard._format.scan, used by the report): every record
+it decodes by numpy is what protobuf parses from the same bytes, every other record is handed on
+whole, in any writer's files and across window boundaries; a corrupt payload, a corrupt length
+and a torn end are warned of as mxboard.reader warns of them, and the rest is read."""
+import os
+import warnings
+
+import numpy as np
+import pytest
+
+from mxboard import SummaryWriter, reader
+from mxboard._format.scan import scan_file
+from mxboard.proto import Event
+
+
+def _by_scan(path, window_bytes):
+    """{record number: (tag, step, wall, value)} of the decoded scalars, {number: Event} of the rest."""
+    decoded, others = {}, {}
+    for window in scan_file(path, window_bytes):
+        for tag, pieces in window.scalars.items():
+            for numbers, steps, walls, values in pieces:
+                for n, s, w, v in zip(numbers.tolist(), steps.tolist(), walls.tolist(), values.tolist()):
+                    assert n not in decoded
+                    decoded[n] = (tag, s, w, v)
+        for n, payload in window.others:
+            others[n] = Event.FromString(payload)
+    return decoded, others
+
+
+def _same(path, window_bytes):
+    """The scan's records, in order, are the Events protobuf parses (the corrupt ones skipped by both)."""
+    decoded, others = _by_scan(path, window_bytes)
+    assert not set(decoded) & set(others)
+    events = list(reader.read_events(path))
+    numbers = sorted(list(decoded) + list(others))
+    assert len(numbers) == len(events)
+    for n, event in zip(numbers, events):
+        if n in others:
+            assert others[n] == event
+            continue
+        tag, step, wall, value = decoded[n]
+        (one,) = event.summary.value
+        assert (one.tag, event.step, event.wall_time) == (tag, step, wall)
+        assert np.float32(one.simple_value) == np.float32(value) or (np.isnan(one.simple_value) and np.isnan(value))
+    simple = [e for e in events if e.HasField("summary") and len(e.summary.value) == 1
+              and e.summary.value[0].WhichOneof("value") == "simple_value"
+              and not e.summary.value[0].HasField("metadata")]
+    assert len(decoded) == len(simple)  # every simple scalar Event takes the vectorized path
+    return decoded, others
+
+
+def _writers(logdir):
+    rng = np.random.default_rng(1)
+    with SummaryWriter(str(logdir / "mxboard")) as w:
+        for step in [0, 1, 127, 128, 16383, 16384, 2 ** 35, 2 ** 35 + 1]:
+            for tag in ("loss", "a/much/longer/tag/name/ü", "x"):
+                w.add_scalar(tag, float(rng.normal()), step)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # the NaN, said
+            w.add_scalar("special", float("nan"), 3)
+            w.add_scalar("special", float("inf"), 4)
+        w.add_scalar("special", 0.0, 5)
+        w.add_histogram("h", rng.normal(size=100), 1)
+        w.add_text("t", "words", 1)
+        for step in range(40):
+            w.add_scalar("loss", 1.0 / (step + 1), step)  # a resumed run: the steps again
+    from tensorboardX import SummaryWriter as TensorboardX
+
+    with TensorboardX(str(logdir / "tensorboardx")) as w:
+        for step in range(200):
+            w.add_scalar("loss", 1.0 / (step + 1), step)
+            w.add_scalars("pair", {"a": step, "b": -step}, step)
+    from torch.utils.tensorboard import SummaryWriter as Torch
+
+    with Torch(str(logdir / "torch")) as w:
+        for step in range(200):
+            w.add_scalar("loss", 1.0 / (step + 1), step, new_style=step % 2 == 0)  # new_style: a tensor scalar
+
+
+@pytest.mark.parametrize("window_bytes", [1 << 20, 333, 64])
+def test_the_decoded_scalars_are_what_protobuf_parses_in_every_writers_files(tmp_path, window_bytes):
+    _writers(tmp_path)
+    paths = reader.event_files(tmp_path)
+    assert len(paths) >= 5
+    assert sum(len(_same(path, window_bytes)[0]) for path in paths) > 700
+
+
+def _file(tmp_path):
+    with SummaryWriter(str(tmp_path / "run")) as w:
+        for step in range(300):
+            w.add_scalar("loss", 1.0 / (step + 1), step)
+    (path,) = reader.event_files(tmp_path)
+    return path
+
+
+def _warnings(read):
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        result = read()
+    return result, [(w.category, str(w.message)) for w in caught]
+
+
+@pytest.mark.parametrize("damage", ["payload", "length", "torn"])
+def test_damage_is_warned_of_as_the_reader_warns_and_the_rest_is_read(tmp_path, damage):
+    path = _file(tmp_path)
+    with open(path, "rb") as f:
+        data = bytearray(f.read())
+    offsets, at = [], 0
+    while at < len(data):
+        offsets.append(at)
+        at += 16 + int.from_bytes(data[at:at + 8], "little")
+    if damage == "payload":
+        data[offsets[150] + 14] ^= 0xFF  # a byte of the 150th record's wall time
+    elif damage == "length":
+        data[offsets[150]] ^= 0x01
+    else:
+        data = data[:-5]
+    with open(path, "wb") as f:
+        f.write(bytes(data))
+    (decoded, _), said = _warnings(lambda: _by_scan(path, 1 << 20))
+    _, expected = _warnings(lambda: list(reader.read_records(path)))
+    assert said and said == expected
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        _same(path, 1 << 20)
+    assert len(decoded) > (100 if damage == "length" else 250)
+    assert os.path.getsize(path)  # untouched by reading
