@@ -703,7 +703,8 @@ def test_a_port_bound_but_not_yet_listening_is_taken_for_busy_too(tmp_path):
 @pytest.mark.timeout(stress(240, 900))
 def test_two_tensorboards_started_together_both_serve(tmp_path):
     """Two servers on one port at the same moment, 3 times (20 in make test-stress: a pair takes
-    about 7 s, 15 s beside a busy load, and 20 pairs passed make test's bound in CI): whichever
+    2-3 s on a quiet machine, 6-7 s beside a busy load, and 20 pairs passed make test's bound of
+    240 s in CI): whichever
     binds or listens second (a bind that met the other's SO_REUSEADDR socket fails at listen)
     serves on a free port."""
     import socket

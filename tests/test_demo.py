@@ -214,7 +214,7 @@ def test_two_demos_started_together_both_serve_on_ports_of_their_own(tmp_path):
                 demo.stdout.close()
 
 
-PAIRS = stress(3, 20)  # a pair takes about 7 s, and 20 pairs about 150 s beside a busy load
+PAIRS = stress(3, 20)  # a pair takes 5 s on a quiet machine, 7-25 s beside a busy load
 
 
 def _stop_at_the_first_epoch(proc, kill):
