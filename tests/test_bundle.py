@@ -704,9 +704,8 @@ def test_a_port_bound_but_not_yet_listening_is_taken_for_busy_too(tmp_path):
 def test_two_tensorboards_started_together_both_serve(tmp_path):
     """Two servers on one port at the same moment, 3 times (20 in make test-stress: a pair takes
     2-3 s on a quiet machine, 6-7 s beside a busy load, and 20 pairs passed make test's bound of
-    240 s in CI): whichever
-    binds or listens second (a bind that met the other's SO_REUSEADDR socket fails at listen)
-    serves on a free port."""
+    240 s in CI): whichever binds or listens second (a bind that met the other's SO_REUSEADDR
+    socket fails at listen) serves on a free port."""
     import socket
 
     for attempt in range(stress(3, 20)):
