@@ -110,7 +110,7 @@ def parse(argv: List[str]) -> Launch:
     if "logdir" in found and "logdir_spec" in found:
         sys.exit("Error: May not specify both --logdir and --logdir_spec")  # upstream's words
     try:
-        return Launch(
+        launch = Launch(
             rest=rest, logdir=_logdir(found.get("logdir")), logdir_spec=found.get("logdir_spec"),
             load_fast=found.get("load_fast"), port=found.get("port"), host=found.get("host"),
             reload_interval=found.get("reload_interval"), bind_all="bind_all" in switches,
@@ -118,8 +118,11 @@ def parse(argv: List[str]) -> Launch:
             mirror_max_bytes=_bytes(found, "mirror_max_bytes"),
             mirror_interval=_seconds(found.get("mirror_interval", "2")),
             mirror_max_record_bytes=_bytes(found, "mirror_max_record_bytes"))
+        for path in launch.spec_entries():  # refused as --logdir is; TensorBoard reads a file:// entry itself
+            _logdir(path)
     except ValueError as exc:
         sys.exit("Error: %s" % exc)
+    return launch
 
 
 def _logdir(logdir: Optional[str]) -> Optional[str]:

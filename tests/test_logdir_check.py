@@ -98,6 +98,10 @@ def test_the_bundled_tensorboard_refuses_a_mistyped_logdir_in_one_line(tmp_path)
         last = done.stderr.splitlines()[-1]
         assert last.startswith("Error: logdir %r: " % logdir) and words in last, done.stderr
         assert "Traceback" not in done.stderr, done.stderr
+    done = _command([TENSORBOARD, "--logdir_spec", "mine:/tmp,theirs:S3://bucket/x", "--port", "0"], tmp_path,
+                    {"PYTHONPATH": ""})
+    assert done.returncode == 1 and done.stderr.splitlines()[-1] == (
+        "Error: logdir 'S3://bucket/x': URL schemes are lower case: did you mean s3://bucket/x?"), done.stderr
 
 
 @pytest.mark.slow
