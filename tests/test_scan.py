@@ -125,3 +125,27 @@ def test_damage_is_warned_of_as_the_reader_warns_and_the_rest_is_read(tmp_path, 
         _same(path, 1 << 20)
     assert len(decoded) > (100 if damage == "length" else 250)
     assert os.path.getsize(path)  # untouched by reading
+
+
+def test_the_readers_scalars_table_is_the_one_protobuf_gives(tmp_path):
+    """mxboard.reader.table(logdir, "scalars") reads by the vectorized path: its rows, shown and
+    raw, are those of every Event parsed by protobuf (tensor scalars, a resumed run, NaN)."""
+    _writers(tmp_path)
+    rows = []
+    for path in reader.event_files(tmp_path):
+        run = reader.run_of(str(tmp_path), os.path.dirname(path))
+        plugins = {}
+        for event in reader.read_events(path):
+            for value in event.summary.value if event.HasField("summary") else ():
+                if value.HasField("metadata"):
+                    plugins[value.tag] = value.metadata.plugin_data.plugin_name or plugins.get(value.tag)
+                row = reader._row("scalars", value, plugins.get(value.tag))
+                if row is not None:
+                    rows.append((run, value.tag, event.step, event.wall_time) + row)
+    for raw, expected in ((True, rows), (False, reader._shown(rows))):
+        table = reader.table(tmp_path, "scalars", raw=raw)
+        got = list(zip(*(table[name] for name in reader.KINDS["scalars"])))
+        assert len(got) == len(expected) and len(expected) > 800
+        assert [r[:4] for r in got] == [r[:4] for r in expected]
+        assert np.array_equal(np.array([r[4] for r in got]), np.array([r[4] for r in expected]), equal_nan=True)
+    assert len(reader._shown(rows)) < len(rows)  # the resumed run's hidden points

@@ -230,9 +230,10 @@ def scan(data: bytes, first: int = 0) -> Optional[Tuple[Window, int, List[int]]]
     return window, consumed, corrupt
 
 
-def scan_file(path: str, window_bytes: int = 8 << 20) -> Iterator[Window]:
+def scan_file(path: str, window_bytes: int = 8 << 20, strict: bool = False) -> Iterator[Window]:
     """The windows of one event file (a path or a store's URL), in order; a corrupt record or a
-    torn end warned of as `mxboard.reader.read_records` warns of them. Where numpy cannot frame a
+    torn end warned of as `mxboard.reader.read_records` warns of them (`strict`: a corrupt record
+    raises its DataLossError). Where numpy cannot frame a
     window, the one framing (`events.whole_records`) frames it; what it cannot frame either (a
     header found inside a payload) is read record by record from there."""
     from .. import reader
@@ -251,18 +252,17 @@ def scan_file(path: str, window_bytes: int = 8 << 20) -> Iterator[Window]:
                 whole, problem = whole_records(data, 1 << 64, start=0, check_from=0)
                 scanned = scan(data[:whole], number)
                 if scanned is None or scanned[1] != whole:
-                    yield from _record_by_record(path, base, number)
+                    yield from _record_by_record(path, base, number, strict)
                     return
             window, consumed, corrupt = scanned
             for bad in corrupt:
-                warnings.warn(reader.CorruptRecordWarning(
-                    "%s: corrupt record payload at byte %d; the record is skipped" % (path, base + bad)), stacklevel=2)
+                _corrupt("%s: corrupt record payload at byte %d; the record is skipped" % (path, base + bad), strict)
             number += window.records
             if window.records:
                 yield window
             if problem is not None:
-                warnings.warn(reader.CorruptRecordWarning("%s: corrupt record length at byte %d; the rest of the file "
-                                                          "cannot be framed" % (path, base + consumed)), stacklevel=2)
+                _corrupt("%s: corrupt record length at byte %d; the rest of the file cannot be framed"
+                         % (path, base + consumed), strict)
                 return
             carry, base = data[consumed:], base + consumed
             if not piece:
@@ -271,11 +271,19 @@ def scan_file(path: str, window_bytes: int = 8 << 20) -> Iterator[Window]:
                 return
 
 
-def _record_by_record(path: str, offset: int, number: int) -> Iterator[Window]:
+def _corrupt(message: str, strict: bool) -> None:
+    from ..errors import CorruptRecordWarning, DataLossError
+
+    if strict:
+        raise DataLossError(message)
+    warnings.warn(CorruptRecordWarning(message), stacklevel=3)
+
+
+def _record_by_record(path: str, offset: int, number: int, strict: bool) -> Iterator[Window]:
     from .. import reader
 
     window = Window()
-    for payload in reader.read_records(path, offset):
+    for payload in reader.read_records(path, offset, strict=strict):
         window.others.append((number, payload))
         number += 1
         if len(window.others) >= 4096:
