@@ -743,7 +743,14 @@ def test_a_writer_made_on_a_thread_is_flushed_at_sigterm_or_told_why_not(tmp_pat
     child = _child(ON_A_THREAD, tmp_path / "logs", main)
     try:
         assert child.stdout.readline().strip() == "ready"
-        time.sleep(1.0 if main == "join with a timeout" else 4.0)  # its turn; the warning's bound (2 s)
+        if main == "join with a timeout":  # the main thread's turn: the kernel then says the signal is caught
+            deadline = time.monotonic() + 30
+            while not _caught(child.pid, signum) and time.monotonic() < deadline:
+                time.sleep(0.05)
+        else:  # the warning, after its bound (2 s)
+            warned = _stderr_line_within(child, 30)
+            assert warned is not None and "RuntimeWarning" in warned, warned
+            assert not _caught(child.pid, signum)
         child.send_signal(signum)
         _, err = child.communicate(timeout=30)
         assert child.returncode == -signum, err
@@ -751,10 +758,31 @@ def test_a_writer_made_on_a_thread_is_flushed_at_sigterm_or_told_why_not(tmp_pat
             assert _points(tmp_path / "logs") == list(range(100)), err
             assert err == ""
         else:
-            assert err.count("RuntimeWarning") == 1 and "only the main thread can install" in err, err
-            assert "join() without a timeout" in err, err
+            warned += err
+            assert warned.count("RuntimeWarning") == 1 and "only the main thread can install" in warned, warned
+            assert "join() without a timeout" in warned, warned
     finally:
         _kill([child])
+
+
+def _caught(pid, signum):
+    """Whether the process `pid` catches `signum` (its handler installed), as Linux says."""
+    with open("/proc/%d/status" % pid) as f:
+        (mask,) = [line.split()[1] for line in f if line.startswith("SigCgt:")]
+    return bool(int(mask, 16) >> (signum - 1) & 1)
+
+
+def _stderr_line_within(child, seconds):
+    """The child's next stderr line, or None after `seconds` (read on a thread)."""
+    import queue
+    import threading
+
+    lines = queue.SimpleQueue()
+    threading.Thread(target=lambda: lines.put(child.stderr.readline()), daemon=True).start()
+    try:
+        return lines.get(timeout=seconds)
+    except queue.Empty:
+        return None
 
 
 HOOKS_OFF = textwrap.dedent(r"""
