@@ -25,7 +25,9 @@ block forever).
 
 A file is read in windows of WINDOW bytes (a record across two, or longer than one, is carried
 over whole): a file of any size costs a few windows of memory, a 1 GB one about 15 MB (`make
-bench`). An object store's file is read the same way, through fsspec's block cache.
+bench`). An object store's file is read the same way, through fsspec's block cache. The scalars
+table is read at disk speed: simple scalar Events decoded by numpy many at once, CRCs checked
+(`_format/scan.py`; 2M scalar events in about 2 s, `make bench`).
 """
 from __future__ import annotations
 
