@@ -498,3 +498,36 @@ def test_memory_follows_what_the_report_keeps_not_the_logdir(tmp_path):
     peak = float(done.stdout.split()[-1]) / 1024
     assert peak < 150, peak
     assert len(_data(tmp_path / "r.html")["images"]["big"]["big"]) == 10
+
+
+@needs("chromium")
+def test_filters_one_colour_a_run_a_compact_legend_downloads_zoom_and_grouped_runs(logged, tmp_path):
+    import csv
+    import io
+
+    out = tmp_path / "report.html"
+    _report(logged, out)
+    dom, drawn = _open(out, tmp_path)
+    runs = sorted(["lr0.1", "lr0.01", HOSTILE])
+    # one colour a run, the same in every chart, each run its own
+    colours = drawn["colors"]
+    assert all(colours[tag] == colours["loss"] for tag in colours) and len(set(colours["loss"].values())) == 3
+    assert drawn["legend_rows"] == 1 + len(runs)  # x, then each run once (its raw line follows its entry)
+    # the first chart's CSV and JSON, made in the page, are the loader's points
+    rows = list(csv.DictReader(io.StringIO(drawn["csv"])))
+    assert [r["run"] for r in rows] == [r["run"] for r in drawn["json"]] and sorted({r["run"] for r in rows}) == runs
+    tag = drawn["cursor"]["tag"]
+    for run in runs:
+        mine = [r for r in rows if r["run"] == run]
+        theirs = accumulator(str(logged / run)).Scalars(tag)
+        assert [(r["tag"], int(float(r["step"]))) for r in mine] == [(tag, e.step) for e in theirs]
+        assert [float(r["value"]) for r in mine] == pytest.approx([e.value for e in theirs], rel=1e-6)
+        assert [float(r["wall_time"]) for r in mine] == pytest.approx([e.wall_time for e in theirs], abs=1e-3)
+    # 8x8 images drawn pixel for pixel, at a whole multiple of their size
+    assert drawn["images"] and all(i["natural"] == 8 and i["width"] % 8 == 0 and i["width"] >= 64
+                                   for i in drawn["images"])
+    # the header's runs grouped by their top directory
+    assert dom.count('class="group"') == 3
+    # the filters (regular expressions, as TensorBoard's): runs ^lr0\.1$ and tags ^loss$ leave one chart of one run
+    assert drawn["filtered"]["charts"] == ["loss"] and drawn["filtered"]["cards"] == 0
+    assert all(lines == ["lr0.1 (raw)", "lr0.1"] for lines in drawn["filtered"]["lines"].values())

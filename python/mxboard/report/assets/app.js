@@ -12,6 +12,10 @@
   var customCharts = [];  // the Custom Scalars dashboard's multiline and margin charts
   var STEP_AXIS = {space: 50, incrs: [1, 2, 5, 10, 20, 25, 50, 100, 200, 250, 500, 1e3, 2e3, 2500, 5e3, 1e4, 2e4, 25e3,
                                       5e4, 1e5, 2e5, 25e4, 5e5, 1e6, 2e6, 5e6, 1e7, 2e7, 5e7, 1e8, 1e9, 1e10]};  // integer steps
+  function colorOf(run) {  // one colour a run, in every chart
+    var i = data.meta.runs.indexOf(run);
+    return COLORS[(i < 0 ? 0 : i) % COLORS.length];
+  }
   var COLORS = ["#ff7043", "#0077bb", "#009988", "#ee3377", "#33bbee", "#cc3311", "#6a3d9a", "#b15928",
                 "#999933", "#555555"];
 
@@ -61,13 +65,64 @@
   var header = el("header");
   header.appendChild(el("h1", "mxboard report"));
   var facts = el("dl");
-  [["logdir", meta.logdir], ["runs", meta.runs.length + ": " + meta.runs.join(", ")], ["made", meta.made],
+  [["logdir", meta.logdir], ["runs", null], ["made", meta.made],
    ["by", "mxboard " + meta.version]].forEach(function (pair) {
-    facts.appendChild(el("dt", pair[0])); facts.appendChild(el("dd", pair[1]));
+    facts.appendChild(el("dt", pair[0]));
+    facts.appendChild(pair[1] === null ? runGroups() : el("dd", pair[1]));
   });
+  function runGroups() {
+    // the runs grouped by their top directory (a training's sub-runs under it), each in its colour
+    var dd = el("dd", meta.runs.length + " "), groups = {}, order = [];
+    dd.id = "runs";
+    meta.runs.forEach(function (run) {
+      var top = run.split("/")[0];
+      if (!(top in groups)) { groups[top] = []; order.push(top); }
+      groups[top].push(run);
+    });
+    order.forEach(function (top) {
+      var span = el("span", null, "group"); span.dataset.group = top;
+      span.appendChild(el("strong", top));
+      var below = groups[top].filter(function (run) { return run !== top; });
+      if (below.length) span.appendChild(document.createTextNode(" (" + below.map(function (run) {
+        return run.slice(top.length + 1);
+      }).join(", ") + ")"));
+      dd.appendChild(span);
+    });
+    return dd;
+  }
   header.appendChild(facts);
   meta.notes.forEach(function (note) { header.appendChild(el("p", note, "note")); });
   app.appendChild(header);
+  // -- filters: regular expressions over runs and tags, as TensorBoard's ---------------------
+  var filters = el("div", null, "controls filters"), runFilter = el("input"), tagFilter = el("input");
+  filters.id = "filters";
+  [[runFilter, "runs", "run-filter"], [tagFilter, "tags", "tag-filter"]].forEach(function (f) {
+    f[0].type = "search"; f[0].id = f[2]; f[0].placeholder = "regular expression"; f[0].spellcheck = false;
+    var label = el("label", f[1] + " "); label.appendChild(f[0]); filters.appendChild(label);
+    f[0].addEventListener("input", applyFilters);
+  });
+  function pattern(input) {
+    try { input.classList.remove("invalid"); return new RegExp(input.value); }
+    catch (e) { input.classList.add("invalid"); return /(?:)/; }
+  }
+  function runShown(chart, re) {  // each line of a drawn chart shown or hidden by its run
+    if (!chart.plot || !chart.entries || !chart.plot.series) return;
+    chart.entries.forEach(function (line, i) {
+      var show = re.test(line.entry.run);
+      [2 * i + 1, 2 * i + 2].forEach(function (k) {
+        if (chart.plot.series[k] && chart.plot.series[k].show !== show) chart.plot.setSeries(k, {show: show});
+      });
+    });
+  }
+  function applyFilters() {
+    var runs = pattern(runFilter), tags = pattern(tagFilter);
+    Array.prototype.forEach.call(document.querySelectorAll("section [data-tag]"), function (box) {
+      var shown = tags.test(box.dataset.tag) && (box.dataset.run === undefined || runs.test(box.dataset.run));
+      box.style.display = shown ? "" : "none";
+    });
+    charts.concat(customCharts).forEach(function (c) { runShown(c, runs); });
+  }
+
   if (meta.left_out.length) {
     var lo = el("section"); lo.id = "left-out";
     lo.appendChild(el("h2", "Not in this report"));
@@ -83,6 +138,8 @@
     lo.appendChild(list);
     app.appendChild(lo);
   }
+
+  app.appendChild(filters);
 
   // -- scalars ------------------------------------------------------------------------------
   var tags = Object.keys(data.scalars).sort();
@@ -113,9 +170,11 @@
       box.dataset.tag = tag;
       box.appendChild(el("h3", tag));
       grid.appendChild(box);
-      charts.push({tag: tag, box: box, plot: null, entries: data.scalars[tag].map(function (e) {
-        return {label: e.run, entry: e};
-      })});
+      var chart = {tag: tag, box: box, plot: null, entries: data.scalars[tag].map(function (e) {
+        return {label: e.run, entry: e, color: colorOf(e.run)};
+      })};
+      downloads(box, chart);
+      charts.push(chart);
     });
     slider.addEventListener("input", function () {
       state.smoothing = Number(slider.value); shown.textContent = state.smoothing.toFixed(2); redraw();
@@ -124,10 +183,48 @@
     axis.addEventListener("change", function () { state.x = axis.value; redraw(); });
   }
 
+  function rowsOf(chart) {
+    // the chart's points as the report holds them: run, tag, step, wall time, value
+    var rows = [];
+    chart.entries.forEach(function (line) {
+      var d = decoded(line.entry), tag = line.tag || chart.tag;
+      for (var i = 0; i < d.step.length; i++) rows.push([line.entry.run, tag, d.step[i], d.wall[i], d.value[i]]);
+    });
+    return rows;
+  }
+  function csvOf(chart) {
+    function cell(v) {
+      var text = typeof v === "number" ? (isFinite(v) ? String(v) : String(v)) : String(v);
+      return /[",\n\r]/.test(text) ? '"' + text.replace(/"/g, '""') + '"' : text;
+    }
+    return "run,tag,step,wall_time,value\n" + rowsOf(chart).map(function (r) { return r.map(cell).join(","); }).join("\n") + "\n";
+  }
+  function jsonOf(chart) {
+    return JSON.stringify(rowsOf(chart).map(function (r) {
+      return {run: r[0], tag: r[1], step: r[2], wall_time: r[3], value: isFinite(r[4]) ? r[4] : String(r[4])};
+    }));
+  }
+  function downloads(box, chart) {
+    // CSV and JSON of the chart's points, made in the page (a blob: URL, no request)
+    var bar = el("span", null, "downloads");
+    [["CSV", "text/csv", csvOf, ".csv"], ["JSON", "application/json", jsonOf, ".json"]].forEach(function (kind) {
+      var button = el("button", kind[0]); button.type = "button";
+      button.addEventListener("click", function () {
+        var url = URL.createObjectURL(new Blob([kind[2](chart)], {type: kind[1]}));
+        var a = el("a"); a.href = url; a.download = chart.tag.replace(/[^\w.-]+/g, "_") + kind[3];
+        document.body.appendChild(a); a.click(); a.remove();
+        setTimeout(function () { URL.revokeObjectURL(url); }, 1000);
+      });
+      bar.appendChild(button);
+    });
+    box.firstChild.appendChild(bar);
+  }
+
   function table(chart) {
     // [x, raw and smoothed y of each line] over the union of the lines' x values (uPlot.join)
-    var tables = [], runs = [];
-    chart.entries.forEach(function (line) {
+    var tables = [], runs = [], colors = [];
+    chart.entries.forEach(function (line, i) {
+      colors.push(line.color || COLORS[i % COLORS.length]);
       var d = decoded(line.entry);
       var xs = Array.from(d[state.x]);
       var raw = d.value.map(function (v) { return isFinite(v) ? v : null; });
@@ -135,7 +232,7 @@
       tables.push([xs, raw, smoothed]);
       runs.push(line.label);
     });
-    return {joined: uPlot.join(tables), runs: runs};
+    return {joined: uPlot.join(tables), runs: runs, colors: colors};
   }
   function xValue(u, v) {
     return state.x === "wall" && v !== null ? new Date(v * 1000).toISOString().replace("T", " ").slice(0, 19) : formatted(v);
@@ -149,7 +246,7 @@
   function draw(chart) {
     var t = table(chart), series = [{label: state.x, value: xValue}];
     t.runs.forEach(function (run, i) {
-      var color = COLORS[i % COLORS.length];
+      var color = t.colors[i];
       series.push({label: run + " (raw)", stroke: color + "40", width: 1, spanGaps: true, value: function (u, v) { return formatted(v); }});
       series.push({label: run, stroke: color, width: 1.5, spanGaps: true, value: function (u, v) { return formatted(v); }});
     });
@@ -157,10 +254,17 @@
       width: Math.max(chart.box.clientWidth - 16, 300), height: 260, series: series,
       scales: {x: xScale(), y: {distr: state.log ? 3 : 1}}, axes: [xAxis(), {}],
       legend: {live: true}, cursor: {focus: {prox: 16}},
+      hooks: {setSeries: [function (u, i, opts) {  // the legend shows a run once: its raw line follows
+        if (i && i % 2 === 0 && opts && "show" in opts && u.series[i - 1].show !== opts.show) {
+          u.setSeries(i - 1, {show: opts.show});
+        }
+      }]},
     };
     if (chart.plot) chart.plot.destroy();
     chart.plot = new uPlot(options, t.joined, chart.box);
-    chart.runs = t.runs;
+    chart.plot.root.classList.add("paired");
+    chart.runs = t.runs; chart.colors = t.colors;
+    if (runFilter.value) runShown(chart, pattern(runFilter));
   }
   function redraw() {
     charts.forEach(function (c) { if (c.plot) draw(c); });
@@ -240,7 +344,18 @@
     app.appendChild(sec);
   }
   steppedSection("images", "Images", data.images, function (holder, item) {
-    var img = el("img"); img.src = item.src; img.alt = "step " + item.step; holder.appendChild(img);
+    var img = el("img"); img.alt = "step " + item.step; img.className = "zoomable";
+    img.addEventListener("load", function () {  // small images drawn at a whole multiple, pixel for pixel
+      var fit = Math.max(1, Math.floor(Math.min(256, 460) / Math.max(img.naturalWidth, 1)));
+      img.dataset.scale = String(Math.min(fit, Math.floor(460 / Math.max(img.naturalWidth, 1))) || 1);
+      img.style.width = img.naturalWidth * Number(img.dataset.scale) + "px";
+    });
+    img.addEventListener("click", function () {  // zoom: twice as large, up to the card's width, then back
+      var scale = Number(img.dataset.scale || 1), bigger = scale * 2;
+      if (img.naturalWidth * bigger > 460) bigger = Math.max(1, Math.floor(256 / Math.max(img.naturalWidth, 1)));
+      img.dataset.scale = String(bigger); img.style.width = img.naturalWidth * bigger + "px";
+    });
+    img.src = item.src; holder.appendChild(img);
   });
   steppedSection("text", "Text", data.texts, function (holder, item) {
     var div = el("div", null, "markdown"); div.innerHTML = item.html; holder.appendChild(div);  // sanitized (page.py)
@@ -379,7 +494,7 @@
         var items = data.pr_curves[tag][run];
         at[run] = items.length - 1;
         var row = el("div", null, "prrun"), swatch = el("span", "■ " + run, "run");
-        swatch.style.color = COLORS[i % COLORS.length];
+        swatch.style.color = colorOf(run);
         var stepLabel = el("span", "", "step");
         row.appendChild(swatch); row.appendChild(stepLabel);
         if (items.length > 1) {
@@ -413,7 +528,7 @@
             var x = left + r * w, y = top + (1 - p) * h;
             if (k === 0) ctx.moveTo(x, y); else ctx.lineTo(x, y);
           });
-          ctx.strokeStyle = COLORS[i % COLORS.length]; ctx.lineWidth = 1.5; ctx.stroke();
+          ctx.strokeStyle = colorOf(run); ctx.lineWidth = 1.5; ctx.stroke();
         });
       }
       whenSeen(box, drawPr);
@@ -438,7 +553,7 @@
         if (chart.tags) {
           custom.entries = [];
           chart.tags.forEach(function (tag) {
-            (data.scalars[tag] || []).forEach(function (e) { custom.entries.push({label: e.run + ": " + tag, entry: e}); });
+            (data.scalars[tag] || []).forEach(function (e) { custom.entries.push({label: e.run + ": " + tag, entry: e, tag: tag}); });
           });
           custom.draw = draw;
         } else {
@@ -515,6 +630,29 @@
     }
     customCharts.forEach(function (c) { if (!c.plot) c.draw(c); });
     Array.prototype.forEach.call(document.querySelectorAll("#pr_curves .chart"), function (box) { box.drawPr(); });
+    result.colors = {};
+    charts.forEach(function (c) {
+      result.colors[c.tag] = {};
+      (c.runs || []).forEach(function (run, i) { result.colors[c.tag][run] = c.colors[i]; });
+    });
+    if (charts.length) { result.csv = csvOf(charts[0]); result.json = JSON.parse(jsonOf(charts[0])); }
+    result.images = Array.prototype.map.call(document.querySelectorAll("#images img"), function (img) {
+      return {natural: img.naturalWidth, width: img.getBoundingClientRect().width};
+    });
+    result.legend_rows = charts.length && charts[0].plot ? Array.prototype.filter.call(
+      charts[0].plot.root.querySelectorAll(".u-legend .u-series"),
+      function (row) { return getComputedStyle(row).display !== "none"; }).length : 0;
+    runFilter.value = "^lr0\\.1$"; tagFilter.value = "^loss$";
+    runFilter.dispatchEvent(new Event("input"));
+    result.filtered = {charts: charts.filter(function (c) { return c.box.style.display !== "none"; }).map(function (c) { return c.tag; }),
+                       cards: Array.prototype.filter.call(document.querySelectorAll("section .card"), function (card) {
+                         return card.style.display !== "none"; }).length,
+                       lines: {}};
+    charts.forEach(function (c) {
+      result.filtered.lines[c.tag] = c.plot.series.filter(function (series, k) { return k > 0 && series.show; })
+                                                  .map(function (series) { return series.label; });
+    });
+    runFilter.value = ""; tagFilter.value = ""; runFilter.dispatchEvent(new Event("input"));
     result.histograms = drawn.histograms; result.pr_curves = JSON.parse(JSON.stringify(drawn.pr_curves));
     Array.prototype.forEach.call(document.querySelectorAll("#pr_curves input[type=range]"), function (range) {
       range.value = "0"; range.dispatchEvent(new Event("input"));  // each run's slider to its first step
