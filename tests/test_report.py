@@ -501,7 +501,7 @@ def test_memory_follows_what_the_report_keeps_not_the_logdir(tmp_path):
 
 
 @needs("chromium")
-def test_filters_one_colour_a_run_a_compact_legend_downloads_zoom_and_grouped_runs(logged, tmp_path):
+def test_filters_colours_legend_downloads_zoom_grouped_runs_and_parallel_coordinates(logged, tmp_path):
     import csv
     import io
 
@@ -531,3 +531,10 @@ def test_filters_one_colour_a_run_a_compact_legend_downloads_zoom_and_grouped_ru
     # the filters (regular expressions, as TensorBoard's): runs ^lr0\.1$ and tags ^loss$ leave one chart of one run
     assert drawn["filtered"]["charts"] == ["loss"] and drawn["filtered"]["cards"] == 0
     assert all(lines == ["lr0.1 (raw)", "lr0.1"] for lines in drawn["filtered"]["lines"].values())
+    # HParams' parallel coordinates: an axis a column, a line a run through the table's values; the filter greys
+    table = _data(out)["hparams"]
+    assert drawn["parallel"]["axes"] == table["columns"][1:] == ["lr", "optimizer", "loss"]
+    assert {run: line["values"] for run, line in drawn["parallel"]["lines"].items()} == \
+        {row[0]: row[1:] for row in table["rows"]}
+    assert {run for run, line in drawn["filtered_parallel"]["lines"].items() if line["shown"]} == {"lr0.1"}
+    assert drawn["filtered_hparams"] == ["lr0.1"]

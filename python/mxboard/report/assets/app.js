@@ -10,6 +10,7 @@
   var state = {smoothing: 0.6, log: false, x: "step"};
   var charts = [];  // the Scalars dashboard's: {tag, box, plot, entries: [{label, entry}], runs}
   var customCharts = [];  // the Custom Scalars dashboard's multiline and margin charts
+  var drawn = {histograms: {}, pr_curves: {}, parallel: null};  // what was drawn, for #selftest
   var STEP_AXIS = {space: 50, incrs: [1, 2, 5, 10, 20, 25, 50, 100, 200, 250, 500, 1e3, 2e3, 2500, 5e3, 1e4, 2e4, 25e3,
                                       5e4, 1e5, 2e5, 25e4, 5e5, 1e6, 2e6, 5e6, 1e7, 2e7, 5e7, 1e8, 1e9, 1e10]};  // integer steps
   function colorOf(run) {  // one colour a run, in every chart
@@ -121,6 +122,10 @@
       box.style.display = shown ? "" : "none";
     });
     charts.concat(customCharts).forEach(function (c) { runShown(c, runs); });
+    Array.prototype.forEach.call(document.querySelectorAll("#hparams tr[data-hrun]"), function (tr) {
+      tr.style.display = runs.test(tr.dataset.hrun) ? "" : "none";
+    });
+    if (drawn.parallel) drawParallel();
   }
 
   if (meta.left_out.length) {
@@ -309,14 +314,68 @@
       });
       body.textContent = "";
       rows.forEach(function (row) {
-        var tr = el("tr");
+        var tr = el("tr"); tr.dataset.hrun = row[0];
         row.forEach(function (cell) { tr.appendChild(el("td", formatted(cell))); });
         body.appendChild(tr);
       });
+      applyFilters();
     }
-    fill();
     hp.appendChild(tbl);
+    var parallel = el("div", null, "chart parallel"); parallel.id = "parallel";
+    parallel.appendChild(el("h3", "parallel coordinates (a line a run; the runs filter greys the others)"));
+    hp.appendChild(parallel);
     app.appendChild(hp);
+    fill();
+    whenSeen(parallel, drawParallel);
+  }
+  function drawParallel() {
+    // one vertical axis a hyper-parameter or metric (numbers on a linear scale, anything else as
+    // categories in sorted order), each run a polyline through its values, in its colour
+    var box = document.getElementById("parallel");
+    if (!box) return;
+    Array.prototype.forEach.call(box.querySelectorAll("canvas, .axes"), function (n) { n.remove(); });
+    var names = data.hparams.columns.slice(1), rows = data.hparams.rows, runs = pattern(runFilter);
+    var width = Math.max(box.clientWidth - 16, 420), height = 280, top = 24, bottom = 28, side = 50;
+    var ctx = canvas(box, width, height), scales = [], step = names.length > 1 ? (width - 2 * side) / (names.length - 1) : 0;
+    names.forEach(function (name, j) {
+      var values = rows.map(function (r) { return r[j + 1]; }).filter(function (v) { return v !== null && v !== undefined; });
+      var numeric = values.every(function (v) { return typeof v === "number"; });
+      var scale = numeric ? {lo: Math.min.apply(null, values), hi: Math.max.apply(null, values)}
+                          : {cats: values.map(String).filter(function (v, i, a) { return a.indexOf(v) === i; }).sort()};
+      scale.at = function (v) {
+        if (v === null || v === undefined) return null;
+        var f = numeric ? (scale.hi > scale.lo ? (v - scale.lo) / (scale.hi - scale.lo) : 0.5)
+                        : (scale.cats.length > 1 ? scale.cats.indexOf(String(v)) / (scale.cats.length - 1) : 0.5);
+        return top + (1 - f) * (height - top - bottom);
+      };
+      scale.x = side + j * step;
+      scales.push(scale);
+      ctx.strokeStyle = "#9e9e9e"; ctx.beginPath(); ctx.moveTo(scale.x, top); ctx.lineTo(scale.x, height - bottom); ctx.stroke();
+      ctx.fillStyle = "#424242";
+      var label = name.length > 18 ? name.slice(0, 17) + "\u2026" : name;
+      ctx.fillText(label, scale.x - ctx.measureText(label).width / 2, height - 10);
+      var hiText = numeric ? formatted(scale.hi) : scale.cats[scale.cats.length - 1] || "";
+      var loText = numeric ? formatted(scale.lo) : scale.cats[0] || "";
+      [[hiText, top - 6], [loText, height - bottom + 12]].forEach(function (tick) {
+        var text = String(tick[0]).slice(0, 14), w = ctx.measureText(text).width;
+        ctx.fillText(text, j === names.length - 1 && names.length > 1 ? scale.x - w - 3 : scale.x + 3, tick[1]);
+      });
+    });
+    drawn.parallel = {axes: names, lines: {}};
+    rows.forEach(function (row) {
+      var shown = runs.test(row[0]);
+      ctx.strokeStyle = shown ? colorOf(row[0]) : "#e0e0e0"; ctx.lineWidth = shown ? 1.5 : 1;
+      ctx.beginPath();
+      var pen = false;
+      scales.forEach(function (scale, j) {
+        var y = scale.at(row[j + 1]);
+        if (y === null) { pen = false; return; }
+        if (pen) ctx.lineTo(scale.x, y); else ctx.moveTo(scale.x, y);
+        pen = true;
+      });
+      ctx.stroke();
+      drawn.parallel.lines[row[0]] = {shown: shown, values: row.slice(1)};
+    });
   }
 
   // -- images -------------------------------------------------------------------------------
@@ -392,7 +451,6 @@
   }
 
   // -- histograms: TensorBoard's offset view ----------------------------------------------------
-  var drawn = {histograms: {}, pr_curves: {}};  // what was drawn, for #selftest
   function canvas(box, width, height) {
     var c = el("canvas"), ratio = window.devicePixelRatio || 1;
     c.width = width * ratio; c.height = height * ratio; c.style.width = width + "px"; c.style.height = height + "px";
@@ -642,8 +700,13 @@
     result.legend_rows = charts.length && charts[0].plot ? Array.prototype.filter.call(
       charts[0].plot.root.querySelectorAll(".u-legend .u-series"),
       function (row) { return getComputedStyle(row).display !== "none"; }).length : 0;
+    if (document.getElementById("parallel") && !drawn.parallel) drawParallel();
+    result.parallel = drawn.parallel && JSON.parse(JSON.stringify(drawn.parallel));
     runFilter.value = "^lr0\\.1$"; tagFilter.value = "^loss$";
     runFilter.dispatchEvent(new Event("input"));
+    result.filtered_parallel = drawn.parallel && JSON.parse(JSON.stringify(drawn.parallel));
+    result.filtered_hparams = Array.prototype.filter.call(document.querySelectorAll("#hparams tr[data-hrun]"),
+      function (tr) { return tr.style.display !== "none"; }).map(function (tr) { return tr.dataset.hrun; });
     result.filtered = {charts: charts.filter(function (c) { return c.box.style.display !== "none"; }).map(function (c) { return c.tag; }),
                        cards: Array.prototype.filter.call(document.querySelectorAll("section .card"), function (card) {
                          return card.style.display !== "none"; }).length,
