@@ -17,7 +17,7 @@ def _by_scan(path, window_bytes):
     """{record number: (tag, step, wall, value)} of the decoded scalars, {number: Event} of the rest."""
     decoded, others = {}, {}
     for window in scan_file(path, window_bytes):
-        for tag, pieces in window.scalars.items():
+        for tag, pieces in list(window.scalars.items()) + list(window.tensors.items()):
             for numbers, steps, walls, values in pieces:
                 for n, s, w, v in zip(numbers.tolist(), steps.tolist(), walls.tolist(), values.tolist()):
                     assert n not in decoded
@@ -41,11 +41,16 @@ def _same(path, window_bytes):
         tag, step, wall, value = decoded[n]
         (one,) = event.summary.value
         assert (one.tag, event.step, event.wall_time) == (tag, step, wall)
-        assert np.float32(one.simple_value) == np.float32(value) or (np.isnan(one.simple_value) and np.isnan(value))
+        logged = one.simple_value if one.WhichOneof("value") == "simple_value" else \
+            float(reader._ndarray(one.tensor).reshape(-1)[0])
+        assert np.float32(logged) == np.float32(value) or (np.isnan(logged) and np.isnan(value))
     simple = [e for e in events if e.HasField("summary") and len(e.summary.value) == 1
               and e.summary.value[0].WhichOneof("value") == "simple_value"
               and not e.summary.value[0].HasField("metadata")]
-    assert len(decoded) == len(simple)  # every simple scalar Event takes the vectorized path
+    tensors = [e for e in events if e.HasField("summary") and len(e.summary.value) == 1
+               and e.summary.value[0].WhichOneof("value") == "tensor"
+               and e.summary.value[0].metadata.plugin_data.plugin_name == "scalars"]
+    assert len(decoded) >= len(simple) + len(tensors)  # every scalar Event takes the vectorized path
     return decoded, others
 
 
@@ -70,6 +75,18 @@ def _writers(logdir):
         for step in range(200):
             w.add_scalar("loss", 1.0 / (step + 1), step)
             w.add_scalars("pair", {"a": step, "b": -step}, step)
+    from tensorboard.compat.proto import event_pb2, summary_pb2
+    from tensorboard.plugins.scalar import metadata as scalar_metadata
+    from tensorboard.summary.writer.event_file_writer import EventFileWriter
+    from tensorboard.util import tensor_util
+
+    writer = EventFileWriter(str(logdir / "tensorflow"))  # TensorFlow 2's form: tensors, the metadata first only
+    for step in range(100):
+        value = summary_pb2.Summary.Value(tag="loss", tensor=tensor_util.make_tensor_proto(np.float32(1 / (step + 1))))
+        if step == 0:
+            value.metadata.CopyFrom(scalar_metadata.create_summary_metadata("", ""))
+        writer.add_event(event_pb2.Event(wall_time=1.7e9 + step, step=step, summary=summary_pb2.Summary(value=[value])))
+    writer.close()
     from torch.utils.tensorboard import SummaryWriter as Torch
 
     with Torch(str(logdir / "torch")) as w:

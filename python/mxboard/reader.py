@@ -304,10 +304,6 @@ def _scalar_columns(logdir: str, raw: bool, strict: bool) -> Dict[str, List[Any]
         base = (index + 1) << 40  # a row's place: (file, record)
         plugins: Dict[str, Optional[str]] = {}
         for window in scan_file(path, strict=strict):
-            for tag, pieces in window.scalars.items():
-                group = groups.setdefault((run, tag), len(groups))
-                for numbers, steps, walls, values in pieces:
-                    chunks.append((np.full(len(numbers), group), numbers + base, steps, walls, values))
             rows: List[Tuple[int, int, int, float, float]] = []
             for number, payload in window.others:
                 try:
@@ -328,6 +324,13 @@ def _scalar_columns(logdir: str, raw: bool, strict: bool) -> Dict[str, List[Any]
             if rows:
                 chunks.append(tuple(np.array(column, dtype) for column, dtype in
                                     zip(zip(*rows), (np.int64, np.int64, np.int64, np.float64, np.float64))))
+            plugins.update(window.plugins)
+            tensors = {tag: pieces for tag, pieces in window.tensors.items() if plugins.get(tag) == "scalars"}
+            for found in (window.scalars, tensors):  # after the others: a tag's plugin is in its first event
+                for tag, pieces in found.items():
+                    group = groups.setdefault((run, tag), len(groups))
+                    for numbers, steps, walls, values in pieces:
+                        chunks.append((np.full(len(numbers), group), numbers + base, steps, walls, values))
     if not chunks:
         return {name: [] for name in KINDS["scalars"]}
     group, place, step, wall, value = (np.concatenate([c[i] for c in chunks]) for i in range(5))

@@ -23,14 +23,18 @@ TEMPLATE_MOST = 512  # payloads longer than this are no simple scalar: handed on
 
 class Window:
     """What one window of a file held, in record order: `scalars[tag]` = (record numbers, steps,
-    walls, values) of its simple scalar Events (numpy), `others` = [(record number, payload)] of
-    the rest (CRC checked), `records` how many records it framed (numbers count from the file's
-    first record)."""
+    walls, values) of its scalar Events (numpy), `tensors[tag]` the same of float32 scalar
+    tensors with no metadata (scalars if the tag's plugin, from its first event, is "scalars"),
+    `plugins[tag]` the plugin its decoded events' metadata named, `others` = [(record number,
+    payload)] of the rest (CRC checked), `records` how many records it framed (numbers count from
+    the file's first record)."""
 
-    __slots__ = ("scalars", "others", "records")
+    __slots__ = ("scalars", "tensors", "plugins", "others", "records")
 
     def __init__(self) -> None:
         self.scalars: Dict[str, List[Tuple[Any, Any, Any, Any]]] = {}
+        self.tensors: Dict[str, List[Tuple[Any, Any, Any, Any]]] = {}
+        self.plugins: Dict[str, str] = {}
         self.others: List[Tuple[int, bytes]] = []
         self.records = 0
 
@@ -84,12 +88,19 @@ def _varint(p: bytes, at: int) -> Tuple[int, int]:
             raise ValueError("varint too long")
 
 
-def _layout(p: bytes) -> Optional[Tuple[Optional[int], Optional[Tuple[int, int]], int, str]]:
-    """(wall's offset, step's byte range, simple_value's offset, tag) of a payload that is an
-    Event of a wall time, a step and a summary of one value with a tag and a simple_value, and
-    nothing else; else None."""
+Layout = Tuple[Optional[int], Optional[Tuple[int, int]], int, str, Optional[str]]
+
+
+def _layout(p: bytes) -> Optional[Layout]:
+    """(wall's offset, step's byte range, the value's offset, tag, plugin: "scalars" where its
+    metadata says so, "" for a tensor with none (the tag's plugin, from its first event, must say
+    "scalars"), None for a plain simple_value) of a payload that is an Event of a wall time, a
+    step and a summary of one
+    tagged value, that value a `simple_value` or a float32 scalar tensor (its metadata, if any,
+    naming the scalars plugin), and nothing else; else None."""
     try:
         wall = step = value = tag = None
+        tensor, metadata = False, None
         at, n = 0, len(p)
         while at < n:
             key = p[at]
@@ -114,17 +125,57 @@ def _layout(p: bytes) -> Optional[Tuple[Optional[int], Optional[Tuple[int, int]]
                         size, at = _varint(p, at)
                         tag = p[at:at + size].decode("utf-8")
                         at += size
-                    elif key == 0x15 and value is None:
+                    elif key == 0x15 and value is None:  # simple_value
                         value, at = at, at + 4
+                    elif key == 0x42 and value is None:  # tensor
+                        size, at = _varint(p, at)
+                        value = _scalar_tensor(p, at, at + size)
+                        if value is None:
+                            return None
+                        tensor, at = True, at + size
+                    elif key == 0x4A and metadata is None:  # metadata
+                        size, at = _varint(p, at)
+                        metadata, at = p[at:at + size], at + size
                     else:
                         return None
             else:
                 return None
         if value is None or tag is None or at != n:
             return None
-        return wall, step, value, tag
-    except (IndexError, ValueError):
+        if metadata is not None:
+            from ..proto import SummaryMetadata
+
+            if SummaryMetadata.FromString(metadata).plugin_data.plugin_name != "scalars":
+                return None
+            return wall, step, value, tag, "scalars"
+        return wall, step, value, tag, "" if tensor else None
+    except Exception:  # noqa: BLE001 (any payload that is not this layout: protobuf reads it)
         return None
+
+
+def _scalar_tensor(p: bytes, at: int, end: int) -> Optional[int]:
+    """The offset of the float32 of a TensorProto holding one float32 and no shape (as float_val,
+    packed or not, or as tensor_content), else None."""
+    dtype, value = None, None
+    while at < end:
+        key = p[at]
+        at += 1
+        if key == 0x08:  # dtype
+            dtype, at = _varint(p, at)
+        elif key == 0x12:  # tensor_shape: a scalar's is empty
+            size, at = _varint(p, at)
+            if size:
+                return None
+        elif key in (0x2A, 0x22) and value is None:  # float_val packed, tensor_content: 4 bytes
+            size, at = _varint(p, at)
+            if size != 4:
+                return None
+            value, at = at, at + 4
+        elif key == 0x2D and value is None:  # float_val, one fixed32
+            value, at = at, at + 4
+        else:
+            return None
+    return value if dtype == 1 and at == end else None
 
 
 def _scalars(rows: Any, numbers: Any, offsets: Any, crcs: Any, window: Window, corrupt: List[int]) -> None:
@@ -160,8 +211,8 @@ def _scalars(rows: Any, numbers: Any, offsets: Any, crcs: Any, window: Window, c
             _decoded(rows[members], members, found, varying, numbers, offsets, crcs, window, corrupt)
 
 
-def _varying(layout: Tuple[Optional[int], Optional[Tuple[int, int]], int, str]) -> List[int]:
-    wall, step, value, _ = layout
+def _varying(layout: Layout) -> List[int]:
+    wall, step, value, _, _ = layout
     varying = list(range(value, value + 4))
     if wall is not None:
         varying += range(wall, wall + 8)
@@ -183,10 +234,10 @@ def _keys(block: Any) -> Any:
     return key
 
 
-def _decoded(block: Any, members: Any, layout: Tuple[Optional[int], Optional[Tuple[int, int]], int, str],
-             varying: List[int], numbers: Any, offsets: Any, crcs: Any, window: Window, corrupt: List[int]) -> None:
+def _decoded(block: Any, members: Any, layout: Layout, varying: List[int], numbers: Any, offsets: Any, crcs: Any,
+             window: Window, corrupt: List[int]) -> None:
     """The rows of one layout and tag: CRCs checked, wall, step and value decoded."""
-    wall, step, value, tag = layout
+    wall, step, value, tag, plugin = layout
     good = masked_crc32c_rows(block, varying) == crcs[members]
     if not good.all():
         corrupt.extend(int(offsets[i]) for i in members[~good])
@@ -198,7 +249,10 @@ def _decoded(block: Any, members: Any, layout: Tuple[Optional[int], Optional[Tup
     walls = (np.ascontiguousarray(block[:, wall:wall + 8]).view("<f8").ravel() if wall is not None
              else np.zeros(len(members)))
     values = np.ascontiguousarray(block[:, value:value + 4]).view("<f4").ravel()
-    window.scalars.setdefault(tag, []).append((numbers[members], steps.view(np.int64), walls, values))
+    if plugin:
+        window.plugins[tag] = plugin
+    (window.tensors if plugin == "" else window.scalars).setdefault(tag, []).append(
+        (numbers[members], steps.view(np.int64), walls, values))
 
 
 def scan(data: bytes, first: int = 0) -> Optional[Tuple[Window, int, List[int]]]:

@@ -218,15 +218,7 @@ def _read_file(path: str, run: str, reading: _Reading) -> None:
     reading.files += 1
     base = reading.files << 40  # a point's place: (file, record)
     for window in scan_file(path):
-        for tag, pieces in window.scalars.items():
-            if tags is not None and not tags.search(tag):
-                continue
-            series = reading.series.get((run, tag))
-            if series is None:
-                series = reading.series[(run, tag)] = _Series()
-            for numbers, steps, walls, values in pieces:
-                series.extend(numbers + base, steps, values, walls)
-        for number, payload in window.others:
+        for number, payload in window.others:  # first: a tag's plugin is in its first event
             try:
                 event = Event.FromString(payload)
             except DecodeError as exc:
@@ -234,6 +226,17 @@ def _read_file(path: str, run: str, reading: _Reading) -> None:
                                                           "skipped" % (path, number, exc)), stacklevel=2)
                 continue
             _read_event(event, path, run, base + number, plugins, reading)
+        plugins.update(window.plugins)
+        scalar_tensors = {tag: pieces for tag, pieces in window.tensors.items() if plugins.get(tag) == "scalars"}
+        for found in (window.scalars, scalar_tensors):  # put back in write order by their places
+            for tag, pieces in found.items():
+                if tags is not None and not tags.search(tag):
+                    continue
+                series = reading.series.get((run, tag))
+                if series is None:
+                    series = reading.series[(run, tag)] = _Series()
+                for numbers, steps, walls, values in pieces:
+                    series.extend(numbers + base, steps, values, walls)
 
 
 def _read_event(event: Any, path: str, run: str, place: int, plugins: Dict[str, str], reading: _Reading) -> None:
