@@ -270,7 +270,7 @@ def test_the_output_is_written_whole_or_not_at_all_and_never_through_a_planted_l
 
 
 @needs("chromium")
-def test_a_hundred_runs_of_twenty_tags_of_ten_thousand_points_is_small_and_opens_fast(tmp_path):
+def test_a_hundred_runs_of_twenty_tags_of_ten_thousand_points_and_many_images_is_small_and_opens_fast(tmp_path):
     from mxboard import __version__
     from mxboard.report.collect import Collected
     from mxboard.report.page import render
@@ -285,11 +285,19 @@ def test_a_hundred_runs_of_twenty_tags_of_ten_thousand_points_is_small_and_opens
             values = np.cumsum(rng.normal(size=10_000)).astype(np.float32).astype(np.float64)
             values[rng.integers(10_000)] = 1e6  # a spike: decimation keeps it
             found.scalars[("run%03d" % run, "tag%02d" % tag)] = (steps, values, walls)
+    for run in range(10):  # and 40 MB of images (10 runs, 10 tags, 10 of 40 KB each): thinned to fit
+        for tag in range(10):
+            found.images[("run%03d" % run, "image%02d" % tag)] = [
+                (step, ("image/png", rng.bytes(40_000))) for step in range(0, 100, 10)]
     text, said = render(found, "synthetic", 2000, __version__)
     out = tmp_path / "big.html"
     out.write_text(text, encoding="utf-8")
     assert out.stat().st_size <= 20e6, out.stat().st_size
-    assert any("drawn from 400 of them" in line for line in said), said
+    assert any(line.startswith("note: images and audio:") for line in said), said
+    images = json.loads(re.search(r'<script type="application/json" id="data">(.*?)</script>', text,
+                                  re.S).group(1))["images"]
+    assert all(images["image%02d" % tag]["run%03d" % run][-1]["step"] == 90 for tag in range(10) for run in range(10))
+    assert any("series had more than" in line for line in said), said
     data = json.loads(re.search(r'<script type="application/json" id="data">(.*?)</script>', text, re.S).group(1))
     import base64
 
@@ -433,6 +441,7 @@ def test_every_dashboard_is_in_the_report_or_named_as_left_out_with_tensorboards
         assert 'id="%s"' % section in dom, section
     assert dom.count("<code>%s</code>" % command) == 3  # the page names the three, and the command that shows them
     assert drawn["resources"] == 0
+    assert drawn["histogram_modes"] == ["overlay:1", "overlay:1"]  # the overlay view, one canvas each, redrawn
     for run in ("a", "b"):
         served = _plugin_accumulator(every_kind / run)
         # histograms: every one TensorBoard serves, its buckets as it serves them
@@ -538,3 +547,15 @@ def test_filters_colours_legend_downloads_zoom_grouped_runs_and_parallel_coordin
         {row[0]: row[1:] for row in table["rows"]}
     assert {run for run, line in drawn["filtered_parallel"]["lines"].items() if line["shown"]} == {"lr0.1"}
     assert drawn["filtered_hparams"] == ["lr0.1"]
+
+
+def test_images_and_audio_have_a_size_bound_of_their_own():
+    """Where even the latest image of each tag and run would pass the page's bound, whole tags
+    and runs are left out (the largest first), and named."""
+    from mxboard.report.page import MEDIA_MOST, _within
+
+    kept = {("images", "big%d" % i, "run"): [(1, ("image/png", bytes(2_000_000 + 3000 * i)))] for i in range(5)}
+    said = []
+    out = _within(kept, MEDIA_MOST, said)
+    assert len(out) == 2 and sum(len(items[0][1][1]) * 4 / 3 for items in out.values()) <= MEDIA_MOST
+    assert "every one of images big4 of run run, images big3 of run run, images big2 of run run" in said[0]

@@ -73,7 +73,17 @@ def _packed(array: Any, dtype: str) -> str:
 def _data(found: Collected, logdir: str, max_points: int, version: str) -> Tuple[Dict[str, Any], List[str]]:
     """The page's data, and what was left out (said by the command)."""
     left: List[str] = []
-    share = max(MIN_SHARE, min(max_points, POINTS // max(len(found.scalars), 1)))
+    _said_kept(found, "images", found.images, left)
+    _said_kept(found, "audio", found.audio, left)
+    # the page's bytes shared: images and audio up to MEDIA_MOST (more where the scalars leave room),
+    # the scalars the rest, each series its share of the points
+    wanted = min(sum(len(s[0]) for s in found.scalars.values()), POINTS) * POINT_BYTES
+    media = _within(dict([(("images",) + key, items) for key, items in found.images.items()]
+                         + [(("audio",) + key, items) for key, items in found.audio.items()]),
+                    max(MEDIA_MOST, PAGE_BYTES - wanted), left)
+    points = min(POINTS, int((PAGE_BYTES - sum(_media_bytes(i) for items in media.values() for i in items))
+                             / POINT_BYTES))
+    share = max(MIN_SHARE, min(max_points, points // max(len(found.scalars), 1)))
     scalars: Dict[str, List[Dict[str, Any]]] = {}
     cut = 0
     for (run, tag), (steps, values, walls) in sorted(found.scalars.items(), key=lambda item: (item[0][1], item[0][0])):
@@ -88,11 +98,10 @@ def _data(found: Collected, logdir: str, max_points: int, version: str) -> Tuple
     if cut:
         left.append("scalars: %d of %d series had more than %d points: drawn from %d of them (the lowest and the "
                     "highest of each stretch kept: --max-points draws more)" % (cut, len(found.scalars), share, share))
-    _said_kept(found, "images", found.images, left)
-    images = _by_tag(found.images, lambda step, item: {"step": step, "src": _data_url(item[0], item[1])})
-    _said_kept(found, "audio", found.audio, left)
-    audio = _by_tag(found.audio, lambda step, item: {"step": step, "src": _data_url(item[0], item[1]),
-                                                     "label": item[2]})
+    images = _by_tag({key[1:]: items for key, items in media.items() if key[0] == "images"},
+                     lambda step, item: {"step": step, "src": _data_url(item[0], item[1])})
+    audio = _by_tag({key[1:]: items for key, items in media.items() if key[0] == "audio"},
+                    lambda step, item: {"step": step, "src": _data_url(item[0], item[1]), "label": item[2]})
     texts: Dict[str, Dict[str, List[Dict[str, Any]]]] = {}
     if found.texts:
         from tensorboard.plugin_util import markdown_to_safe_html  # TensorBoard's own rendering, sanitized
@@ -121,6 +130,39 @@ def _data(found: Collected, logdir: str, max_points: int, version: str) -> Tuple
 
 
 OFFSET_VIEW = 50  # histograms a tag and run drawn in the Histograms dashboard's offset view, at most
+PAGE_BYTES = 19_000_000  # the page's scalars and media together, at most (the rest: under 1 MB)
+MEDIA_MOST = 6_000_000  # images and audio get this much at least, where there are as many
+POINT_BYTES = 22  # a scalar point in the page: step f8, value f4, wall f4, in base64
+
+
+def _media_bytes(item: Tuple[int, Any]) -> int:
+    return (len(item[1][1]) + 2) // 3 * 4 + 40  # its data: URL
+
+
+def _within(kept: Dict[Any, List[Tuple[int, Any]]], budget: int, left: List[str]) -> Dict[Any, List[Tuple[int, Any]]]:
+    """The kept images and clips, thinned until their data: URLs fit `budget` bytes: one at a time
+    from the tag and run that has the most (its first and last stay longest); where the latest of
+    each alone would not fit, whole tags and runs are left out, the largest first."""
+    out = {key: list(items) for key, items in kept.items()}
+    total = sum(_media_bytes(item) for items in out.values() for item in items)
+    dropped, gone_keys = 0, []
+    while total > budget and out:
+        key = max(out, key=lambda k: (len(out[k]), sum(_media_bytes(item) for item in out[k])))
+        items = out[key]
+        if len(items) < 2:  # one each: the largest tag and run goes whole
+            key = max(out, key=lambda k: _media_bytes(out[k][-1]))
+            total -= _media_bytes(out.pop(key)[-1])
+            gone_keys.append(key)
+            continue
+        total -= _media_bytes(items.pop(len(items) // 2 - 1 if len(items) > 2 else 0))
+        dropped += 1
+    if dropped or gone_keys:
+        left.append("images and audio: %d more left out%s, so that the page stays under about 20 MB (%.1f MB of "
+                    "them in the page)" % (dropped + len(gone_keys), "" if not gone_keys else ", and every one of %s"
+                                           % ", ".join("%s %s of run %s" % key for key in gone_keys[:10])
+                                           + (" and %d more" % (len(gone_keys) - 10) if len(gone_keys) > 10 else ""),
+                                           total / 1e6))
+    return out
 
 
 def _said_kept(found: Collected, kind: str, kept: Dict[Any, List[Any]], left: List[str]) -> None:

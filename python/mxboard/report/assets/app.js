@@ -458,10 +458,18 @@
     var ctx = c.getContext("2d"); ctx.scale(ratio, ratio); ctx.font = "11px system-ui, sans-serif";
     return ctx;
   }
-  var htags = Object.keys(data.histograms).sort();
+  var htags = Object.keys(data.histograms).sort(), histogramBoxes = [];
   if (htags.length) {
     var hs = el("section"); hs.id = "histograms";
     hs.appendChild(el("h2", "Histograms"));
+    var modeBar = el("div", null, "controls"), mode = el("select"); mode.id = "histogram-mode";
+    [["offset", "offset (the steps one behind the other)"], ["overlay", "overlay (the steps on one baseline)"]]
+      .forEach(function (o) { var option = el("option", o[1]); option.value = o[0]; mode.appendChild(option); });
+    var modeLabel = el("label", "mode "); modeLabel.appendChild(mode); modeBar.appendChild(modeLabel);
+    hs.appendChild(modeBar);
+    mode.addEventListener("change", function () {
+      histogramBoxes.forEach(function (h) { if (h.drawn) offsetView(h.box, h.items); });
+    });
     var hgrid = el("div", null, "grid"); hs.appendChild(hgrid);
     htags.forEach(function (tag) {
       drawn.histograms[tag] = {};
@@ -471,7 +479,9 @@
         box.appendChild(el("h3", tag)); box.appendChild(el("p", run, "run"));
         hgrid.appendChild(box);
         drawn.histograms[tag][run] = items.map(function (h) { return {step: h.step, buckets: h.buckets}; });
-        whenSeen(box, function () { offsetView(box, items); });
+        var entry = {box: box, items: items, drawn: false};
+        histogramBoxes.push(entry);
+        whenSeen(box, function () { entry.drawn = true; offsetView(box, items); });
       });
     });
     app.appendChild(hs);
@@ -499,6 +509,9 @@
   function offsetView(box, items) {
     // each histogram a filled outline of its buckets' counts over x; the first step at the back
     // (top), the last in front (bottom), as TensorBoard's offset view draws them
+    var overlay = document.getElementById("histogram-mode").value === "overlay";
+    Array.prototype.forEach.call(box.querySelectorAll("canvas"), function (c) { c.remove(); });
+    box.dataset.mode = overlay ? "overlay" : "offset";
     var width = Math.max(box.clientWidth - 16, 300), height = 280, left = 8, right = 56, top = 8, bottom = 22;
     var ctx = canvas(box, width, height), lo = Infinity, hi = -Infinity, peak = 0;
     items.forEach(function (h) {
@@ -510,20 +523,23 @@
     if (!(hi > lo)) { hi = lo + 1; }
     var bins = items.map(function (h) { return rebinned(h.buckets, lo, hi, 30); });
     bins.forEach(function (b) { b.forEach(function (c) { peak = Math.max(peak, c[2]); }); });
-    var plotW = width - left - right, ridge = (height - top - bottom) * 0.35;
+    var plotW = width - left - right, ridge = (height - top - bottom) * (overlay ? 1 : 0.35);
     var offsetH = height - top - bottom - ridge, n = items.length;
     function X(v) { return left + (v - lo) / (hi - lo) * plotW; }
     items.forEach(function (h, i) {
-      var base = top + ridge + (n > 1 ? i / (n - 1) : 1) * offsetH, shade = n > 1 ? i / (n - 1) : 1;
+      var base = overlay ? height - bottom : top + ridge + (n > 1 ? i / (n - 1) : 1) * offsetH;
+      var shade = n > 1 ? i / (n - 1) : 1;
       ctx.beginPath(); ctx.moveTo(X(h.buckets.length ? h.buckets[0][0] : lo), base);
       bins[i].forEach(function (b) {
         var y = base - (peak > 0 ? b[2] / peak * ridge : 0);
         ctx.lineTo(X((b[0] + b[1]) / 2), y);
       });
       ctx.lineTo(X(h.buckets.length ? h.buckets[h.buckets.length - 1][1] : hi), base); ctx.closePath();
-      ctx.fillStyle = "rgba(255,255,255,0.9)"; ctx.fill();
+      if (!overlay) { ctx.fillStyle = "rgba(255,255,255,0.9)"; ctx.fill(); }
       ctx.strokeStyle = "rgba(255,112,67," + (0.35 + 0.65 * shade) + ")"; ctx.lineWidth = 1; ctx.stroke();
-      if (i === 0 || i === n - 1) { ctx.fillStyle = "#616161"; ctx.fillText("step " + h.step, width - right + 4, base); }
+      if (!overlay && (i === 0 || i === n - 1)) {
+        ctx.fillStyle = "#616161"; ctx.fillText("step " + h.step, width - right + 4, base);
+      }
     });
     ctx.fillStyle = "#616161";
     ctx.fillText(formatted(lo), left, height - 6);
@@ -716,7 +732,14 @@
                                                   .map(function (series) { return series.label; });
     });
     runFilter.value = ""; tagFilter.value = ""; runFilter.dispatchEvent(new Event("input"));
-    result.histograms = drawn.histograms; result.pr_curves = JSON.parse(JSON.stringify(drawn.pr_curves));
+    result.histograms = drawn.histograms;
+    var modeSelect = document.getElementById("histogram-mode");
+    if (modeSelect) {
+      histogramBoxes.forEach(function (h) { if (!h.drawn) { h.drawn = true; offsetView(h.box, h.items); } });
+      modeSelect.value = "overlay"; modeSelect.dispatchEvent(new Event("change"));
+      result.histogram_modes = histogramBoxes.map(function (h) { return h.box.dataset.mode + ":" + h.box.querySelectorAll("canvas").length; });
+      modeSelect.value = "offset"; modeSelect.dispatchEvent(new Event("change"));
+    } result.pr_curves = JSON.parse(JSON.stringify(drawn.pr_curves));
     Array.prototype.forEach.call(document.querySelectorAll("#pr_curves input[type=range]"), function (range) {
       range.value = "0"; range.dispatchEvent(new Event("input"));  // each run's slider to its first step
     });
