@@ -820,3 +820,42 @@ def test_process_hooks_off_leaves_signals_and_the_exit_to_the_program(tmp_path, 
         assert _points(tmp_path) == list(range(100))
     finally:
         _kill([child])
+
+
+GIVEN_BACK_MEANWHILE = textwrap.dedent(r"""
+    import os, signal, sys, threading, time
+    import mxboard
+
+    read, write = os.pipe()
+    os.set_blocking(write, False)
+    signal.set_wakeup_fd(write)  # someone else's wakeup fd: only the main thread's handler acts
+    w = mxboard.SummaryWriter(sys.argv[1], flush_secs=3600)
+    for step in range(100):
+        w.add_scalar("x", float(step), step)
+
+    def close_then_signal():
+        w.close()  # the last writer, closed off the main thread: the main thread gives the handlers back later
+        os.kill(os.getpid(), signal.SIGTERM)  # taken by this thread (the main one blocks it), ours installed
+
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
+    threading.Thread(target=close_then_signal).start()
+    time.sleep(2)  # a C call: Python's handler, and the main thread's turn, wait for its end
+    time.sleep(3)
+    print("survived", flush=True)
+""")
+
+
+@pytest.mark.plain
+def test_a_sigterm_that_came_while_ours_was_installed_ends_the_process_though_given_back_since(tmp_path):
+    """A pool worker's writer closed by the reaper asks the main thread to give the handlers back;
+    terminate()'s SIGTERM came before. The main thread then runs Python's handler (ours) and the
+    give-back at once: ours must not take the default action it finds for a framework's handler
+    installed over it. Before this was seen (the chained rule's first form), the process lived on:
+    a pool worker outliving terminate(), 4 of 4 runs of this child."""
+    child = _child(GIVEN_BACK_MEANWHILE, tmp_path)
+    try:
+        out, err = child.communicate(timeout=30)
+        assert (child.returncode, out) == (-signal.SIGTERM, ""), err
+        assert _points(tmp_path) == list(range(100))
+    finally:
+        _kill([child])

@@ -466,8 +466,14 @@ def _on_sigterm(signum: int, frame: Optional[FrameType]) -> None:
     """The Python-level handler, on the main thread (when it runs bytecode). Installed, and
     alone: flush, then the signal's default action ends the process (`_begin`). Called by a
     handler installed over ours, which chains to the one it found (PyTorch Lightning's, a
-    launcher's): start the flush on a thread of ours and return, so that its own stop goes on."""
-    if _is_ours(signum):
+    launcher's): start the flush on a thread of ours and return, so that its own stop goes on.
+    Found given back (the default action: the last writer closed after the signal came), it was
+    ours when the signal came: it ends the process as it would have."""
+    try:
+        current = signal.getsignal(signum)
+    except (ValueError, OSError):
+        current = _on_sigterm
+    if current is _on_sigterm or not callable(current):
         _begin(signum)
     elif _Sigterm.chained.acquire(blocking=False):  # else a flush runs already
         try:
