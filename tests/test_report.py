@@ -559,3 +559,18 @@ def test_images_and_audio_have_a_size_bound_of_their_own():
     out = _within(kept, MEDIA_MOST, said)
     assert len(out) == 2 and sum(len(items[0][1][1]) * 4 / 3 for items in out.values()) <= MEDIA_MOST
     assert "every one of images big4 of run run, images big3 of run run, images big2 of run run" in said[0]
+
+
+@needs("chromium")
+def test_torchs_add_hparams_metrics_are_drawn_around_their_one_step(tmp_path):
+    """torch's add_hparams logs each metric once, in a sub-run a call: a chart of one point a run
+    is drawn around its step (it was drawn on an x axis of 0 to 100)."""
+    torch_writer = pytest.importorskip("torch.utils.tensorboard").SummaryWriter
+    for lr in (0.1, 0.01):
+        with torch_writer(str(tmp_path / "runs" / ("lr%s" % lr))) as w:
+            w.add_hparams({"lr": lr}, {"hparam/accuracy": 0.9 - lr})
+    out = tmp_path / "r.html"
+    _report(tmp_path / "runs", out)
+    _, drawn = _open(out, tmp_path)
+    assert len(drawn["charts"]["hparam/accuracy"]) == 2
+    assert drawn["xranges"]["hparam/accuracy"] == [-1, 1]

@@ -242,9 +242,11 @@
   function xValue(u, v) {
     return state.x === "wall" && v !== null ? new Date(v * 1000).toISOString().replace("T", " ").slice(0, 19) : formatted(v);
   }
-  function xScale() {
-    // steps are integers: no tick between two steps
-    return state.x === "step" ? {time: false} : {time: state.x === "wall"};
+  function xScale(xs) {
+    // a series of one point (torch's add_hparams logs each metric once) around its x, not on 0-100
+    var scale = {time: state.x === "wall"};
+    if (xs && xs.length && xs[0] === xs[xs.length - 1]) scale.range = [xs[0] - 1, xs[0] + 1];
+    return scale;
   }
   function xAxis() { return state.x === "step" ? STEP_AXIS : {}; }
 
@@ -257,7 +259,7 @@
     });
     var options = {
       width: Math.max(chart.box.clientWidth - 16, 300), height: 260, series: series,
-      scales: {x: xScale(), y: {distr: state.log ? 3 : 1}}, axes: [xAxis(), {}],
+      scales: {x: xScale(t.joined[0]), y: {distr: state.log ? 3 : 1}}, axes: [xAxis(), {}],
       legend: {live: true}, cursor: {focus: {prox: 16}},
       hooks: {setSeries: [function (u, i, opts) {  // the legend shows a run once: its raw line follows
         if (i && i % 2 === 0 && opts && "show" in opts && u.series[i - 1].show !== opts.show) {
@@ -442,7 +444,8 @@
         var plot = null;
         function drawBands() {
           plot = new uPlot({width: Math.max(box.clientWidth - 16, 300), height: 220, series: series, bands: fills,
-                            scales: {x: {time: false}}, axes: [STEP_AXIS, {}]}, [d.step].concat(bands), box);
+                            scales: {x: Object.assign(xScale(d.step), {time: false})}, axes: [STEP_AXIS, {}]},
+                           [d.step].concat(bands), box);
         }
         whenSeen(box, function () { if (!plot) drawBands(); });
       });
@@ -667,8 +670,9 @@
     });
     if (chart.plot) chart.plot.destroy();
     if (!tables.length) { chart.box.appendChild(el("p", "no run has these tags", "run")); chart.plot = {destroy: function () {}}; return; }
+    var joined = uPlot.join(tables);
     chart.plot = new uPlot({width: Math.max(chart.box.clientWidth - 16, 300), height: 260, series: series, bands: bands,
-                            scales: {x: xScale()}, axes: [xAxis(), {}]}, uPlot.join(tables), chart.box);
+                            scales: {x: xScale(joined[0])}, axes: [xAxis(), {}]}, joined, chart.box);
     chart.runs = runs;
   }
 
@@ -704,6 +708,8 @@
     }
     customCharts.forEach(function (c) { if (!c.plot) c.draw(c); });
     Array.prototype.forEach.call(document.querySelectorAll("#pr_curves .chart"), function (box) { box.drawPr(); });
+    result.xranges = {};
+    charts.forEach(function (c) { if (c.plot) result.xranges[c.tag] = [c.plot.scales.x.min, c.plot.scales.x.max]; });
     result.colors = {};
     charts.forEach(function (c) {
       result.colors[c.tag] = {};
