@@ -574,3 +574,25 @@ def test_torchs_add_hparams_metrics_are_drawn_around_their_one_step(tmp_path):
     _, drawn = _open(out, tmp_path)
     assert len(drawn["charts"]["hparam/accuracy"]) == 2
     assert drawn["xranges"]["hparam/accuracy"] == [-1, 1]
+
+
+@pytest.mark.timeout(300)
+def test_a_hung_store_is_said_as_such_within_the_writers_bounds_in_one_line(store_proxy, tmp_path):
+    """A store that takes the connection and never answers: the report ends within the writer's
+    own bounds (storage/bounds.py) with one line naming the logdir, never blaming the output."""
+    import time
+
+    proxy, url = store_proxy
+    with SummaryWriter(url + "/hung") as w:
+        w.add_scalar("loss", 1.0, 0)
+    proxy.set("hang")
+    out = tmp_path / "r.html"
+    start = time.monotonic()
+    done = _report(url + "/hung", out, check=False)
+    took = time.monotonic() - start
+    assert done.returncode == 1 and not out.exists(), done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in done.stderr and "cannot write" not in done.stderr, done.stderr
+    assert url + "/hung" in lines[0] and "did not answer" in lines[0], lines[0]
+    assert took < 40, took
+    proxy.set("pass")

@@ -293,10 +293,10 @@ def scan_file(path: str, window_bytes: int = 8 << 20, strict: bool = False) -> I
     from .. import reader
     from .events import whole_records
 
-    with reader._open_at(path, 0) as f:
+    with _bounded(path, reader._open_at, path, 0) as f:
         carry, base, number = b"", 0, 0
         while True:
-            piece = f.read(window_bytes)
+            piece = _bounded(path, f.read, window_bytes)
             data = carry + piece if carry else piece
             if not data:
                 return
@@ -323,6 +323,17 @@ def scan_file(path: str, window_bytes: int = 8 << 20, strict: bool = False) -> I
                 if carry:
                     reader._torn(path, base, base + len(carry))
                 return
+
+
+def _bounded(path: str, call: Any, *args: Any) -> Any:
+    """`call(*args)`; for a store's file, within the writer's bound on one request
+    (UploadPolicy.request_secs; storage/bounds.py), else TimeoutError."""
+    if "://" not in path:
+        return call(*args)
+    from ..storage.bounds import within
+    from ..storage.remote.policy import UploadPolicy
+
+    return within(UploadPolicy().request_secs, call, *args)
 
 
 def _corrupt(message: str, strict: bool) -> None:

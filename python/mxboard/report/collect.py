@@ -5,6 +5,7 @@ follows what is kept, not the logdir), the Custom Scalars layout, and what Tenso
 the report leaves out (Graph, Projector, Mesh, other plugins). Read with `mxboard.reader`
 (records checked against their CRCs, any writer's files, local or in an object store); the text
 rendered and the bands computed by TensorBoard's own code, so that they are what it shows."""
+import errno
 import os
 import re
 import time
@@ -163,7 +164,7 @@ def collect(logdir: str, runs: Optional[Pattern[str]] = None, tags: Optional[Pat
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", reader.TornRecordWarning)
         warnings.simplefilter("always", reader.CorruptRecordWarning)
-        for path in reader.event_files(logdir):
+        for path in _listed(logdir):
             directory = path.rsplit("/", 1)[0] if "://" in path else os.path.dirname(path)
             run = "." if one_file else run_of(logdir, directory)
             if runs is not None and not runs.search(run):
@@ -176,6 +177,9 @@ def collect(logdir: str, runs: Optional[Pattern[str]] = None, tags: Optional[Pat
             try:
                 _read_file(path, printable(run), reading)
             except OSError as exc:  # this file only: what it gave so far is kept, the other files are read
+                if isinstance(exc, TimeoutError) and "://" in path:  # a hung store: nothing more will come
+                    raise TimeoutError(errno.ETIMEDOUT, "the store did not answer within %g s (reading %s)"
+                                       % (_policy().request_secs, printable(path))) from None
                 out.notes.append("%s: cannot be read (%s); left out from there, every other file is reported"
                                  % (printable(path), exc.strerror or exc))
     for warning in caught:
@@ -195,6 +199,26 @@ def collect(logdir: str, runs: Optional[Pattern[str]] = None, tags: Optional[Pat
     out.layout = _merged_layout(reading.layouts)
     out.seconds = time.perf_counter() - began
     return out
+
+
+def _policy() -> Any:
+    from ..storage.remote.policy import UploadPolicy
+
+    return UploadPolicy()
+
+
+def _listed(logdir: str) -> List[str]:
+    """The logdir's event files; a store's listing within the writer's bound on its check of a
+    store (UploadPolicy.check_secs; storage/bounds.py), else TimeoutError saying so."""
+    if "://" not in logdir:
+        return reader.event_files(logdir)
+    from ..storage.bounds import within
+
+    seconds = _policy().check_secs
+    try:
+        return within(seconds, reader.event_files, logdir)
+    except TimeoutError:
+        raise TimeoutError(errno.ETIMEDOUT, "the store did not answer within %g s" % seconds) from None
 
 
 def _projector_runs(logdir: str, runs: Optional[Pattern[str]]) -> List[str]:
