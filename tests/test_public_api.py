@@ -38,8 +38,8 @@ def test_the_public_modules_export_what_they_did_and_each_name_exists():
             and mxboard.DataLossError is errors.DataLossError is reader.DataLossError
             and mxboard.TornRecordWarning is reader.TornRecordWarning
             and mxboard.CorruptRecordWarning is reader.CorruptRecordWarning)
-    assert errors.__all__ == ["CorruptRecordWarning", "DataLossError", "FileDeletedError", "TornRecordWarning",
-                              "WriterError"]
+    assert errors.__all__ == ["CorruptRecordWarning", "DataLossError", "FileDeletedError", "ReportError",
+                              "TornRecordWarning", "WriterError"]
     assert sorted(mxboard.reader.__all__) == [
         "CorruptRecordWarning", "DataLossError", "KINDS", "TornRecordWarning", "event_files", "histograms", "hparams",
         "read_events", "read_records", "scalars", "table", "text"]
@@ -47,7 +47,8 @@ def test_the_public_modules_export_what_they_did_and_each_name_exists():
 
     from mxboard import report
 
-    assert report.__all__ == ["write"]
+    assert report.__all__ == ["ReportError", "write"]
+    assert report.ReportError is errors.ReportError
     assert str(inspect.signature(report.write)) == (
         "(logdir: str, output: str = 'report.html', runs: Optional[str] = None, tags: Optional[str] = None, "
         "max_points: int = 2000) -> List[str]")

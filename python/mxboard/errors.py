@@ -2,7 +2,8 @@
 WriterError`, or from here). Each is also importable where it was defined before (the writer's,
 the reader's and the local storage's modules), as the same class."""
 
-__all__ = ["CorruptRecordWarning", "DataLossError", "FileDeletedError", "TornRecordWarning", "WriterError"]
+__all__ = ["CorruptRecordWarning", "DataLossError", "FileDeletedError", "ReportError", "TornRecordWarning",
+           "WriterError"]
 
 
 class WriterError(RuntimeError):
@@ -17,6 +18,11 @@ class FileDeletedError(FileNotFoundError):
 class DataLossError(ValueError):
     """mxboard.reader met a corrupt record (its length or payload does not match its CRC, or it
     is no Event), with `strict=True`."""
+
+
+class ReportError(Exception):
+    """`python -m mxboard report` (mxboard.report.write) wrote no report: the message names what
+    failed, the logdir read or the file written."""
 
 
 class TornRecordWarning(UserWarning):

@@ -12,14 +12,11 @@ import os
 import secrets
 from typing import Iterable, List, Optional
 
+from ..errors import ReportError
 from .collect import collect, compiled
 from .page import rendered
 
 __all__ = ["ReportError", "write"]
-
-
-class ReportError(Exception):
-    """No report was written: the message names what failed, the logdir read or the file written."""
 
 
 def write(logdir: str, output: str = "report.html", runs: Optional[str] = None, tags: Optional[str] = None,
