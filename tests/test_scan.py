@@ -69,12 +69,17 @@ def _writers(logdir):
         w.add_text("t", "words", 1)
         for step in range(40):
             w.add_scalar("loss", 1.0 / (step + 1), step)  # a resumed run: the steps again
-    from tensorboardX import SummaryWriter as TensorboardX
-
-    with TensorboardX(str(logdir / "tensorboardx")) as w:
-        for step in range(200):
-            w.add_scalar("loss", 1.0 / (step + 1), step)
-            w.add_scalars("pair", {"a": step, "b": -step}, step)
+    written = {"mxboard": 67}  # the scalars of each writer's files (3 x 8, 3 special, 40 resumed)
+    try:  # the peers where they are installed (not in the plain environments)
+        from tensorboardX import SummaryWriter as TensorboardX
+    except ImportError:
+        pass
+    else:
+        with TensorboardX(str(logdir / "tensorboardx")) as w:
+            for step in range(200):
+                w.add_scalar("loss", 1.0 / (step + 1), step)
+                w.add_scalars("pair", {"a": step, "b": -step}, step)
+        written["tensorboardx"] = 600
     from tensorboard.compat.proto import event_pb2, summary_pb2
     from tensorboard.plugins.scalar import metadata as scalar_metadata
     from tensorboard.summary.writer.event_file_writer import EventFileWriter
@@ -87,19 +92,24 @@ def _writers(logdir):
             value.metadata.CopyFrom(scalar_metadata.create_summary_metadata("", ""))
         writer.add_event(event_pb2.Event(wall_time=1.7e9 + step, step=step, summary=summary_pb2.Summary(value=[value])))
     writer.close()
-    from torch.utils.tensorboard import SummaryWriter as Torch
-
+    written["tensorflow"] = 100
+    try:
+        from torch.utils.tensorboard import SummaryWriter as Torch
+    except ImportError:
+        return written
     with Torch(str(logdir / "torch")) as w:
         for step in range(200):
             w.add_scalar("loss", 1.0 / (step + 1), step, new_style=step % 2 == 0)  # new_style: a tensor scalar
+    written["torch"] = 200
+    return written
 
 
 @pytest.mark.parametrize("window_bytes", [1 << 20, 333, 64])
 def test_the_decoded_scalars_are_what_protobuf_parses_in_every_writers_files(tmp_path, window_bytes):
-    _writers(tmp_path)
+    written = _writers(tmp_path)
     paths = reader.event_files(tmp_path)
-    assert len(paths) >= 5
-    assert sum(len(_same(path, window_bytes)[0]) for path in paths) > 700
+    assert {os.path.relpath(path, tmp_path).split(os.sep)[0] for path in paths} == set(written)
+    assert sum(len(_same(path, window_bytes)[0]) for path in paths) == sum(written.values())
 
 
 def _file(tmp_path):
@@ -147,7 +157,7 @@ def test_damage_is_warned_of_as_the_reader_warns_and_the_rest_is_read(tmp_path, 
 def test_the_readers_scalars_table_is_the_one_protobuf_gives(tmp_path):
     """mxboard.reader.table(logdir, "scalars") reads by the vectorized path: its rows, shown and
     raw, are those of every Event parsed by protobuf (tensor scalars, a resumed run, NaN)."""
-    _writers(tmp_path)
+    written = _writers(tmp_path)
     rows = []
     for path in reader.event_files(tmp_path):
         run = reader.run_of(str(tmp_path), os.path.dirname(path))
@@ -162,7 +172,7 @@ def test_the_readers_scalars_table_is_the_one_protobuf_gives(tmp_path):
     for raw, expected in ((True, rows), (False, reader._shown(rows))):
         table = reader.table(tmp_path, "scalars", raw=raw)
         got = list(zip(*(table[name] for name in reader.KINDS["scalars"])))
-        assert len(got) == len(expected) and len(expected) > 800
+        assert len(got) == len(expected) > sum(written.values()) // 2  # every writer's scalars, most of them
         assert [r[:4] for r in got] == [r[:4] for r in expected]
         assert np.array_equal(np.array([r[4] for r in got]), np.array([r[4] for r in expected]), equal_nan=True)
     assert len(reader._shown(rows)) < len(rows)  # the resumed run's hidden points
