@@ -715,7 +715,24 @@ ON_A_THREAD = textwrap.dedent(r"""
     import sys, threading, time
     import mxboard
 
+    def main_waits_in_join():
+        # Before the writer asks: a main thread still on its way to join() runs the turn (the
+        # handlers installed, no warning), on any Python. Waiting there: its innermost frame is
+        # threading's join (3.13) or _wait_for_tstate_lock (3.9 to 3.12), at the same bytecode
+        # across two looks 0.2 s apart while this thread sleeps (the GIL free: it would have moved).
+        main, last, deadline = threading.main_thread().ident, None, time.monotonic() + 30
+        while time.monotonic() < deadline:
+            time.sleep(0.2)
+            frame = sys._current_frames()[main]
+            now = (frame.f_code.co_name, frame.f_lasti)
+            if now == last and now[0] in ("join", "_wait_for_tstate_lock"):
+                return
+            last = now
+        sys.exit("the main thread was not seen waiting in join() within 30 s: %r" % (last,))
+
     def train():
+        if sys.argv[2] == "join":
+            main_waits_in_join()
         w = mxboard.SummaryWriter(sys.argv[1], flush_secs=3600)
         for step in range(100):
             w.add_scalar("x", float(step), step)
