@@ -69,9 +69,9 @@ def projector_config(logdir):
 
 
 def started_worker(logdir, **options):
-    """A writer thread (mxboard._thread.worker) writing to `logdir`, as a SummaryWriter starts one; its
+    """A writer thread (mxboard._writer.worker) writing to `logdir`, as a SummaryWriter starts one; its
     main event file is the file None of records."""
-    from mxboard._thread.worker import Worker
+    from mxboard._writer.worker import Worker
     from mxboard.storage import Destination
     worker = Worker(**options)
     worker.start_writing(Destination(str(logdir)))

@@ -17,7 +17,7 @@ import pytest
 
 from conftest import ROOT, accumulator, event_files, projector_config, tb_events, tb_scalars
 from mxboard import SummaryWriter, reader
-from mxboard._thread import lifecycle
+from mxboard._writer import lifecycle
 from mxboard.reader import read_events
 
 COLLECTED_LOOP = """

@@ -25,8 +25,8 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, rule
 
 from conftest import tb_events
 from mxboard import SummaryWriter, reader
-from mxboard._thread import lifecycle
-from mxboard._thread.intake import Outcome, Task
+from mxboard._writer import lifecycle
+from mxboard._writer.intake import Outcome, Task
 
 settings.register_profile("default", max_examples=25, stateful_step_count=25, deadline=None, derandomize=True,
                           suppress_health_check=[HealthCheck.too_slow])

@@ -29,7 +29,7 @@ def test_the_public_modules_export_what_they_did_and_each_name_exists():
     assert mxboard.__all__ == ["CorruptRecordWarning", "DataLossError", "FileDeletedError", "GlobalSummaryWriter",
                                "SpoolSettings", "SummaryWriter", "TornRecordWarning", "UploadPolicy", "WriterError"]
     from mxboard import errors, reader
-    from mxboard._thread import intake
+    from mxboard._writer import intake
     from mxboard.storage import local
 
     # one class each, wherever it is imported from (old paths keep working)

@@ -8,7 +8,7 @@ import pytest
 
 from conftest import accumulator, event_files, tb_scalars
 from mxboard import SummaryWriter, proto
-from mxboard._thread.encoding import ScalarSeries, encode_scalar_rows
+from mxboard._writer.encoding import ScalarSeries, encode_scalar_rows
 from mxboard.reader import read_records
 
 

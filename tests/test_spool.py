@@ -1,5 +1,5 @@
 """An object store that stops answering: the local spool (the loop never waits on the store),
-and close()'s bound with a hung store (storage/spool.py, storage/remote/). Beside
+and close()'s bound with a hung store (storage/remote/spool.py, storage/remote/). Beside
 test_remote.py so that make test's two processes share the load."""
 import contextlib
 import os
@@ -16,7 +16,7 @@ import pytest
 
 from conftest import timed
 from mxboard import SummaryWriter, UploadPolicy, reader
-from mxboard.storage import spool as spool_file
+from mxboard.storage.remote import spool as spool_file
 
 
 def _image(step):
@@ -451,7 +451,7 @@ def test_a_spool_limit_below_one_batch_means_no_disk_spool_and_the_loop_goes_on(
 ENDING = textwrap.dedent(r"""
     import os, sys, time
     import mxboard
-    from mxboard._thread import lifecycle
+    from mxboard._writer import lifecycle
 
     policy = mxboard.UploadPolicy(request_secs=2, retry_secs=0.2, flush_secs=6)
     lifecycle.END_SECS = 6  # the one deadline of every end (30 s by default), scaled down

@@ -202,7 +202,7 @@ def test_every_accepted_record_is_stored_once_or_kept(store, store_proxy, monkey
 CHILD = textwrap.dedent(r"""
     import signal, sys, time
     import mxboard
-    from mxboard._thread import lifecycle
+    from mxboard._writer import lifecycle
 
     policy = mxboard.UploadPolicy(request_secs=1, retry_secs=0.1, give_up_secs=2, flush_secs=3, upload_secs=0.5,
                                   max_object=8 << 10, max_unsent=2 << 10)

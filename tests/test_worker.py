@@ -12,8 +12,8 @@ import pytest
 
 from conftest import accumulator, event_files, run_python, started_worker, tb_events, tb_scalars
 from mxboard import SummaryWriter, WriterError, proto
-from mxboard._thread import lifecycle
-from mxboard._thread.intake import Record
+from mxboard._writer import lifecycle
+from mxboard._writer.intake import Record
 from mxboard.reader import TornRecordWarning, read_events
 
 
@@ -287,7 +287,7 @@ def test_a_call_racing_close_is_written_once_or_raises_and_later_calls_reopen(lo
 
 
 def test_scalar_state_of_ended_threads_is_reclaimed(logdir):
-    import mxboard._thread.worker
+    import mxboard._writer.worker
 
     with SummaryWriter(logdir) as w:
         def one(step):
@@ -309,7 +309,7 @@ def test_scalar_state_of_ended_threads_is_reclaimed(logdir):
         after = tracemalloc.take_snapshot()
         tracemalloc.stop()
     held = sum(d.size_diff for d in after.compare_to(before, "filename")
-               if d.traceback[0].filename == mxboard._thread.worker.__file__)
+               if d.traceback[0].filename == mxboard._writer.worker.__file__)
     assert held < 100_000, held  # 1500 threads' columns would hold ~1.5 MB
     assert [s for _, s, _ in tb_scalars(event_files(logdir)[0])] == list(range(1700))
 

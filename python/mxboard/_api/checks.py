@@ -12,7 +12,7 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 import numpy as np
 
 from .._format.names import is_url
-from .._thread.callsite import CallSite, call_site, warn_at, warn_at_call
+from .._writer.callsite import CallSite, call_site, warn_at, warn_at_call
 from ..storage import Destination, SpoolSettings, UploadPolicy
 from ..summaries.audio import frames_layout
 from ..summaries.hparams import hparam_value

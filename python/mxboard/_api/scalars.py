@@ -8,9 +8,9 @@ import threading
 from types import MappingProxyType
 from typing import Any, Callable, Mapping, NamedTuple, Union
 
-from .._thread.callsite import call_site
-from .._thread.intake import WAKE_EVERY, PendingScalar, Record, closed_error
-from .._thread.worker import Worker
+from .._writer.callsite import call_site
+from .._writer.intake import WAKE_EVERY, PendingScalar, Record, closed_error
+from .._writer.worker import Worker
 from ..frameworks.scalar_slots import Slots
 from ..summaries.scalar import described_scalar_summary
 from . import checks, convert

@@ -19,7 +19,7 @@ from typing import Any, Dict, Iterator, Optional, Union
 import numpy as np
 
 from .._format.names import components, is_url
-from .._thread import lifecycle
+from .._writer import lifecycle
 from ..frameworks import device_capture
 from ..frameworks.mxnet_capture import DeviceHistogram
 from ..storage import SpoolSettings, UploadPolicy, checked_logdir

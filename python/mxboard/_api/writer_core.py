@@ -14,10 +14,10 @@ import weakref
 from types import MappingProxyType
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
-from .._thread import lifecycle
-from .._thread.callsite import call_site
-from .._thread.intake import Record
-from .._thread.worker import Worker
+from .._writer import lifecycle
+from .._writer.callsite import call_site
+from .._writer.intake import Record
+from .._writer.worker import Worker
 from ..frameworks.scalar_slots import Slots
 from ..storage import Destination
 from . import checks

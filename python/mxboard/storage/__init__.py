@@ -23,7 +23,7 @@ from .bounds import within
 from .local import LocalEventFile, LocalStorage, Nowhere
 from .protocols import EventFile, Storage
 from .remote import S3_REQUESTS, RemoteStorage, UploadPolicy, checked_logdir, open_filesystem
-from .spool import SpoolSettings
+from .remote.spool import SpoolSettings
 
 __all__ = ["Destination", "EventFile", "LocalEventFile", "LocalStorage", "Nowhere", "RemoteStorage", "SpoolSettings",
            "Storage", "UploadPolicy", "checked_logdir", "components", "is_url", "open_filesystem", "run_of",

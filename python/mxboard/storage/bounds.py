@@ -19,7 +19,7 @@ from __future__ import annotations
 import threading
 from typing import Any, Callable, List, Optional, TypeVar
 
-from ..threads import keep_signals_off_this_thread
+from ..signal_mask import keep_signals_off_this_thread
 
 __all__ = ["within"]
 

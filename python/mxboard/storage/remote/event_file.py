@@ -43,9 +43,9 @@ import time
 from typing import Any, Callable, Deque, List, Optional, Tuple, Union
 
 from ..._format.sizes import readable
-from ..spool import Spool, Spooled, SpoolSettings, create_private, limit_of, place
 from .parts import Parts, take_records
 from .policy import UploadPolicy
+from .spool import Spool, Spooled, SpoolSettings, create_private, limit_of, place
 from .uploader import MIN_PUT, Uploader, put_within
 
 __all__ = ["RemoteEventFile"]

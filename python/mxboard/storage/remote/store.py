@@ -9,10 +9,10 @@ from typing import Any, ContextManager, List, Optional
 
 from ..._format.names import components, run_of
 from ..bounds import within
-from ..spool import SpoolSettings, prepare
 from .event_file import RemoteEventFile
 from .policy import UploadPolicy
 from .profiles import open_filesystem, profile_of
+from .spool import SpoolSettings, prepare
 from .uploader import ASSUMED_RATE, put_within
 
 __all__ = ["RemoteStorage", "check", "refused"]

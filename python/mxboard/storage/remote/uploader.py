@@ -21,7 +21,7 @@ import time
 from typing import Any, Callable, Optional, Protocol, Tuple
 
 from ..._format.sizes import readable
-from ...threads import keep_signals_off_this_thread
+from ...signal_mask import keep_signals_off_this_thread
 from ..bounds import within
 from .policy import UploadPolicy
 

@@ -47,8 +47,8 @@ import threading
 from dataclasses import dataclass, field, replace
 from typing import IO, Any, Dict, List, NamedTuple, Optional
 
-from .._format import files
-from .._format.sizes import parse_bytes
+from ..._format import files
+from ..._format.sizes import parse_bytes
 
 log = logging.getLogger("mxboard")
 

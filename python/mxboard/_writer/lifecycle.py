@@ -30,7 +30,7 @@ from types import FrameType
 from typing import Any, Callable, List, Optional, Protocol, Set, Tuple, Union
 
 from ..errors import WriterError
-from ..threads import keep_signals_off_this_thread
+from ..signal_mask import keep_signals_off_this_thread
 from .callsite import CallSite, call_site, warn_at
 
 

@@ -36,7 +36,7 @@ import time
 from typing import TYPE_CHECKING, Any, Callable, Deque, List, Optional, Set, Tuple
 
 from ..errors import FileDeletedError
-from ..threads import keep_signals_off_this_thread
+from ..signal_mask import keep_signals_off_this_thread
 from . import lifecycle
 from .callsite import CallSite, warn_at, warn_at_call
 from .intake import (
