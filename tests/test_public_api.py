@@ -27,7 +27,8 @@ def _public(cls):
 
 def test_the_public_modules_export_what_they_did_and_each_name_exists():
     assert mxboard.__all__ == ["CorruptRecordWarning", "DataLossError", "FileDeletedError", "GlobalSummaryWriter",
-                               "SpoolSettings", "SummaryWriter", "TornRecordWarning", "UploadPolicy", "WriterError"]
+                               "MXBoardError", "MXBoardWarning", "ReportError", "SpoolSettings", "SummaryWriter",
+                               "TornRecordWarning", "UploadPolicy", "WriterClosedError", "WriterError"]
     from mxboard import errors, reader
     from mxboard._writer import intake
     from mxboard.storage import local
@@ -38,8 +39,8 @@ def test_the_public_modules_export_what_they_did_and_each_name_exists():
             and mxboard.DataLossError is errors.DataLossError is reader.DataLossError
             and mxboard.TornRecordWarning is reader.TornRecordWarning
             and mxboard.CorruptRecordWarning is reader.CorruptRecordWarning)
-    assert errors.__all__ == ["CorruptRecordWarning", "DataLossError", "FileDeletedError", "ReportError",
-                              "TornRecordWarning", "WriterError"]
+    assert errors.__all__ == ["CorruptRecordWarning", "DataLossError", "FileDeletedError", "MXBoardError",
+                              "MXBoardWarning", "ReportError", "TornRecordWarning", "WriterClosedError", "WriterError"]
     assert sorted(mxboard.reader.__all__) == [
         "CorruptRecordWarning", "DataLossError", "KINDS", "TornRecordWarning", "event_files", "histograms", "hparams",
         "read_events", "read_records", "scalars", "table", "text"]

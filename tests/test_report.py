@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from conftest import accumulator, needs, run_python
-from mxboard import SummaryWriter
+from mxboard import ReportError, SummaryWriter
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]  # Chromium, the command
 
@@ -323,7 +323,7 @@ def test_uplot_is_the_pinned_release(tmp_path):
         f.write("\n// changed")
     report_page._HERE, here = str(changed), report_page._HERE
     try:
-        with pytest.raises(RuntimeError, match="is not uPlot 1.6.32's"):
+        with pytest.raises(ReportError, match="is not uPlot 1.6.32's"):
             asset("uPlot.iife.min.js")
     finally:
         report_page._HERE = here

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from conftest import accumulator, event_files, run_python, started_worker, tb_events, tb_scalars
-from mxboard import SummaryWriter, WriterError, proto
+from mxboard import SummaryWriter, WriterClosedError, WriterError, proto
 from mxboard._writer import lifecycle
 from mxboard._writer.intake import Record
 from mxboard.reader import TornRecordWarning, read_events
@@ -449,5 +449,5 @@ def test_a_caller_blocked_for_room_when_close_ends_the_thread_hears_close(logdir
     assert worker.close() is None
     thread.join(30)
     (error,) = outcome
-    assert type(error) is RuntimeError and "is closed" in str(error), repr(error)
+    assert type(error) is WriterClosedError and "is closed" in str(error), repr(error)
     assert [t for t, _, _ in tb_scalars(event_files(logdir)[0])] == ["t0"]

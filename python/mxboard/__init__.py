@@ -2,9 +2,20 @@
 TensorFlow and without blocking the training loop."""
 from ._api.global_writer import GlobalSummaryWriter
 from ._api.writer import SummaryWriter
-from .errors import CorruptRecordWarning, DataLossError, FileDeletedError, TornRecordWarning, WriterError
+from .errors import (
+    CorruptRecordWarning,
+    DataLossError,
+    FileDeletedError,
+    MXBoardError,
+    MXBoardWarning,
+    ReportError,
+    TornRecordWarning,
+    WriterClosedError,
+    WriterError,
+)
 from .storage import SpoolSettings, UploadPolicy
 
-__all__ = ["CorruptRecordWarning", "DataLossError", "FileDeletedError", "GlobalSummaryWriter", "SpoolSettings",
-           "SummaryWriter", "TornRecordWarning", "UploadPolicy", "WriterError"]
+__all__ = ["CorruptRecordWarning", "DataLossError", "FileDeletedError", "GlobalSummaryWriter", "MXBoardError",
+           "MXBoardWarning", "ReportError", "SpoolSettings", "SummaryWriter", "TornRecordWarning", "UploadPolicy",
+           "WriterClosedError", "WriterError"]
 __version__ = "0.3.0"

@@ -1,34 +1,53 @@
-"""What mxboard raises or warns that a user may catch, in one place (`from mxboard import
-WriterError`, or from here). Each is also importable where it was defined before (the writer's,
-the reader's and the local storage's modules), as the same class."""
+"""The errors and warnings that mxboard raises for a user to catch, all defined here.
 
-__all__ = ["CorruptRecordWarning", "DataLossError", "FileDeletedError", "ReportError", "TornRecordWarning",
-           "WriterError"]
+Every error is an `MXBoardError` and keeps the built-in base it always had (a `WriterError` is
+still a RuntimeError), so `except MXBoardError` catches them all and older `except` clauses still
+work. Every warning is an `MXBoardWarning`. Each name is also importable from `mxboard` and from
+the module that raised it before (`mxboard.reader`, `mxboard.report`, `mxboard.storage.local`).
+"""
 
-
-class WriterError(RuntimeError):
-    """The writer thread could not write; raised on the caller's next call, `__cause__` says why."""
-
-
-class FileDeletedError(FileNotFoundError):
-    """An event file was deleted while being written (its logdir removed): the next call
-    raises it; in close(), it is the user's own tear-down, and nothing is said (as the peers)."""
+__all__ = ["CorruptRecordWarning", "DataLossError", "FileDeletedError", "MXBoardError", "MXBoardWarning",
+           "ReportError", "TornRecordWarning", "WriterClosedError", "WriterError"]
 
 
-class DataLossError(ValueError):
-    """mxboard.reader met a corrupt record (its length or payload does not match its CRC, or it
-    is no Event), with `strict=True`."""
+class MXBoardError(Exception):
+    """The base class of every error that mxboard raises for a user to catch."""
 
 
-class ReportError(Exception):
-    """`python -m mxboard report` (mxboard.report.write) wrote no report: the message names what
-    failed, the logdir read or the file written."""
+class MXBoardWarning(UserWarning):
+    """The base class of the warnings that mxboard's reader gives."""
 
 
-class TornRecordWarning(UserWarning):
-    """mxboard.reader: the file ends inside a record (the writer stopped mid-write, or is still
-    writing)."""
+class WriterError(RuntimeError, MXBoardError):
+    """The writer thread could not write. The caller's next call raises it, and `__cause__` holds
+    the error that stopped the thread."""
 
 
-class CorruptRecordWarning(UserWarning):
-    """mxboard.reader skipped a corrupt record (its CRC does not match, or it is no Event)."""
+class WriterClosedError(RuntimeError, MXBoardError):
+    """A call reached a writer that was closed, so its data cannot be written (for example, a
+    call on another thread that raced `close()`)."""
+
+
+class FileDeletedError(FileNotFoundError, MXBoardError):
+    """An event file was deleted while it was being written, because its logdir was removed. The
+    next call raises it. During `close()` it is taken as the user's own tear-down and not reported,
+    as TensorBoard's and tensorboardX's writers do."""
+
+
+class DataLossError(ValueError, MXBoardError):
+    """`mxboard.reader` met a corrupt record with `strict=True`: its length or payload does not
+    match its CRC, or it is not an Event."""
+
+
+class ReportError(MXBoardError):
+    """`python -m mxboard report` (`mxboard.report.write`) wrote no report. The message names what
+    failed: reading the logdir, writing the file, or mxboard's own copy of uPlot."""
+
+
+class TornRecordWarning(MXBoardWarning):
+    """`mxboard.reader` found a file that ends inside a record: its writer stopped in the middle of
+    a write, or is still writing."""
+
+
+class CorruptRecordWarning(MXBoardWarning):
+    """`mxboard.reader` skipped a corrupt record: its CRC does not match, or it is not an Event."""

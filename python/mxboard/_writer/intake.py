@@ -22,7 +22,7 @@ from typing import Any, Callable, Deque, List, NamedTuple, Optional, Tuple, Unio
 import numpy as np
 import numpy.typing as npt
 
-from ..errors import WriterError
+from ..errors import WriterClosedError, WriterError
 
 __all__ = ["Batch", "Intake", "Outcome", "PendingScalar", "Pulse", "Record", "ScalarColumns", "Task", "WriterError",
            "WAKE_EVERY", "closed_error"]
@@ -127,9 +127,9 @@ class Batch(NamedTuple):
     barriers: List[_Barrier]
 
 
-def closed_error(what: str = "this writer") -> RuntimeError:
+def closed_error(what: str = "this writer") -> WriterClosedError:
     """The error of a call made on a closed writer."""
-    return RuntimeError("%s is closed: nothing more is written" % what)
+    return WriterClosedError("%s is closed: nothing more is written" % what)
 
 
 class ScalarColumns:

@@ -128,8 +128,6 @@ def _start_reaper() -> None:
 
 
 def _reap_loop() -> None:
-    from .intake import WriterError
-
     keep_signals_off_this_thread()
     while True:
         worker = _REAP.get()

@@ -18,12 +18,12 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 from .._format.events import FILE_VERSION
-from ..errors import FileDeletedError
+from ..errors import FileDeletedError, WriterError
 from ..frameworks.pending import resolve
 from ..proto import Event, SessionLog
 from ..storage import Destination, EventFile, Storage
 from .encoding import ScalarSeries, encode_event, encode_scalar_rows
-from .intake import Batch, Columns, PendingScalar, Record, Task, WriterError
+from .intake import Batch, Columns, PendingScalar, Record, Task
 
 __all__ = ["Output"]
 

@@ -35,7 +35,7 @@ import threading
 import time
 from typing import TYPE_CHECKING, Any, Callable, Deque, List, Optional, Set, Tuple
 
-from ..errors import FileDeletedError
+from ..errors import FileDeletedError, WriterError
 from ..signal_mask import keep_signals_off_this_thread
 from . import lifecycle
 from .callsite import CallSite, warn_at, warn_at_call
@@ -47,7 +47,6 @@ from .intake import (
     PendingScalar,
     ScalarColumns,
     Task,
-    WriterError,
     closed_error,
 )
 from .output import Output

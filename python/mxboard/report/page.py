@@ -16,6 +16,7 @@ from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
 
 import numpy as np
 
+from ..errors import ReportError
 from .collect import KEEP, LEFT_OUT, Collected, matching, printable
 
 __all__ = ["ASSETS", "UPLOT_VERSION", "asset", "downsampled", "render"]
@@ -35,7 +36,7 @@ def asset(name: str) -> str:
     with open(os.path.join(_HERE, name), "rb") as f:
         data = f.read()
     if name in ASSETS and hashlib.sha256(data).hexdigest() != ASSETS[name]:
-        raise RuntimeError("mxboard's copy of %s is not uPlot %s's (its SHA-256 differs): reinstall mxboard"
+        raise ReportError("mxboard's copy of %s is not uPlot %s's (its SHA-256 differs): reinstall mxboard"
                            % (name, UPLOT_VERSION))
     return data.decode("utf-8")
 
