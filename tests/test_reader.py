@@ -110,7 +110,7 @@ def test_the_command_says_what_went_wrong_in_one_line(tmp_path):
     assert "TensorBoard event files from MXNet and numpy" in shown and "examples:" in shown
     flags = command("export", "--help").stdout  # every flag explained
     said = " ".join(flags.split())
-    for help_text in ("logdir a logdir (a directory", "which table (one a call: their columns differ): histograms, "
+    for help_text in ("logdir a logdir (a directory", "which table (one per call, as their columns differ): histograms, "
                       "hparams, scalars, text; default: scalars", "--csv comma-separated rows", "--json a list of row",
                       "a file to write", "--raw every record", "--strict a corrupt record is an error"):
         assert help_text in said, flags

@@ -1,5 +1,5 @@
-"""mxboard: log TensorBoard event files from MXNet (or anything numpy-speaking), without
-TensorFlow and without blocking the training loop."""
+"""mxboard writes TensorBoard event files from MXNet, or from anything that gives numpy arrays,
+without TensorFlow and without blocking the training loop."""
 from ._api.global_writer import GlobalSummaryWriter
 from ._api.writer import SummaryWriter
 from .errors import (

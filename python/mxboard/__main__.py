@@ -1,13 +1,13 @@
-"""`python -m mxboard report LOGDIR [-o report.html] [--runs REGEX] [--tags REGEX] [--max-points N]`:
-the logdir's dashboards as one self-contained HTML file (mxboard.report), to share from an
-offline machine: no server, no network.
+"""The `python -m mxboard` command, which reads a logdir back.
 
-`python -m mxboard export LOGDIR|FILE --csv|--json [--kind scalars|histograms|text|hparams]
-[--raw] [--strict]`: what a logdir (or one event file) holds (what TensorBoard shows, or `--raw`
-every record), as one table of one kind for scripts (to stdout, or to --output). A corrupt record
-is skipped with a warning on stderr (`--strict`: an error, exit status 1). Needs no pandas. A
-logdir with nothing of that kind, or that does not exist, is an error (exit status 1): nothing is
-written. A reader that stops reading (`| head`) ends the export quietly."""
+`python -m mxboard report LOGDIR` writes the logdir's dashboards as one self-contained HTML file
+(mxboard.report), which needs no server and no network to open.
+
+`python -m mxboard export LOGDIR --csv|--json` writes one table (scalars, histograms, text or
+hparams) as CSV or JSON, for scripts. It holds what TensorBoard shows, or every record with
+`--raw`, and needs no pandas. A corrupt record is skipped with a warning, or is an error with
+`--strict`. A logdir that does not exist or holds nothing of that kind is an error (exit status
+1), and then nothing is written. A pipe closed early (`| head`) ends the export quietly."""
 import argparse
 import csv
 import json
@@ -39,7 +39,7 @@ def _parse(argv: Optional[Sequence[str]]) -> argparse.Namespace:
                                  epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
     export.add_argument("logdir", help="a logdir (a directory or an object store's URL), or one event file")
     export.add_argument("--kind", choices=sorted(reader.KINDS), default="scalars",
-                        help="which table (one a call: their columns differ): %(choices)s; default: %(default)s")
+                        help="which table (one per call, as their columns differ): %(choices)s; default: %(default)s")
     formats = export.add_mutually_exclusive_group(required=True)
     formats.add_argument("--csv", action="store_const", const="csv", dest="format",
                          help="comma-separated rows, a header first (lists as JSON)")
@@ -56,8 +56,9 @@ def _parse(argv: Optional[Sequence[str]]) -> argparse.Namespace:
     report.add_argument("--runs", help="only the runs this regular expression finds (re.search)")
     report.add_argument("--tags", help="only the tags this regular expression finds (re.search)")
     report.add_argument("--max-points", type=int, default=2000,
-                        help="a scalar series' points drawn, at most (the lowest and the highest of each stretch "
-                             "kept; a report of many series draws fewer, to stay under about 20 MB): %(default)s")
+                        help="the most points drawn for one scalar series (each stretch keeps its lowest and "
+                             "highest point; a report of many series draws fewer, to stay under about 20 MB): "
+                             "%(default)s")
     return parser.parse_args(argv)
 
 
@@ -66,10 +67,10 @@ def _report(args: argparse.Namespace) -> None:
 
     began = time.perf_counter()
     try:
-        said = report.write(args.logdir, args.output, args.runs, args.tags, args.max_points)
+        notes = report.write(args.logdir, args.output, args.runs, args.tags, args.max_points)
     except (FileNotFoundError, ValueError, ImportError, report.ReportError) as exc:
         sys.exit("mxboard report: %s" % exc)
-    for line in said:
+    for line in notes:
         print("mxboard report: %s" % line, file=sys.stderr)
     print("mxboard report: wrote %s (%.1f MB) in %.1f s: open it in a browser, no server needed"
           % (args.output, os.path.getsize(args.output) / 1e6, time.perf_counter() - began))
@@ -124,8 +125,9 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
         try:
             _write(columns, args.format, sys.stdout)
             sys.stdout.flush()
-        except BrokenPipeError:  # `| head` stopped reading: quiet, as a shell tool is
-            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # Python's own flush at exit
+        except BrokenPipeError:  # `| head` stopped reading: end quietly, as shell tools do
+            # Python flushes stdout again at exit: point it at /dev/null so that flush cannot fail
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
             sys.exit(1)
         return
     try:

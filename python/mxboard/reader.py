@@ -1,33 +1,16 @@
-"""Read event files back: records checked against their CRCs, parsed into Events, or gathered
-into tables (pandas DataFrames), as users of tbparse do.
+"""Read event files back, from a local logdir or an object store.
 
-    for event in mxboard.reader.read_events("logs/"):   # a file, or every event file below a dir
+    for event in mxboard.reader.read_events("logs/"):  # one file, or every event file below
         print(event.step, event.summary)
-    mxboard.reader.scalars("logs/")      # run, tag, step, wall_time, value: one row a point
-    mxboard.reader.histograms("logs/")   # ... limits, counts (arrays): one row a histogram
-    mxboard.reader.text("logs/")         # ... text
-    mxboard.reader.hparams("logs/")      # run, then one column a hyper-parameter
+    df = mxboard.reader.scalars("logs/")  # run, tag, step, wall_time, value (one row per point)
 
-Any writer's files are read (mxboard's, tensorboardX's, torch's, TensorFlow's): scalars stored as
-`simple_value` or as scalar tensors, histograms as `histo` or as the histogram plugin's tensors.
-`table(logdir, kind)` gives the same as plain columns (a dict of lists) without pandas;
-`python -m mxboard export LOGDIR --csv|--json` writes them for scripts.
-
-What is returned is what TensorBoard shows (its default, fast loader): when a tag is logged
-again at a step <= its last one (a run resumed from a checkpoint, `purge_step`), its points from
-that step on are dropped; `raw=True` returns every record. A torn last record (a writer killed
-mid-write, or a file still being written) ends the file with a `TornRecordWarning`. A corrupt
-record (a CRC that does not match, or bytes that are no Event) is skipped with a
-`CorruptRecordWarning` naming the file and byte offset, as TensorBoard warns and serves the rest
-(a corrupt length ends that file: nothing after it can be framed); `strict=True` raises
-`DataLossError` instead. Only regular files are read (a FIFO named like an event file would
-block forever).
-
-A file is read in windows of WINDOW bytes (a record across two, or longer than one, is carried
-over whole): a file of any size costs a few windows of memory, a 1 GB one about 15 MB (`make
-bench`). An object store's file is read the same way, through fsspec's block cache. The scalars
-table is read at disk speed: simple scalar Events decoded by numpy many at once, CRCs checked
-(`_format/scan.py`; 2M scalar events in about 2 s, `make bench`).
+`scalars`, `histograms`, `text` and `hparams` return pandas DataFrames, as tbparse does, and
+`table` returns the same columns as plain lists without pandas. Every record's CRCs are checked.
+Files from any writer are read: mxboard, tensorboardX, torch.utils.tensorboard and TensorFlow.
+The tables hold what TensorBoard shows: when a run logs a tag again at a step it has passed (a
+run resumed from a checkpoint), the points from that step on are hidden, and `raw=True` returns
+them all. A corrupt record is skipped with a `CorruptRecordWarning`, or raises `DataLossError` with
+`strict=True`. docs/architecture.md ("Reading event files back") says more.
 """
 from __future__ import annotations
 
@@ -50,8 +33,8 @@ __all__ = ["CorruptRecordWarning", "DataLossError", "TornRecordWarning", "read_e
            "table", "scalars", "histograms", "text", "hparams", "KINDS"]
 
 
-# mxboard's `pandas` extra: a pandas that leaves numpy as it is (pandas 3 would upgrade an MXNet
-# environment's numpy 1.23, which MXNet 1.9.1 cannot import with)
+# The pip command for mxboard's `pandas` extra. It asks for a pandas that leaves numpy as it is:
+# pandas 3 would upgrade an MXNet environment's numpy 1.23, and MXNet 1.9.1 cannot import then.
 PANDAS_HINT = "pip install 'pandas>=1.5,<3'"
 
 
@@ -75,10 +58,11 @@ def read_records(path: str, offset: int = 0, strict: bool = False) -> Iterator[b
     """
     length_at, unpack_trailer, crc = RECORD_HEADER.unpack_from, RECORD_TRAILER.unpack_from, masked_crc32c
     with _open_at(path, offset) as f:
-        data, base, at, more = b"", offset, 0, True  # data[at:]: the file's bytes from base + at, unparsed
+        data, base, at, more = b"", offset, 0, True  # data[at:] is unparsed and starts at byte base + at
         while True:
-            # the one framing (events.whole_records), every length's checksum checked; a length no
-            # file holds is never allocated: the windows read what the file has, then it is torn
+            # Frame with the shared framing (events.whole_records), which checks every length's CRC.
+            # A length longer than the file is never allocated: the windows read what the file
+            # holds, and the record then reads as torn.
             whole, problem = whole_records(data, _NO_LIMIT, start=at, check_from=0)
             while at < whole:
                 end = at + 16 + length_at(data, at)[0]  # 16: RECORD_HEADER.size + RECORD_TRAILER.size
@@ -100,10 +84,10 @@ def read_records(path: str, offset: int = 0, strict: bool = False) -> Iterator[b
             data, base, at, more = _refill(f, data, base, at, need)
 
 
-_NO_LIMIT = 1 << 64  # over any u64: the reader bounds a record by what its file holds, not by a size
+_NO_LIMIT = 1 << 64  # above any u64: a record is bounded by what its file holds, not by a size
 
 
-WINDOW = 4 << 20  # bytes read at a time: a file of any size is read in about this much memory
+WINDOW = 4 << 20  # the bytes read at a time, so a file of any size is read in about this much memory
 
 
 def _open_at(path: str, offset: int) -> Any:
@@ -113,7 +97,7 @@ def _open_at(path: str, offset: int) -> Any:
         from .storage import open_filesystem
 
         fs, key = open_filesystem(path, shared=True)
-        fs.invalidate_cache(key)  # its size as the store holds it now, not as a listing said
+        fs.invalidate_cache(key)  # read the size the store holds now, not the one an old listing gave
         f = fs.open(key, "rb", block_size=WINDOW)
     else:
         f = open(path, "rb")
@@ -122,10 +106,12 @@ def _open_at(path: str, offset: int) -> Any:
 
 
 def _refill(f: Any, data: bytes, base: int, at: int, need: int) -> Tuple[bytes, int, int, bool]:
-    """(data, base, at, more) with the unparsed rest `data[at:]` carried over and the next window
-    read after it, until `need` bytes are there (a longer record) or the file ends (more False).
-    Read a window at a time: a length no file holds (a header claiming 2^62 bytes) costs what the
-    file has, then reads as a torn record; it is never allocated."""
+    """Carry the unparsed rest `data[at:]` over and read windows after it, until `need` bytes are
+    there or the file ends.
+
+    Returns (data, base, at, more), where `more` is False once the file has ended. Reading one
+    window at a time means a header that claims more bytes than the file holds (2^62, say) costs
+    only what the file holds, and the record then reads as torn; it is never allocated."""
     pieces, have = [data[at:]], len(data) - at
     while have < need or len(pieces) == 1:
         piece = f.read(WINDOW)
@@ -186,6 +172,7 @@ def _remote_event_files(url: str) -> List[str]:
     fs, root = open_filesystem(url, shared=True)
     fs.invalidate_cache()  # a listing cached earlier in this process may miss new objects
     found = [p for p in fs.find(root) if "tfevents" in posixpath.basename(p)]
+    # a URL that names one event file, not a folder
     if not found and fs.isfile(root):
         found = [root]
     found.sort(key=lambda p: (posixpath.dirname(p), posixpath.basename(p)))
@@ -195,7 +182,7 @@ def _remote_event_files(url: str) -> List[str]:
 def _regular(path: str) -> bool:
     try:
         return stat.S_ISREG(os.stat(path).st_mode)
-    except OSError:  # gone since it was listed, or a dangling link
+    except OSError:  # removed since it was listed, or a dangling link
         return False
 
 
@@ -228,11 +215,11 @@ def read_events(path: Union[str, "os.PathLike[str]"], strict: bool = False) -> I
 
 
 # -- tables ------------------------------------------------------------------------------------
-KINDS = {  # kind -> its columns
+KINDS = {  # each kind of table and its columns
     "scalars": ("run", "tag", "step", "wall_time", "value"),
     "histograms": ("run", "tag", "step", "wall_time", "limits", "counts"),
     "text": ("run", "tag", "step", "wall_time", "text"),
-    "hparams": ("run",),  # then one column a hyper-parameter
+    "hparams": ("run",),  # then one column per hyper-parameter
 }
 _NUMPY = {1: "<f4", 2: "<f8", 3: "<i4", 4: "<u1", 5: "<i2", 6: "<i1", 9: "<i8", 10: "?", 17: "<u2",
           19: "<f2", 22: "<u4", 23: "<u8"}  # TensorFlow DataType -> numpy dtype
@@ -246,7 +233,7 @@ def table(logdir: Union[str, "os.PathLike[str]"], kind: str = "scalars", raw: bo
 
     Args:
         logdir: a directory (every event file below it), one event file, or a logdir URL
-            (`s3://...`, any fsspec URL: an object store's parts read in order).
+            (`s3://...` or any fsspec URL; an object store's parts are read in order).
         kind: 'scalars', 'histograms', 'text' or 'hparams' (the columns: KINDS).
         raw: every record, also the points TensorBoard hides (a tag logged again at a step <=
             its last one hides its points from that step on: a resumed run).
@@ -271,7 +258,7 @@ def table(logdir: Union[str, "os.PathLike[str]"], kind: str = "scalars", raw: bo
     one_file = not is_url(logdir) and os.path.isfile(logdir)
     for path in event_files(logdir):
         run = "." if one_file else run_of(logdir, path.rsplit("/", 1)[0] if is_url(path) else os.path.dirname(path))
-        plugins: Dict[str, Optional[str]] = {}  # tag -> plugin name: the metadata is in a tag's first value only
+        plugins: Dict[str, Optional[str]] = {}  # tag -> plugin name, from the metadata of the tag's first value
         for event in read_events(path, strict=strict):
             if not event.HasField("summary"):
                 continue
@@ -291,17 +278,19 @@ def table(logdir: Union[str, "os.PathLike[str]"], kind: str = "scalars", raw: bo
 
 
 def _scalar_columns(logdir: str, raw: bool, strict: bool) -> Dict[str, List[Any]]:
-    """The scalars table, read at disk speed: the simple scalar Events of each file decoded many
-    at once (`_format.scan`), the rest (tensor scalars, events of several values) by protobuf;
-    rows in file order, then what TensorBoard shows (unless `raw`)."""
+    """The scalars table, read at disk speed.
+
+    Simple scalar Events are decoded many at once by numpy (`_format.scan`), and the rest (tensor
+    scalars, events of several values) by protobuf. The rows are in file order, and hold what
+    TensorBoard shows unless `raw` is true."""
     from ._format.scan import scan_file
 
     groups: Dict[Tuple[str, str], int] = {}  # (run, tag) -> its number
-    chunks: List[Tuple[Any, ...]] = []  # (group numbers, places, steps, walls, values)
+    chunks: List[Tuple[Any, ...]] = []  # (group numbers, places, steps, walls, values), numpy arrays
     one_file = not is_url(logdir) and os.path.isfile(logdir)
     for index, path in enumerate(event_files(logdir)):
         run = "." if one_file else run_of(logdir, path.rsplit("/", 1)[0] if is_url(path) else os.path.dirname(path))
-        base = (index + 1) << 40  # a row's place: (file, record)
+        base = (index + 1) << 40  # a row's place is its file's number, then its record's number
         plugins: Dict[str, Optional[str]] = {}
         for window in scan_file(path, strict=strict):
             rows: List[Tuple[int, int, int, float, float]] = []
@@ -326,7 +315,8 @@ def _scalar_columns(logdir: str, raw: bool, strict: bool) -> Dict[str, List[Any]
                                     zip(zip(*rows), (np.int64, np.int64, np.int64, np.float64, np.float64))))
             plugins.update(window.plugins)
             tensors = {tag: pieces for tag, pieces in window.tensors.items() if plugins.get(tag) == "scalars"}
-            for found in (window.scalars, tensors):  # after the others: a tag's plugin is in its first event
+            # after the others, as a tag's plugin is named in its first event, which may be one of them
+            for found in (window.scalars, tensors):
                 for tag, pieces in found.items():
                     group = groups.setdefault((run, tag), len(groups))
                     for numbers, steps, walls, values in pieces:
@@ -334,13 +324,14 @@ def _scalar_columns(logdir: str, raw: bool, strict: bool) -> Dict[str, List[Any]
     if not chunks:
         return {name: [] for name in KINDS["scalars"]}
     group, place, step, wall, value = (np.concatenate([c[i] for c in chunks]) for i in range(5))
-    order = np.argsort(place, kind="stable")  # file order; a record's values in their order
+    order = np.argsort(place, kind="stable")  # file order, and a record's values in their own order
     group, step, wall, value = group[order], step[order], wall[order], value[order].astype(np.float64)
     if not raw:
         shown = np.ones(len(step), bool)
         by_group = np.argsort(group, kind="stable")
         bounds = np.flatnonzero(np.diff(group[by_group])) + 1
-        for rows_of_group in np.split(by_group, bounds):  # each run and tag: a step <= a later one's is hidden
+        # in each run and tag, a point whose step is at or above a later point's step is hidden
+        for rows_of_group in np.split(by_group, bounds):
             steps = step[rows_of_group]
             later = np.append(np.minimum.accumulate(steps[::-1])[::-1][1:], np.iinfo(np.int64).max)
             shown[rows_of_group[steps >= later]] = False
@@ -351,9 +342,12 @@ def _scalar_columns(logdir: str, raw: bool, strict: bool) -> Dict[str, List[Any]
 
 
 def _shown(rows: List[Tuple[Any, ...]]) -> List[Tuple[Any, ...]]:
-    """The rows TensorBoard shows: in each run and tag, a step <= the last one drops the points
-    from that step on (its fast loader's rule; a resumed run logs its tags again from there)."""
-    kept: Dict[Tuple[Any, ...], List[Tuple[int, int]]] = {}  # (run, tag) -> [(step, index)], steps increasing
+    """The rows TensorBoard shows.
+
+    In each run and tag, a step at or below the last one hides the points from that step on. This
+    is the rule of TensorBoard's fast loader: a run resumed from a checkpoint logs its tags again
+    from there."""
+    kept: Dict[Tuple[Any, ...], List[Tuple[int, int]]] = {}  # (run, tag) -> [(step, index)], steps rising
     hidden = set()
     for index, row in enumerate(rows):
         series = kept.setdefault(row[:2], [])
@@ -390,8 +384,10 @@ def _row(kind: str, value: Any, plugin: Optional[str]) -> Optional[Tuple[Any, ..
 
 
 def hparam_value(value: Any) -> Any:
-    """A hyper-parameter's protobuf `Value` as Python: a number, string or bool as itself, a list
-    or a struct as a list or dict, null (or unset) as None; every kind JSON can hold."""
+    """A hyper-parameter's protobuf `Value` as a Python value.
+
+    A number, string or bool is itself, a list or struct is a list or dict, and null (or unset) is
+    None: every kind that JSON can hold."""
     from google.protobuf.json_format import MessageToDict
 
     kind = value.WhichOneof("kind")
@@ -403,7 +399,7 @@ def hparam_value(value: Any) -> Any:
 
 
 def _hparam_columns(rows: List[Tuple[Any, ...]]) -> Dict[str, List[Any]]:
-    """One row a run: its hyper-parameters (the last written, if a run has several)."""
+    """One row per run, with its hyper-parameters (the last ones written, if a run has several)."""
     runs: Dict[str, Dict[str, Any]] = {}
     for run, _, _, _, values in rows:
         runs.setdefault(run, {}).update(values)
@@ -446,9 +442,9 @@ def scalars(logdir: Union[str, "os.PathLike[str]"], raw: bool = False, strict: b
 
     Args:
         logdir: a directory (every event file below it), one event file, or a logdir URL
-            (`s3://...`, any fsspec URL: an object store's parts read in order).
-        raw, strict: as `table`: every record, not what TensorBoard shows; raise on a corrupt
-            record.
+            (`s3://...` or any fsspec URL; an object store's parts are read in order).
+        raw: return every record, also the points TensorBoard hides (see `table`).
+        strict: raise on a corrupt record, instead of warning and skipping it.
 
     Returns:
         pandas.DataFrame: run, tag, step, wall_time, value.
@@ -467,9 +463,9 @@ def histograms(logdir: Union[str, "os.PathLike[str]"], raw: bool = False, strict
 
     Args:
         logdir: a directory (every event file below it), one event file, or a logdir URL
-            (`s3://...`, any fsspec URL: an object store's parts read in order).
-        raw, strict: as `table`: every record, not what TensorBoard shows; raise on a corrupt
-            record.
+            (`s3://...` or any fsspec URL; an object store's parts are read in order).
+        raw: return every record, also the points TensorBoard hides (see `table`).
+        strict: raise on a corrupt record, instead of warning and skipping it.
 
     Returns:
         pandas.DataFrame: run, tag, step, wall_time, limits, counts (bucket i holds counts[i]
@@ -489,9 +485,9 @@ def text(logdir: Union[str, "os.PathLike[str]"], raw: bool = False, strict: bool
 
     Args:
         logdir: a directory (every event file below it), one event file, or a logdir URL
-            (`s3://...`, any fsspec URL: an object store's parts read in order).
-        raw, strict: as `table`: every record, not what TensorBoard shows; raise on a corrupt
-            record.
+            (`s3://...` or any fsspec URL; an object store's parts are read in order).
+        raw: return every record, also the points TensorBoard hides (see `table`).
+        strict: raise on a corrupt record, instead of warning and skipping it.
 
     Returns:
         pandas.DataFrame: run, tag, step, wall_time, text.
@@ -510,12 +506,12 @@ def hparams(logdir: Union[str, "os.PathLike[str]"], strict: bool = False) -> Any
 
     Args:
         logdir: a directory (every event file below it), one event file, or a logdir URL
-            (`s3://...`, any fsspec URL: an object store's parts read in order).
+            (`s3://...` or any fsspec URL; an object store's parts are read in order).
         strict: raise on a corrupt record, instead of warning and skipping it.
 
     Returns:
-        pandas.DataFrame: run, then one column a hyper-parameter (their metrics are scalars: see
-        `scalars`).
+        pandas.DataFrame: run, then one column per hyper-parameter. Their metrics are scalars
+        (see `scalars`).
 
     Raises:
         ImportError: pandas is not installed.

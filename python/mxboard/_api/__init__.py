@@ -1,9 +1,7 @@
-"""The caller's threads: `SummaryWriter` (writer.py) over its `WriterCore` (writer_core.py), the
-arguments' checks (checks.py), inputs to numbers and arrays (convert.py), the scalar hot path
-(scalars.py), the peers' names and orders (compat.py), and `GlobalSummaryWriter`. Everything here
-runs on the thread that makes the call. It reaches the writer thread through `_writer.worker`'s
-verbs, with the items it queues (`_writer.intake`'s Record and PendingScalar) and the process's
-hooks (`_writer.lifecycle`: exit, fork, signals, the reaper); it hands the worker where the files
-go as a value (`storage.Destination`, with the writer's UploadPolicy and SpoolSettings), never a
-storage. `export_scalars` alone reads event files back, on the caller's thread (through
-mxboard.reader)."""
+"""The writers' calls, which run on the caller's thread.
+
+`SummaryWriter` (writer.py) checks each call's arguments (checks.py), turns its inputs into
+numbers and arrays (convert.py, scalars.py) and queues them for its writer thread through the
+one `WriterCore` it holds (writer_core.py). compat.py accepts the argument names and orders of
+tensorboardX and torch.utils.tensorboard, and global_writer.py holds `GlobalSummaryWriter`.
+docs/architecture.md shows how this package reaches the writer thread."""
