@@ -27,7 +27,7 @@ sys.path[:] = [p for p in sys.path if os.path.abspath(p or os.curdir) != ROOT]
 # Ctrl-C as a terminal gives it, whoever started pytest: a background job of a shell without job
 # control (`make test &`, a CI step's `cmd &`) starts with SIGINT ignored, every child inherits
 # that through exec, and a child Python then never raises KeyboardInterrupt (every test that sends
-# SIGINT to a child failed so, as if it hung: test_process.py's 32 of 32 children "still running",
+# SIGINT to a child failed so, as if it hung: test_process_end.py's 32 of 32 children "still running",
 # test_demo.py's Ctrl-C after 60 s). A handler (Python's own) is reset to the default at exec.
 if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
     signal.signal(signal.SIGINT, signal.default_int_handler)
@@ -69,11 +69,11 @@ def projector_config(logdir):
 
 
 def started_worker(logdir, **options):
-    """A writer thread (mxboard._writer.worker) writing to `logdir`, as a SummaryWriter starts one; its
-    main event file is the file None of records."""
-    from mxboard._writer.worker import Worker
+    """A writer thread (mxboard._writer.writer_thread) writing to `logdir`, as a SummaryWriter
+    starts one; its main event file is the file None of records."""
+    from mxboard._writer.writer_thread import WriterThread
     from mxboard.storage import Destination
-    worker = Worker(**options)
+    worker = WriterThread(**options)
     worker.start_writing(Destination(str(logdir)))
     return worker
 

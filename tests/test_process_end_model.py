@@ -15,7 +15,7 @@ never comes back.
 The busy thread is busy in numpy, not in BLAS: a fork made while another thread is inside
 OpenBLAS can deadlock in OpenBLAS's own fork handler (seen here twice in 30 examples: the parent's
 main thread stuck in `os.fork`, mxboard's threads idle), whatever the writers do. The pool test
-in test_process.py has its workers, not a thread beside the fork, use BLAS.
+in test_process_end.py has its workers, not a thread beside the fork, use BLAS.
 
 `make test` runs a bounded, derandomized budget (the `quick` profile in the plain environments);
 HYPOTHESIS_PROFILE=long runs many more with fresh seeds."""

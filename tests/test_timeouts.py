@@ -152,7 +152,7 @@ CTRL_C = """
 def test_a_child_gets_ctrl_c_when_pytest_was_started_in_the_background(tmp_path):
     """`make test &` (a background job of a shell without job control) starts pytest with SIGINT
     ignored, and every child inherits that: on a6ab6a5 each test that sends SIGINT to a child
-    failed as if the child hung (beside a busy load in CI: test_process.py's 32 of 32 children
+    failed as if the child hung (beside a busy load in CI: test_process_end.py's 32 of 32 children
     "still running 5 s after SIGINT", test_demo.py's Ctrl-C after 60 s). conftest.py puts
     Python's handler back, which exec resets to the default in the children."""
     (tmp_path / "test_ctrl_c.py").write_text(textwrap.dedent(CTRL_C))

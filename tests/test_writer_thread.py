@@ -94,9 +94,9 @@ def test_an_error_on_the_writer_thread_is_reported_once_and_writing_goes_on(logd
     worker.put(Record(None, _summary, ("after", 1.0), 1, 1.0))
     worker.flush()
     with pytest.raises(ZeroDivisionError):
-        worker.raise_held()
-    worker.raise_held()  # once: nothing more to say
-    assert not worker.caller_must_check
+        worker.deliver_to_caller()
+    worker.deliver_to_caller()  # once: nothing more to say
+    assert not worker.holds_for_caller
     assert worker.close() is None
     assert accumulator(logdir).Scalars("after")[0].value == 1.0
 
@@ -287,7 +287,7 @@ def test_a_call_racing_close_is_written_once_or_raises_and_later_calls_reopen(lo
 
 
 def test_scalar_state_of_ended_threads_is_reclaimed(logdir):
-    import mxboard._writer.worker
+    import mxboard._writer.writer_thread
 
     with SummaryWriter(logdir) as w:
         def one(step):
@@ -309,7 +309,7 @@ def test_scalar_state_of_ended_threads_is_reclaimed(logdir):
         after = tracemalloc.take_snapshot()
         tracemalloc.stop()
     held = sum(d.size_diff for d in after.compare_to(before, "filename")
-               if d.traceback[0].filename == mxboard._writer.worker.__file__)
+               if d.traceback[0].filename == mxboard._writer.writer_thread.__file__)
     assert held < 100_000, held  # 1500 threads' columns would hold ~1.5 MB
     assert [s for _, s, _ in tb_scalars(event_files(logdir)[0])] == list(range(1700))
 

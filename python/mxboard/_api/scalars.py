@@ -10,7 +10,7 @@ from typing import Any, Callable, Mapping, NamedTuple, Union
 
 from .._writer.callsite import call_site
 from .._writer.intake import WAKE_EVERY, PendingScalar, Record, closed_error
-from .._writer.worker import Worker
+from .._writer.writer_thread import WriterThread
 from ..frameworks.scalar_slots import Slots
 from ..summaries.scalar import described_scalar_summary
 from . import checks, convert
@@ -36,7 +36,7 @@ class Scalars:
     (scalar_slots.Slots): where device scalars are copied; `suffix`: the event files'
     (a named value's sub-run has a file of its own)."""
 
-    def __init__(self, worker: Worker, slots: Slots, suffix: str) -> None:
+    def __init__(self, worker: WriterThread, slots: Slots, suffix: str) -> None:
         self._worker = worker
         self._slots = slots
         self._suffix = suffix
@@ -57,7 +57,7 @@ class Scalars:
     def append(self, series: int, value: float, step: int, wall: float) -> bool:
         """Queue one checked float. Nothing here can fail, so the columns stay aligned. Returns
         whether the writer thread holds something for the caller (an error, a warning, a fork:
-        WriterCore.raise_held_or_reopen says it)."""
+        WriterCore.deliver_or_reopen says it)."""
         try:
             columns = self._local.columns
         except AttributeError:
@@ -65,7 +65,7 @@ class Scalars:
         columns.append(series, value, step, wall)
         if len(columns.series) >= WAKE_EVERY:
             self._worker.hand_over(columns)
-        return self._worker.caller_must_check
+        return self._worker.holds_for_caller
 
     def add(self, tag: str, value: Union[convert.Named, convert.Deferred, Described], step: int, wall: float) -> None:
         """`Named` values, each name a line of its own in one chart, from the sub-run
@@ -117,7 +117,7 @@ class Scalars:
         return warner
 
     def add_to_file(self, file: Any, values: Mapping[str, float], step: int, wall: float) -> None:
-        """`{tag: float}` as scalars of the file `file` (Worker.open_sub_run_file; an hparams run's metrics)."""
+        """`{tag: float}` as scalars of the file `file` (WriterThread.open_sub_run_file; an hparams run's metrics)."""
         for tag, value in values.items():
             self.append(self._worker.add_series(file, tag), value, step, wall)
 

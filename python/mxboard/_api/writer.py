@@ -249,7 +249,7 @@ class SummaryWriter:
                 walltime = checks.walltime(walltime)
             if value - value:  # NaN or infinite (every finite value gives 0.0): logged as given, said once
                 scalars.non_finite(tag, value, global_step)
-            if not (scalars.append(series, value, global_step, walltime) and core.raise_held_or_reopen()):
+            if not (scalars.append(series, value, global_step, walltime) and core.deliver_or_reopen()):
                 return  # else a forked child, which now has a worker of its own: once more, into it
         core.queue_scalar(tag, value, global_step, walltime)  # named values, an NDArray read later, a described one
 
@@ -320,7 +320,7 @@ class SummaryWriter:
             dataformats = "HW" if image.ndim == 2 else "NCHW"
         step, wall = self._core.stamp(global_step, walltime)
         say = self._core.said_once("add_image(%r)" % (tag,), step)
-        self._core.log(image_summary, tag, checks.image(image, dataformats, say=say), step, wall)
+        self._core.queue_summary(image_summary, tag, checks.image(image, dataformats, say=say), step, wall)
 
     def add_images(self, tag: str, img_tensor: Any, global_step: Optional[int] = None,
                    walltime: Optional[float] = None, dataformats: str = "NCHW") -> None:
@@ -345,7 +345,8 @@ class SummaryWriter:
             img_tensor, dataformats = checks.image_list(img_tensor, dataformats)
         step, wall = self._core.stamp(global_step, walltime)
         say = self._core.said_once("add_images(%r)" % (tag,), step)
-        self._core.log(image_summary, tag, checks.image(img_tensor, dataformats, "img_tensor", say), step, wall)
+        self._core.queue_summary(image_summary, tag, checks.image(img_tensor, dataformats, "img_tensor", say),
+                                 step, wall)
 
     def add_image_with_boxes(self, tag: str, img_tensor: Any, box_tensor: Any, global_step: Optional[int] = None,
                              walltime: Optional[float] = None, rescale: float = 1, dataformats: str = "CHW",
@@ -372,7 +373,7 @@ class SummaryWriter:
         say = self._core.said_once("add_image_with_boxes(%r)" % (tag,), step)
         pixels, dataformats = checks.image(img_tensor, dataformats, "img_tensor", say)
         boxes, labels, scale = checks.boxes(box_tensor, labels, rescale, dataformats, pixels.shape)
-        self._core.log(boxes_summary, tag, (pixels, dataformats, boxes, labels, scale), step, wall)
+        self._core.queue_summary(boxes_summary, tag, (pixels, dataformats, boxes, labels, scale), step, wall)
 
     def add_video(self, tag: str, vid_tensor: Any, global_step: Optional[int] = None, fps: float = 4,
                   walltime: Optional[float] = None, dataformats: Optional[str] = None) -> None:
@@ -395,7 +396,7 @@ class SummaryWriter:
         """
         step, wall = self._core.stamp(global_step, walltime)
         say = self._core.said_once("add_video(%r)" % (tag,), step)
-        self._core.log(video_summary, tag, checks.video(vid_tensor, fps, dataformats, say), step, wall)
+        self._core.queue_summary(video_summary, tag, checks.video(vid_tensor, fps, dataformats, say), step, wall)
 
     def add_figure(self, tag: str, figure: Any, global_step: Optional[int] = None, close: bool = True,
                    walltime: Optional[float] = None) -> None:
@@ -421,13 +422,13 @@ class SummaryWriter:
         figures = figure if isinstance(figure, (list, tuple)) else [figure]
         rendered = [figure_pixels(f, close) for f in figures]
         if len(rendered) == 1:
-            self._core.log(image_summary, tag, (rendered[0], "HWC"), global_step, walltime)
+            self._core.queue_summary(image_summary, tag, (rendered[0], "HWC"), global_step, walltime)
         else:
             shape = rendered[0].shape
             if any(i.shape != shape for i in rendered):
                 raise ValueError("figures of a list must have one size; got %s"
                                  % sorted({i.shape for i in rendered}))
-            self._core.log(image_summary, tag, (np.stack(rendered), "NHWC"), global_step, walltime)
+            self._core.queue_summary(image_summary, tag, (np.stack(rendered), "NHWC"), global_step, walltime)
 
     @peer_names({"snd_tensor": "audio"}, peer_order=("tag", "audio", "global_step", "sample_rate", "walltime"),
                 is_peer_order=audio_peer_order)
@@ -454,7 +455,7 @@ class SummaryWriter:
         """
         step, wall = self._core.stamp(global_step, walltime)
         say = self._core.said_once("add_audio(%r)" % (tag,), step)
-        self._core.log(audio_summary, tag, checks.audio(audio, sample_rate, say), step, wall)
+        self._core.queue_summary(audio_summary, tag, checks.audio(audio, sample_rate, say), step, wall)
 
     @peer_names({"text_string": "text"})
     def add_text(self, tag: str, text: Any, global_step: Optional[int] = None,
@@ -473,7 +474,7 @@ class SummaryWriter:
         Example:
             >>> sw.add_text("config", "lr: **0.1**, batch: 64")
         """
-        self._core.log(text_summary, tag, (checks.text(text),), global_step, walltime)
+        self._core.queue_summary(text_summary, tag, (checks.text(text),), global_step, walltime)
 
     # -- Histograms, PR curves, tensors --------------------------------------------------------
     def add_histogram(self, tag: str, values: Any, global_step: Optional[int] = None, bins: Any = "default",
@@ -515,7 +516,7 @@ class SummaryWriter:
         step, wall = self._core.stamp(global_step, walltime)
         # a NaN the writer thread finds: shown at this call's line, once a tag
         say = self._core.said_once("add_histogram(%r)" % (tag,), step)
-        self._core.log(histogram_of, tag, (values, bins, max_bins, say), step, wall)
+        self._core.queue_summary(histogram_of, tag, (values, bins, max_bins, say), step, wall)
 
     def add_histogram_raw(self, tag: str, min: float, max: float, num: float, sum: float, sum_squares: float,
                           bucket_limits: Any, bucket_counts: Any, global_step: Optional[int] = None,
@@ -541,7 +542,7 @@ class SummaryWriter:
             ...                      bucket_limits=[1, 2, 3], bucket_counts=[1, 2, 3])
         """
         fields = checks.histogram_raw(min, max, num, sum, sum_squares, bucket_limits, bucket_counts)
-        self._core.log(histogram_raw_summary, tag, (fields,), global_step, walltime)
+        self._core.queue_summary(histogram_raw_summary, tag, (fields,), global_step, walltime)
 
     @peer_names(peer_order=("tag", "labels", "predictions", "global_step", "num_thresholds", "weights", "walltime"),
                 is_peer_order=pr_curve_peer_order)
@@ -567,8 +568,8 @@ class SummaryWriter:
         Example:
             >>> sw.add_pr_curve("pr/cat", labels == 3, probabilities[:, 3], global_step=epoch)
         """
-        self._core.log(pr_curve_summary, tag, checks.pr_curve(labels, predictions, num_thresholds, weights),
-                  global_step, walltime)
+        self._core.queue_summary(pr_curve_summary, tag, checks.pr_curve(labels, predictions, num_thresholds, weights),
+                                 global_step, walltime)
 
     def add_pr_curve_raw(self, tag: str, true_positive_counts: Any, false_positive_counts: Any,
                          true_negative_counts: Any, false_negative_counts: Any, precision: Any, recall: Any,
@@ -595,7 +596,7 @@ class SummaryWriter:
             "true_positive_counts": true_positive_counts, "false_positive_counts": false_positive_counts,
             "true_negative_counts": true_negative_counts, "false_negative_counts": false_negative_counts,
             "precision": precision, "recall": recall}, num_thresholds)
-        self._core.log(pr_curve_raw_summary, tag, (*columns, num_thresholds), global_step, walltime)
+        self._core.queue_summary(pr_curve_raw_summary, tag, (*columns, num_thresholds), global_step, walltime)
 
     def add_tensor(self, tag: str, tensor: Any, global_step: Optional[int] = None,
                    walltime: Optional[float] = None) -> None:
@@ -615,8 +616,9 @@ class SummaryWriter:
         Example:
             >>> sw.add_tensor("confusion", confusion_matrix, global_step=epoch)
         """
-        self._core.log(tensor_summary, tag, (checks.tensor_text(convert.capture(tensor, "tensor", numeric=False)),),
-                  global_step, walltime)
+        self._core.queue_summary(tensor_summary, tag,
+                                 (checks.tensor_text(convert.capture(tensor, "tensor", numeric=False)),),
+                                 global_step, walltime)
 
     # -- Graphs, Projector, Mesh ---------------------------------------------------------------
     @peer_names({"model": "net", "input_to_model": "input_shape"})
@@ -650,7 +652,7 @@ class SummaryWriter:
             serialized = torch_graph_def(net, input_shape, verbose, use_strict_trace)
         else:
             serialized = graph_def(net, input_shape).SerializeToString()
-        self._core.put(graph_event, (serialized,))
+        self._core.queue_record(graph_event, (serialized,))
 
     @peer_names({"prototxt": "onnx_model_file"})  # torch's name
     def add_onnx_graph(self, onnx_model_file: Any) -> None:
@@ -668,7 +670,7 @@ class SummaryWriter:
         from ..frameworks.graph import graph_event, onnx_graph_def
 
         self._core.reopen_if_needed()
-        self._core.put(graph_event, (onnx_graph_def(onnx_model_file).SerializeToString(),))
+        self._core.queue_record(graph_event, (onnx_graph_def(onnx_model_file).SerializeToString(),))
 
     def add_openvino_graph(self, xmlname: str) -> None:
         """tensorboardX's OpenVINO graph: not drawn by mxboard.
@@ -713,7 +715,7 @@ class SummaryWriter:
         say = self._core.said_once("add_embedding(%r)" % (tag,), step)
         matrix, labels, images, header = checks.embedding(embedding, labels, images, metadata_header, say)
         self._core.call_in_order(projector.write_embedding, tag, step, matrix, labels, header, images)  # files in place
-        self._core.raise_held()
+        self._core.deliver_to_caller()
 
     def add_mesh(self, tag: str, vertices: Any, colors: Any = None, faces: Any = None,
                  config_dict: Optional[Dict[str, Any]] = None, global_step: Optional[int] = None,
@@ -737,7 +739,8 @@ class SummaryWriter:
         Example:
             >>> sw.add_mesh("cloud", np.random.rand(100, 3), colors=np.full((100, 3), 200))
         """
-        self._core.log(mesh_summary, tag, checks.mesh(vertices, colors, faces, config_dict), global_step, walltime)
+        self._core.queue_summary(mesh_summary, tag, checks.mesh(vertices, colors, faces, config_dict), global_step,
+                                 walltime)
 
     # -- HParams, Custom Scalars ---------------------------------------------------------------
     @peer_names({"name": "run_name"}, peer_order=("hparam_dict", "metric_dict", "name", "global_step"),
@@ -794,7 +797,7 @@ class SummaryWriter:
         self._core.queue_scalars_to_file(run_file, numbers, step, now)
         names = [(key[0], "/".join(components(*key)), "%s (%s)" % key) if isinstance(key, tuple) else key
                  for key in metrics]  # (tag, name): "accuracy (validation)", not accuracy/validation.accuracy
-        self._core.put(hparams_summary, (values, names, now, now, domains), global_step, now, file=run_file)
+        self._core.queue_record(hparams_summary, (values, names, now, now, domains), global_step, now, file=run_file)
 
     def add_custom_scalars(self, layout: Mapping[str, Any]) -> None:
         """The Custom Scalars dashboard's charts (tensorboardX's layout), merged with this

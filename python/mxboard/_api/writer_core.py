@@ -1,7 +1,7 @@
 """What every `SummaryWriter` call goes through (`WriterCore`), and the writer's lifecycle.
 
 A call checks its arguments and captures its data on the caller's thread (checks.py), then
-queues one item for the writer thread through the worker's verbs (worker.py); building, encoding
+queues one item for the writer thread through the worker's verbs (writer_thread.py); building, encoding
 and writing happen there. After queueing, a call hears what the writer thread has to report (an
 error raised), so that a bad item never costs a later call its data. A call on a closed writer
 reopens it, with a new event file (as tensorboardX and torch do); a forked child's first call
@@ -17,7 +17,7 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 from .._writer import lifecycle
 from .._writer.callsite import call_site
 from .._writer.intake import Record
-from .._writer.worker import Worker
+from .._writer.writer_thread import WriterThread
 from ..frameworks.scalar_slots import Slots
 from ..storage import Destination
 from . import checks
@@ -28,8 +28,8 @@ __all__ = ["WriterCore"]
 
 class WriterCore:
     """What a `SummaryWriter` has: its worker, its scalars, its files and their lifecycle, and
-    the step and walltime its calls are stamped with. Every call queues through `log`, `put` or
-    `queue`. Arguments: those of `SummaryWriter`, checked."""
+    the step and walltime its calls are stamped with. Every call other than a plain scalar queues through
+    `queue_summary` or `queue_record`. Arguments: those of `SummaryWriter`, checked."""
 
     def __init__(self, destination: Destination, max_queue: int, flush_secs: float, suffix: str, verbose: bool,
                  purge_step: Optional[int], hooks: bool = True) -> None:
@@ -62,7 +62,7 @@ class WriterCore:
         after close, or in a forked child). `purge_step`: the main file begins as a restart at
         that step (the peers' purge_step)."""
         slots = Slots()  # where device scalars are copied
-        self.worker = Worker(self._flush_secs, self._max_queue, slots.read)
+        self.worker = WriterThread(self._flush_secs, self._max_queue, slots.read)
         # nothing of the scalars refers back to the writer: once unreferenced, it is freed at once
         self.scalars: Union[Scalars, ClosedScalars] = Scalars(self.worker, slots, self._suffix)
         # collected unclosed: the reaper thread closes the worker (never the collecting thread,
@@ -81,7 +81,7 @@ class WriterCore:
         hot path's plain floats go through `scalars` directly."""
         self.reopen_if_needed()
         self.scalars.add(tag, value, *self.stamp(global_step, walltime))
-        self.raise_held()
+        self.deliver_to_caller()
 
     def queue_scalars_to_file(self, file: Optional[int], values: Mapping[str, float], step: int, wall: float) -> None:
         """`{tag: float}` as scalars of the sub-run file `file` (None: the main one; an hparams
@@ -94,7 +94,7 @@ class WriterCore:
 
     def warner(self, site: Any, once: Any = None) -> Callable[[str], None]:
         """A warning a builder on the writer thread may give, shown at `site`, the user's line
-        (worker.Worker.warner)."""
+        (writer_thread.WriterThread.warner)."""
         return self.worker.warner(site, once)
 
     def said_once(self, head: str, step: Optional[int], site: Any = None) -> Callable[[str], None]:
@@ -124,26 +124,24 @@ class WriterCore:
             for category, charts in layout.items():
                 merged.setdefault(category, {}).update(charts)
             self.layout = merged
-            self.put(build, (convert(merged),))
+            self.queue_record(build, (convert(merged),))
 
     # -- every call goes through here ---------------------------------------------------------
-    def log(self, build: Callable[..., Any], tag: Any, args: Sequence[Any], global_step: Any = None,
-            walltime: Any = None, file: Optional[int] = None) -> None:
+    def queue_summary(self, build: Callable[..., Any], tag: Any, args: Sequence[Any], global_step: Any = None,
+                      walltime: Any = None, file: Optional[int] = None) -> None:
         """Queue `build(tag, *args)` (a Summary or an Event; `args` checked already) for the
-        writer thread, then raise what it has to report."""
+        writer thread, then deliver what the thread holds for the caller."""
         self.reopen_if_needed()
         tag = checks.tag(tag)
-        self.put(build, (tag,) + tuple(args), global_step, walltime, file)
+        self.queue_record(build, (tag,) + tuple(args), global_step, walltime, file)
 
-    def put(self, build: Callable[..., Any], args: Sequence[Any], global_step: Any = None, walltime: Any = None,
-            file: Optional[int] = None) -> None:
-        """Queue `build(*args)` (a Summary or an Event) for the writer thread."""
+    def queue_record(self, build: Callable[..., Any], args: Sequence[Any], global_step: Any = None,
+                     walltime: Any = None, file: Optional[int] = None) -> None:
+        """Queue `build(*args)` (a Summary or an Event) for the writer thread, then deliver what
+        the thread holds for the caller."""
         step, wall = self.stamp(global_step, walltime)
-        self.queue(Record(file, build, tuple(args), step, wall))
-
-    def queue(self, item: Any) -> None:
-        self.worker.put(item)
-        self.raise_held()
+        self.worker.put(Record(file, build, tuple(args), step, wall))
+        self.deliver_to_caller()
 
     def reopen_if_needed(self) -> None:
         """Before a call queues its item: a closed writer reopens; a forked child opens a worker
@@ -151,19 +149,19 @@ class WriterCore:
         if self.closed or self.worker.forked:
             self._reopen_for_call()
 
-    def raise_held(self) -> None:
+    def deliver_to_caller(self) -> None:
         """After a call queued its item: raise what the writer thread has to report."""
-        if self.worker.caller_must_check:
-            self.worker.raise_held()
+        if self.worker.holds_for_caller:
+            self.worker.deliver_to_caller()
 
-    def raise_held_or_reopen(self) -> bool:
+    def deliver_or_reopen(self) -> bool:
         """The scalar hot path's one check, after queueing: raise what the writer thread has to
         report (a call racing close() was written, or raises); True in a forked child, which now
         has a worker of its own for the call, to be made once more."""
         if self.worker.forked:
             self._reopen_for_call()
             return True
-        self.worker.raise_held()
+        self.worker.deliver_to_caller()
         return False
 
     def _reopen_for_call(self) -> None:
@@ -215,7 +213,7 @@ class WriterCore:
             return
         self.reopen_if_needed()
         self.worker.flush()
-        self.raise_held()
+        self.deliver_to_caller()
 
     def close(self) -> None:
         """Write everything queued and close the files. Safe to call twice. A later call
@@ -232,7 +230,7 @@ class WriterCore:
         fault = self.worker.close()
         if fault is not None:
             raise fault
-        self.worker.say_notes()
+        self.worker.show_warnings()
 
     def reopen(self) -> None:
         """After `close()`, start logging again, into a new event file (mxboard's reopen; any

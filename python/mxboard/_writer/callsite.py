@@ -1,6 +1,6 @@
 """Where the user called mxboard: the first frame outside the package. A warning about a call is
 shown there, as Python shows warnings (once a line and message), even when the writer thread
-finds the reason later (worker.py hands such notes to the caller's next call)."""
+finds the reason later (writer_thread.py hands such notes to the caller's next call)."""
 import os
 import sys
 import warnings

@@ -25,12 +25,12 @@ from ..storage import Destination, EventFile, Storage
 from .encoding import ScalarSeries, encode_event, encode_scalar_rows
 from .intake import Batch, Columns, PendingScalar, Record, Task
 
-__all__ = ["Output"]
+__all__ = ["EventFiles"]
 
 log = logging.getLogger("mxboard")
 
 
-class Output:
+class EventFiles:
     """`destination`: where event files go (storage.Destination: a directory or an object-store
     URL, or nowhere). `read_scalars(values)`: the floats of PendingScalars' captured
     values, in order. `hold(exc)`: keep an error for the caller. `main_file`: the (suffix,

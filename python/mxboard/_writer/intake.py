@@ -38,7 +38,7 @@ SLOT_BYTES, SLOT_SHARES = 1 << 20, 64  # a `max_queue` slot: one item of 1 MiB o
 class Record(NamedTuple):
     """An event to build on the writer thread: `build(*args)` returns a Summary or an Event (MXNet
     snapshots among `args` are resolved first); written to `file` (a sub-run's id, from
-    `Worker.open_sub_run_file`; None: the main file) at `step` and `wall` time."""
+    `WriterThread.open_sub_run_file`; None: the main file) at `step` and `wall` time."""
     file: Optional[int]
     build: Callable[..., Any]
     args: Tuple[Any, ...]
@@ -59,7 +59,7 @@ class PendingScalar(NamedTuple):
 
 class Task(NamedTuple):
     """File work that is no event (an embedding's assets, a sub-run's file): `fn(storage, *args)`
-    on the writer thread, its caller waiting for `outcome` (`Worker.call`); with no outcome, no
+    on the writer thread, its caller waiting for `outcome` (`WriterThread.call`); with no outcome, no
     one waits, and an error is the caller's next call's."""
     fn: Callable[..., Any]
     args: Tuple[Any, ...]

@@ -1,29 +1,12 @@
-"""The writer thread: the seam between the caller's side (`SummaryWriter`) and everything that
-runs in the background. Its public face is a handful of verbs:
+"""The writer thread (`WriterThread`): the seam between a `SummaryWriter` on the caller's side and
+the work that runs in the background.
 
-    worker = Worker(flush_secs, max_queue)
-    worker.start_writing(Destination(logdir))          # the logdir (storage/), its main event file
-    file = worker.open_sub_run_file(names, suffix)     # a sub-run logdir/<names...>/'s file, as an id (there on return)
-    series = worker.add_series(file, tag)              # a scalar tag in a file (None: the main one), as a row id
-    worker.columns().append(series, value, step, wall) # this thread's scalar rows (the hot path)
-    worker.put_scalar(PendingScalar(series, snapshot, step, wall))   # an MXNet scalar
-    worker.put(Record(file, build, args, step, wall))  # every other item (intake.py)
-    worker.call(fn, *args)                             # fn(storage, *args) there, in call order; returns once it ran
-    worker.flush(); worker.close()                     # close: a store waited for flush_secs in all, then an error
-    if worker.caller_must_check: worker.raise_held()   # after each call: what the thread has to say
-    warn = worker.warner(call_site())                  # a builder's warning, shown at the user's call by raise_held()
-    worker.written()                                   # (names, run, pieces) of each file: to read back
-
-No Storage or EventFile leaves this module: the caller's side names files by id, and every file
-is opened on the writer thread, in call order.
-
-What callers queue waits in the intake (intake.py), in call order. The thread wakes when a batch
-of scalars or an item waits, on flush, and at least every `flush_secs`; it takes the batch and
-hands it to its output (output.py), which builds, encodes and writes it. What it raises is kept
-and handed to the caller's next call, after that call's data is queued (a bad item never costs
-another call its data); it never leaves producers blocked. The thread opens the main event file (the
-logdir's) first; records and series whose file is None go there. A worker is NEW (not started),
-OPEN, CLOSED, or FORKED (a forked child's copy of its parent's, which writes nothing).
+The caller's side queues items through its methods (`put`, `put_scalar`, `columns().append`,
+`call`) and names event files by id: no Storage or EventFile leaves this module, and every file
+is opened on the writer thread, in call order. The thread wakes when a batch waits, on `flush()`
+and at least every `flush_secs`, and hands each batch to its event files (event_files.py). An
+error on the thread is kept and raised by the caller's next call, after that call's data is
+queued. docs/architecture.md describes the methods and the states (NEW, OPEN, CLOSED, FORKED).
 """
 from __future__ import annotations
 
@@ -39,6 +22,7 @@ from ..errors import FileDeletedError, WriterError
 from ..signal_mask import keep_signals_off_this_thread
 from . import lifecycle
 from .callsite import CallSite, warn_at, warn_at_call
+from .event_files import EventFiles
 from .intake import (
     MAX_QUEUE_BYTES,
     Intake,
@@ -49,12 +33,11 @@ from .intake import (
     Task,
     closed_error,
 )
-from .output import Output
 
 if TYPE_CHECKING:
     from ..storage import Destination
 
-__all__ = ["State", "Worker"]
+__all__ = ["State", "WriterThread"]
 
 log = logging.getLogger("mxboard")
 
@@ -66,7 +49,7 @@ class State(enum.Enum):
     FORKED = "forked"  # a forked child's copy of its parent's worker: it writes nothing
 
 
-class Worker:
+class WriterThread:
     """One writer thread, its intake and its output. Knows files, series and items, not the
     writer that feeds it (so that the exit hook, which holds the worker, never keeps a
     SummaryWriter alive)."""
@@ -77,7 +60,9 @@ class Worker:
         """`read_scalars(values)`: the floats of PendingScalars' captured values, in order.
         `max_bytes`: array data that may wait. Nothing runs until `start_writing`."""
         self.state = State.NEW
-        self.caller_must_check = False  # whether a call must `raise_held()` after queueing: something held, or not OPEN
+        # whether a call must call `deliver_to_caller()` once its data is queued: the thread holds an
+        # error or a warning for the caller, or the writer is not OPEN
+        self.holds_for_caller = False
         self._error: Optional[BaseException] = None  # the writer thread's error for the caller's next call
         self._close_error: Optional[BaseException] = None  # an error of close()'s own last writes
         self._flush_secs = flush_secs
@@ -86,7 +71,7 @@ class Worker:
         self._closing = threading.Lock()
         self._notes: Deque[Tuple[Optional[CallSite], str]] = collections.deque()  # warnings for the caller
         self._warned: Set[Any] = set()  # the keys of warnings said once (warner, warn_once)
-        self._intake = Intake(max_queue, max_bytes, held=lambda: self.caller_must_check)
+        self._intake = Intake(max_queue, max_bytes, held=lambda: self.holds_for_caller)
 
     def start_writing(self, destination: Destination, suffix: str = "", restart_at: Optional[int] = None,
                       verbose: bool = False, hooks: bool = True) -> None:
@@ -96,7 +81,7 @@ class Worker:
         there when a writer's constructor returns; an error opening it is the next call's).
         `verbose`: log each file opened. `hooks`: closed at exit and flushed at SIGTERM and
         SIGHUP (lifecycle.py; SummaryWriter's process_hooks)."""
-        self._output = Output(destination, self._read_scalars, self._hold_for_caller,
+        self._output = EventFiles(destination, self._read_scalars, self._hold_for_caller,
                               (suffix, restart_at), verbose)
         self._pid = os.getpid()
         self.state = State.OPEN
@@ -115,7 +100,7 @@ class Worker:
 
     def written(self) -> List[Tuple[Optional[Tuple[str, ...]], str, List[Tuple[str, int]]]]:
         """(names, run, pieces) of every event file that holds records: the names its sub-run was
-        opened with (None: the main file, first), its run, and its pieces (output.py)."""
+        opened with (None: the main file, first), its run, and its pieces (event_files.py)."""
         return self._output.written()
 
     def open_sub_run_file(self, names: Tuple[str, ...], suffix: str = "") -> int:
@@ -171,7 +156,7 @@ class Worker:
                     return
                 self._warned.add(once)
             self._notes.append((site, message))
-            self.caller_must_check = True
+            self.holds_for_caller = True
         return warn
 
     def warn_once(self, once: Any, message: str) -> None:
@@ -181,7 +166,7 @@ class Worker:
             self._warned.add(once)
             warn_at_call(message, RuntimeWarning)
 
-    def say_notes(self) -> None:
+    def show_warnings(self) -> None:
         """Show the warnings the writer thread kept, each at its user's line (here, on the
         caller's thread: an "error" filter raises at the caller)."""
         while self._notes:
@@ -213,7 +198,7 @@ class Worker:
             self._intake.flush(sync=False, stop=True)
             self._thread.join()
         unreported, self._error = self._error, None
-        self.state, self.caller_must_check = State.CLOSED, True
+        self.state, self.holds_for_caller = State.CLOSED, True
         fault: Optional[BaseException] = None
         try:
             self._drain()  # calls that raced close(): what they queued before `state` said so
@@ -245,13 +230,13 @@ class Worker:
         if self._pid == os.getpid():
             self._output.save_what_waits(deadline)
 
-    def raise_held(self) -> None:
+    def deliver_to_caller(self) -> None:
         """Raise what the writer thread has to say (once; after an I/O error, a WriterError on
         every call). Closed: raise if the call's data came too late to be written. (A forked
         copy, see `forked`, has nothing to say.)"""
         if self.state is State.FORKED:
             return
-        self.say_notes()
+        self.show_warnings()
         if self.state is State.CLOSED:
             if self._intake.waiting():
                 self._intake.clear()
@@ -262,9 +247,9 @@ class Worker:
         if write_error is not None:
             self._error = WriterError("the mxboard writer stopped writing after an earlier error: %r" % (write_error,))
             self._error.__cause__ = write_error
-        self.caller_must_check = False  # cleared first: an error the thread holds from now on sets it again
+        self.holds_for_caller = False  # cleared first: an error the thread holds from now on sets it again
         if self._error is not None or self._notes:
-            self.caller_must_check = True
+            self.holds_for_caller = True
         if error is not None:
             raise error
 
@@ -273,7 +258,7 @@ class Worker:
         self._intake.clear()
         self._pid = None
         self._output.abandon()
-        self.state, self.caller_must_check = State.FORKED, True
+        self.state, self.holds_for_caller = State.FORKED, True
 
     def _check_open(self) -> None:
         if self.state is State.CLOSED:
@@ -295,7 +280,7 @@ class Worker:
                 return
 
     def _drain(self) -> None:
-        """Write everything queued before now (output.py); then release its room and its flush
+        """Write everything queued before now (event_files.py); then release its room and its flush
         barriers."""
         batch = self._intake.take()
         try:
@@ -308,7 +293,7 @@ class Worker:
     def _hold_for_caller(self, exc: BaseException) -> None:
         if self.state is State.OPEN and self._error is None:
             self._error = exc
-            self.caller_must_check = True
+            self.holds_for_caller = True
         elif self.state is State.CLOSED and self._close_error is None:  # while close() writes the rest
             self._close_error = exc
         else:

@@ -3,15 +3,14 @@
     from mxboard.integrations.keras import TensorBoard
     model.fit(x, y, validation_split=0.2, callbacks=[TensorBoard("logs", histogram_freq=1)])
 
-The arguments, defaults, runs (`log_dir/train`, `log_dir/validation`), tags and steps of
-`keras.callbacks.TensorBoard`: `epoch_<metric>` every epoch (with `epoch_learning_rate`, and
-`epoch_steps_per_second` where `write_steps_per_second`), `batch_<metric>` every `update_freq`
-batches, `evaluation_<metric>_vs_iterations` after each evaluation at the optimizer's iteration,
-`<weight path>/histogram` and `<weight path>/image` every `histogram_freq` epochs, and the
-model's conceptual graph (`keras`). Embeddings (`embeddings_freq`) are written as the Projector
-reads them (Keras's own callback saves a `.weights.h5` file the Projector cannot open). Keras's
-profiler (`profile_batch`) needs TensorFlow's or JAX's profiler: a value other than 0 is an error
-that names the alternatives. Importing this module imports keras.
+It keeps the arguments, defaults, runs (`log_dir/train`, `log_dir/validation`), tags and steps of
+`keras.callbacks.TensorBoard`: `epoch_<metric>` every epoch, `batch_<metric>` every `update_freq`
+batches, `evaluation_<metric>_vs_iterations` after each evaluation, weight histograms and images
+every `histogram_freq` epochs, and the model's conceptual graph. Embeddings (`embeddings_freq`)
+are written in the form the Projector reads, whereas Keras's own callback saves a `.weights.h5`
+file that the Projector cannot open. Keras's profiler needs TensorFlow's or JAX's, so a
+`profile_batch` other than 0 is an error that names the alternatives. Importing this module
+imports keras.
 """
 from __future__ import annotations
 
@@ -40,22 +39,22 @@ class TensorBoard(callbacks.Callback):  # type: ignore[misc]  # keras's types ar
 
     Args:
         log_dir: where the runs go (a path, or an `s3://`, `gs://` or `az://` URL).
-        histogram_freq: epochs between two sets of weight histograms (0: none).
+        histogram_freq: epochs between two sets of weight histograms (0 logs none).
         write_graph: write the model's conceptual graph (a Functional or Sequential model's
-            config, as Keras does; the op graph of a `tf.function` exists only with TensorFlow).
+            config, as Keras does). The op graph of a `tf.function` exists only with TensorFlow.
         write_images: with the histograms, each weight as an image.
         write_steps_per_second: log the training steps per second (epoch and batch level).
-        update_freq: "epoch", "batch" (every batch) or N: `batch_<metric>` every N batches.
-        profile_batch: 0 only (see the module).
-        embeddings_freq: epochs between two sets of embeddings (0: none).
+        update_freq: "epoch", "batch" (every batch) or N, to log `batch_<metric>` every N batches.
+        profile_batch: must be 0 (see the module).
+        embeddings_freq: epochs between two sets of embeddings (0 logs none).
         embeddings_metadata: a labels file (TSV, as the Projector reads it) for every Embedding
             layer, or `{layer name: file}`.
         **writer_args: `mxboard.SummaryWriter`'s arguments for both runs (`flush_secs`,
             `upload_policy`, `spool`...).
 
     Raises:
-        ValueError: `profile_batch` other than 0, an `update_freq` that is no "epoch", "batch"
-            or int >= 1.
+        ValueError: a `profile_batch` other than 0, or an `update_freq` that is not "epoch",
+            "batch" or an int of 1 or more.
     """
 
     def __init__(self, log_dir: Union[str, "os.PathLike[str]"] = "logs", histogram_freq: int = 0,
@@ -93,7 +92,7 @@ class TensorBoard(callbacks.Callback):  # type: ignore[misc]  # keras's types ar
 
     # -- the two runs ------------------------------------------------------------------------------
     def _writer(self, run: str) -> SummaryWriter:
-        """The run's writer (`train` or `validation`), made on first use, as Keras's."""
+        """The writer of the run `train` or `validation`, made on first use, as in Keras's callback."""
         writer = self._writers.get(run)
         if writer is None:
             writer = self._writers[run] = SummaryWriter(os.path.join(self.log_dir, run), **self._writer_args)
@@ -106,17 +105,17 @@ class TensorBoard(callbacks.Callback):  # type: ignore[misc]  # keras's types ar
 
     # -- Keras's hooks -----------------------------------------------------------------------------
     def set_model(self, model: Any) -> None:
-        """Keep the model; write its conceptual graph and read the embeddings' labels."""
+        """Keep the model, write its conceptual graph and read the embeddings' labels."""
         self._model = model
         self._close_writers()
         if self.write_graph and model.__class__.__name__ in ("Functional", "Sequential"):
             try:
                 config = model.to_json()
-            except (TypeError, ValueError, NotImplementedError):  # as Keras's: a graph is no reason to fail
+            except (TypeError, ValueError, NotImplementedError):  # as in Keras, a graph is no reason to fail
                 config = None
             if config is not None:
                 core = self._writer("train")._core
-                core.log(_keras_model_summary, "keras", (config,), 0)
+                core.queue_summary(_keras_model_summary, "keras", (config,), 0)
         if self.embeddings_freq:
             self._configure_embeddings()
 
@@ -166,7 +165,7 @@ class TensorBoard(callbacks.Callback):  # type: ignore[misc]  # keras's types ar
     # -- what is logged ----------------------------------------------------------------------------
     def _learning_rates(self) -> Dict[str, float]:
         optimizer = self.model.optimizer
-        optimizer = getattr(optimizer, "inner_optimizer", optimizer)  # a LossScaleOptimizer's
+        optimizer = getattr(optimizer, "inner_optimizer", optimizer)  # the one a LossScaleOptimizer wraps
         if hasattr(optimizer, "optimizers"):
             return {"learning_rate_" + opt.name: float(ops.convert_to_numpy(opt.learning_rate))
                     for opt in optimizer.optimizers}
@@ -191,8 +190,9 @@ class TensorBoard(callbacks.Callback):  # type: ignore[misc]  # keras's types ar
                     writer.add_scalar("epoch_" + name, value, epoch)
 
     def _log_weights(self, epoch: int) -> None:
-        """Each weight's histogram (mxboard's buckets: tf.summary.histogram's are 30 of equal
-        width) and image; the histogram is read where the weight lives (a GPU's without waiting)."""
+        """Log each weight's histogram and, if asked, its image. The histogram has mxboard's
+        buckets, where tf.summary.histogram has 30 of equal width, and it is computed on the
+        weight's own device (on a GPU, without waiting for it)."""
         writer = self._writer("train")
         for layer in self.model.layers:
             for weight in layer.weights:
@@ -205,9 +205,10 @@ class TensorBoard(callbacks.Callback):  # type: ignore[misc]  # keras's types ar
                     self._log_weight_as_image(writer, weight, name + "/image", epoch)
 
     def _log_weight_as_image(self, writer: SummaryWriter, weight: Any, tag: str, epoch: int) -> None:
-        """As Keras's: a bias a 1-pixel-high image, a dense kernel one image (wider than high), a
-        1-D convolution's kernels one image each (the first 3, in one grid); other shapes are not
-        drawn. Values are clipped to [0, 1], as TensorFlow converts a float image."""
+        """Log a weight as an image, as Keras's callback does. A bias is an image 1 pixel high, a
+        dense kernel is one image (wider than high), and a 1-D convolution's kernels are one image
+        each (the first 3, in one grid); other shapes are not drawn. Values are clipped to [0, 1],
+        as TensorFlow converts a float image."""
         image = ops.squeeze(weight)
         shape = image.shape
         if len(shape) == 1:
@@ -227,12 +228,12 @@ class TensorBoard(callbacks.Callback):  # type: ignore[misc]  # keras's types ar
             pixels = np.clip(pixels[:MAX_IMAGES], 0, 1)
             if len(pixels) == 1:
                 writer.add_image(tag, pixels[0], epoch, dataformats="HWC")
-            else:  # tf.summary.image's samples (3 at most), side by side in one grid
+            else:  # tf.summary.image's samples (3 at most), side by side in one grid image
                 writer.add_images(tag, pixels, epoch, dataformats="NHWC")
 
     def _configure_embeddings(self) -> None:
-        """Each Embedding layer's labels (read once), as Keras checks them: a dict naming a layer
-        the model lacks is an error."""
+        """Read each Embedding layer's labels once. As in Keras, a dict that names a layer the
+        model does not have is an error."""
         named = dict(self.embeddings_metadata) if isinstance(self.embeddings_metadata, dict) else {}
         self._embedding_labels = {}
         for layer in self.model.layers:
@@ -256,8 +257,8 @@ class TensorBoard(callbacks.Callback):  # type: ignore[misc]  # keras's types ar
 
 
 def _read_labels(path: str) -> Tuple[Optional[List[str]], List[Any]]:
-    """A Projector metadata file: one label a line, or a header line and rows of tab-separated
-    columns."""
+    """Read a Projector metadata file: one label per line, or a header line and then rows of
+    tab-separated columns."""
     with open(path, encoding="utf-8") as f:
         lines = f.read().splitlines()
     if lines and "\t" in lines[0]:
