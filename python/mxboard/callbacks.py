@@ -6,7 +6,7 @@ from `mxnet.gluon.contrib.estimator` (`SummaryHandler`) or from the Module API (
 
 Tags are `<metric>/train`, `<metric>/validation`, `learning_rate`, `weights/<parameter>` and
 `gradients/<parameter>`. Everything is logged without waiting for MXNet's engine. Importing this
-module imports mxnet (the rest of mxboard never does).
+module imports mxnet, which the rest of mxboard never does.
 """
 from __future__ import annotations
 
@@ -18,8 +18,8 @@ __all__ = ["ModuleLogger", "SummaryHandler", "log_parameters"]
 
 
 def log_parameters(writer: Any, params: Any, global_step: int, gradients: bool = True) -> None:
-    """Histograms of every initialized parameter of a Gluon ParameterDict (on its own device),
-    and of its gradient where it has one.
+    """Log a histogram of every initialized parameter of a Gluon ParameterDict, on the device it
+    lives on, and of its gradient where it has one.
 
     Args:
         writer: a SummaryWriter.
@@ -39,8 +39,8 @@ def log_parameters(writer: Any, params: Any, global_step: int, gradients: bool =
 
 
 def _metric_tags(metric: Any) -> Iterator[Tuple[str, Any]]:
-    """(tag, value) of an EvalMetric: the estimator's 'training accuracy' / 'validation
-    accuracy' become accuracy/train and accuracy/validation (one chart, two lines)."""
+    """The (tag, value) pairs of an EvalMetric. The estimator's 'training accuracy' and
+    'validation accuracy' become accuracy/train and accuracy/validation: one chart, two lines."""
     names, values = metric.get()
     if not isinstance(names, list):
         names, values = [names], [values]
@@ -56,15 +56,16 @@ def _metric_tags(metric: Any) -> Iterator[Tuple[str, Any]]:
 class SummaryHandler(TrainBegin, BatchEnd, EpochEnd):  # type: ignore[misc]  # mxnet ships no types
     """An event handler for `gluon.contrib.estimator.Estimator`.
 
-    Every `log_every` batches: the batch loss and the training metrics; every epoch: the
-    training and validation metrics and the learning rate; every `histogram_every` batches (if
-    set): the weights and gradients.
+    It logs the batch loss and the training metrics every `log_every` batches; the training and
+    validation metrics and the learning rate every epoch; and, if `histogram_every` is set, the
+    weights and gradients every `histogram_every` batches.
 
     Args:
         writer: a SummaryWriter.
-        log_every: batches between two batch-level points (0: none).
-        histogram_every: batches between two sets of histograms (None: none).
-        priority: the estimator's handler order (last: after its metric and validation handlers).
+        log_every: batches between two batch-level points (0 logs none).
+        histogram_every: batches between two sets of histograms (None logs none).
+        priority: the handler's place in the estimator's order. The default runs it last, after
+            the estimator's metric and validation handlers.
 
     Example:
         >>> est.fit(train, val, epochs=5, event_handlers=[SummaryHandler(sw, histogram_every=100)])
@@ -83,7 +84,7 @@ class SummaryHandler(TrainBegin, BatchEnd, EpochEnd):  # type: ignore[misc]  # m
         self.batch = self.epoch = 0
 
     def batch_end(self, estimator: Any, *args: Any, **kwargs: Any) -> bool:
-        """Log the batch (see the class). Returns False: training goes on."""
+        """Log this batch's values (see the class). Returns False, so training goes on."""
         self.batch += 1
         if self.log_every and self.batch % self.log_every == 0:
             loss = kwargs.get("loss")
@@ -98,7 +99,7 @@ class SummaryHandler(TrainBegin, BatchEnd, EpochEnd):  # type: ignore[misc]  # m
         return False
 
     def epoch_end(self, estimator: Any, *args: Any, **kwargs: Any) -> bool:
-        """Log the epoch's metrics and learning rate. Returns False: training goes on."""
+        """Log the epoch's metrics and learning rate. Returns False, so training goes on."""
         self.epoch += 1
         for metric in list(estimator.train_metrics) + list(estimator.val_metrics):
             for tag, value in _metric_tags(metric):
@@ -116,8 +117,8 @@ class ModuleLogger:
 
     Args:
         writer: a SummaryWriter.
-        log_every: batches between two metric points (0: none).
-        histogram_every: batches between two sets of histograms (None: none).
+        log_every: batches between two metric points (0 logs none).
+        histogram_every: batches between two sets of histograms (None logs none).
         phase: the metric tags' suffix (`<metric>/<phase>`).
 
     Example:
@@ -134,7 +135,7 @@ class ModuleLogger:
         self.batch = 0
 
     def batch_end(self, param: Any) -> None:
-        """A `batch_end_callback`: `param` is MXNet's BatchEndParam."""
+        """The `batch_end_callback`, called with MXNet's BatchEndParam."""
         self.batch += 1
         module = (param.locals or {}).get("self")
         if self.log_every and self.batch % self.log_every == 0:
@@ -152,6 +153,6 @@ class ModuleLogger:
                     self.writer.add_histogram("gradients/" + name, grads[0], self.batch)
 
     def epoch_end(self, epoch: int, symbol: Any, arg_params: Dict[str, Any], aux_params: Dict[str, Any]) -> None:
-        """An `epoch_end_callback`: a histogram of every weight at step `epoch + 1`."""
+        """The `epoch_end_callback`: log a histogram of every weight at step `epoch + 1`."""
         for name, value in sorted(arg_params.items()):
             self.writer.add_histogram("weights/" + name, value, epoch + 1)

@@ -1,17 +1,14 @@
 """The demo: train a small CNN on scikit-learn's bundled 8x8 handwritten digits (a UCI data set;
-nothing is downloaded), log every summary kind TensorBoard has a dashboard for, then serve the
-run with the bundled TensorBoard. The CNN is MXNet Gluon's where MXNet runs (Python <= 3.11),
-else the same kind of CNN in numpy (demo_models.py), which logs every kind but the graph.
+nothing is downloaded), log every kind of summary that TensorBoard has a dashboard for, then serve
+the run with the bundled TensorBoard.
 
     python -m mxboard.demo [--logdir runs/demo] [--run NAME] [--epochs 10] [--no-serve] [--port 6006]
-    make demo [SERVE=0] [LOGDIR=...] [PORT=...]
 
-Each demo is a run of its own below the logdir (named by its learning rate, seed and start time),
-so a second demo is drawn beside the first, and differs from it (a seed of its own). Train and
-validation curves are sub-runs of the run (one colour each). Where the port is taken (a first
-demo still serving, or starting at the same moment), TensorBoard serves on a free one and says
-so. Ctrl-C stops the demo at any point, saying what it kept. Needs the `demo` extra
-(scikit-learn, tqdm; mxnet where it runs).
+The CNN is MXNet Gluon's where MXNet runs (Python 3.11 or older), else the same kind of CNN in
+numpy (demo_models.py), which logs every kind but the graph. Each demo is a run of its own below
+the logdir, named by its learning rate, seed and start time, so a second demo is drawn beside the
+first. Ctrl-C stops the demo at any point and says what was kept. The demo needs the `demo` extra
+(scikit-learn and tqdm, and mxnet where it runs).
 """
 import argparse
 import math
@@ -55,7 +52,7 @@ def _parse(argv: Sequence[str]) -> argparse.Namespace:
                              "differs; it is in the run's name)")
     parser.add_argument("--framework", choices=("auto", "mxnet", "numpy"), default="auto",
                         help="the model's: MXNet Gluon where MXNet runs (auto), else the same CNN in numpy")
-    parser.add_argument("--batches", type=int, default=None, help="at most this many batches an epoch (tests)")
+    parser.add_argument("--batches", type=int, default=None, help="at most this many batches per epoch (tests)")
     parser.add_argument("--histogram-every", type=int, default=10, help="weights and gradients, every N batches")
     parser.add_argument("--serve", action=argparse.BooleanOptionalAction, default=True,
                         help="start the bundled TensorBoard on the logdir afterwards")
@@ -64,8 +61,10 @@ def _parse(argv: Sequence[str]) -> argparse.Namespace:
 
 
 def _say_if_busy(port: int) -> None:
-    """Say early when `port` is taken now (a first demo still serving): TensorBoard will serve on a
-    free one (the launcher decides when it binds, which no check now could hold until then)."""
+    """Say early when `port` is taken now, for example by a first demo that is still serving.
+
+    TensorBoard will then serve on a free port. Only the launcher can decide that, when it binds:
+    a check made now could not hold the port until then."""
     with socket.socket() as probe:
         try:
             probe.bind(("127.0.0.1", port))
@@ -91,7 +90,7 @@ def _data(seed: int = 0) -> Tuple[Split, Split]:
 
 
 def _loss_as_sound(losses: Sequence[float], sample_rate: int = 8000) -> NDArray[np.float32]:
-    """The training loss as a falling tone: one 40 ms note a batch, higher pitch for higher loss."""
+    """The training loss as a falling tone: one 40 ms note per batch, the higher the loss the higher the note."""
     values = np.asarray(losses, dtype=np.float64)
     span = max(values.max() - values.min(), 1e-9)
     pitches = 220.0 + 660.0 * (values - values.min()) / span
@@ -146,7 +145,7 @@ def train(args: argparse.Namespace, writer: "SummaryWriter") -> Dict[str, float]
                     "\n".join("| %s | %s |" % item for item in sorted(config.items())))
     writer.add_images("inputs/first_batch", x_train[:args.batch_size].repeat(4, axis=2).repeat(4, axis=3))
     model.log_graph(writer, args.batch_size)
-    writer.add_custom_scalars({"Train vs validation": {  # each a sub-run: a colour each
+    writer.add_custom_scalars({"Train vs validation": {  # train and validation are sub-runs, one colour each
         "accuracy": ["Multiline", ["^accuracy$"]],
         "loss": ["Multiline", ["^loss$"]],
     }})
@@ -165,7 +164,7 @@ def train(args: argparse.Namespace, writer: "SummaryWriter") -> Dict[str, float]
             index = order[b * args.batch_size:(b + 1) * args.batch_size]
             logged, batch_loss, batch_right = model.train_step(x_train[index], y_train[index])
             step += 1
-            writer.add_scalar("loss/batch", logged, step)  # Gluon's an NDArray: no wait for the engine
+            writer.add_scalar("loss/batch", logged, step)  # Gluon's loss is an NDArray: no wait for the engine
             if step % args.histogram_every == 0 or step == 1:
                 model.log_parameters(writer, step)
             right, seen, loss_sum = right + batch_right, seen + len(index), loss_sum + batch_loss * len(index)
@@ -175,13 +174,14 @@ def train(args: argparse.Namespace, writer: "SummaryWriter") -> Dict[str, float]
 
         val_loss, probabilities = model.evaluate(x_val, y_val)
         val_acc = float((probabilities.argmax(axis=1) == y_val).mean())
-        # named values: the sub-runs accuracy/train, accuracy/validation..., drawn in one chart
+        # named values make the sub-runs accuracy/train, accuracy/validation and so on, drawn in one chart
         writer.add_scalar("accuracy", {"train": right / seen, "validation": val_acc}, epoch)
         writer.add_scalar("loss", {"train": loss_sum / seen, "validation": val_loss}, epoch)
         writer.add_scalar("learning_rate", model.learning_rate, epoch)
         filters.append(_filters_as_images(model.first_filters()))
         writer.add_images("filters/conv0", filters[-1], epoch)
-        _Progress.done = epoch  # before its line: a Ctrl-C after the line never names a finished epoch
+        # set before the epoch's line is printed, so that a Ctrl-C after the line never names a finished epoch
+        _Progress.done = epoch
         progress.write("epoch %d: train accuracy %.3f, validation accuracy %.3f, loss %.3f"
                        % (epoch, right / seen, val_acc, val_loss))
     progress.close()
@@ -201,7 +201,7 @@ def train(args: argparse.Namespace, writer: "SummaryWriter") -> Dict[str, float]
     writer.add_video("filters/conv0_over_training", np.stack(filters).transpose(1, 0, 2, 3, 4), fps=2,
                      global_step=args.epochs)
     writer.add_audio("loss_as_sound", _loss_as_sound(batch_losses), sample_rate=8000, global_step=args.epochs)
-    # on the run's own row in the HParams dashboard, its validation curves the metrics
+    # the run's own row in the HParams dashboard, with its validation curves as the metrics
     writer.add_hparams({"learning_rate": args.learning_rate, "batch_size": args.batch_size,
                         "epochs": args.epochs, "optimizer": "adam", "seed": args.seed,
                         "framework": model.framework},
@@ -211,15 +211,16 @@ def train(args: argparse.Namespace, writer: "SummaryWriter") -> Dict[str, float]
 
 
 class _Progress:
-    """Where the training is (for the line that a Ctrl-C prints)."""
+    """How far the training got, for the line that a Ctrl-C prints."""
 
-    done = 0  # epochs finished, each logged whole
+    done = 0  # the epochs finished, each logged whole
     epochs = 0
     logdir = ""
 
 
 def main(argv: Optional[Sequence[str]] = None) -> None:
-    """The demo; a Ctrl-C at any point ends it with one line saying what was kept, and status 130."""
+    """Run the demo. A Ctrl-C at any point ends it with one line that says what was kept, and exit
+    status 130."""
     try:
         _main(argv)
     except KeyboardInterrupt:
@@ -241,7 +242,8 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
 
 def _main(argv: Optional[Sequence[str]]) -> None:
     args = _parse(sys.argv[1:] if argv is None else argv)
-    if hasattr(sys.stdout, "reconfigure"):  # piped too, each line in order with the server's (stderr)
+    # line by line even when piped, so that each line comes in order with the server's (on stderr)
+    if hasattr(sys.stdout, "reconfigure"):
         sys.stdout.reconfigure(line_buffering=True)
     from mxboard import SummaryWriter
 
@@ -256,10 +258,10 @@ def _main(argv: Optional[Sequence[str]]) -> None:
         metrics = train(args, writer)
     print("trained in %.0f s: validation accuracy %.3f; logs in %s"
           % (time.time() - start, metrics["accuracy"], _Progress.logdir), flush=True)
-    if args.serve:  # the bundled server's command line, as a user runs it: this process becomes the server
+    if args.serve:  # this process becomes the bundled server, started as a user would start it
         print("starting TensorBoard: open the URL below (Ctrl+C stops it)", flush=True)
         python = [sys.executable] + (["-I"] if sys.flags.isolated else [])
-        os.environ["MXBOARD_SAVED_RUN"] = _Progress.logdir  # said by the launcher if the port is taken
+        os.environ["MXBOARD_SAVED_RUN"] = _Progress.logdir  # the launcher names it if the port is taken
         os.execv(sys.executable, python + ["-m", "tensorboard_bundle", "--logdir", args.logdir,
                                            "--port", str(args.port)])
 

@@ -1,13 +1,14 @@
-"""The demo's two models of one small CNN for 8x8 digits, with one face for the demo's training
-loop (demo.py): a Gluon network where MXNet runs (Python <= 3.11, numpy < 1.24), and the same
-kind of network in numpy elsewhere: a real training loop with real gradients (backpropagation
-written out, Adam), so that a newcomer on today's Python gets every dashboard but Graphs, which
-needs a framework's graph.
+"""The demo's two versions of one small CNN for 8x8 digits, behind one interface for demo.py.
 
-Each model: `train_step(x, y)` -> (the loss to log, the batch's mean loss, how many were right);
-`log_parameters(writer, step)` (weights and gradients); `evaluate(x, y)` -> (mean loss,
-probabilities); `features(x)` (the 64-d layer before the classifier); `first_filters()` (the
-first layer's 3x3 filters, (F, 1, 3, 3)); `learning_rate`; `log_graph(writer, batch_size)`.
+GluonCNN is an MXNet Gluon network, used where MXNet runs (Python 3.11 or older, numpy older than
+1.24). NumpyCNN is the same kind of network in numpy, with backpropagation and Adam written out,
+so that a newcomer on a current Python still sees every dashboard but Graphs, which needs a
+framework's graph.
+
+Both have `train_step(x, y)`, which returns the loss to log, the batch's mean loss and how many
+were right; `evaluate(x, y)`, which returns the mean loss and the probabilities; `features(x)`,
+the 64-wide layer before the classifier; `first_filters()`, the first layer's 3x3 filters;
+`learning_rate`; `log_parameters(writer, step)`; and `log_graph(writer, batch_size)`.
 """
 import math
 from typing import TYPE_CHECKING, Any, Dict, Tuple
@@ -27,7 +28,7 @@ def mxnet_runs() -> bool:
     """Whether MXNet 1.9.1 imports here (it needs numpy < 1.24: Python 3.11 or older)."""
     try:
         import mxnet  # noqa: F401
-    except Exception:  # noqa: BLE001 - ImportError, or numpy's AttributeError (np.bool) on numpy >= 1.24
+    except Exception:  # noqa: BLE001 - an ImportError, or an AttributeError (np.bool) on numpy 1.24 or later
         return False
     return True
 
@@ -77,8 +78,9 @@ class GluonCNN:
         with mx.autograd.record():
             output = self.net(data)
             mean = self.loss_fn(output, label).mean()  # an NDArray: add_scalar does not wait for the engine
-        # the batch's mean loss, so that the gradients logged are the mean's, as the numpy model's
-        # (a per-example loss's backward sums them: 64 times larger, rescaled only inside step())
+        # Back-propagate the batch's mean loss, so that the gradients logged are those of the mean,
+        # as in the numpy model. A per-example loss's backward sums them instead: 64 times larger,
+        # and rescaled only inside step().
         mean.backward()
         self.trainer.step(1)
         return mean, float(mean.asscalar()), int((output.argmax(axis=1).asnumpy() == y).sum())
@@ -101,9 +103,9 @@ class GluonCNN:
 
 
 class NumpyCNN:
-    """conv 16 (3x3) - ReLU - 2x2 max pool - dense 64 - ReLU - dense 10, in numpy: forward,
-    backpropagation and Adam written out. Its parameters are named as Gluon names the other
-    model's (digits_conv0_weight, ...)."""
+    """conv 16 (3x3) - ReLU - 2x2 max pool - dense 64 - ReLU - dense 10, in numpy, with the forward
+    pass, backpropagation and Adam written out. Its parameters have the names Gluon gives the
+    other model's (digits_conv0_weight and so on)."""
 
     framework = "numpy"
 
@@ -128,7 +130,7 @@ class NumpyCNN:
         return _schedule(self._base_lr, self._updates, self._batches_per_epoch)
 
     def log_graph(self, writer: "SummaryWriter", batch_size: int) -> None:
-        """No graph: a graph is a framework's (MXNet's symbol, torch's trace)."""
+        """Log nothing: a graph comes from a framework (MXNet's symbol, torch's trace)."""
 
     def _forward(self, x: Array) -> Tuple[Tuple[Array, ...], Array]:
         p = self.params

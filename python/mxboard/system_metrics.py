@@ -1,17 +1,17 @@
-"""System metrics beside the training curves (opt-in: `SummaryWriter(..., system_metrics=True)`):
-a daemon thread samples the process and the machine every `interval` seconds and logs them as
-scalars under `system/`, served like any other. The step is the seconds since the writer began.
+"""System metrics beside the training curves, asked for with `SummaryWriter(...,
+system_metrics=True)`. A daemon thread samples the process and the machine every `interval`
+seconds and logs them as scalars under `system/`. The step is the seconds since the writer began.
 
-- `system/cpu/process_percent` (of one core: 200 is two cores busy), `system/cpu/machine_percent`
-  (of all cores);
-- `system/memory/process_rss_mb`, `system/memory/available_mb`;
-- `system/disk/read_mb_per_s`, `system/disk/write_mb_per_s`, `system/network/sent_mb_per_s`,
-  `system/network/received_mb_per_s` (the machine's, since the last sample);
-- `system/gpu<i>/utilization_percent`, `system/gpu<i>/memory_used_mb` for each NVIDIA GPU, where
-  nvidia-ml-py (`pynvml`) and a driver are installed.
+- `system/cpu/process_percent` (of one core, so 200 means two busy cores) and
+  `system/cpu/machine_percent` (of all cores);
+- `system/memory/process_rss_mb` and `system/memory/available_mb`;
+- `system/disk/read_mb_per_s`, `system/disk/write_mb_per_s`, `system/network/sent_mb_per_s` and
+  `system/network/received_mb_per_s`, the machine's rates since the last sample;
+- `system/gpu<i>/utilization_percent` and `system/gpu<i>/memory_used_mb` for each NVIDIA GPU,
+  where nvidia-ml-py (`pynvml`) and a driver are installed.
 
-Needs psutil (`pip install 'mxboard[system]'`). A sample costs about a millisecond of CPU: every
-10 s (the default), well under 0.5% of a core (`make bench` measures it).
+It needs psutil (`pip install 'mxboard[system]'`). A sample costs about a millisecond of CPU, so
+one every 10 s (the default) takes well under 0.5% of a core (`make bench` measures it).
 """
 from __future__ import annotations
 
@@ -39,10 +39,10 @@ class SystemMetrics:
 
     def __init__(self, writer: Any, interval: float = 10.0) -> None:
         psutil = psutil_module()
-        # a weak reference: an unclosed writer is still collected (and closed by the reaper)
+        # a weak reference, so that a writer left unclosed is still collected (and closed by the reaper)
         self._psutil, self._writer, self.interval = psutil, weakref.ref(writer), interval
         self._process = psutil.Process()
-        self._process.cpu_percent(None)  # the first call starts the count
+        self._process.cpu_percent(None)  # psutil's first call only starts counting (it returns 0)
         psutil.cpu_percent(None)
         self._start = self._last = time.monotonic()
         self._io = self._counters()
@@ -74,7 +74,7 @@ class SystemMetrics:
             try:
                 values["system/gpu%d/utilization_percent" % i] = float(nvml.nvmlDeviceGetUtilizationRates(handle).gpu)
                 values["system/gpu%d/memory_used_mb" % i] = nvml.nvmlDeviceGetMemoryInfo(handle).used / _MB
-            except Exception:  # noqa: BLE001 - a GPU gone or a driver error: that GPU's values are skipped
+            except Exception:  # noqa: BLE001 - a GPU that has gone, or a driver error: its values are skipped
                 pass
         return values
 
@@ -86,11 +86,12 @@ class SystemMetrics:
             try:
                 for tag, value in self.sample().items():
                     writer.add_scalar(tag, value, step)
-            except Exception:  # noqa: BLE001 - the writer failed: its own calls say so
+            except Exception:  # noqa: BLE001 - the writer failed, and its own calls raise that error
                 return
             del writer
 
     def stop(self) -> None:
+        """Stop sampling, and wait up to 5 s for the thread to end (unless called from it)."""
         self._stop.set()
         if self._thread is not threading.current_thread():
             self._thread.join(5)
@@ -103,6 +104,6 @@ def _gpus() -> List[Any]:
 
         pynvml.nvmlInit()
         return [(pynvml, pynvml.nvmlDeviceGetHandleByIndex(i)) for i in range(pynvml.nvmlDeviceGetCount())]
-    except Exception:  # noqa: BLE001 - no package, no driver, no GPU: no GPU metrics
+    except Exception:  # noqa: BLE001 - without the package, a driver or a GPU, there are no GPU metrics
         return []
 

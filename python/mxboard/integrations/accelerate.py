@@ -4,13 +4,12 @@
     accelerator = Accelerator(log_with=[TensorBoardTracker("run1", "logs")])
     accelerator.init_trackers("run1", config={"lr": 0.1})
 
-Accelerate's own `TensorBoardTracker`, subclassed: the same name (`tensorboard`), arguments,
-directory (`logging_dir/run_name`), `store_init_configuration` (the hparams in a sub-run of their
-own and `hparams.yml`), `log` (numbers as scalars, str as text, dicts as `add_scalars`),
-`log_images` and `finish`, on the main process only. Its writer (`tracker.tracker`) is an
-`mxboard.SummaryWriter`, and `log` does not wait for the files as Accelerate's does (a running
-TensorBoard shows the points within `flush_secs`; `accelerator.end_training()` writes
-everything). Importing this module imports accelerate.
+This subclasses Accelerate's own `TensorBoardTracker` and keeps its name (`tensorboard`), its
+arguments, its directory (`logging_dir/run_name`) and its methods, which run on the main process
+only. Only the writer (`tracker.tracker`) differs: it is an `mxboard.SummaryWriter`, and `log`
+does not wait for the files as Accelerate's does. A running TensorBoard shows the points within
+`flush_secs`, and `accelerator.end_training()` writes everything. Importing this module imports
+accelerate.
 """
 from __future__ import annotations
 
@@ -52,8 +51,8 @@ class TensorBoardTracker(_AccelerateTracker):  # type: ignore[misc]  # accelerat
 
     @on_main_process  # type: ignore[untyped-decorator]
     def store_init_configuration(self, values: Dict[str, Any]) -> None:
-        """The hyperparameters in a sub-run named by the time, and `<that time>/hparams.yml`, as
-        Accelerate's; into an object store too."""
+        """Log the hyperparameters in a sub-run named by the time, with `<that time>/hparams.yml`
+        beside them, as Accelerate's tracker does. This works in an object store too."""
         if not is_url(self.logging_dir):
             super().store_init_configuration(values)
             return
@@ -67,9 +66,9 @@ class TensorBoardTracker(_AccelerateTracker):  # type: ignore[misc]  # accelerat
 
     @on_main_process  # type: ignore[untyped-decorator]
     def log(self, values: Dict[str, Any], step: Optional[int] = None, **kwargs: Any) -> None:
-        """Each number of `values` a scalar, each str a text, each dict one chart of several
-        lines (`add_scalars`), at `step`; a tensor is logged as a scalar, read once computed.
-        `kwargs` go to those calls (`walltime`)."""
+        """Log each number in `values` as a scalar, each str as text and each dict as one chart of
+        several lines (`add_scalars`), at `step`. A tensor is logged as a scalar, read once it is
+        computed. `kwargs` (such as `walltime`) are passed on to those calls."""
         for tag, value in values.items():
             if isinstance(value, str):
                 self.writer.add_text(tag, value, global_step=step, **kwargs)

@@ -3,14 +3,13 @@
     from mxboard.integrations.lightning import TensorBoardLogger
     trainer = Trainer(logger=TensorBoardLogger("tb_logs", name="my_model"))
 
-Lightning's own logger, subclassed: the same arguments and defaults, the same directories
-(`save_dir/name/version_N`, `hparams.yaml`), tags and steps, rank zero only, closed at the end of
-`fit` (an exception and Ctrl-C included). Only its `experiment` is an `mxboard.SummaryWriter`
-(extra keyword arguments go to it: `flush_secs`, `max_queue`, `upload_policy`...), so `save_dir`
-may be an `s3://`, `gs://` or `az://` URL, and `logger.experiment.add_histogram(...)` of a CUDA
-tensor does not wait for the device. Works with `lightning` and with `pytorch_lightning`: the
-class subclasses whichever of the two is importable, `lightning` first. Importing this module
-imports it.
+This subclasses Lightning's own logger and keeps its arguments and defaults, its directories
+(`save_dir/name/version_N`, `hparams.yaml`), tags and steps. It logs on rank zero only and is
+closed at the end of `fit`, also after an exception or a Ctrl-C. Only its `experiment` differs: it
+is an `mxboard.SummaryWriter`, which takes the extra keyword arguments (`flush_secs`,
+`upload_policy` and so on). So `save_dir` may be an `s3://`, `gs://` or `az://` URL, and a CUDA
+tensor's histogram does not wait for the device. The class subclasses `lightning` where it can be
+imported, else `pytorch_lightning`, and importing this module imports that package.
 """
 from __future__ import annotations
 
@@ -43,12 +42,12 @@ class TensorBoardLogger(_LightningLogger):  # type: ignore[misc]  # lightning's 
     Args:
         save_dir: where every experiment is (a path, or an object-store URL).
         name: the experiment's directory (default `lightning_logs`; "" for none).
-        version: an int (`version_<N>`), a str (the directory's name), or None: the next free
+        version: an int (`version_<N>`), a str (the directory's name), or None for the next free
             `version_<N>`.
         log_graph: log the module's graph (traced with `example_input_array`) at the start of
             `fit`.
-        default_hp_metric: log `hp_metric` = -1 with hyperparameters given without metrics.
-        prefix: put before every metric's name (joined with "-").
+        default_hp_metric: log `hp_metric` = -1 when hyperparameters are given without metrics.
+        prefix: a prefix for every metric's name (joined with "-").
         sub_dir: a directory below the version's for the event files.
         **kwargs: `mxboard.SummaryWriter`'s arguments (`max_queue`, `flush_secs`,
             `filename_suffix`, `upload_policy`, `spool`, `system_metrics`...).
@@ -63,8 +62,8 @@ class TensorBoardLogger(_LightningLogger):  # type: ignore[misc]  # lightning's 
     @property
     @rank_zero_experiment  # type: ignore[untyped-decorator]
     def experiment(self) -> SummaryWriter:
-        """The run's `mxboard.SummaryWriter` (made on first use; on other ranks than zero a
-        stand-in that does nothing, as Lightning's)."""
+        """The run's `mxboard.SummaryWriter`, made on first use. On ranks other than zero it is a
+        stand-in that does nothing, as in Lightning."""
         if self._experiment is not None:
             return self._experiment
         assert rank_zero_only.rank == 0, "tried to init log dirs in non global_rank=0"
@@ -75,9 +74,9 @@ class TensorBoardLogger(_LightningLogger):  # type: ignore[misc]  # lightning's 
 
     @rank_zero_only  # type: ignore[untyped-decorator]
     def log_metrics(self, metrics: Mapping[str, Any], step: Optional[int] = None) -> None:
-        """Each metric a scalar at `step` (a dict: one chart of several lines, `add_scalars`). A
-        tensor is handed to mxboard as it is, read once computed (Lightning's trainer has already
-        made its own metrics Python numbers)."""
+        """Log each metric as a scalar at `step`, and each dict as one chart of several lines
+        (`add_scalars`). A tensor is handed to mxboard as it is and read once it is computed
+        (Lightning's trainer has already turned its own metrics into Python numbers)."""
         metrics = _add_prefix(metrics, self._prefix, self.LOGGER_JOIN_CHAR)
         for tag, value in metrics.items():
             if isinstance(value, dict):
@@ -91,10 +90,11 @@ class TensorBoardLogger(_LightningLogger):  # type: ignore[misc]  # lightning's 
 
     @rank_zero_only  # type: ignore[untyped-decorator]
     def save(self) -> None:
-        """Write `hparams.yaml` where it is not yet, as Lightning's. Lightning calls this after
-        every `log_metrics`: unlike Lightning's, it does not wait for the event files each time
-        (the writer writes within `flush_secs`, and everything at `finalize`), nor ask the
-        filesystem again once the file is written."""
+        """Write `hparams.yaml` if it is not there yet, as Lightning's logger does.
+
+        Lightning calls this after every `log_metrics`. Unlike Lightning's logger, it does not wait
+        for the event files each time (the writer writes within `flush_secs`, and everything at
+        `finalize`), and it does not ask the filesystem again once the file is written."""
         if getattr(self, "_hparams_written", None) == self.log_dir:
             return
         hparams_file = os.path.join(self.log_dir, self.NAME_HPARAMS_FILE)
@@ -105,9 +105,11 @@ class TensorBoardLogger(_LightningLogger):  # type: ignore[misc]  # lightning's 
 
     @rank_zero_only  # type: ignore[untyped-decorator]
     def log_hyperparams(self, params: Any, metrics: Optional[Any] = None, step: Optional[int] = None) -> None:
-        """The hyperparameters, for `hparams.yaml` and the HParams dashboard, as Lightning's: with
-        `metrics` (a dict, or one number: `hp_metric`) logged as scalars first, or `hp_metric` =
-        -1 where `default_hp_metric` and none are given; without metrics, only `hparams.yaml`."""
+        """Log the hyperparameters for `hparams.yaml` and the HParams dashboard, as Lightning does.
+
+        `metrics` (a dict, or one number named `hp_metric`) are logged as scalars first. Without
+        metrics, `hp_metric` = -1 is logged where `default_hp_metric` is set; otherwise only
+        `hparams.yaml` is written."""
         params = _convert_params(params)
         try:
             from omegaconf import Container, OmegaConf  # as Lightning keeps an OmegaConf config
@@ -118,15 +120,16 @@ class TensorBoardLogger(_LightningLogger):  # type: ignore[misc]  # lightning's 
         else:
             self.hparams.update(params)
         flat: Dict[str, Any] = self._sanitize_params(_flatten_dict(params))
-        flat = {k: v.reshape(-1)[0].item() if hasattr(v, "reshape") else v for k, v in flat.items()}  # torch's way
+        # a tensor becomes its first element, as torch's writer does
+        flat = {k: v.reshape(-1)[0].item() if hasattr(v, "reshape") else v for k, v in flat.items()}
         if metrics is None:
             metrics = {"hp_metric": -1} if self._default_hp_metric else None
         elif not isinstance(metrics, dict):
             metrics = {"hp_metric": metrics}
         if metrics:
             self.log_metrics(metrics, step)
-            # into the run itself (torch's writer's hparams, as Lightning writes them): the
-            # dashboard's metrics are the run's own curves
+            # Into the run itself, as Lightning writes them through torch's writer, so that the
+            # dashboard's metrics are the run's own curves.
             self.experiment.add_hparams(flat, {tag: None for tag in _add_prefix(
                 metrics, self._prefix, self.LOGGER_JOIN_CHAR)}, global_step=step, in_run=True)
 

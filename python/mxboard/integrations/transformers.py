@@ -3,13 +3,14 @@
     from mxboard.integrations.transformers import TensorBoardCallback
     trainer = Trainer(model, TrainingArguments("out", report_to="none"), callbacks=[TensorBoardCallback()])
 
-transformers' own callback, subclassed: the same logdir (`TENSORBOARD_LOGGING_DIR`, else
-`<output_dir>/runs/<date>_<host>`, a trial's name below it in a hyperparameter search), the same
-tags (`train/...`, `eval/...`, `test/...`, the texts `args` and `model_config`) at the Trainer's
-`global_step`, rank zero only, closed at the end of training. Its writer is an
-`mxboard.SummaryWriter`, and it does not wait for the files after each log as transformers' does
-(a running TensorBoard shows the points within `flush_secs`; the writer writes everything when
-training ends or the process does). Importing this module imports transformers.
+This subclasses transformers' own callback and keeps its logdir (`TENSORBOARD_LOGGING_DIR`, else
+`<output_dir>/runs/<date>_<host>`, with a trial's name below it in a hyperparameter search) and
+its tags (`train/...`, `eval/...`, `test/...`, and the texts `args` and `model_config`) at the
+Trainer's `global_step`. It logs on rank zero only and is closed at the end of training. Its
+writer is an `mxboard.SummaryWriter`, which does not wait for the files after each log as
+transformers' callback does: a running TensorBoard shows the points within `flush_secs`, and the
+writer writes everything when training or the process ends. Importing this module imports
+transformers.
 """
 from __future__ import annotations
 
@@ -31,8 +32,8 @@ class TensorBoardCallback(_HFCallback):  # type: ignore[misc]  # transformers' t
     """transformers' `TensorBoardCallback`, whose writer is an `mxboard.SummaryWriter`.
 
     Args:
-        tb_writer: a writer to log to (any `SummaryWriter`); default: an `mxboard.SummaryWriter`
-            made at the start of training in the logdir above.
+        tb_writer: a writer to log to (any `SummaryWriter`). By default, an
+            `mxboard.SummaryWriter` is made in the logdir above when training starts.
         **writer_args: that writer's arguments (`flush_secs`, `upload_policy`, `spool`,
             `system_metrics`...). `TENSORBOARD_LOGGING_DIR` may be an `s3://`, `gs://` or `az://`
             URL.
@@ -55,8 +56,9 @@ class TensorBoardCallback(_HFCallback):  # type: ignore[misc]  # transformers' t
         self.tb_writer = SummaryWriter(logdir=self.logging_dir, **self._writer_args)
 
     def on_log(self, args: Any, state: Any, control: Any, logs: Optional[Any] = None, **kwargs: Any) -> None:
-        """Each number of `logs` a scalar, each str a text, at `state.global_step`, tagged as
-        transformers' callback tags them (`rewrite_logs`); other values are dropped with a warning."""
+        """Log each number in `logs` as a scalar and each str as text, at `state.global_step`,
+        tagged as transformers' callback tags them (`rewrite_logs`). Other values are dropped with
+        a warning."""
         if not state.is_world_process_zero:
             return
         if self.tb_writer is None:
