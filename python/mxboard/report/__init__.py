@@ -1,13 +1,13 @@
-"""A logdir as one self-contained HTML file: the Scalars (every run overlaid, TensorBoard's
-smoothing, log scale, step / relative / wall time), Custom Scalars, HParams, Images, Audio, Text,
-PR Curves, Histograms and Distributions dashboards, opened from disk in any browser with no server
-and no network; Graph, Projector and Mesh named as left out, with the command that shows them.
+"""A logdir as one self-contained HTML file, which any browser opens from disk with no server and
+no network.
 
     python -m mxboard report LOGDIR [-o report.html] [--runs REGEX] [--tags REGEX] [--max-points N]
     mxboard.report.write("runs/demo", "report.html")
 
-collect.py reads the logdir once (local or s3://, gs://, az://), page.py writes the page (uPlot,
-vendored, draws the charts)."""
+The page has the Scalars, Custom Scalars, HParams, Images, Audio, Text, PR Curves, Histograms and
+Distributions dashboards. It names the Graph, Projector and Mesh dashboards as left out, with the
+command that shows them. collect.py reads the logdir once (local, or s3://, gs:// or az://), and
+page.py writes the page, whose charts are drawn by a vendored copy of uPlot."""
 import os
 import secrets
 from typing import Iterable, List, Optional
@@ -21,18 +21,28 @@ __all__ = ["ReportError", "write"]
 
 def write(logdir: str, output: str = "report.html", runs: Optional[str] = None, tags: Optional[str] = None,
           max_points: int = 2000) -> List[str]:
-    """Write the report of `logdir` (the runs and tags the regular expressions `runs` and `tags`
-    find) to `output`; returns what it read, what it left out and what could not be read (`note:`
-    lines), one line each. A file
-    of the logdir that cannot be read costs only itself (said in a line); the output is written
-    whole or not at all (a temporary file beside it, renamed; removed on any failure).
+    """Write the report of `logdir` to `output`.
+
+    A file of the logdir that cannot be read leaves out only itself, and a line says so. The output
+    is written whole or not at all: to a temporary file beside it, which is renamed over it, or
+    removed on any failure.
+
+    Args:
+        logdir: a directory, one event file, or a logdir URL.
+        output: the HTML file to write.
+        runs, tags: regular expressions (`re.search`) that choose the runs and tags to report.
+        max_points: the most points drawn for one scalar series.
+
+    Returns:
+        One line each on what was read, what was left out, and what could not be read (these
+        lines start with `note:`).
 
     Raises:
         FileNotFoundError: a local logdir that does not exist.
-        ValueError: a pattern that is no regular expression, `max_points` below 2, or a mistyped
+        ValueError: a pattern that is not a regular expression, `max_points` below 2, or a mistyped
             logdir URL (storage.checked_logdir).
         ImportError: a store's URL whose client package is not installed.
-        ReportError: the logdir holds no event file (of the runs `runs` finds), cannot be
+        ReportError: the logdir holds no event file (of the runs that `runs` finds), it cannot be
             listed, or `output` cannot be written.
     """
     from .. import __version__
@@ -59,8 +69,8 @@ def write(logdir: str, output: str = "report.html", runs: Optional[str] = None, 
 
 
 def _write_whole(output: str, pieces: Iterable[str]) -> None:
-    """`pieces` as the file `output`, whole or not at all: written to a new file beside it
-    (created exclusively, never through a link someone planted), then renamed over it."""
+    """Write `pieces` as the file `output`, whole or not at all. They go to a new file beside it,
+    created exclusively (never through a link that someone planted), which is then renamed over it."""
     temporary = os.path.join(os.path.dirname(output), ".%s.%s.part" % (os.path.basename(output), secrets.token_hex(6)))
     try:
         fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o666)

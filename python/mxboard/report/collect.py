@@ -1,10 +1,11 @@
-"""A logdir read once into what the report draws: each run's scalar series (what TensorBoard shows:
-a step logged again drops the points from it on), the hparams table, the kept images, audio,
-texts, histograms and PR curves (TensorBoard's own reservoirs, of its server's sizes: memory
-follows what is kept, not the logdir), the Custom Scalars layout, and what TensorBoard shows that
-the report leaves out (Graph, Projector, Mesh, other plugins). Read with `mxboard.reader`
-(records checked against their CRCs, any writer's files, local or in an object store); the text
-rendered and the bands computed by TensorBoard's own code, so that they are what it shows."""
+"""Read a logdir once into what the report draws.
+
+That is each run's scalar series as TensorBoard shows them, the hparams table, the Custom Scalars
+layout, and the images, audio, texts, histograms and PR curves that TensorBoard's server would
+keep (sampled with its own reservoirs and sizes, so memory follows what is kept, not the size of
+the logdir). It also notes what TensorBoard shows that the report leaves out. Files are read
+through `mxboard.reader`, and the Distributions bands are computed by TensorBoard's own code, so
+that they are what it shows."""
 import errno
 import os
 import re
@@ -23,9 +24,10 @@ from ..storage import run_of
 
 __all__ = ["Collected", "collect", "KEEP", "printable"]
 
-KEEP = {"images": 10, "audio": 10, "text": 10, "histograms": 500, "pr_curves": 100}  # TensorBoard's server's
-MAX_NOTES = 100  # lines said of values that could not be read (a file of them says its first ones)
-LEFT_OUT = {  # what TensorBoard draws that the report does not: the dashboard, and why
+# the items kept per run and tag, as TensorBoard's server keeps them
+KEEP = {"images": 10, "audio": 10, "text": 10, "histograms": 500, "pr_curves": 100}
+MAX_NOTES = 100  # the most lines about values that could not be read (a file full of them gives its first)
+LEFT_OUT = {  # what TensorBoard draws and the report does not: the dashboard, and why
     "graphs": ("Graph", "an interactive graph explorer, too big for a page"),
     "projector": ("Projector", "embeddings in 3-D, too big for a page"),
     "mesh": ("Mesh", "3-D point clouds and meshes, drawn with WebGL"),
@@ -35,10 +37,11 @@ DRAWN = {"scalars", "images", "audio", "text", "histograms", "distributions", "p
 
 
 class _Series:
-    """One run's tag: its points as numpy chunks, each point with its place in the logdir (file,
-    record), so that points read by the vectorized path and by protobuf are put back in the
-    order written; then TensorBoard's rule for a step logged again (its points from that step
-    on are dropped)."""
+    """The points of one run's tag, as numpy chunks.
+
+    Each point keeps its place in the logdir (its file and record), so that points read by the
+    vectorized path and by protobuf are put back in the order they were written. TensorBoard's
+    rule is then applied: a step logged again hides the points from that step on."""
 
     __slots__ = ("chunks", "pending")
 
@@ -65,7 +68,7 @@ class _Series:
     def arrays(self) -> Tuple[Any, Any, Any]:
         """(steps, values, walls) as TensorBoard shows them (float64 arrays)."""
         self._flush()
-        chunks, self.chunks = self.chunks, []  # freed as each series is made: memory holds one copy
+        chunks, self.chunks = self.chunks, []  # freed as each series is made, so memory holds one copy
         places, steps, values, walls = (np.concatenate([c[i] for c in chunks]) for i in range(4))
         del chunks
         if len(places) > 1 and (np.diff(places) < 0).any():
@@ -80,9 +83,9 @@ class _Series:
 
 
 class _Kept:
-    """At most `size` items of one run's tag, chosen as TensorBoard's server chooses them (its
-    reservoir, seeded as it seeds it, the last always kept); a step logged again drops the
-    items from it on. Counts what it saw."""
+    """At most `size` items of one run's tag, chosen as TensorBoard's server chooses them: with its
+    reservoir, seeded as it seeds it, always keeping the last. A step logged again drops the items
+    from that step on. `seen` counts the items added."""
 
     def __init__(self, size: int) -> None:
         from tensorboard.backend.event_processing.reservoir import Reservoir
@@ -104,13 +107,20 @@ class _Kept:
 
 
 class Collected:
-    """What a logdir holds, for the page: `scalars[(run, tag)] = (steps, values, walls)` (numpy),
-    `images`, `audio`, `texts`, `histograms`, `pr_curves` `[(run, tag)] = [(step, item)]` (the
-    kept ones, in step order), `hparams[run] = {name: value}`, `metrics` the hparams
-    experiment's metrics as (group, tag), `layout` the Custom Scalars categories (merged as
-    TensorBoard merges the runs' last layouts), `left_out[dashboard] = {run: None}` what is
-    shown only by TensorBoard, `seen[kind]` the summaries read of each kept kind, `notes` what
-    could not be read, `runs` in the order first met, `seconds` how long reading took."""
+    """What a logdir holds, for the page.
+
+    Attributes:
+        scalars: `{(run, tag): (steps, values, walls)}`, as numpy arrays.
+        images, audio, texts, histograms, pr_curves: `{(run, tag): [(step, item)]}`, the kept
+            items in step order.
+        hparams: `{run: {name: value}}`.
+        metrics: the hparams experiment's metrics, as (group, tag) pairs.
+        layout: the Custom Scalars categories, merged as TensorBoard merges the runs' last layouts.
+        left_out: `{dashboard: {run: None}}`, what only TensorBoard shows.
+        seen: `{kind: count}`, the summaries read of each kept kind.
+        notes: what could not be read, one line each.
+        runs: the runs, in the order first met.
+        seconds: how long reading took."""
 
     def __init__(self) -> None:
         self.scalars: Dict[Tuple[str, str], Tuple[Any, Any, Any]] = {}
@@ -130,7 +140,7 @@ class Collected:
 
     @property
     def bands(self) -> Dict[Tuple[str, str], List[Tuple[int, float, List[float]]]]:
-        """The Distributions dashboard's percentile bands of the kept histograms: (step, wall,
+        """The Distributions dashboard's percentile bands of the kept histograms, as (step, wall,
         nine values), computed by TensorBoard's own compressor."""
         from tensorboard.plugins.distribution import compressor
 
@@ -142,7 +152,7 @@ class Collected:
 
 
 class _Reading:
-    """The state of one collect(): the series and reservoirs filled file by file."""
+    """The state of one collect() call: the series and reservoirs, filled file by file."""
 
     def __init__(self, out: Collected, tags: Optional[Pattern[str]]) -> None:
         self.out, self.tags = out, tags
@@ -153,9 +163,9 @@ class _Reading:
 
 
 def collect(logdir: str, runs: Optional[Pattern[str]] = None, tags: Optional[Pattern[str]] = None) -> Collected:
-    """Everything below `logdir` that the report draws, of the runs and tags the patterns find
-    (`re.search`). A torn or corrupt file is read as far as it can be, a file that cannot be
-    read is left out: each said in `notes`."""
+    """Everything below `logdir` that the report draws, of the runs and tags that the patterns
+    find (`re.search`). A torn or corrupt file is read as far as it can be, and a file that cannot
+    be read is left out; `notes` has a line on each."""
     began = time.perf_counter()
     out = Collected()
     reading = _Reading(out, tags)
@@ -176,8 +186,8 @@ def collect(logdir: str, runs: Optional[Pattern[str]] = None, tags: Optional[Pat
             seen_runs.setdefault(run)
             try:
                 _read_file(path, printable(run), reading)
-            except OSError as exc:  # this file only: what it gave so far is kept, the other files are read
-                if isinstance(exc, TimeoutError) and "://" in path:  # a hung store: nothing more will come
+            except OSError as exc:  # only this file is lost from here on; what it gave is kept
+                if isinstance(exc, TimeoutError) and "://" in path:  # a store that hangs will send no more
                     raise TimeoutError(errno.ETIMEDOUT, "the store did not answer within %g s (reading %s)"
                                        % (_policy().request_secs, printable(path))) from None
                 out.notes.append("%s: cannot be read (%s); left out from there, every other file is reported"
@@ -208,15 +218,15 @@ def _policy() -> Any:
 
 
 def _listed(logdir: str) -> List[str]:
-    """The logdir's event files; a store's listing within the writer's bound on its check of a
-    store (UploadPolicy.check_secs; storage/bounds.py), else TimeoutError saying so."""
+    """The logdir's event files. A store is listed within the bound the writer puts on its check
+    of a store (UploadPolicy.check_secs; storage/bounds.py), else a TimeoutError says so."""
     if "://" not in logdir:
         return reader.event_files(logdir)
-    from ..storage.bounds import within
+    from ..storage.bounds import call_with_timeout
 
     seconds = _policy().check_secs
     try:
-        return within(seconds, reader.event_files, logdir)
+        return call_with_timeout(seconds, reader.event_files, logdir)
     except TimeoutError:
         raise TimeoutError(errno.ETIMEDOUT, "the store did not answer within %g s" % seconds) from None
 
@@ -234,15 +244,17 @@ def _projector_runs(logdir: str, runs: Optional[Pattern[str]]) -> List[str]:
 
 
 def _read_file(path: str, run: str, reading: _Reading) -> None:
-    """One event file's summaries into `reading`: its simple scalars decoded many at once
-    (`_format.scan`), every other record parsed by protobuf. A value that cannot be read (a
-    tensor of no known shape, plugin data that is no protobuf) is left out and said."""
+    """Read one event file's summaries into `reading`.
+
+    Its simple scalars are decoded many at once (`_format.scan`), and every other record is
+    parsed by protobuf. A value that cannot be read (a tensor of no known shape, or plugin data
+    that is not protobuf) is left out, and a note says so."""
     tags = reading.tags
     plugins: Dict[str, str] = {}  # tag -> plugin name (a tag's first value carries it)
     reading.files += 1
-    base = reading.files << 40  # a point's place: (file, record)
+    base = reading.files << 40  # a point's place is its file's number, then its record's number
     for window in scan_file(path):
-        for number, payload in window.others:  # first: a tag's plugin is in its first event
+        for number, payload in window.others:  # read first, as a tag's plugin is named in its first event
             try:
                 event = Event.FromString(payload)
             except DecodeError as exc:
@@ -252,7 +264,7 @@ def _read_file(path: str, run: str, reading: _Reading) -> None:
             _read_event(event, path, run, base + number, plugins, reading)
         plugins.update(window.plugins)
         scalar_tensors = {tag: pieces for tag, pieces in window.tensors.items() if plugins.get(tag) == "scalars"}
-        for found in (window.scalars, scalar_tensors):  # put back in write order by their places
+        for found in (window.scalars, scalar_tensors):  # put back in the order written by their places
             for tag, pieces in found.items():
                 if tags is not None and not tags.search(tag):
                     continue
@@ -280,7 +292,7 @@ def _read_event(event: Any, path: str, run: str, place: int, plugins: Dict[str, 
             continue
         try:
             _add(value, plugin, run, step, wall, place, reading)
-        except Exception as exc:  # noqa: BLE001 (odd input costs only itself: any error of one value)
+        except Exception as exc:  # noqa: BLE001 (any error in one value leaves out that value only)
             if len(out.notes) < MAX_NOTES:
                 out.notes.append("%s: %s at step %d: cannot be read (%s: %s); left out"
                                  % (printable(path), printable(tag), step, type(exc).__name__, exc))
@@ -311,7 +323,7 @@ def _add(value: Any, plugin: Optional[str], run: str, step: int, wall: float, pl
         text = "\n".join(s.decode("utf-8", "replace") if isinstance(s, bytes) else str(s) for s in strings)
         reading.kept["text"].add(key, step, text)
     elif field == "histo" or (field == "tensor" and plugin == "histograms"):
-        migrated = data_compat.migrate_value(value)  # TensorBoard's (k, 3) buckets
+        migrated = data_compat.migrate_value(value)  # as TensorBoard's (k, 3) buckets
         buckets = tensor_util.make_ndarray(migrated.tensor).reshape(-1, 3).astype(np.float64)
         if len(buckets):
             reading.kept["histograms"].add(key, step, (wall, buckets))
@@ -340,8 +352,8 @@ def _hparams(value: Any, run: str, out: Collected) -> None:
 
 
 def _image(value: Any) -> Optional[Tuple[str, bytes]]:
-    """(mime type, bytes) of an image summary value (the `image` field, or the images plugin's
-    tensor [width, height, image...]: its first image)."""
+    """The (mime type, bytes) of an image summary value: the `image` field, or the first image of
+    the images plugin's tensor [width, height, image...]."""
     if value.WhichOneof("value") == "image":
         data = value.image.encoded_image_string
     else:
@@ -354,8 +366,8 @@ def _image(value: Any) -> Optional[Tuple[str, bytes]]:
 
 
 def _audio(value: Any) -> Tuple[str, bytes, str]:
-    """(mime type, bytes, label) of an audio summary value (the `audio` field, or the audio
-    plugin's tensor [[clip, label], ...]: its first clip, as TensorBoard shows)."""
+    """The (mime type, bytes, label) of an audio summary value: the `audio` field, or the first
+    clip of the audio plugin's tensor [[clip, label], ...], which is the one TensorBoard shows."""
     if value.WhichOneof("value") == "audio":
         return value.audio.content_type or "audio/wav", bytes(value.audio.encoded_audio_string), ""
     strings = value.tensor.string_val
@@ -366,9 +378,11 @@ def _audio(value: Any) -> Tuple[str, bytes, str]:
 
 
 def _merged_layout(layouts: Dict[str, Any]) -> List[Dict[str, Any]]:
-    """The Custom Scalars layout as TensorBoard's plugin merges it (the runs' last layouts in run
-    order, a category of a title seen before taking the charts it lacks): [{title, closed,
-    charts: [{title, multiline: [regex...]} or {title, margin: [{value, lower, upper}...]}]}]."""
+    """The Custom Scalars layout, merged as TensorBoard's plugin merges it.
+
+    The runs' last layouts are taken in run order, and a category whose title was seen before
+    gains the charts it lacks. The result is [{title, closed, charts}], where each chart is
+    {title, multiline: [regex...]} or {title, margin: [{value, lower, upper}...]}."""
     categories: Dict[str, List[Any]] = {}
     order: List[Tuple[str, bool]] = []
     for run in sorted(layouts):
@@ -392,8 +406,9 @@ def _merged_layout(layouts: Dict[str, Any]) -> List[Dict[str, Any]]:
 
 
 def matching(patterns: List[str], tags: List[str], said: Callable[[str], None]) -> List[str]:
-    """The tags any of `patterns` matches from their start (`re.match`, as TensorBoard's Custom
-    Scalars plugin matches); a pattern that is no regular expression matches none, said."""
+    """The tags that any of `patterns` matches from their start (`re.match`, as TensorBoard's
+    Custom Scalars plugin matches). A pattern that is not a regular expression matches none, and
+    `said` is told so."""
     found: List[str] = []
     for pattern in patterns:
         try:
@@ -406,8 +421,8 @@ def matching(patterns: List[str], tags: List[str], said: Callable[[str], None]) 
 
 
 def printable(name: str) -> str:
-    """`name` as text a page can hold: a file name's bytes that are not UTF-8 (Python's
-    surrogate escapes) as `\\xe9`, anything else as it is."""
+    """`name` as text that a page can hold: the bytes of a file name that are not UTF-8 (Python's
+    surrogate escapes) become `\\xe9` and the like, and everything else stays as it is."""
     try:
         raw = name.encode("utf-8", "surrogateescape")
     except UnicodeEncodeError:  # a surrogate no file name decodes to

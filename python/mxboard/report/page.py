@@ -1,10 +1,10 @@
-"""What was collected as one self-contained HTML file: the data as one JSON block (scalars packed
-as base64 float arrays, downsampled where long), the app (app.js, app.css) and uPlot inline,
-and a Content-Security-Policy that lets the page fetch nothing: every script and style is
-allowed by its hash, images and audio only from data: URLs. Opened from disk in any browser, no server,
-no network.
+"""Write what was collected as one self-contained HTML file.
 
-uPlot (https://github.com/leeoniya/uPlot, MIT; assets/uPlot.LICENSE) is vendored as released,
+The page holds the data as one JSON block (scalars packed as base64 float arrays, and thinned
+where long), the app (app.js, app.css) and uPlot inline. Its Content-Security-Policy lets it fetch
+nothing: each script and style is allowed by its hash, and images and audio only from data: URLs.
+
+uPlot (https://github.com/leeoniya/uPlot, MIT; assets/uPlot.LICENSE) is vendored as released and
 pinned by version and SHA-256 (`ASSETS`): a changed file is refused, never inlined."""
 import base64
 import datetime
@@ -26,8 +26,8 @@ ASSETS = {  # file -> SHA-256: what npm's uplot@1.6.32 ships in dist/ (and its L
     "uPlot.iife.min.js": "19c8d4c6ad88929a79f4ae49d6f7161566dfd0ba3d15cc495e974f787eb78f1f",
     "uPlot.min.css": "df630c6a8d6f8eeaff264b50f73ce5b114f646ffd9a0bb74f049b0a00135fa04",
 }
-POINTS = 800_000  # scalar points in a report, at most (about 17 MB): each series gets its share
-MIN_SHARE = 200  # ... but never fewer than this, nor more than --max-points
+POINTS = 800_000  # the most scalar points in a report (about 17 MB); each series gets its share
+MIN_SHARE = 200  # a series' share is never below this, nor above --max-points
 _HERE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "assets")
 
 
@@ -42,15 +42,17 @@ def asset(name: str) -> str:
 
 
 def downsampled(steps: Any, values: Any, walls: Any, most: int) -> Tuple[Any, Any, Any]:
-    """At most about `most` points of a series, for drawing: min/max decimation (in each of
-    `most / 2` runs of neighbouring points the lowest and the highest are kept, in order; the
-    first and the last point always), so that a spike is never averaged away."""
+    """At most about `most` points of a series, for drawing.
+
+    This is min/max decimation: the series is cut into `most / 2` stretches of neighbouring points,
+    and each keeps its lowest and highest point, in order. The first and the last point are always
+    kept. A spike is therefore never averaged away."""
     n = len(steps)
     if n <= most:
         return steps, values, walls
     buckets = max(most // 2, 1)
     bucket = (np.arange(n) * buckets) // n
-    order = np.lexsort((np.nan_to_num(values, nan=np.inf), bucket))  # by bucket, then value (NaN: highest)
+    order = np.lexsort((np.nan_to_num(values, nan=np.inf), bucket))  # by bucket, then value (NaN highest)
     starts = np.flatnonzero(np.r_[True, bucket[order][1:] != bucket[order][:-1]])
     ends = np.r_[starts[1:], n] - 1
     keep = np.unique(np.concatenate([order[starts], order[ends], [0, n - 1]]))
@@ -58,8 +60,8 @@ def downsampled(steps: Any, values: Any, walls: Any, most: int) -> Tuple[Any, An
 
 
 def _number(value: Any) -> Any:
-    """A value for JSON: a non-finite float as its name (JSON has no NaN), a list or a dict (an
-    hparam's ListValue or Struct) as its JSON text, anything else as is."""
+    """A value for JSON. A non-finite float becomes its name (JSON has no NaN), a list or a dict
+    (an hparam's ListValue or Struct) becomes its JSON text, and anything else stays as it is."""
     if isinstance(value, float) and not np.isfinite(value):
         return str(value)
     if isinstance(value, (list, dict)):
@@ -72,12 +74,12 @@ def _packed(array: Any, dtype: str) -> str:
 
 
 def _data(found: Collected, logdir: str, max_points: int, version: str) -> Tuple[Dict[str, Any], List[str]]:
-    """The page's data, and what was left out (said by the command)."""
+    """The page's data, and the lines on what was left out, which the command prints."""
     left: List[str] = []
     _said_kept(found, "images", found.images, left)
     _said_kept(found, "audio", found.audio, left)
-    # the page's bytes shared: images and audio up to MEDIA_MOST (more where the scalars leave room),
-    # the scalars the rest, each series its share of the points
+    # Share the page's bytes: images and audio get up to MEDIA_MOST (more where the scalars leave
+    # room), and the scalars get the rest, each series its share of the points.
     wanted = min(sum(len(s[0]) for s in found.scalars.values()), POINTS) * POINT_BYTES
     media = _within(dict([(("images",) + key, items) for key, items in found.images.items()]
                          + [(("audio",) + key, items) for key, items in found.audio.items()]),
@@ -130,27 +132,29 @@ def _data(found: Collected, logdir: str, max_points: int, version: str) -> Tuple
             "custom_scalars": _custom_scalars(found, sorted(scalars), left), "hparams": _hparams(found)}, left
 
 
-OFFSET_VIEW = 50  # histograms a tag and run drawn in the Histograms dashboard's offset view, at most
-PAGE_BYTES = 19_000_000  # the page's scalars and media together, at most (the rest: under 1 MB)
-MEDIA_MOST = 6_000_000  # images and audio get this much at least, where there are as many
-POINT_BYTES = 22  # a scalar point in the page: step f8, value f4, wall f4, in base64
+OFFSET_VIEW = 50  # the most histograms per tag and run drawn in the Histograms dashboard's offset view
+PAGE_BYTES = 19_000_000  # the most bytes of scalars and media together (the rest of the page is under 1 MB)
+MEDIA_MOST = 6_000_000  # images and audio get at least this much, where there are that many
+POINT_BYTES = 22  # the bytes of a scalar point in the page: step f8, value f4 and wall f4, in base64
 
 
 def _media_bytes(item: Tuple[int, Any]) -> int:
-    return (len(item[1][1]) + 2) // 3 * 4 + 40  # its data: URL
+    return (len(item[1][1]) + 2) // 3 * 4 + 40  # the length of its data: URL
 
 
 def _within(kept: Dict[Any, List[Tuple[int, Any]]], budget: int, left: List[str]) -> Dict[Any, List[Tuple[int, Any]]]:
-    """The kept images and clips, thinned until their data: URLs fit `budget` bytes: one at a time
-    from the tag and run that has the most (its first and last stay longest); where the latest of
-    each alone would not fit, whole tags and runs are left out, the largest first."""
+    """The kept images and clips, thinned until their data: URLs fit in `budget` bytes.
+
+    Items are dropped one at a time from the tag and run that has the most, whose first and last
+    items stay longest. Where even the latest item of each would not fit, whole tags and runs are
+    left out, the largest first."""
     out = {key: list(items) for key, items in kept.items()}
     total = sum(_media_bytes(item) for items in out.values() for item in items)
     dropped, gone_keys = 0, []
     while total > budget and out:
         key = max(out, key=lambda k: (len(out[k]), sum(_media_bytes(item) for item in out[k])))
         items = out[key]
-        if len(items) < 2:  # one each: the largest tag and run goes whole
+        if len(items) < 2:  # one item each is left: the largest tag and run goes whole
             key = max(out, key=lambda k: _media_bytes(out[k][-1]))
             total -= _media_bytes(out.pop(key)[-1])
             gone_keys.append(key)
@@ -175,7 +179,7 @@ def _said_kept(found: Collected, kind: str, kept: Dict[Any, List[Any]], left: Li
 
 def _by_tag(kept: Dict[Tuple[str, str], List[Tuple[int, Any]]], entry: Callable[[int, Any], Dict[str, Any]],
             most: Optional[int] = None) -> Dict[str, Dict[str, List[Dict[str, Any]]]]:
-    """{tag: {run: [entry(step, item) of each kept item]}} (at most `most` of them, spread)."""
+    """{tag: {run: [entry(step, item) for each kept item]}}, with at most `most` items spread evenly."""
     out: Dict[str, Dict[str, List[Dict[str, Any]]]] = {}
     for (run, tag), items in sorted(kept.items()):
         if most is not None and len(items) > most:
@@ -191,8 +195,8 @@ def _data_url(mime: str, data: bytes) -> str:
 
 def pr_entry(data: Any) -> Dict[str, Any]:
     """A PR curve's points as TensorBoard's PR curves plugin serves them (its `_make_pr_entry`):
-    precision and recall at each threshold, the thresholds with no positive prediction (TP + FP
-    = 0) at the tail trimmed."""
+    precision and recall at each threshold, without the thresholds at the tail that have no
+    positive prediction (TP + FP = 0)."""
     positives = data[[0, 1], :].astype(int).sum(axis=0)  # TP, FP
     end = len(positives) - 1
     while end > 0 and positives[end] == 0:
@@ -213,7 +217,7 @@ def left_out(found: Collected) -> List[Dict[str, Any]]:
 
 
 def command(logdir: str) -> str:
-    """The one command that shows the whole logdir: the bundled TensorBoard."""
+    """The command that shows the whole logdir: the bundled TensorBoard."""
     import shlex
 
     return "tensorboard --logdir %s" % shlex.quote(printable(logdir))
@@ -248,7 +252,7 @@ def _hparams(found: Collected) -> Dict[str, Any]:
 
 
 def summary(found: Collected, data: Dict[str, Any]) -> List[str]:
-    """What the command says it read, and what it left out: lines."""
+    """The lines the command prints on what it read and what it left out."""
     def tags(kind: str, items: Dict[Tuple[str, str], Any], unit: str) -> str:
         count = len({tag for _, tag in items})
         return "%s %d tag%s (%s %s)" % (kind, count, "" if count == 1 else "s",
@@ -278,14 +282,14 @@ def _hash(text: str) -> str:
 
 
 def render(found: Collected, logdir: str, max_points: int, version: str) -> Tuple[str, List[str]]:
-    """(the HTML, what the command says: what it read, what it left out, one line each)."""
+    """The HTML, and the lines the command prints on what it read and what it left out."""
     pieces, said = rendered(found, logdir, max_points, version)
     return "".join(pieces), said
 
 
 def rendered(found: Collected, logdir: str, max_points: int, version: str) -> Tuple[Iterator[str], List[str]]:
-    """(the HTML in pieces, what the command says): the data block is made as it is written, so
-    that a report of many images is never held twice over."""
+    """The HTML in pieces, and the lines the command prints. The data block is made as it is
+    written, so that a report of many images is never held in memory twice."""
     data, left = _data(found, logdir, max_points, version)
     said = summary(found, data) + ["note: %s" % line for line in found.notes + left]
     scripts = [asset("uPlot.iife.min.js"), asset("app.js")]
@@ -305,6 +309,6 @@ def rendered(found: Collected, logdir: str, max_points: int, version: str) -> Tu
         yield head
         encoder = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
         for chunk in encoder.iterencode(data):
-            yield chunk.replace("<", "\\u003c")  # no `</script>` in the block: names are the user's
+            yield chunk.replace("<", "\\u003c")  # names are the user's: none may close the block with `</script>`
         yield tail
     return pieces(), said
