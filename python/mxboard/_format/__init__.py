@@ -1,5 +1,7 @@
-"""What the writer, the reader and the bundled server share, and nothing else: TFRecord framing
-and event file names (events.py, with CRC32C: _crc32c.py), what a name below a logdir may be and
-where a store's objects go on a local disk (names.py), sizes in bytes, read and written
-(sizes.py), and the command that serves a logdir from where the user is, for hints
-(commands.py). It imports nothing of mxboard's above it."""
+"""What the writer, the reader and the bundled server share.
+
+events.py frames TFRecords and names event files, with the CRC32C of _crc32c.py. names.py says
+what a name below a logdir may be, and where a store's objects go on a local disk. files.py
+replaces a file whole and locks files between processes, sizes.py reads and writes sizes in bytes,
+and commands.py gives the command that serves a logdir, for hints. scan.py reads event files at
+disk speed for the reader and the report."""

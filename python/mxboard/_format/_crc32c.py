@@ -1,8 +1,8 @@
-"""CRC32C (Castagnoli) and TFRecord's masked form: one home for the checksum.
+"""CRC32C (Castagnoli) and TFRecord's masked form of it, the one home of the checksum.
 
-Uses a C implementation: google-crc32c (a dependency), or crc32c; where neither has a C build,
-a table-driven pure-Python one (tests/test_events.py checks that both give every record the same
-CRC).
+It uses a C implementation, google-crc32c (a dependency) or crc32c. Where neither has a C build,
+it uses a table-driven one in Python (tests/test_events.py checks that both give every record the
+same CRC).
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ def _table() -> List[int]:
 _TABLE = _table()
 
 
-def _crc32c_python(data: bytes, _table: List[int] = _TABLE) -> int:  # the table as a local: the loop is the slow path
+def _crc32c_python(data: bytes, _table: List[int] = _TABLE) -> int:  # the table is a local, for a faster loop
     crc = 0xFFFFFFFF
     for byte in data:
         crc = _table[(crc ^ byte) & 0xFF] ^ (crc >> 8)
@@ -55,18 +55,21 @@ crc32c, IMPLEMENTATION = _c_implementation() or (_crc32c_python, "python")
 
 
 def masked_crc32c(data: bytes, _crc: Callable[[bytes], int] = crc32c) -> int:
-    """TFRecord's masked CRC32C: rotate right by 15 bits, add a constant (mod 2**32)."""
+    """TFRecord's masked CRC32C: the CRC rotated right by 15 bits, plus a constant (mod 2**32)."""
     crc = _crc(data)
     return (((crc >> 15) | (crc << 17)) + 0xA282EAD8) & 0xFFFFFFFF
 
 
 def masked_crc32c_rows(rows: npt.NDArray[np.uint8], columns: Iterable[int],
                        extra: Optional[npt.NDArray[np.uint32]] = None) -> npt.NDArray[Any]:
-    """Masked CRC32C of every row of a (k, n) uint8 array, where only `columns` differ between
-    rows (the others are equal in all rows, but for columns whose linear part the caller gives
-    per row in `extra`, zeroed here). Vectorized over the rows: CRC32C is affine, so a row's CRC
-    is that of row 0 with those columns zeroed, XOR the contribution of each varying byte, looked
-    up by its value and by how many bytes follow it (`_shifted`)."""
+    """The masked CRC32C of every row of a (k, n) uint8 array in which only `columns` differ
+    between rows.
+
+    The other columns are equal in all rows, except for columns that are zero here and whose
+    linear part the caller gives per row in `extra`. The work is vectorized over the rows: CRC32C
+    is affine, so a row's CRC is that of row 0 with those columns zeroed, XOR the contribution of
+    each varying byte, which is looked up by its value and by how many bytes follow it
+    (`_shifted`)."""
     width = rows.shape[1]
     template = rows[0].copy()
     template[columns] = 0
@@ -78,14 +81,14 @@ def masked_crc32c_rows(rows: npt.NDArray[np.uint8], columns: Iterable[int],
 
 
 def crc32c_linear_rows(block: npt.NDArray[np.uint8], after: int) -> npt.NDArray[np.uint32]:
-    """The linear CRC32C part of each row of a (k, m) uint8 `block`, when `after` bytes follow
-    it in the checksummed data (what `masked_crc32c_rows` takes as `extra`, for bytes that are
-    zero in its rows)."""
+    """The linear CRC32C part of each row of a (k, m) uint8 `block`, when `after` bytes follow it
+    in the checksummed data. `masked_crc32c_rows` takes this as `extra`, for bytes that are zero
+    in its rows."""
     return _linear(block, range(block.shape[1]), block.shape[1] + after)
 
 
 def _linear(rows: npt.NDArray[np.uint8], columns: Iterable[int], width: int) -> npt.NDArray[np.uint32]:
-    """XOR of the linear CRC32C parts of `rows[:, column]` for each of `columns`, in data of
+    """The XOR of the linear CRC32C parts of `rows[:, column]` for each of `columns`, in data of
     `width` bytes."""
     tables = _shifted(width)
     linear = np.zeros(rows.shape[0], dtype=np.uint32)
@@ -98,7 +101,8 @@ _SHIFTED: List[npt.NDArray[Any]] = []
 
 
 def _shifted(width: int) -> npt.NDArray[Any]:
-    """`_shifted(w)[k][b]`: the linear CRC32C part of byte b followed by k zero bytes, k < w."""
+    """A table where `_shifted(w)[k][b]` is the linear CRC32C part of byte b followed by k zero
+    bytes, for k < w."""
     tables = _SHIFTED[0] if _SHIFTED else np.array([_table()], dtype=np.uint32)
     if len(tables) < width:
         byte_table = tables[0]
@@ -108,5 +112,5 @@ def _shifted(width: int) -> npt.NDArray[Any]:
             last = byte_table[last & 0xFF] ^ (last >> 8)
             grown.append(last[None])
         tables = np.concatenate(grown)
-        _SHIFTED[:] = [tables]  # replaced whole: other writer threads see old or new, both valid
+        _SHIFTED[:] = [tables]  # replaced whole: other writer threads see the old or the new, both valid
     return tables

@@ -1,5 +1,5 @@
-"""The command that serves a logdir, as the user can run it from where they are: a hint names
-a command that runs, not one that is not on PATH."""
+"""The command that serves a logdir, written so that the user can run it from where they are. A
+hint then names a command that runs, never one that is not on PATH."""
 import os
 import shlex
 import shutil
@@ -7,15 +7,18 @@ import sys
 
 __all__ = ["SERVE_HINT", "serve_command"]
 
-# how the user's tool serves a logdir, `{}` standing for it (make's: `make tensorboard LOGDIR={}`)
+# the environment variable that says how the user's tool serves a logdir, with `{}` for the logdir
+# (make sets `make tensorboard LOGDIR={}`)
 SERVE_HINT = "MXBOARD_SERVE_HINT"
 
 
 def serve_command(logdir: str) -> str:
-    """The command line that serves `logdir` with the bundled TensorBoard: as the environment's
-    SERVE_HINT says (make sets one); else `tensorboard --logdir DIR` where PATH finds this
-    Python's own `tensorboard`; else that script by its path (relative to the working directory
-    where it lies below it: `.venv/bin/tensorboard`); else this Python's `-m tensorboard_bundle`."""
+    """The command line that serves `logdir` with the bundled TensorBoard.
+
+    That is the form the environment's SERVE_HINT gives, where make sets one. Else it is
+    `tensorboard --logdir DIR` where PATH finds this Python's own `tensorboard`; else that script
+    by its path (relative to the working directory where it lies below it, such as
+    `.venv/bin/tensorboard`); else this Python with `-m tensorboard_bundle`."""
     quoted = shlex.quote(logdir)
     template = os.environ.get(SERVE_HINT, "")
     if "{}" in template:
@@ -31,8 +34,8 @@ def serve_command(logdir: str) -> str:
 
 
 def _shortest(path: str) -> str:
-    """`path` relative to the working directory where it lies below it (`./` where a shell would
-    otherwise look it up on PATH), else absolute."""
+    """`path` relative to the working directory where it lies below it, else absolute. A bare
+    name gets `./` before it, which a shell would otherwise look up on PATH."""
     absolute = os.path.abspath(path)
     try:
         relative = os.path.relpath(absolute)

@@ -1,8 +1,8 @@
 """The event file's format: its name and its records (TFRecord framing). The files themselves
-are the storage's (storage/).
+belong to storage/.
 
 A record is `length (u64 LE) | masked CRC32C of length (u32 LE) | payload | masked CRC32C of
-payload (u32 LE)`; the first record of every file is an Event with `file_version`.
+payload (u32 LE)`. The first record of every file is an Event with `file_version`.
 """
 from __future__ import annotations
 
@@ -37,16 +37,25 @@ def frame(payload: bytes) -> bytes:
 
 def whole_records(data: Union[bytes, bytearray], limit: int, room: Optional[int] = None,
                   at_least_one: bool = False, start: int = 0, check_from: int = 1 << 20) -> Tuple[int, Optional[str]]:
-    """(end, problem) of a TFRecord stream's bytes `data`, from a record's start (`start`): `end`
-    is where its last whole record ends (within `room` bytes if given: the first record alone may
-    pass it, with `at_least_one`); `problem` why no record can follow there however the stream
-    grows (a length over `limit`, or one of `check_from` or more whose checksum is wrong), else
-    None (the rest is a record still incomplete, or past `room`). The one framing of this package:
-    the mirror copies by it, the uploader cuts its objects with it, the reader reads by it.
+    """Find where the whole records of a TFRecord stream end. This is the package's one framing:
+    the mirror copies by it, the uploader cuts its objects with it, and the reader reads by it.
 
-    Payloads are not checked, nor, by default, the checksums of lengths under 1 MiB: this runs on
-    every byte a mirror copies, and what a small length claims costs a reader little (the reader,
-    which checks every CRC, passes `check_from=0`)."""
+    Args:
+        data: the stream's bytes.
+        limit: the longest record allowed.
+        room: if given, the most bytes the whole records may take from `start`.
+        at_least_one: let the first record pass `room` when it alone does not fit.
+        start: where a record starts in `data`.
+        check_from: check the CRC of every length of this size or more. Payloads are never checked,
+            and by default lengths under 1 MiB are not either: this runs on every byte a mirror
+            copies, and a wrong small length costs a reader little. The reader, which checks every
+            CRC, passes 0.
+
+    Returns:
+        (end, problem): `end` is where the last whole record ends. `problem` says why no record
+        can follow there however the stream grows (a length over `limit`, or a checked length
+        whose CRC is wrong); it is None where the rest is an incomplete record or lies past `room`.
+    """
     offset, size, unpack = start, len(data), RECORD_HEADER.unpack_from
     while size - offset >= 12:  # RECORD_HEADER.size
         length, length_crc = unpack(data, offset)
@@ -63,10 +72,11 @@ def whole_records(data: Union[bytes, bytearray], limit: int, room: Optional[int]
 
 
 def event_file_name(suffix: str = "", token: str = "") -> str:
-    """`events.out.tfevents.<secs>.<host>.<pid>.<n><token><suffix>`, `<n>` a zero-padded counter
-    of this process: never the same twice in a process, never the same across processes on one
-    host (the pid), and, since loaders read a run's files in name order, sorted in creation
-    order among the files of one process. `token`: more entropy, where hosts and pids may repeat
-    and no exclusive create guards the name (an object store)."""
+    """A new event file name: `events.out.tfevents.<secs>.<host>.<pid>.<n><token><suffix>`.
+
+    `<n>` is a zero-padded counter of this process, so a name is never the same twice in a
+    process, nor (with the pid) across processes on one host. As loaders read a run's files in
+    name order, the files of one process sort in the order they were made. `token` adds entropy
+    where hosts and pids may repeat and no exclusive create guards the name (an object store)."""
     return "events.out.tfevents.%010d.%s.%d.%06d%s%s" % (
         int(time.time()), socket.gethostname(), os.getpid(), next(_counter), token, suffix)

@@ -1,12 +1,12 @@
-"""Two file operations the writer, the spool and the bundled server share: a file replaced whole
-or not at all (`replace_whole`), and an advisory lock between processes (`lock`, flock on POSIX;
-`HAVE_LOCKS` is False where the platform has none)."""
+"""Two file operations that the writer, the spool and the bundled server share: replacing a file
+whole or not at all (`replace_whole`), and an advisory lock between processes (`lock`, which is
+flock on POSIX; `HAVE_LOCKS` is False where the platform has none)."""
 import os
 from typing import Optional
 
 try:
     import fcntl
-except ImportError:  # Windows: no advisory locks
+except ImportError:  # Windows has no advisory locks
     fcntl = None  # type: ignore[assignment]
 
 __all__ = ["HAVE_LOCKS", "lock", "replace_whole", "unlock"]
@@ -17,16 +17,18 @@ _NEW = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | get
 
 
 def replace_whole(path: str, data: bytes, mode: Optional[int] = None) -> None:
-    """Write `path` whole or not at all: a new file beside it (O_EXCL, so never through a name
-    someone planted), its bytes, then renamed over `path` (a rename replaces a symlink there
-    itself, never what it points to). `mode`: the file's permissions (default: 0666 less the
-    umask, as any new file)."""
+    """Write `path` whole or not at all.
+
+    The bytes go to a new file beside it, made with O_EXCL so never through a name that someone
+    planted, which is then renamed over `path`. A rename replaces a symlink there, never what it
+    points to. `mode` sets the file's permissions; by default they are 0666 less the umask, as for
+    any new file."""
     temporary = os.path.join(os.path.dirname(path) or ".", ".%s.new-%s" % (os.path.basename(path), os.urandom(8).hex()))
     fd = os.open(temporary, _NEW, 0o666 if mode is None else mode)
     try:
         with os.fdopen(fd, "wb") as f:
             if mode is not None:
-                os.fchmod(f.fileno(), mode)  # exactly, whatever the umask
+                os.fchmod(f.fileno(), mode)  # exactly this mode, whatever the umask
             f.write(data)
         os.replace(temporary, path)
     except BaseException:
@@ -38,9 +40,11 @@ def replace_whole(path: str, data: bytes, mode: Optional[int] = None) -> None:
 
 
 def lock(fd: int, wait: bool = True) -> bool:
-    """An exclusive advisory lock on the open file `fd` (released with `unlock`, or when every
-    descriptor of it is closed): True once held; False where another process holds it and not
-    `wait`. Where the platform has no advisory locks, True at once."""
+    """Take an exclusive advisory lock on the open file `fd`, released by `unlock` or when every
+    descriptor of the file is closed.
+
+    Returns True once the lock is held, or False where another process holds it and `wait` is
+    false. Where the platform has no advisory locks, it returns True at once."""
     if fcntl is None:
         return True
     try:
@@ -51,5 +55,6 @@ def lock(fd: int, wait: bool = True) -> bool:
 
 
 def unlock(fd: int) -> None:
+    """Release the lock that `lock` took on `fd`."""
     if fcntl is not None:
         fcntl.flock(fd, fcntl.LOCK_UN)

@@ -1,5 +1,6 @@
-"""Names in a logdir, for every storage: tags and names as path components that can never leave
-the logdir, whether a logdir is a URL, and a directory's run (its path below the logdir)."""
+"""Names in a logdir, for every storage: tags and names made into path components that can never
+leave the logdir, whether a logdir is a URL, and the run of a directory (its path below the
+logdir)."""
 from __future__ import annotations
 
 import hashlib
@@ -11,15 +12,15 @@ from typing import Dict, Iterable, List
 __all__ = ["components", "is_url", "local_names", "part_key", "run_of", "stitched_name"]
 
 _UNSAFE = re.compile(r'[\x00-\x1f\x7f<>:"|?*]')
-_MAX_COMPONENT = 120  # bytes; filesystems allow 255, the hash suffix and margins need the rest
-_MAX_DEPTH = 8  # directory levels a name may become; deeper ones are folded into the last
+_MAX_COMPONENT = 120  # bytes; filesystems allow 255, and the hash suffix and margins need the rest
+_MAX_DEPTH = 8  # the directory levels a name may become; deeper ones are folded into the last
 _URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
 _PART = re.compile(r"^(.+tfevents.+)\.part(z*)(\d{4,})$")
-_NAME_MAX = 255  # bytes in a path component: every common local filesystem's limit
+_NAME_MAX = 255  # the bytes in a path component that every common local filesystem allows
 
 
 def is_url(path: object) -> bool:
-    """Whether `path` is a logdir URL (`s3://...`, any fsspec URL; `file://` is a local path)."""
+    """Whether `path` is a logdir URL (`s3://...` or any fsspec URL; `file://` is a local path)."""
     return isinstance(path, str) and bool(_URL.match(path)) and not path.startswith("file://")
 
 
@@ -51,8 +52,8 @@ def components(*names: str) -> List[str]:
 
 def run_of(logdir: str, directory: str) -> str:
     """The run of `directory` below `logdir`, as TensorBoard names it: its path relative to the
-    logdir with `/` between components, '.' for the logdir itself. Both are local paths, or both
-    URLs (or paths in one store)."""
+    logdir with `/` between components, or '.' for the logdir itself. Both are local paths, or
+    both are URLs (or paths in one store)."""
     if is_url(logdir) or is_url(directory):
         root = logdir.split("://", 1)[-1].strip("/")
         below = directory.split("://", 1)[-1].strip("/")
@@ -63,16 +64,17 @@ def run_of(logdir: str, directory: str) -> str:
 
 
 def part_key(base: str, number: int) -> str:
-    """The name of an event file's object `number` (1, 2, ...) after `base` in a store:
-    `<base>.part0001` ... `.part9999`, `.partz10000`, `.partzz100000` (a `z` a digit past four, which
-    sorts after every digit: names sort in creation order for ever)."""
+    """The name in a store of an event file's object `number` (1, 2, ...) after `base`:
+    `<base>.part0001` to `.part9999`, then `.partz10000`, `.partzz100000` and so on. There is one
+    `z` per digit past four, and as `z` sorts after every digit, the names always sort in the
+    order they were made."""
     digits = "%04d" % number
     return "%s.part%s%s" % (base, "z" * (len(digits) - 4), digits)
 
 
 def stitched_name(name: str) -> str:
-    """The event file an object `name` belongs to: `<base>` for `<base>.partNNNN` (part_key's
-    names), else `name` itself."""
+    """The event file that an object `name` belongs to: `<base>` for `<base>.partNNNN` (the names
+    part_key makes), else `name` itself."""
     match = _PART.match(name)
     if match and len(match.group(3)) == 4 + len(match.group(2)):
         return match.group(1)
@@ -84,11 +86,12 @@ def _digest(text: str) -> str:
 
 
 def _holdable(component: str) -> str:
-    """`component` where a local disk can hold it; else a safe, unique stand-in: cut to fit
-    (at a character), a hash of the whole, and `tfevents` kept where it was (loaders look for it)."""
+    """`component` itself where a local disk can hold it, else a safe and unique stand-in: the
+    name cut to fit (at a character), a hash of the whole, and `tfevents` where the name had it
+    (loaders look for it)."""
     try:
         encoded = component.encode("utf-8")
-    except UnicodeEncodeError:  # a lone surrogate: no filesystem name
+    except UnicodeEncodeError:  # a lone surrogate, which no filesystem name holds
         encoded = component.encode("utf-8", "replace")
     if len(encoded) <= _NAME_MAX and "\x00" not in component and encoded.decode("utf-8") == component:
         return component
@@ -97,13 +100,15 @@ def _holdable(component: str) -> str:
 
 
 def local_names(names: Iterable[str]) -> Dict[str, str]:
-    """{name: its local relative path} for the files `names` of a logdir in a store (paths with
-    `/` between components, none empty, `.` or `..`): the name itself wherever a local disk can
-    hold it, so that runs are named as in the store. A component over 255 bytes or with a
-    character no filesystem takes is cut and given a hash of the whole (_holdable); a file
-    whose path is also a directory of other files (`run2` beside `run2/events...`) gets a
-    `~file-<hash>` suffix. Two names never share a path, and a name's path depends on the other
-    names only where it is such a file."""
+    """The local relative path of each of the files `names` of a logdir in a store, as
+    {name: path}.
+
+    The names have `/` between components, and none is empty, `.` or `..`. A path is the name
+    itself wherever a local disk can hold it, so that runs are named as in the store. A component
+    over 255 bytes, or with a character that no filesystem takes, is cut and given a hash of the
+    whole (_holdable). A file whose path is also a directory of other files (`run2` beside
+    `run2/events...`) gets a `~file-<hash>` suffix. Two names never share a path, and a name's
+    path depends on the other names only where it is such a file."""
     mapped = {name: "/".join(_holdable(c) for c in name.split("/")) for name in names}
     directories = {path.rsplit("/", 1)[0] for path in mapped.values() if "/" in path}
     directories |= {d.rsplit("/", i)[0] for d in directories for i in range(1, d.count("/") + 1)}

@@ -10,8 +10,9 @@ _SIZE = re.compile(r"\s*(\d+(?:\.\d+)?)\s*([KMGT]?)i?B?\s*", re.IGNORECASE)
 
 
 def parse_bytes(text: str, what: str) -> int:
-    """The bytes `text` says (a number, with K, M, G or T after it if you like: powers of 1024);
-    ValueError naming `what` (the flag or variable it came from) if it says none."""
+    """The number of bytes that `text` gives: a number, optionally followed by K, M, G or T
+    (powers of 1024). Raises a ValueError naming `what` (the flag or variable it came from) if
+    `text` gives none."""
     match = _SIZE.fullmatch(text or "")
     if not match:
         raise ValueError("%s %r: a number of bytes, with K, M, G or T after it if you like" % (what, text))
