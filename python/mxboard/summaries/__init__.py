@@ -1,2 +1,3 @@
-"""Summary builders: pure functions, numpy in, `Summary` out, no I/O. One module a kind; but
-`projector.py` writes the Projector's files, through the storage (storage/) it is given."""
+"""Summary builders: pure functions that take numpy arrays and return a `Summary`, with no I/O.
+There is one module per kind of summary. Only `projector.py` writes files: the Projector's, through
+the storage (storage/) it is given."""

@@ -19,7 +19,8 @@ _DTYPES = {
 
 def metadata(plugin_name: str, content: bytes = b"", display_name: Optional[str] = None,
              description: Optional[str] = None) -> Message:
-    """SummaryMetadata naming the plugin that renders a value; `content` its serialized data."""
+    """SummaryMetadata that names the plugin which renders a value, with `content` as the plugin's
+    serialized data."""
     meta = SummaryMetadata(plugin_data=SummaryMetadata.PluginData(
         plugin_name=plugin_name, content=content))
     if display_name:
@@ -30,8 +31,8 @@ def metadata(plugin_name: str, content: bytes = b"", display_name: Optional[str]
 
 
 def tensor(array: Any) -> Message:
-    """A TensorProto of a numpy array: numbers as little-endian `tensor_content`; strings (str or
-    bytes, any shape) as `string_val` in row-major order."""
+    """A TensorProto of a numpy array. Numbers go in `tensor_content`, little-endian; strings (str
+    or bytes, of any shape) go in `string_val`, in row-major order."""
     array = np.asarray(array)
     shape = TensorShapeProto(dim=[TensorShapeProto.Dim(size=n) for n in array.shape])
     if array.dtype.kind in "USO":
@@ -45,7 +46,7 @@ def tensor(array: Any) -> Message:
 
 
 def summary(tag: str, meta: Optional[Message] = None, **value: Any) -> Message:
-    """A Summary of one Value: `tag`, optional metadata, and one of its value fields."""
+    """A Summary of one Value, with `tag`, optional metadata and one of the Value's fields."""
     entry = Summary.Value(tag=tag, **value)
     if meta is not None:
         entry.metadata.CopyFrom(meta)

@@ -1,6 +1,6 @@
-"""Audio: 16-bit PCM WAV in the `audio` plugin's tensor form, `[[wav, label]]`, with the WAV
-encoding in its metadata. (The legacy `Summary.Audio` value loses its encoding in TensorBoard's
-fast data server, which then serves it as application/octet-stream instead of audio/wav.)"""
+"""Audio as 16-bit PCM WAV, in the `audio` plugin's tensor form `[[wav, label]]`, with the WAV
+encoding in its metadata. The legacy `Summary.Audio` value is not used: TensorBoard's fast data
+server loses its encoding and serves it as application/octet-stream instead of audio/wav."""
 import io
 import wave
 from typing import Any, Sequence
@@ -17,9 +17,10 @@ PLUGIN = "audio"
 
 
 def frames_layout(shape: Sequence[int], name: str = "audio") -> str:
-    """How an audio array of `shape` is laid out: 'mono', 'frames-channels' or
-    'channels-frames'. (L,) is mono; (L, C) or (C, L) have 1 or 2 channels, the short axis; any
-    other axes must be of length 1 (mxboard took arrays "squeezable to 1-D")."""
+    """How an audio array of `shape` is laid out: 'mono', 'frames-channels' or 'channels-frames'.
+
+    (L,) is mono. (L, C) and (C, L) have 1 or 2 channels on the shorter axis. Any other axes must
+    have length 1, as mxboard has always taken arrays that squeeze to 1-D."""
     squeezed = tuple(n for n in shape if n != 1) if len(shape) > 2 else tuple(shape)
     if len(squeezed) == 1 or (len(squeezed) == 0 and shape):
         return "mono"
@@ -42,8 +43,8 @@ def as_frames(array: NDArray[Any]) -> NDArray[Any]:
 
 
 def encode_wav(frames: NDArray[Any], sample_rate: int) -> bytes:
-    """(frames, channels) samples (float in [-1, 1], clipped; or int16) as a 16-bit WAV file,
-    converted in one vectorized step."""
+    """(frames, channels) samples as a 16-bit WAV file, converted in one vectorized step. Floats
+    are taken as [-1, 1] and clipped; integers are taken as int16."""
     if frames.dtype.kind == "f":
         pcm = (np.clip(np.nan_to_num(frames), -1.0, 1.0) * 32767.0).round().astype("<i2")
     else:
@@ -58,9 +59,10 @@ def encode_wav(frames: NDArray[Any], sample_rate: int) -> bytes:
 
 
 def audio_summary(tag: str, audio: Any, sample_rate: int) -> Message:
-    """`audio`: samples as `frames_layout` accepts them, float in [-1, 1] (clipped) or int16."""
+    """A Summary of `audio`, samples laid out as `frames_layout` accepts them: floats in [-1, 1]
+    (clipped) or int16."""
     frames = as_frames(np.asarray(audio))
     content = AudioPluginData(version=0, encoding=AudioPluginData.WAV).SerializeToString()
-    meta = metadata(PLUGIN, content)  # no data_class: TensorBoard then projects out the labels
+    meta = metadata(PLUGIN, content)  # without a data_class, TensorBoard leaves out the labels
     data = np.array([[encode_wav(frames, sample_rate), b""]], dtype=object)
     return summary(tag, meta, tensor=tensor(data))

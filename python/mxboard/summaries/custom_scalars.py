@@ -1,4 +1,4 @@
-"""The Custom Scalars dashboard's layout: charts that group scalar tags (regular expressions)."""
+"""The Custom Scalars dashboard's layout: charts that group scalar tags by regular expressions."""
 from typing import Any
 
 import numpy as np
@@ -13,9 +13,10 @@ CONFIG_TAG = "custom_scalars__config__"
 
 
 def layout_proto(layout: Any) -> Message:
-    """tensorboardX's layout dict, `{category: {chart title: ["Multiline", [tag regexes]] or
-    ["Margin", [value, lower, upper]]}}`, as a Layout message; shapes checked, errors naming the
-    chart."""
+    """tensorboardX's layout dict as a Layout message.
+
+    The dict is `{category: {chart title: ["Multiline", [tag regexes]] or ["Margin", [value,
+    lower, upper]]}}`. Its shape is checked, and an error names the chart that is wrong."""
     if not isinstance(layout, dict) or not layout:
         raise TypeError("layout must be a non-empty dict of category -> {chart title: [kind, tags]}")
     categories = []
@@ -43,5 +44,6 @@ def layout_proto(layout: Any) -> Message:
 
 
 def custom_scalars_summary(layout: Message) -> Message:
+    """A Summary of the Layout message, under the tag the plugin reads."""
     data = np.array(layout.SerializeToString(), dtype=object)
     return summary(CONFIG_TAG, metadata(PLUGIN), tensor=tensor(data))

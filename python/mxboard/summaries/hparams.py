@@ -1,5 +1,6 @@
-"""Hyper-parameters for the HParams dashboard: an experiment (which hparams and metrics exist), a
-session start (this run's values) and a session end, as TensorBoard's hparams plugin reads them."""
+"""Hyper-parameters for the HParams dashboard, as TensorBoard's hparams plugin reads them: an
+experiment (which hparams and metrics exist), a session start (this run's values) and a session
+end."""
 import numbers
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Tuple, Union
 
@@ -18,11 +19,11 @@ SESSION_END_INFO_TAG = "_hparams_/session_end_info"
 _NULL_TENSOR = np.zeros((0,), dtype=np.float32)
 
 
-HParam = Union[bool, float, str]  # an hparam's value, as hparam_value gives it
+HParam = Union[bool, float, str]  # an hparam's value, as hparam_value returns it
 
 
 def hparam_value(value: Any, name: str) -> HParam:
-    """An hparam's value as a Python bool, float or str (numpy scalars and 0-d arrays unwrapped)."""
+    """An hparam's value as a Python bool, float or str. Numpy scalars and 0-d arrays are unwrapped."""
     if isinstance(value, (np.generic, np.ndarray)) and np.ndim(value) == 0:
         value = value.item()
     if isinstance(value, bool):
@@ -54,8 +55,8 @@ def _data_type(value: HParam) -> int:
 
 
 def _metric_info(metric: Union[str, Tuple[str, str, str]]) -> Message:
-    """A metric tag, or (tag, group, display name): a tag of the sub-run `group`, shown by its
-    display name (TensorBoard would show it as `group.tag`)."""
+    """The MetricInfo of a metric tag, or of (tag, group, display name): a tag of the sub-run
+    `group`, shown by its display name (TensorBoard would show it as `group.tag`)."""
     if isinstance(metric, tuple):
         tag, group, display_name = metric
         return hp.MetricInfo(name=hp.MetricName(tag=tag, group=group), display_name=display_name)
@@ -71,11 +72,16 @@ def hparams_summary(hparams: Mapping[str, HParam], metric_tags: Iterable[Union[s
                     start_time: float, end_time: float,
                     domains: Optional[Mapping[str, List[HParam]]] = None) -> Message:
     """One session as a Summary of three values: the experiment (which hparams and metrics
-    exist), the session's start (its values) and its end. `hparams`: name -> value (from
-    `hparam_value`); `metric_tags`: the scalar tags to show as metrics, each a tag of the run or
-    (tag, group, display name): a tag of its sub-run `group` (a path below the run, as
-    TensorBoard names runs), shown by that name;
-    `domains`: optional name -> list of the values the hparam takes across runs."""
+    exist), the session's start (its values) and its end.
+
+    Args:
+        hparams: name -> value, as `hparam_value` returns it.
+        metric_tags: the scalar tags to show as metrics. Each is a tag of the run, or (tag, group,
+            display name) for a tag of the sub-run `group` (a path below the run, as TensorBoard
+            names runs), shown by that name.
+        start_time, end_time: the session's start and end, in seconds since the epoch.
+        domains: optionally, name -> the list of values the hparam takes across runs.
+    """
     infos = []
     for name, value in hparams.items():
         info = hp.HParamInfo(name=name, type=_data_type(value))

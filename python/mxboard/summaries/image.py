@@ -1,5 +1,5 @@
-"""Images (PNG), image grids, and videos (animated GIF) as `Summary.Image` values, which
-TensorBoard's images dashboard shows."""
+"""Images (as PNG), image grids and videos (as animated GIFs) in `Summary.Image` values, which
+TensorBoard's Images dashboard shows."""
 import io
 import struct
 import zlib
@@ -16,8 +16,8 @@ __all__ = ["figure_pixels", "to_hwc", "make_image_grid", "to_uint8", "image_summ
 
 
 def to_uint8(array: NDArray[Any]) -> NDArray[np.uint8]:
-    """Pixels as uint8: floats are taken as [0, 1] and clipped (never wrapped around); bool as
-    0/255; integers as they are (the call checked they lie in [0, 255]: checks.pixels)."""
+    """Pixels as uint8. Floats are taken as [0, 1] and clipped (never wrapped around), bools become
+    0 or 255, and integers stay as they are (the call checked they lie in [0, 255]: checks.pixels)."""
     if array.dtype == np.uint8:
         return array
     if array.dtype == np.bool_:
@@ -35,7 +35,7 @@ def to_uint8(array: NDArray[Any]) -> NDArray[np.uint8]:
 
 
 def make_image_grid(images: Any, nrow: int = 8, padding: int = 2, pad_value: float = 0) -> NDArray[Any]:
-    """NCHW images as one CHW grid, `nrow` images a row (mxboard's and torchvision's layout)."""
+    """NCHW images as one CHW grid, `nrow` images per row (mxboard's and torchvision's layout)."""
     images = np.asarray(images)
     count, channels, height, width = images.shape
     ncol = min(nrow, count)
@@ -50,8 +50,8 @@ def make_image_grid(images: Any, nrow: int = 8, padding: int = 2, pad_value: flo
 
 
 def to_hwc(array: NDArray[Any], dataformats: str) -> NDArray[Any]:
-    """An image array in `dataformats` (checked by `checks.dataformats`) as HWC; N* formats as a
-    grid."""
+    """An image array in `dataformats` (checked by `checks.dataformats`) as HWC. The N* formats
+    become a grid."""
     if dataformats == "HW":
         return array[:, :, None]
     if dataformats == "HWC":
@@ -64,8 +64,8 @@ def to_hwc(array: NDArray[Any], dataformats: str) -> NDArray[Any]:
 
 
 def figure_pixels(figure: Any, close: bool = True) -> NDArray[np.uint8]:
-    """A matplotlib figure rendered as an HWC uint8 RGBA array (on the caller's thread:
-    matplotlib is not thread-safe)."""
+    """A matplotlib figure rendered as an HWC uint8 RGBA array. This runs on the caller's thread,
+    as matplotlib is not thread-safe."""
     if not hasattr(figure, "canvas"):
         raise TypeError("figure must be a matplotlib Figure; got %s" % type(figure).__name__)
     figure.canvas.draw()
@@ -78,14 +78,16 @@ def figure_pixels(figure: Any, close: bool = True) -> NDArray[np.uint8]:
 
 
 def encode_png(hwc: NDArray[np.uint8]) -> bytes:
-    """An HWC uint8 image (1, 3 or 4 channels) as PNG, written here rather than by Pillow: each
-    row minus the row above (PNG's "Up" filter, one vectorized subtraction) and zlib's RLE
-    strategy at level 1 encode a photo faster than Pillow's fastest setting (which tries five
-    filters on every row), at about the same size (docs/performance.md, "Where the time went")."""
+    """An HWC uint8 image (1, 3 or 4 channels) as PNG.
+
+    It is encoded here rather than by Pillow. Each row minus the row above (PNG's "Up" filter, one
+    vectorized subtraction) and zlib's RLE strategy at level 1 encode a photo faster than Pillow's
+    fastest setting, which tries five filters on every row, at about the same size
+    (docs/performance.md, "Where the time went")."""
     height, width, channels = hwc.shape
     flat = hwc.reshape(height, width * channels)
     rows = np.empty((height, width * channels + 1), dtype=np.uint8)
-    rows[:, 0] = 2  # the filter of each row: Up
+    rows[:, 0] = 2  # each row's filter is Up
     rows[0, 1:] = flat[0]
     np.subtract(flat[1:], flat[:-1], out=rows[1:, 1:])  # modulo 256, as PNG wants
     deflate = zlib.compressobj(1, zlib.DEFLATED, 15, 9, zlib.Z_RLE)
@@ -102,7 +104,7 @@ def _chunk(kind: bytes, data: bytes) -> bytes:
 
 
 def image_summary(tag: str, array: NDArray[Any], dataformats: str = "CHW") -> Message:
-    """Summary of one image (or a grid of N images) as PNG."""
+    """A Summary of one image, or of a grid of N images, as PNG."""
     hwc = np.ascontiguousarray(to_uint8(to_hwc(array, dataformats)))
     height, width, channels = hwc.shape
     return summary(tag, image=Summary.Image(height=height, width=width, colorspace=channels,
@@ -111,9 +113,9 @@ def image_summary(tag: str, array: NDArray[Any], dataformats: str = "CHW") -> Me
 
 def boxes_summary(tag: str, array: NDArray[Any], dataformats: str, boxes: Any, labels: Optional[Sequence[str]] = None,
                   rescale: float = 1.0) -> Message:
-    """Summary of one image with boxes drawn on it: `boxes` (N, 4) of [xmin, ymin, xmax, ymax]
-    in pixels, each outlined in red with its label (if any) above it; the image (and the boxes)
-    scaled by `rescale` first (tensorboardX's add_image_with_boxes)."""
+    """A Summary of one image with boxes drawn on it, as tensorboardX's add_image_with_boxes
+    draws them. `boxes` is (N, 4) of [xmin, ymin, xmax, ymax] in pixels; each is outlined in red,
+    with its label (if any) above it. The image and the boxes are first scaled by `rescale`."""
     from PIL import Image, ImageDraw
 
     hwc = np.ascontiguousarray(to_uint8(to_hwc(array, dataformats)))
@@ -132,8 +134,8 @@ def boxes_summary(tag: str, array: NDArray[Any], dataformats: str, boxes: Any, l
 
 
 def video_summary(tag: str, frames: Any, fps: float = 4, order: Optional[Tuple[int, ...]] = None) -> Message:
-    """Summary of a video, NTCHW (a grid of N videos) or TCHW (after transposing by `order`),
-    as an animated GIF."""
+    """A Summary of a video as an animated GIF. `frames` is NTCHW (a grid of N videos) or TCHW,
+    after transposing by `order`."""
     from PIL import Image
 
     frames = np.asarray(frames) if order is None else np.asarray(frames).transpose(order)

@@ -1,5 +1,5 @@
-"""3-D meshes and point clouds for the Mesh dashboard: up to three tensors (vertices, faces,
-colors), each a value tagged `<tag>_VERTEX`, `<tag>_FACE`, `<tag>_COLOR`."""
+"""3-D meshes and point clouds for the Mesh dashboard: up to three tensors (vertices, faces and
+colors), each a value tagged `<tag>_VERTEX`, `<tag>_FACE` or `<tag>_COLOR`."""
 from typing import Any, List, Optional, Tuple
 
 import numpy as np
@@ -14,15 +14,22 @@ PLUGIN = "mesh"
 
 
 def batched(array: Any) -> NDArray[Any]:
-    """(N, 3) as (1, N, 3)."""
+    """An (N, 3) array as (1, N, 3); a batched array as it is."""
     out: NDArray[Any] = np.asarray(array)
     return out.reshape((1,) + out.shape) if out.ndim == 2 else out
 
 
 def mesh_summary(tag: str, vertices: Any, colors: Optional[Any] = None, faces: Optional[Any] = None,
                  json_config: str = "") -> Message:
-    """`vertices` (B, N, 3) or (N, 3) floats; `faces` (B, F, 3) vertex indices; `colors`
-    (B, N, 3) uint8; `json_config` the viewer's configuration as JSON text."""
+    """A Summary of a mesh or point cloud.
+
+    Args:
+        tag: the tag; each tensor's value is tagged `<tag>_<VERTEX|FACE|COLOR>`.
+        vertices: (B, N, 3) or (N, 3) floats.
+        colors: (B, N, 3) uint8 values.
+        faces: (B, F, 3) vertex indices.
+        json_config: the viewer's configuration, as JSON text.
+    """
     vertices = batched(vertices)
     parts: List[Tuple[int, str, NDArray[Any]]] = [(MeshPluginData.VERTEX, "VERTEX", vertices.astype(np.float32))]
     if faces is not None:

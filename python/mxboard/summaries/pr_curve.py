@@ -15,8 +15,8 @@ _MINIMUM_COUNT = 1e-7
 
 def pr_curve_summary(tag: str, labels: Any, predictions: Any, num_thresholds: int = 127,
                      weights: Optional[Any] = None) -> Message:
-    """`labels`: booleans; `predictions`: probabilities in [0, 1] (clipped); one threshold a
-    bucket of width 1 / (num_thresholds - 1)."""
+    """A Summary of a PR curve. `labels` are booleans and `predictions` probabilities in [0, 1]
+    (clipped). Each threshold is a bucket of width 1 / (num_thresholds - 1)."""
     labels = np.asarray(labels).reshape(-1).astype(np.float64)
     predictions = np.asarray(predictions, dtype=np.float64)
     weights = np.ones_like(labels) if weights is None else \
@@ -36,6 +36,7 @@ def pr_curve_summary(tag: str, labels: Any, predictions: Any, num_thresholds: in
 
 def pr_curve_raw_summary(tag: str, tp: Any, fp: Any, tn: Any, fn: Any, precision: Any, recall: Any,
                          num_thresholds: int) -> Message:
+    """A Summary of a PR curve from its counts and rates at each threshold, already computed."""
     data = np.stack([np.asarray(a, dtype=np.float32).reshape(-1) for a in (tp, fp, tn, fn, precision, recall)])
     content = PrCurvePluginData(version=0, num_thresholds=num_thresholds).SerializeToString()
     return summary(tag, metadata(PLUGIN, content), tensor=tensor(data))

@@ -1,13 +1,7 @@
-"""Embeddings for TensorBoard's projector: assets (tensors.tsv, metadata.tsv, sprite.png) and a
-`projector_config.pbtxt` that stays complete when many writers, threads or processes add
-embeddings to one logdir.
-
-Each embedding writes its own entry (`.mxboard-projector/<hash>.pbtxt`, atomically); the config
-is then rebuilt from all entries under an exclusive lock and swapped in with an atomic rename.
-So every entry appears (whoever rebuilds last, under the lock, sees all entries written before),
-none overwrites another, and a reader never sees a half-written config. In an object store
-(objects are written whole; there is no lock) the config is rebuilt until a listing after the
-write finds no entry it lacks.
+"""Embeddings for TensorBoard's Projector: each embedding's files (tensors.tsv, metadata.tsv and
+sprite.png), and the logdir's `projector_config.pbtxt`, which stays complete when many writers,
+threads or processes add embeddings to one logdir. docs/architecture.md ("The Projector's
+config") says how.
 """
 import hashlib
 import io
@@ -28,17 +22,17 @@ __all__ = ["CONFIG_NAME", "folder", "write_embedding", "sprite", "metadata_tsv"]
 
 CONFIG_NAME = "projector_config.pbtxt"
 ENTRIES = ".mxboard-projector"
-MAX_SPRITE = 8192  # px a side: what the projector (WebGL textures) can load
+MAX_SPRITE = 8192  # pixels per side: the largest sprite the Projector's WebGL textures can load
 
 
 def folder(storage: "Storage", tag: str, step: Optional[int] = None) -> str:
-    """`logdir/<tag>_<step:06d>`, or `logdir/<tag>` without a step (mxboard's folder names). A
-    tag that itself ends like a step (`a_000001`) gets a hash suffix without a step, so that no
-    two (tag, step) pairs share a folder."""
+    """The embedding's folder: `logdir/<tag>_<step:06d>`, or `logdir/<tag>` without a step, as
+    mxboard has always named them. Without a step, a tag that itself ends like a step
+    (`a_000001`) gets a hash suffix, so that no two (tag, step) pairs share a folder."""
     if step is not None:
         return storage.subdir("%s_%06d" % (tag, step))
     if _STEP_LIKE.search(tag):
-        return storage.subdir(tag + "\0")  # no tag's name: subdir cleans and hashes it
+        return storage.subdir(tag + "\0")  # no name holds "\0", so subdir cleans it and adds a hash
     return storage.subdir(tag)
 
 
@@ -47,9 +41,13 @@ _STEP_LIKE = re.compile(r"_-?\d+$")
 
 def write_embedding(storage: "Storage", tag: str, step: Optional[int], matrix: NDArray[Any], labels: Any = None,
                     header: Optional[Sequence[str]] = None, images: Any = None) -> None:
-    """Write one embedding's assets to `folder(storage, tag, step)` in `storage` (storage/)
-    and register it in the config. `labels`: N labels (a list or an array) or N rows of labels
-    (with `header`); `images`: NCHW thumbnails (float in [0, 1] or integers in [0, 255])."""
+    """Write one embedding's files to `folder(storage, tag, step)` in `storage`, and register it
+    in the config.
+
+    Args:
+        labels: N labels (a list or an array), or N rows of labels with `header`.
+        images: NCHW thumbnails, floats in [0, 1] or integers in [0, 255].
+    """
     if isinstance(labels, np.ndarray):
         labels = labels.reshape(-1).tolist()
     if images is not None:
@@ -80,9 +78,11 @@ def write_embedding(storage: "Storage", tag: str, step: Optional[int], matrix: N
 
 def rebuild_config(storage: "Storage") -> None:
     """Rewrite `projector_config.pbtxt` from every entry, under the logdir's projector lock.
-    Whatever else the config held (embeddings other tools registered, model_checkpoint_path...)
-    is kept; an entry of ours replaces one of the same tensor name. Rewritten until no entry is
-    missing from it (under a lock, the first time; a store has none)."""
+
+    Whatever else the config held (embeddings that other tools registered, model_checkpoint_path
+    and so on) is kept, and an entry of ours replaces one with the same tensor name. The config is
+    rewritten until no entry is missing from it: under a lock that happens the first time, and a
+    store has no lock."""
     entries = storage.join(storage.root, ENTRIES)
     path = storage.join(storage.root, CONFIG_NAME)
     with storage.lock(storage.join(entries, ".lock")):
@@ -107,8 +107,8 @@ def rebuild_config(storage: "Storage") -> None:
 
 
 def metadata_tsv(labels: Iterable[Any], header: Optional[Sequence[str]] = None) -> bytes:
-    """One label a line; with `header`, rows of labels under a header line (what the projector
-    expects for several columns). Tabs and newlines inside labels become spaces."""
+    """The metadata file: one label per line, or with `header`, rows of labels under a header line
+    (as the Projector expects several columns). Tabs and newlines inside labels become spaces."""
     def clean(value: Any) -> str:
         return str(value).replace("\t", " ").replace("\r", " ").replace("\n", " ")
 
@@ -123,7 +123,8 @@ def metadata_tsv(labels: Iterable[Any], header: Optional[Sequence[str]] = None) 
 
 def sprite(images: NDArray[np.uint8]) -> Tuple[bytes, Tuple[int, int]]:
     """NHWC uint8 thumbnails as one square sprite PNG, row-major in input order, at most
-    MAX_SPRITE px a side (thumbnails are shrunk to fit). Returns (png, (width, height))."""
+    MAX_SPRITE pixels per side (thumbnails are shrunk to fit). Returns (png, (width, height)) of
+    one thumbnail."""
     from PIL import Image
 
     count, height, width, channels = images.shape

@@ -1,5 +1,5 @@
-"""Text: the `text` plugin's string tensor. A string is rendered as markdown; a 1-D or 2-D array
-of strings as a table."""
+"""Text, as the `text` plugin's string tensor. TensorBoard renders a string as markdown, and a 1-D
+or 2-D array of strings as a table."""
 from typing import Any
 
 import numpy as np
@@ -13,6 +13,6 @@ PLUGIN = "text"
 
 
 def text_summary(tag: str, text: Any) -> Message:
-    """`text`: a str, or a numpy array of str (1-D: a column, 2-D: a table)."""
+    """A Summary of `text`: a str, or a numpy array of str (a 1-D one is a column, a 2-D one a table)."""
     meta = metadata(PLUGIN, TextPluginData(version=0).SerializeToString())
     return summary(tag, meta, tensor=tensor(np.asarray(text, dtype=object)))
