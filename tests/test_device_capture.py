@@ -20,7 +20,8 @@ from mxboard import SummaryWriter
 
 torch = pytest.importorskip("torch")
 
-from mxboard.frameworks import device_capture  # noqa: E402 - after the skip
+from mxboard._api import convert  # noqa: E402 - after the skip
+from mxboard.frameworks import device_capture  # noqa: E402
 from mxboard.summaries.histogram import default_edges, histogram_of  # noqa: E402
 
 
@@ -72,7 +73,7 @@ _BINS = st.one_of(st.just("default"), st.integers(1, 40),
 @settings(max_examples=300, deadline=None, derandomize=True)
 @given(tensor=_values(), bins=_BINS)
 def test_the_device_histogram_equals_the_host_ones_bucket_for_bucket(tensor, bins):
-    host = device_capture._read(tensor)  # what the host path bins (bfloat16 read as float32)
+    host = device_capture.read_host(tensor)  # what the host path bins (bfloat16 read as float32)
     if not isinstance(bins, str) and np.isfinite(host.astype(np.float64)).any():
         finite = host[np.isfinite(host.astype(np.float64))].astype(np.float64)
         if finite.max() - finite.min() > 1e300:  # numpy's equal-width edges overflow: not a case of ours
@@ -126,7 +127,7 @@ def fake_gpu(monkeypatch):
     """torch tensors taken for CUDA ones, behind the fake stream: the writer's own paths run."""
     cuda = FakeCuda()
     monkeypatch.setattr(device_capture, "CUDA", cuda)
-    monkeypatch.setattr(device_capture, "is_torch_cuda", lambda value: isinstance(value, torch.Tensor))
+    monkeypatch.setattr(convert, "is_cuda_tensor", lambda tensor: True)
     return cuda
 
 
@@ -323,16 +324,18 @@ def test_device_pixels_and_samples_say_nan_once_a_tag_at_the_users_line_and_vert
 def test_scalars_held_from_many_threads_at_once_each_read_their_own_value(fake_gpu):
     """The slots are made with the writer, and their rings grow under a lock: threads whose first
     calls meet (each growing a ring) never share a slot, nor read another ring's."""
-    from mxboard.frameworks.scalar_slots import Slots
+    from mxboard.frameworks.pending import Kind
+    from mxboard.frameworks.scalar_slots import DeviceScalarSlots
 
-    slots = Slots(size=4)  # a ring a few calls: growth all the time
+    slots = DeviceScalarSlots(size=4)  # a ring a few calls: growth all the time
+    ring = slots.rings[Kind.TORCH_CUDA]
     held, start = [], threading.Barrier(8)
 
     def log(first):
         start.wait()
         for i in range(50):
             value = float(first * 1000 + i)
-            held.append((slots.hold(torch.tensor(value), ()), value))
+            held.append(((ring, ring.hold(torch.tensor(value))), value))
 
     threads = [threading.Thread(target=log, args=(n,)) for n in range(8)]
     switch = sys.getswitchinterval()

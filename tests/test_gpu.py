@@ -156,6 +156,7 @@ def test_cupy_arrays_are_captured_on_cupys_own_path_without_a_sync(tmp_path, kin
         assert cupy.cuda.runtime.getDeviceCount() > 0
     except Exception as exc:  # noqa: BLE001 - no driver or device for CuPy: say why
         pytest.skip("CuPy sees no CUDA device: %r" % exc)
+    from mxboard._api import convert
     from mxboard.frameworks import device_capture
 
     heavy = cupy.asarray(_heavy())
@@ -167,7 +168,7 @@ def test_cupy_arrays_are_captured_on_cupys_own_path_without_a_sync(tmp_path, kin
         return h[0, 0] * 0
 
     arrays = _pending_work(heavy, {k: cupy.asarray(v) for k, v in _host_arrays().items()}, queue)
-    assert isinstance(device_capture.snapshot(arrays["weights"]), device_capture.CupySnapshot)
+    assert isinstance(convert.capture(arrays["weights"]), device_capture.CupySnapshot)
     _same_as_numpy(tmp_path, kind, arrays, lambda: not cupy.cuda.get_current_stream().done, _host_arrays())
 
 
@@ -180,6 +181,7 @@ def test_jax_arrays_are_captured_on_jaxs_own_path_without_a_sync(tmp_path, kind)
         pytest.skip("JAX has no GPU backend: %s" % exc)
     import jax.numpy as jnp
 
+    from mxboard._api import convert
     from mxboard.frameworks import device_capture
 
     host = _host_arrays()
@@ -192,7 +194,7 @@ def test_jax_arrays_are_captured_on_jaxs_own_path_without_a_sync(tmp_path, kind)
         return h[0, 0] * 0
 
     arrays = _pending_work(heavy, {k: jax.device_put(v, device) for k, v in host.items()}, queue)
-    assert isinstance(device_capture.snapshot(arrays["weights"]), device_capture.JaxSnapshot)
+    assert isinstance(convert.capture(arrays["weights"]), device_capture.JaxSnapshot)
     waited_on = arrays["loss"]
     as_read = {k: v.astype(np.float32) if v.dtype == jnp.bfloat16 else v for k, v in host.items()}  # JaxSnapshot's
     # JAX's own guard too: no implicit transfer to the host on the caller's thread

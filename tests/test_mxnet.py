@@ -144,16 +144,16 @@ def test_logging_inside_autograd_recording_leaves_gradients_alone(logdir):
 
 
 def _on_device(values, bins="default"):
-    """The GPU path (mxnet_capture.DeviceHistogram), run with MXNet's operators on the CPU (no GPU
+    """The GPU path (mxnet_capture.MxnetHistogram), run with MXNet's operators on the CPU (no GPU
     here: SummaryWriter bins CPU arrays on the host) and built into buckets as the writer does."""
     from tensorboard import data_compat
     from tensorboard.compat.proto import summary_pb2
     from tensorboard.util import tensor_util
 
-    from mxboard.frameworks.mxnet_capture import DeviceHistogram
+    from mxboard.frameworks.mxnet_capture import MxnetHistogram
     from mxboard.summaries.histogram import histogram_of
 
-    summary = histogram_of("device", DeviceHistogram(nd.array(values, dtype=values.dtype), bins).result(), bins)
+    summary = histogram_of("device", MxnetHistogram(nd.array(values, dtype=values.dtype), bins).result(), bins)
     value = summary_pb2.Summary.FromString(summary.SerializeToString()).value[0]  # TensorBoard's reading
     return tensor_util.make_ndarray(data_compat.migrate_value(value).tensor)
 

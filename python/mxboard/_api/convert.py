@@ -1,11 +1,12 @@
-"""Inputs to numbers and numpy arrays: the one place that knows array types (an MXNet array's
-capture without waiting for its engine is mxnet_capture.py's; a GPU array's without a device
-sync, device_capture.py's).
+"""Inputs to numbers and arrays, and the one place that asks what kind of array a value is.
 
-numpy, Python numbers and lists, MXNet NDArray, torch tensors, CuPy and JAX arrays, and anything
-with `__array__`, `__dlpack__` or `__cuda_array_interface__`. No framework is imported here: a
-value can only be one of their arrays if its module is already loaded, so `sys.modules` is asked
-instead.
+`kind_of` decides it once a call (numpy, a Python number or list, an MXNet NDArray, a torch CPU
+or CUDA tensor, CuPy, JAX, any other array that speaks DLPack or the CUDA array interface), and
+everything after it is given the kind: the capture (device_capture.py, mxnet_capture.py), the
+device scalars' rings (scalar_slots.py) and the writer thread never ask again. No framework is
+imported here: a value can only be one of their arrays if its module is loaded already, so
+`sys.modules` is asked instead. docs/architecture.md, "Device arrays, from the call to the
+writer thread", draws the path.
 """
 import math
 import numbers
@@ -16,19 +17,27 @@ from typing import Any, Callable, Dict, NamedTuple, Optional, Tuple, Union
 import numpy as np
 
 from ..frameworks import device_capture
-from ..frameworks.mxnet_capture import Snapshot
+from ..frameworks.mxnet_capture import MxnetHistogram, Snapshot
+from ..frameworks.pending import Kind, Pending
 
-__all__ = ["Deferred", "Named", "capture", "describe", "is_ndarray", "named", "numbers_of", "on_accelerator",
-           "on_device", "one_scalar", "positive", "scalar_value", "to_float", "to_int", "to_numpy"]
+__all__ = ["Deferred", "Kind", "Named", "capture", "describe", "histogram_input", "is_cuda_tensor", "is_ndarray",
+           "kind_of", "named", "numbers_of", "one_scalar", "positive", "scalar_alone", "scalar_value", "to_float",
+           "to_int", "to_numpy"]
+
+_HOST_TYPES = (np.ndarray, np.generic, int, float, complex, bool, list, tuple, str, bytes, type(None))
+_HOST_DLPACK = (1, 3)  # DLPack device types numpy reads: kDLCPU, kDLCUDAHost (pinned host memory)
+_ON_DEVICE = frozenset((Kind.TORCH_CUDA, Kind.CUPY, Kind.JAX, Kind.DLPACK, Kind.CUDA_INTERFACE))
 
 
 class Deferred(NamedTuple):
-    """A scalar call's device array of one element (an MXNet NDArray, a torch CUDA tensor, any
-    `device_capture.on_device` array; its shape checked: `one_scalar`), read by the writer thread
-    once its device computed it."""
+    """A scalar call's device value of one element, its shape and dtype checked at the call
+    (`one_scalar`) and read by the writer thread once its device computed it: an MXNet NDArray of
+    shape (1,) or a torch CUDA tensor (`kind` names the ring it is copied into), or else the
+    Pending captured at the call (`Kind.CAPTURED`)."""
 
     array: Any
     shape: Tuple[int, ...]
+    kind: Kind
 
 
 class Named(NamedTuple):
@@ -38,40 +47,118 @@ class Named(NamedTuple):
     values: Dict[Any, Union[float, Deferred]]
 
 
+# -- what a value is: asked here, and nowhere else -------------------------------------------
+def is_cuda_tensor(tensor: Any) -> bool:
+    """Whether a torch tensor is on a GPU (a seam: the device tests take CPU tensors for CUDA ones)."""
+    return bool(tensor.is_cuda)
+
+
+def kind_of(value: Any) -> Kind:
+    """What `value` is, for every path that reads it: the one decision."""
+    if isinstance(value, _HOST_TYPES):
+        return Kind.HOST
+    torch = sys.modules.get("torch")
+    if torch is not None and isinstance(value, torch.Tensor):
+        return Kind.TORCH_CUDA if is_cuda_tensor(value) else Kind.TORCH
+    mx = sys.modules.get("mxnet")
+    if mx is not None and isinstance(value, mx.nd.NDArray):
+        return Kind.MXNET
+    cupy = sys.modules.get("cupy")
+    if cupy is not None and isinstance(value, cupy.ndarray):
+        return Kind.CUPY
+    if hasattr(value, "copy_to_host_async") and type(value).__module__.startswith(("jax", "jaxlib")):
+        return Kind.JAX
+    if hasattr(value, "__cuda_array_interface__"):
+        return Kind.DLPACK if hasattr(value, "__dlpack__") else Kind.CUDA_INTERFACE
+    device = getattr(value, "__dlpack_device__", None)
+    if device is not None:
+        try:
+            if int(device()[0]) not in _HOST_DLPACK:
+                return Kind.DLPACK
+        except Exception:  # noqa: BLE001 - no usable DLPack device: read it as a host array
+            pass
+    return Kind.HOST
+
+
 def is_ndarray(value: Any) -> bool:
     """Whether `value` is an MXNet NDArray (never importing mxnet to find out)."""
-    mx = sys.modules.get("mxnet")
-    return mx is not None and isinstance(value, mx.nd.NDArray)
+    return kind_of(value) is Kind.MXNET
 
 
-def on_accelerator(value: Any) -> bool:
-    """Whether `value` is an MXNet NDArray on a GPU (not the CPU, where the host bins faster than
-    MXNet's operators, which would also share the engine's threads with training)."""
-    return is_ndarray(value) and bool(value.context.device_type != "cpu")
-
-
-def _torch_tensor(value: Any) -> bool:
+def _counted_there(value: Any, kind: Kind) -> bool:
+    """Whether a histogram of `value` is counted where it lives: an NDArray on a GPU (on the CPU
+    the host bins faster than MXNet's operators, which would also share the engine's threads
+    with training), or a device array torch can count (torch loaded with CUDA; not JAX's)."""
+    if kind is Kind.MXNET:
+        return bool(value.context.device_type != "cpu")
+    if kind is Kind.TORCH_CUDA:
+        return True
     torch = sys.modules.get("torch")
-    return torch is not None and isinstance(value, torch.Tensor)
+    return kind in _ON_DEVICE and kind is not Kind.JAX and torch is not None and bool(torch.cuda.is_available())
 
 
-def to_numpy(value: Any, name: str = "value") -> Any:
+def _readable(value: Any, kind: Kind, name: str) -> Tuple[Any, Kind]:
+    """A device array of no framework mxboard reads directly (`Kind.DLPACK`, `CUDA_INTERFACE`),
+    as torch's tensor sharing its memory, or CuPy's where torch is not loaded, with its kind."""
+    dlpack = hasattr(value, "__dlpack__")
+    if sys.modules.get("torch") is not None:
+        tensor = device_capture.as_torch(value, dlpack, name)
+        return tensor, kind_of(tensor)
+    if sys.modules.get("cupy") is not None:
+        return device_capture.as_cupy(value, dlpack), Kind.CUPY
+    raise TypeError("%s: %s is an array in device memory, which numpy cannot read: import torch or "
+                    "cupy first (mxboard reads device arrays through them), or pass a host copy"
+                    % (name, type(value).__name__))
+
+
+# -- captures, by kind -------------------------------------------------------------------------
+def _snapshot(value: Any, kind: Kind, check: Optional[Callable[[Any], Any]], name: str) -> Pending:
+    """A device array of `kind` as of now, read on the writer thread: no engine wait, no device sync."""
+    if kind is Kind.MXNET:
+        return Snapshot(value, check)
+    if kind is Kind.TORCH_CUDA or kind is Kind.TORCH:
+        return device_capture.TorchSnapshot(value, check, cuda=_seam(kind))
+    if kind is Kind.CUPY:
+        return device_capture.CupySnapshot(value, check)
+    if kind is Kind.JAX:
+        return device_capture.JaxSnapshot(value, check)
+    converted, kind = _readable(value, kind, name)  # a tensor torch placed elsewhere than CUDA: copied at once
+    return _snapshot(converted, kind, check, name)
+
+
+def _seam(kind: Kind) -> device_capture.Cuda:
+    return device_capture.CUDA if kind is Kind.TORCH_CUDA else device_capture.HOST
+
+
+def histogram_input(values: Any, bins: Any) -> Any:
+    """What `add_histogram` queues for `values`, decided by their kind: counted where they live
+    (an NDArray on a GPU: MxnetHistogram; a torch CUDA tensor, or a CuPy or DLPack array torch
+    can read: TorchHistogram), else captured (`capture`) for the writer thread to bin. A numpy
+    rule name as `bins` needs the values themselves: captured."""
+    kind = kind_of(values)
+    if kind is Kind.HOST or (isinstance(bins, str) and bins != "default") or not _counted_there(values, kind):
+        return capture(values, "values", kind=kind)
+    numbers_of(values, "values", kind)
+    if kind is Kind.MXNET:
+        return MxnetHistogram(values, bins)
+    if kind is not Kind.TORCH_CUDA:
+        values, kind = _readable(values, kind, "values")
+    return device_capture.TorchHistogram(values, bins, cuda=_seam(kind))
+
+
+def to_numpy(value: Any, name: str = "value", kind: Optional[Kind] = None) -> Any:
     """`value` as a numpy array (a view where the input already is one, else a new array). A
     device array is read now: the caller waits for its device (`capture` does not)."""
     if isinstance(value, np.ndarray):
         return value
-    if is_ndarray(value):
+    kind = kind_of(value) if kind is None else kind
+    if kind is Kind.MXNET:
         return value.asnumpy()
-    if _torch_tensor(value):
-        tensor = value.detach().cpu()
-        try:
-            return tensor.numpy()
-        except TypeError:  # a dtype numpy lacks (bfloat16, float8...): as float32, as torch's writer
-            return tensor.float().numpy()
-    host = isinstance(value, (np.generic, list, tuple, numbers.Number))
-    if not host and device_capture.on_device(value):
-        return device_capture.to_host(value, name)
-    if host or hasattr(value, "__array__"):
+    if kind is Kind.TORCH or kind is Kind.TORCH_CUDA:
+        return device_capture.read_host(value.detach().cpu())
+    if kind in _ON_DEVICE:
+        return _snapshot(value, kind, None, name).result()
+    if isinstance(value, (np.generic, list, tuple, numbers.Number)) or hasattr(value, "__array__"):
         try:
             return np.asarray(value)
         except (TypeError, ValueError) as exc:
@@ -87,22 +174,20 @@ def to_numpy(value: Any, name: str = "value") -> Any:
 
 
 def capture(value: Any, name: str = "value", numeric: bool = True, defer: bool = True,
-            check: Optional[Callable[[Any], Any]] = None) -> Any:
-    """`value` as data the caller can no longer change: with `defer`, an MXNet NDArray as a
-    `Snapshot` (no waiting for the engine) and a GPU array as a device_capture snapshot (no
-    device sync), anything else as a numpy array, copied wherever the conversion shared memory
-    with the input. With `numeric`, the dtype must be a real number or bool, and the array
-    non-empty. `check(array)` checks the values: now, or for a snapshot when the writer thread
-    resolves it."""
+            check: Optional[Callable[[Any], Any]] = None, kind: Optional[Kind] = None) -> Any:
+    """`value` as data the caller can no longer change: with `defer`, a device array (an MXNet
+    NDArray, a GPU array) as a Pending snapshot (no engine wait, no device sync), anything else
+    as a numpy array, copied wherever the conversion shared memory with the input. With
+    `numeric`, the dtype must be a real number or bool, and the array non-empty. `check(array)`
+    checks the values: now, or for a snapshot when the writer thread resolves it."""
     array: Any
-    if defer and not isinstance(value, np.ndarray) and is_ndarray(value):
-        array, check = Snapshot(value, check), None
-    elif defer and not isinstance(value, np.ndarray) and device_capture.on_device(value):
-        if numeric:
-            numbers_of(value, name)  # before anything is queued
-        array, check = device_capture.snapshot(value, check, name), None
+    kind = kind_of(value) if kind is None else kind
+    if defer and (kind is Kind.MXNET or kind in _ON_DEVICE):
+        if numeric and kind is not Kind.MXNET:
+            numbers_of(value, name, kind)  # before a copy is queued on the device
+        array, check = _snapshot(value, kind, check, name), None
     else:
-        array = to_numpy(value, name)
+        array = to_numpy(value, name, kind)
         if array is value or array.base is not None or not array.flags.owndata:
             array = np.array(array, copy=True)
     if numeric:
@@ -110,22 +195,24 @@ def capture(value: Any, name: str = "value", numeric: bool = True, defer: bool =
     return array if check is None else check(array)
 
 
-def numbers_of(value: Any, name: str = "value") -> Tuple[Tuple[int, ...], Any]:
-    """(shape, numpy dtype) of an array (numpy, a snapshot, or a device array, not read) that
-    must hold real numbers or bools, and at least one."""
-    shape, dtype = ((tuple(value.shape), value.dtype) if isinstance(value, np.ndarray) or hasattr(value, "result")
-                    else device_capture.numbers_of(value))
+def numbers_of(value: Any, name: str = "value", kind: Optional[Kind] = None) -> Tuple[Tuple[int, ...], Any]:
+    """(shape, numpy dtype) of an array (numpy, a Pending, or a device array of `kind`, not read)
+    that must hold real numbers or bools, and at least one."""
+    if isinstance(value, (np.ndarray, Pending)) or kind is Kind.MXNET:
+        shape, dtype = tuple(value.shape), value.dtype
+    elif kind is Kind.TORCH or kind is Kind.TORCH_CUDA:
+        shape, dtype = tuple(value.shape), device_capture.numpy_dtype(value.dtype)
+    elif hasattr(value, "shape") and hasattr(value, "dtype"):
+        dtype = np.dtype(value.dtype)
+        shape, dtype = tuple(value.shape), dtype if dtype.kind in "biufc" else np.dtype(np.float32)
+    else:  # DLPack alone says neither
+        converted, kind = _readable(value, Kind.DLPACK, name)
+        return numbers_of(converted, name, kind)
     if np.dtype(dtype).kind not in "biuf":
         raise TypeError("%s must hold real numbers; got dtype %s" % (name, dtype))
     if not int(np.prod(shape, dtype=np.int64)):
         raise ValueError("%s is empty (shape %s)" % (name, shape))
     return shape, dtype
-
-
-def on_device(value: Any) -> bool:
-    """Whether `value` is an array in GPU memory that mxboard reads without a device sync (not
-    an MXNet NDArray: `on_accelerator`)."""
-    return not isinstance(value, np.ndarray) and device_capture.on_device(value)
 
 
 def scalar_value(value: Any, name: str = "value") -> Union[float, Named, Deferred]:
@@ -155,22 +242,35 @@ def one_scalar(value: Any, name: str = "value") -> Union[float, Deferred]:
     values then), else the number as a float (checked)."""
     if isinstance(value, (np.generic, float, int)):
         return to_float(value, name)
-    if is_ndarray(value):
+    kind = kind_of(value)
+    if kind is Kind.MXNET or kind is Kind.TORCH_CUDA:
         shape = tuple(value.shape)
         if shape != (1,) and int(np.prod(shape)) != 1:
-            raise ValueError("%s must be a single number; got an NDArray of shape %s" % (name, shape))
-        return Deferred(value, shape)
-    if device_capture.on_device(value):
-        shape, dtype = device_capture.numbers_of(value)
+            raise ValueError("%s must be a single number; got a%s %s of shape %s"
+                             % (name, "n" if kind is Kind.MXNET else "", type(value).__name__, shape))
+        if kind is Kind.TORCH_CUDA and value.dtype.is_complex:
+            raise TypeError("%s must be a real number; got dtype %s" % (name, str(value.dtype)[len("torch."):]))
+        if kind is Kind.TORCH_CUDA or shape == (1,):  # copied into a slot of its ring
+            return Deferred(value, shape, kind)
+        return Deferred(Snapshot(value), shape, Kind.CAPTURED)
+    if kind in _ON_DEVICE:
+        shape, dtype = numbers_of(value, name, kind)
         if int(np.prod(shape, dtype=np.int64)) != 1:
             raise ValueError("%s must be a single number; got a %s of shape %s" % (name, type(value).__name__, shape))
-        if np.dtype(dtype).kind not in "biuf":
-            raise TypeError("%s must be a real number; got dtype %s" % (name, dtype))
-        return Deferred(value, shape)
-    return to_float(value, name)
+        return Deferred(_snapshot(value, kind, None, name), shape, Kind.CAPTURED)
+    return to_float(value, name, kind)
 
 
-def to_float(value: Any, name: str = "value") -> float:
+def scalar_alone(value: Any, name: str = "value") -> Union[float, Pending]:
+    """A single scalar read on its own (a described scalar's Record resolves it): a device array
+    of one element as a Pending captured now, else the number as a float."""
+    scalar = one_scalar(value, name)
+    if isinstance(scalar, Deferred):
+        return scalar.array if scalar.kind is Kind.CAPTURED else _snapshot(scalar.array, scalar.kind, None, name)
+    return scalar
+
+
+def to_float(value: Any, name: str = "value", kind: Optional[Kind] = None) -> float:
     """A scalar as a Python float: a number, a numpy scalar, or any array of exactly one element."""
     if isinstance(value, (float, int)) and not isinstance(value, bool):
         return _float(value, name)
@@ -178,7 +278,7 @@ def to_float(value: Any, name: str = "value") -> float:
         return float(value)
     if isinstance(value, (str, bytes)) or value is None:
         raise TypeError("%s must be a number or a one-element array; got %s" % (name, describe(value)))
-    array = to_numpy(value, name)  # an NDArray waits for the engine here: see writer.add_scalar
+    array = to_numpy(value, name, kind)  # an NDArray waits for the engine here: see writer.add_scalar
     if array.size != 1:
         raise ValueError("%s must be a single number; got an array of shape %s" % (name, array.shape))
     if not (np.issubdtype(array.dtype, np.number) or array.dtype == np.bool_) or np.iscomplexobj(array):

@@ -1,7 +1,8 @@
 """The scalars of one writer, its hot path: a series id for each tag (in the main event file) and
-for each named value (in its sub-run's file), the calling thread's columns, and MXNet scalars
-captured into slots without waiting for the engine. Everything here runs on the caller's thread,
-after the writer checked that it is open."""
+for each named value (in its sub-run's file), the calling thread's columns, and device scalars
+(an MXNet NDArray, a torch CUDA tensor) copied into a slot of their kind's ring without waiting
+for the device. Everything here runs on the caller's thread, after the writer checked that it
+is open."""
 from __future__ import annotations
 
 import threading
@@ -11,7 +12,8 @@ from typing import Any, Callable, Mapping, NamedTuple, Union
 from .._writer.callsite import call_site
 from .._writer.intake import WAKE_EVERY, PendingScalar, Record, closed_error
 from .._writer.writer_thread import WriterThread
-from ..frameworks.scalar_slots import Slots
+from ..frameworks.pending import Pending
+from ..frameworks.scalar_slots import DeviceScalarSlots
 from ..summaries.scalar import described_scalar_summary
 from . import checks, convert
 
@@ -26,17 +28,17 @@ def non_finite_message(tag: str, value: float, step: int) -> str:
 class Described(NamedTuple):
     """A scalar with tensorboardX's display name and description: a summary of its own."""
 
-    value: Union[float, convert.Deferred]
+    value: Union[float, Pending]
     display_name: str
     description: str
 
 
 class Scalars:
     """`worker`: the writer thread's verbs (tags' scalars go to its main file); `slots`
-    (scalar_slots.Slots): where device scalars are copied; `suffix`: the event files'
+    (scalar_slots.DeviceScalarSlots): where device scalars are copied; `suffix`: the event files'
     (a named value's sub-run has a file of its own)."""
 
-    def __init__(self, worker: WriterThread, slots: Slots, suffix: str) -> None:
+    def __init__(self, worker: WriterThread, slots: DeviceScalarSlots, suffix: str) -> None:
         self._worker = worker
         self._slots = slots
         self._suffix = suffix
@@ -67,11 +69,18 @@ class Scalars:
             self._worker.hand_over(columns)
         return self._worker.holds_for_caller
 
-    def add(self, tag: str, value: Union[convert.Named, convert.Deferred, Described], step: int, wall: float) -> None:
+    def append_device(self, series: int, tag: str, value: convert.Deferred, step: int, wall: float) -> bool:
+        """Queue one checked device scalar (`convert.Deferred`): copied now into a slot of the
+        ring its kind names, read by the writer thread once its device computed it, in call
+        order with the rows. Returns what `append` returns."""
+        ring = self._slots.rings[value.kind]
+        self._worker.put_scalar(PendingScalar(series, (ring, ring.hold(value.array)), step, wall, self._warner(tag)))
+        return self._worker.holds_for_caller
+
+    def add(self, tag: str, value: Union[convert.Named, Described], step: int, wall: float) -> None:
         """`Named` values, each name a line of its own in one chart, from the sub-run
-        `logdir/<tag>/<name>/` (every value checked before any is queued); a `Deferred` NDArray,
-        read by the writer thread once the engine has computed it; a `Described` scalar, a
-        summary of its own (not a batched row)."""
+        `logdir/<tag>/<name>/` (every value checked before any is queued); a `Described` scalar,
+        a summary of its own (not a batched row)."""
         checks.tag(tag)
         if isinstance(value, convert.Named):
             if not value.values:
@@ -83,19 +92,10 @@ class Scalars:
                     if v - v:
                         self.non_finite("%s/%s" % (tag, name), v, step)
                     self.append(series, v, step, wall)
-                else:  # read by the writer thread once the engine computed it
-                    self._worker.put_scalar(PendingScalar(series, self._slots.hold(v.array, v.shape), step, wall,
-                                                          self._warner("%s/%s" % (tag, name))))
-        elif isinstance(value, convert.Deferred):
-            known = self.ids.get(tag)  # a lock only the first time
-            self._worker.put_scalar(PendingScalar(self.series(tag) if known is None else known,
-                                                  self._slots.hold(value.array, value.shape), step, wall,
-                                                  self._warner(tag)))
-        else:  # Described
-            number: Any = value.value
-            if isinstance(number, convert.Deferred):
-                number = self._slots.hold(number.array, number.shape, alone=True)
-            self._worker.put(Record(None, described_scalar_summary, (tag, number, value.display_name,
+                else:  # read by the writer thread once its device computed it
+                    self.append_device(series, "%s/%s" % (tag, name), v, step, wall)
+        else:  # Described: its value a float or a Pending, which the Record resolves
+            self._worker.put(Record(None, described_scalar_summary, (tag, value.value, value.display_name,
                                                                      value.description), step, wall))
 
     def non_finite(self, tag: str, value: float, step: int) -> None:
@@ -140,6 +140,9 @@ class ClosedScalars:
         raise closed_error()
 
     def append(self, series: int, value: float, step: int, wall: float) -> bool:
+        raise closed_error()
+
+    def append_device(self, series: int, tag: str, value: Any, step: int, wall: float) -> bool:
         raise closed_error()
 
     def add(self, tag: str, value: Any, step: int, wall: float) -> None:

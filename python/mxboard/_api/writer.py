@@ -20,8 +20,6 @@ import numpy as np
 
 from .._format.names import components, is_url
 from .._writer import lifecycle
-from ..frameworks import device_capture
-from ..frameworks.mxnet_capture import DeviceHistogram
 from ..storage import SpoolSettings, UploadPolicy, checked_logdir
 from ..summaries import projector
 from ..summaries._common import tensor_summary
@@ -231,7 +229,10 @@ class SummaryWriter:
         core = self._core
         if type(value) is not float or peer:
             value = _scalar_form(value, peer)
-        while type(value) is float:  # the hot path; once more after a fork (below)
+            if type(value) is not float and type(value) is not convert.Deferred:
+                core.queue_scalar(tag, value, global_step, walltime)  # named values, a described one
+                return
+        while True:  # the hot path: a float, or a device scalar read later; once more after a fork (below)
             scalars = core.scalars
             try:
                 series = scalars.ids[tag]
@@ -247,11 +248,14 @@ class SummaryWriter:
                 walltime = _now() if core.default_wall is None else core.default_wall
             else:
                 walltime = checks.walltime(walltime)
-            if value - value:  # NaN or infinite (every finite value gives 0.0): logged as given, said once
-                scalars.non_finite(tag, value, global_step)
-            if not (scalars.append(series, value, global_step, walltime) and core.deliver_or_reopen()):
+            if type(value) is float:
+                if value - value:  # NaN or infinite (every finite value gives 0.0): logged as given, said once
+                    scalars.non_finite(tag, value, global_step)
+                held = scalars.append(series, value, global_step, walltime)
+            else:  # its kind decided by convert: copied into its ring's slot, no wait
+                held = scalars.append_device(series, tag, value, global_step, walltime)
+            if not (held and core.deliver_or_reopen()):
                 return  # else a forked child, which now has a worker of its own: once more, into it
-        core.queue_scalar(tag, value, global_step, walltime)  # named values, an NDArray read later, a described one
 
     def add_scalars(self, main_tag: str, tag_scalar_dict: Mapping[str, Any], global_step: Optional[int] = None,
                     walltime: Optional[float] = None) -> None:
@@ -502,17 +506,7 @@ class SummaryWriter:
         """
         bins = checks.bins(bins)
         max_bins = None if max_bins is None else checks.max_bins(max_bins)
-        counted_there = not (isinstance(bins, str) and bins != "default")  # a numpy rule needs the values
-        if counted_there and convert.on_accelerator(values):
-            # counted on the GPU: only the counts cross to the host
-            if not values.size:
-                raise ValueError("values is empty (shape %s)" % (values.shape,))
-            values = DeviceHistogram(values, bins)
-        elif counted_there and convert.on_device(values):  # torch, CuPy...: the same, without a sync
-            convert.numbers_of(values, "values")
-            values = device_capture.histogram(values, bins)
-        else:  # numpy, or a CPU NDArray: one engine copy, binned on the writer thread
-            values = convert.capture(values, "values")
+        values = convert.histogram_input(values, bins)  # counted on a GPU, or captured for the writer thread
         step, wall = self._core.stamp(global_step, walltime)
         # a NaN the writer thread finds: shown at this call's line, once a tag
         say = self._core.said_once("add_histogram(%r)" % (tag,), step)
@@ -841,11 +835,11 @@ class SummaryWriter:
 
 
 def _scalar_form(value: Any, peer: Dict[str, Any]) -> Union[float, convert.Named, convert.Deferred, Described]:
-    """What an `add_scalar` value is, decided once: a float, `Named` values, a `Deferred` NDArray,
-    or (with tensorboardX's display name or description) a `Described` scalar."""
+    """What an `add_scalar` value is, decided once: a float, `Named` values, a `Deferred` device
+    scalar, or (with tensorboardX's display name or description) a `Described` scalar."""
     described = None
     if peer:
         value, described = scalar_peer_value(value, peer)
     if described:  # a summary of its own, with its metadata
-        return Described(convert.one_scalar(value), *described)
+        return Described(convert.scalar_alone(value), *described)
     return convert.scalar_value(value)

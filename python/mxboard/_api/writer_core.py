@@ -1,11 +1,11 @@
-"""What every `SummaryWriter` call goes through (`WriterCore`), and the writer's lifecycle.
+"""`WriterCore`: what every `SummaryWriter` call goes through, and the writer's lifecycle.
 
 A call checks its arguments and captures its data on the caller's thread (checks.py), then
-queues one item for the writer thread through the worker's verbs (writer_thread.py); building, encoding
-and writing happen there. After queueing, a call hears what the writer thread has to report (an
-error raised), so that a bad item never costs a later call its data. A call on a closed writer
-reopens it, with a new event file (as tensorboardX and torch do); a forked child's first call
-opens a worker and files of its own.
+queues one item for its writer thread (writer_thread.py), where building, encoding and writing
+happen. After queueing, the call raises the error the writer thread holds for the caller, if
+any, so that a bad item never costs a later call its data. A call on a closed writer reopens it
+with a new event file, as tensorboardX and torch do, and a forked child's first call opens a
+writer thread and files of its own.
 """
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from .._writer import lifecycle
 from .._writer.callsite import call_site
 from .._writer.intake import Record
 from .._writer.writer_thread import WriterThread
-from ..frameworks.scalar_slots import Slots
+from ..frameworks.scalar_slots import DeviceScalarSlots
 from ..storage import Destination
 from . import checks
 from .scalars import ClosedScalars, Scalars
@@ -28,8 +28,9 @@ __all__ = ["WriterCore"]
 
 class WriterCore:
     """What a `SummaryWriter` has: its worker, its scalars, its files and their lifecycle, and
-    the step and walltime its calls are stamped with. Every call other than a plain scalar queues through
-    `queue_summary` or `queue_record`. Arguments: those of `SummaryWriter`, checked."""
+    the step and walltime its calls are stamped with. Every call other than a plain scalar
+    queues through `queue_summary` or `queue_record`. Arguments: those of `SummaryWriter`,
+    checked."""
 
     def __init__(self, destination: Destination, max_queue: int, flush_secs: float, suffix: str, verbose: bool,
                  purge_step: Optional[int], hooks: bool = True) -> None:
@@ -45,11 +46,12 @@ class WriterCore:
         self.default_step: int = 0
         self.default_wall: Optional[float] = None
         # The Custom Scalars charts logged so far, replaced whole by each call (never changed in
-        # place); `_layout_lock` (one a writer) makes a call's merge and its queueing one step
-        # (add_layout), so that the last layout queued holds every call's charts.
+        # place). `_layout_lock` (one for each writer) makes a call's merge and its queueing one
+        # step (add_layout), so that the last layout queued holds every call's charts.
         self.layout: Mapping[str, Mapping[str, Any]] = MappingProxyType({})
         self._layout_lock = threading.Lock()
         self.cleared: Mapping[str, int] = MappingProxyType({})  # event file piece -> where export_scalars starts
+        self._sites: Dict[str, Any] = {}  # a said_once head -> the user's line of its first call
         self._open(purge_step)
 
     def stamp(self, global_step: Any, walltime: Any) -> Tuple[int, float]:
@@ -60,13 +62,14 @@ class WriterCore:
     def _open(self, purge_step: Optional[int] = None) -> None:
         """Start a worker, whose thread opens the main event file, and the scalars over it (again
         after close, or in a forked child). `purge_step`: the main file begins as a restart at
-        that step (the peers' purge_step)."""
-        slots = Slots()  # where device scalars are copied
+        that step (tensorboardX's and torch's purge_step)."""
+        slots = DeviceScalarSlots()  # where device scalars are copied
         self.worker = WriterThread(self._flush_secs, self._max_queue, slots.read)
         # nothing of the scalars refers back to the writer: once unreferenced, it is freed at once
         self.scalars: Union[Scalars, ClosedScalars] = Scalars(self.worker, slots, self._suffix)
         # collected unclosed: the reaper thread closes the worker (never the collecting thread,
-        # which may be a writer thread); at exit, lifecycle.py closes every worker (and tells)
+        # which may be a writer thread); at exit, lifecycle.py closes every writer thread and
+        # says on stderr what failed
         self._finalizer = weakref.finalize(self, lifecycle.reap, self.worker)
         self._finalizer.atexit = False
         self.worker.start_writing(self._destination, self._suffix, purge_step, self._verbose, self._hooks)
@@ -101,11 +104,17 @@ class WriterCore:
         """The NaN and Inf policy's warning for an array kind (docs/guarantees.md): `say(what)`
         keeps one RuntimeWarning "<head>: <what> at step <step>; said once a tag" the first time
         this writer meets `head` (a call and its tag, "add_image('x')"), shown at `site` (None:
-        this call's line). A check may call it on the caller's thread (numpy: shown as the call
-        returns) or on the writer thread (a device array's values: shown by the next call)."""
-        warn = self.worker.warner(call_site() if site is None else site, head)
+        the line of this writer's first call of `head`, found once: a later call walks no
+        frames). A check may call it on the caller's thread (numpy: shown as the call returns)
+        or on the writer thread (a device array's values: shown by the next call). The warner
+        is made only when something is said."""
+        if site is None:
+            site = self._sites.get(head)
+            if site is None:
+                site = self._sites[head] = call_site()
+        worker = self.worker
         where = "" if step is None else " at step %d" % step
-        return lambda what: warn("%s: %s%s; said once a tag" % (head, what, where))
+        return lambda what: worker.warner(site, head)("%s: %s%s; said once a tag" % (head, what, where))
 
     def call_in_order(self, fn: Callable[..., Any], *args: Any) -> None:
         """`fn(storage, *args)` on the writer thread after everything queued; returns once it ran

@@ -1,20 +1,12 @@
 """Arrays on a GPU captured at the call without waiting for the device: torch CUDA tensors,
-CuPy and JAX arrays, and any array that speaks DLPack or `__cuda_array_interface__`.
+CuPy and JAX arrays, and other arrays in device memory (read through torch or CuPy).
 
 A capture queues a copy into pinned host memory on the array's current stream and records an
-event after it; the writer thread waits on that event and reads. The caller's thread never
-synchronizes: the loop's queue of GPU work is never drained for a log call. Stream order gives
-the value at the call, even when the loop updates the tensor in place afterwards on the same
-stream. The rule for a tensor written on *another* stream is torch's own for asynchronous
-copies: make the current stream wait for it first (`torch.cuda.current_stream().wait_stream(s)`),
-as for any operation that reads it. A histogram is counted where the tensor lives; only its
-counts, min, max, count, sum and sum of squares cross.
-
-Nothing here is imported until a device array is met, and no framework is imported here: a
-value can only be one of their arrays if its module is loaded (`sys.modules`). The seam to CUDA
-is `Cuda` (what torch's streams, events and pinned memory give); `HOST` is the same seam for
-tensors already in host memory, so the histogram's counting runs on CPU tensors through the same
-code (tests/test_device_capture.py, which also hands in a fake stream).
+event after it; the writer thread waits on that event and reads. A histogram is counted where
+the tensor lives, and only its counts and sums cross. Which class captures a value is decided
+by _api/convert.py, which knows the value's kind: nothing here asks what an array is. The seam
+to CUDA is `Cuda`; `HOST` is the same seam for tensors in host memory. docs/architecture.md,
+"Device arrays, from the call to the writer thread", says why it works as it does.
 """
 import collections
 import importlib
@@ -28,10 +20,7 @@ from numpy.typing import NDArray
 from .pending import Pending
 
 __all__ = ["CUDA", "HOST", "Cuda", "CupySnapshot", "JaxSnapshot", "TorchHistogram", "TorchScalarSlots",
-           "TorchSnapshot", "as_torch", "histogram", "is_torch_cuda", "numbers_of", "on_device", "snapshot", "to_host"]
-
-_HOST_TYPES = (np.ndarray, np.generic, int, float, complex, bool, list, tuple, str, bytes, type(None))
-_HOST_DLPACK = (1, 3)  # DLPack device types numpy reads: kDLCPU, kDLCUDAHost (pinned host memory)
+           "TorchSlot", "TorchSnapshot", "as_cupy", "as_torch", "numpy_dtype", "read_host"]
 
 
 class Cuda:
@@ -89,14 +78,10 @@ CUDA = Cuda()
 HOST = _Host()
 
 
-def _seam(tensor: Any) -> Cuda:
-    return CUDA if is_torch_cuda(tensor) else HOST
-
-
 _NUMPY_DTYPES: Dict[Any, "np.dtype[Any]"] = {}
 
 
-def _numpy_dtype(dtype: Any) -> "np.dtype[Any]":
+def numpy_dtype(dtype: Any) -> "np.dtype[Any]":
     """The numpy dtype a torch dtype is read as (bfloat16 and float8, which numpy lacks, as
     float32, as torch's writer reads them)."""
     known = _NUMPY_DTYPES.get(dtype)
@@ -109,7 +94,7 @@ def _numpy_dtype(dtype: Any) -> "np.dtype[Any]":
     return known
 
 
-def _read(host: Any) -> Any:
+def read_host(host: Any) -> Any:
     """A host tensor as numpy (a dtype numpy lacks as float32)."""
     try:
         return host.numpy()
@@ -120,14 +105,13 @@ def _read(host: Any) -> Any:
 class TorchSnapshot(Pending):
     """A torch tensor as it was at the call: copied in its current stream's order into a pinned
     host buffer of its shape and dtype (outside autograd), an event recorded after the copy.
-    `result()` (the writer thread) waits on the event and returns numpy, checked by `check`."""
+    `result()` (the writer thread) waits on the event and returns numpy, checked by `check`.
+    `cuda`: `CUDA` for a tensor on a GPU, `HOST` for one in host memory (copied at once)."""
 
-    def __init__(self, tensor: Any, check: Optional[Callable[[Any], Any]] = None,
-                 cuda: Optional[Cuda] = None) -> None:
-        cuda = cuda or _seam(tensor)
+    def __init__(self, tensor: Any, check: Optional[Callable[[Any], Any]] = None, *, cuda: Cuda) -> None:
         source = tensor.detach()
         self.shape = tuple(source.shape)
-        self.dtype = _numpy_dtype(source.dtype)
+        self.dtype = numpy_dtype(source.dtype)
         self.ndim = len(self.shape)
         self.size = int(source.numel())
         self.nbytes = self.size * int(source.element_size())
@@ -138,7 +122,7 @@ class TorchSnapshot(Pending):
 
     def result(self) -> Any:
         self._event.synchronize()
-        array = _read(self._host)
+        array = read_host(self._host)
         return array if self._check is None else self._check(array)
 
 
@@ -184,110 +168,23 @@ class JaxSnapshot(Pending):
         return array if self._check is None else self._check(array)
 
 
-# -- what is a device array, and how it is read -----------------------------------------------
-def is_torch_cuda(value: Any) -> bool:
-    torch = sys.modules.get("torch")
-    return torch is not None and isinstance(value, torch.Tensor) and bool(value.is_cuda)
+# -- arrays that torch or CuPy read for mxboard ------------------------------------------------
+def as_torch(value: Any, dlpack: bool, name: str = "value") -> Any:
+    """A device array as a torch tensor sharing its memory: by DLPack where `dlpack`, else by the
+    CUDA array interface (torch's import orders its own stream after the array's: no host wait).
+    A TypeError naming `name` where torch cannot read it."""
+    torch = sys.modules["torch"]
+    try:
+        return torch.from_dlpack(value) if dlpack else torch.as_tensor(value, device="cuda")
+    except Exception as exc:
+        raise TypeError("%s: torch could not read the device array %s: %s"
+                        % (name, type(value).__name__, exc)) from exc
 
 
-def _cupy(value: Any) -> bool:
-    cupy = sys.modules.get("cupy")
-    return cupy is not None and isinstance(value, cupy.ndarray)
-
-
-def _jax(value: Any) -> bool:
-    return hasattr(value, "copy_to_host_async") and type(value).__module__.startswith(("jax", "jaxlib"))
-
-
-def on_device(value: Any) -> bool:
-    """Whether `value` is an array in device memory that a capture reads without waiting: a torch
-    CUDA tensor, a CuPy or JAX array, or an array whose DLPack device (or
-    `__cuda_array_interface__`) is not host memory. (MXNet's: mxnet_capture.py.)"""
-    if isinstance(value, _HOST_TYPES):
-        return False
-    torch = sys.modules.get("torch")
-    if torch is not None and isinstance(value, torch.Tensor):
-        return is_torch_cuda(value)
-    if _cupy(value) or _jax(value):
-        return True
-    if hasattr(value, "__cuda_array_interface__"):
-        return True
-    device = getattr(value, "__dlpack_device__", None)
-    if device is not None:
-        try:
-            return int(device()[0]) not in _HOST_DLPACK
-        except Exception:  # noqa: BLE001 - no usable DLPack device: read it as a host array
-            return False
-    return False
-
-
-def as_torch(value: Any, name: str = "value") -> Any:
-    """A device array that is neither torch's, CuPy's nor JAX's, as a torch CUDA tensor sharing
-    its memory (DLPack, else `__cuda_array_interface__`; torch's import of it orders its own
-    stream after the array's: no host wait), or the array as CuPy's where torch is not loaded.
-    A TypeError where neither is."""
-    torch = sys.modules.get("torch")
-    if torch is not None:
-        try:
-            if hasattr(value, "__dlpack__"):
-                return torch.from_dlpack(value)
-            return torch.as_tensor(value, device="cuda")
-        except Exception as exc:
-            raise TypeError("%s: torch could not read the device array %s: %s"
-                            % (name, type(value).__name__, exc)) from exc
-    cupy = sys.modules.get("cupy")
-    if cupy is not None:
-        return cupy.from_dlpack(value) if hasattr(value, "__dlpack__") else cupy.asarray(value)
-    raise TypeError("%s: %s is an array in device memory, which numpy cannot read: import torch or "
-                    "cupy first (mxboard reads device arrays through them), or pass a host copy"
-                    % (name, type(value).__name__))
-
-
-def snapshot(value: Any, check: Optional[Callable[[Any], Any]] = None, name: str = "value") -> Pending:
-    """A device array (`on_device`) captured at the call, read on the writer thread."""
-    if is_torch_cuda(value):
-        return TorchSnapshot(value, check)
-    if _cupy(value):
-        return CupySnapshot(value, check)
-    if _jax(value):
-        return JaxSnapshot(value, check)
-    converted = as_torch(value, name)
-    if _cupy(converted):
-        return CupySnapshot(converted, check)
-    return TorchSnapshot(converted, check)  # a tensor torch placed elsewhere than CUDA: copied at once (HOST)
-
-
-def histogram(value: Any, bins: Union[str, int, Any], name: str = "values") -> Pending:
-    """A histogram of a device array (`on_device`): counted where it lives where torch can read
-    it (a torch tensor, or a CuPy/DLPack array while torch with CUDA is loaded); else the array
-    crosses by its own asynchronous copy (`snapshot`) and the writer thread bins it. Results are
-    `TorchHistogram`'s or an array's, which `summaries.histogram.histogram_of` both takes."""
-    if is_torch_cuda(value):
-        return TorchHistogram(value, bins)
-    torch = sys.modules.get("torch")
-    if torch is not None and not _jax(value) and torch.cuda.is_available():
-        return TorchHistogram(as_torch(value, name), bins)
-    return snapshot(value, name=name)
-
-
-def numbers_of(value: Any) -> Tuple[Tuple[int, ...], "np.dtype[Any]"]:
-    """(shape, numpy dtype as read) of a device array, known without reading it."""
-    if is_torch_cuda(value):
-        return tuple(value.shape), _numpy_dtype(value.dtype)
-    if not (hasattr(value, "shape") and hasattr(value, "dtype")):  # DLPack alone says neither
-        converted = as_torch(value)  # torch's tensor, or CuPy's array
-        return tuple(converted.shape), (np.dtype(converted.dtype) if _cupy(converted)
-                                        else _numpy_dtype(converted.dtype))
-    dtype = np.dtype(value.dtype)
-    return tuple(value.shape), dtype if dtype.kind in "biufc" else np.dtype(np.float32)
-
-
-def to_host(value: Any, name: str = "value") -> Any:
-    """A device array's values as numpy, now: the synchronous read (the caller waits for the
-    device), for arguments that are needed at the call (a step, bin edges)."""
-    if is_torch_cuda(value):
-        return _read(value.detach().cpu())
-    return snapshot(value, name=name).result()
+def as_cupy(value: Any, dlpack: bool) -> Any:
+    """A device array as a CuPy array sharing its memory (where torch is not loaded)."""
+    cupy = sys.modules["cupy"]
+    return cupy.from_dlpack(value) if dlpack else cupy.asarray(value)
 
 
 # -- scalars: a ring of pinned slots ---------------------------------------------------------
@@ -317,8 +214,8 @@ class TorchScalarSlots:
         self._growing = threading.Lock()
 
     def hold(self, tensor: Any) -> TorchSlot:
-        """A tensor of one element as of now, in a free slot."""
-        cuda = self._cuda or _seam(tensor)
+        """A tensor of one element on a GPU as of now, in a free slot."""
+        cuda = self._cuda or CUDA
         try:
             slot = self._free.popleft()
         except IndexError:
@@ -360,7 +257,7 @@ def _default_edges(cuda: Cuda, values: Any) -> Any:
     key = (str(values.device), values.dtype)
     edges = _EDGES.get(key)
     if edges is None:
-        edges = _EDGES[key] = cuda.upload(rounded_up(default_edges(), _numpy_dtype(values.dtype)), values.device)
+        edges = _EDGES[key] = cuda.upload(rounded_up(default_edges(), numpy_dtype(values.dtype)), values.device)
     return edges
 
 
@@ -374,13 +271,12 @@ class TorchHistogram(Pending):
     rule: the last bucket holds its right edge). NaN/Inf are not counted, and counted as
     dropped. Only one float64 vector crosses: the counts, then the finite min and max, the
     number of finite values, their sum and sum of squares. Any tensor, on any device: a CPU
-    tensor runs the same code (`HOST`)."""
+    tensor runs the same code (`cuda=HOST`)."""
 
-    def __init__(self, tensor: Any, bins: Union[str, int, Any], cuda: Optional[Cuda] = None) -> None:
+    def __init__(self, tensor: Any, bins: Union[str, int, Any], *, cuda: Cuda) -> None:
         torch = sys.modules["torch"]
         from ..summaries.histogram import default_edges
 
-        cuda = cuda or _seam(tensor)
         data = tensor.detach().reshape(-1)
         self.size = self._size = int(data.numel())
         self.shape, self.ndim, self.dtype = (self._size,), 1, np.dtype(np.float64)

@@ -1,21 +1,21 @@
 """MXNet arrays captured at the call without waiting for MXNet's engine, and read on the writer
-thread once the engine has computed them: snapshots of arrays, a ring of slots for scalars
-(copied through MXNet's C API), and histograms counted on the device. mxnet is never imported
-here: these are made only for values that are NDArrays, so it is loaded already
-(`sys.modules`)."""
+thread once the engine has computed them: `Snapshot` of an array, `MxnetScalarSlots` for scalars
+(copied through MXNet's C API), and `MxnetHistogram`, counted on the device. mxnet is never
+imported here: these are made only for values that _api/convert.py found to be NDArrays, so it
+is loaded already (`sys.modules`)."""
 import collections
 import ctypes
 import functools
 import sys
 import threading
-from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple, Union
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 from numpy.typing import NDArray
 
 from .pending import Pending
 
-__all__ = ["DeviceHistogram", "ScalarSlots", "Snapshot"]
+__all__ = ["MxnetHistogram", "MxnetScalarSlots", "Snapshot"]
 
 
 class Snapshot(Pending):
@@ -89,12 +89,11 @@ class _IntoView:
                           ctypes.byref(ctypes.POINTER(ctypes.c_int)())))
 
 
-class ScalarSlots:
-    """Where NDArray scalars are snapshotted: one-element views into float64 host NDArrays
-    (rings of `size`), made once and reused. A capture is then a single engine copy into a free
-    view (no new array, no waiting); the writer thread reads a whole ring with one `asnumpy` and
-    frees the views it read. Only arrays of shape (1,) (what `loss.mean()` gives) fit a view;
-    others are snapshotted alone."""
+class MxnetScalarSlots:
+    """Where NDArray scalars of shape (1,) (what `loss.mean()` gives) are copied: one-element
+    views into float64 host NDArrays (rings of `size`), made once and reused. A capture is a
+    single engine copy into a free view (no new array, no waiting); the writer thread reads a
+    whole ring with one `asnumpy` and frees the views it read."""
 
     def __init__(self, size: int = 1024) -> None:
         self._size = size
@@ -103,20 +102,15 @@ class ScalarSlots:
         # (ring, slot, copy into the slot): appends and pops are atomic
         self._free: collections.deque[Any] = collections.deque()
 
-    def hold(self, array: Any, shape: Tuple[int, ...], alone: bool = False) -> Any:
-        """An NDArray scalar of one element (say `loss.mean()`; `shape`: its shape, which reading
-        again costs a call into MXNet) as of now, without waiting for the engine: a `(ring, slot,
-        copier)` the writer thread reads in a batch, or a Snapshot where the shape is not (1,) or
-        `alone` (a described scalar's Record resolves it itself). Every form of scalar call
-        captures an NDArray here."""
-        if alone or shape != (1,):
-            return Snapshot(array)
+    def hold(self, array: Any) -> Tuple[int, int, _IntoView]:
+        """An NDArray of shape (1,) as of now, without waiting for the engine: a `(ring, slot,
+        copier)` that the writer thread reads in a batch."""
         try:
             slot = self._free.popleft()
         except IndexError:
             slot = self._grow()
         slot[2](sys.modules["mxnet"], array)
-        return slot
+        return slot  # type: ignore[no-any-return]
 
     def _grow(self) -> Tuple[int, int, _IntoView]:
         mx = sys.modules["mxnet"]
@@ -128,24 +122,20 @@ class ScalarSlots:
         self._free.extend(slots[1:])
         return slots[0]
 
-    def read(self, captured: Iterable[Any]) -> List[float]:
-        """On the writer thread: the float values of `captured` (slots or Snapshots), in order,
-        once MXNet has them; the slots are then free again."""
+    def read(self, slots: Sequence[Tuple[int, int, _IntoView]]) -> List[float]:
+        """On the writer thread: the float values of `slots`, in order, once MXNet has them; the
+        slots are then free again."""
         rings: Dict[int, NDArray[Any]] = {}
         values: List[float] = []
-        for item in captured:
-            if isinstance(item, Snapshot):
-                values.append(float(np.asarray(item.result()).reshape(())))
-                continue
-            number, index, _ = item
+        for number, index, _ in slots:
             if number not in rings:
                 rings[number] = self._rings[number].asnumpy()  # waits for the copies into it
             values.append(float(rings[number][index]))
-        self._free.extend(item for item in captured if not isinstance(item, Snapshot))
+        self._free.extend(slots)
         return values
 
 
-class DeviceHistogram(Pending):
+class MxnetHistogram(Pending):
     """A histogram of an MXNet NDArray computed by MXNet's operators where the array lives (used
     for GPU arrays: a CPU array is binned faster on the host),
     queued at the call (after the array's pending writes, outside autograd): only the counts,

@@ -1,10 +1,26 @@
-"""A value captured at the call and read on the writer thread: an array still on its way from a
-device (an MXNet engine copy, a CUDA copy into pinned memory, a JAX transfer) or a histogram
-still being counted there. The caller's thread never waits for one; the writer thread's
-`resolve` does."""
+"""What a call captures for the writer thread: the `Kind` of array it was given, decided once at
+the call by _api/convert.py, and `Pending`, a value still on its way from a device (an MXNet
+engine copy, a CUDA copy into pinned memory, a JAX transfer, a histogram being counted there).
+The caller's thread never waits for a Pending; the writer thread's `resolve` does."""
+import enum
 from typing import Any
 
-__all__ = ["Pending", "resolve"]
+__all__ = ["Kind", "Pending", "resolve"]
+
+
+class Kind(enum.IntEnum):
+    """The kinds of input that mxboard reads differently. _api/convert.py's `kind_of` is the one
+    place that tells them apart; everything after it is given the kind."""
+
+    HOST = 0  # a number, a numpy array or scalar, a list, or any other array in host memory
+    MXNET = 1  # an MXNet NDArray (on any context)
+    TORCH = 2  # a torch tensor in host memory
+    TORCH_CUDA = 3  # a torch tensor on a GPU
+    CUPY = 4
+    JAX = 5
+    DLPACK = 6  # another array in device memory that speaks DLPack
+    CUDA_INTERFACE = 7  # another array in device memory that offers the CUDA array interface only
+    CAPTURED = 8  # a Pending made at the call: a device scalar read on its own, not from a ring
 
 
 class Pending:

@@ -1,51 +1,51 @@
-"""Where one writer's device scalars wait for the writer thread: MXNet NDArrays in
-mxnet_capture's rings, torch CUDA tensors in device_capture's pinned rings (each made on its
-first use), any other device array captured alone. The caller's thread queues a copy; the
-writer thread reads a batch in call order."""
-import sys
-from typing import Any, List, Sequence, Tuple
+"""Where one writer's device scalars wait for the writer thread: an MXNet NDArray of shape (1,)
+in MxnetScalarSlots' rings, a torch CUDA tensor in TorchScalarSlots' pinned rings, and any other
+device scalar as the Pending that _api/convert.py captured at the call. The caller's thread
+holds a scalar in the ring its kind names; what is held carries that ring to the writer thread,
+which reads each ring's scalars in one batch, in call order, without asking what they are."""
+from typing import Any, Dict, List, Sequence, Tuple
 
 import numpy as np
 
-from . import device_capture
-from .mxnet_capture import ScalarSlots
-from .pending import Pending
+from .device_capture import TorchScalarSlots
+from .mxnet_capture import MxnetScalarSlots
+from .pending import Kind, Pending
 
-__all__ = ["Slots"]
+__all__ = ["CapturedScalars", "DeviceScalarSlots", "Held"]
 
 
-class Slots:
-    """`hold` a one-element device array at the call; `read` the values of what was held."""
+class CapturedScalars:
+    """The ring of the scalars captured alone at the call (Pendings): holding one keeps it;
+    reading waits for each."""
+
+    def hold(self, pending: Pending) -> Pending:
+        return pending
+
+    def read(self, held: Sequence[Pending]) -> List[float]:
+        return [float(np.asarray(pending.result()).reshape(())) for pending in held]
+
+
+Held = Tuple[Any, Any]  # (the ring that holds a scalar, its slot there)
+
+
+class DeviceScalarSlots:
+    """The rings of one writer's device scalars, by kind: at the call, `rings[kind].hold(array)`
+    gives a slot, and the caller queues `(ring, slot)`, a `Held`; on the writer thread, `read`."""
 
     def __init__(self, size: int = 1024) -> None:
-        # both made now (cheap: their rings grow at their first use), never by a call: two threads'
+        # every ring made now (cheap: each grows at its first use), never by a call: two threads'
         # first calls would each make one, and a slot of the one dropped read from the other's rings
-        self._mxnet = ScalarSlots(size)
-        self._torch = device_capture.TorchScalarSlots(size)
+        mxnet, torch = MxnetScalarSlots(size), TorchScalarSlots(size)
+        self.rings: Dict[Kind, Any] = {Kind.MXNET: mxnet, Kind.TORCH_CUDA: torch, Kind.CAPTURED: CapturedScalars()}
 
-    def hold(self, array: Any, shape: Tuple[int, ...], alone: bool = False) -> Any:
-        """`array` (one element, its `shape` checked already) as of now, without waiting: a slot
-        of a ring, or with `alone` (a described scalar's Record resolves it itself) a Pending."""
-        mx = sys.modules.get("mxnet")
-        if mx is not None and isinstance(array, mx.nd.NDArray):
-            return self._mxnet.hold(array, shape, alone)
-        if not alone and device_capture.is_torch_cuda(array):
-            return self._torch.hold(array)
-        return device_capture.snapshot(array)
-
-    def read(self, captured: Sequence[Any]) -> List[float]:
-        """On the writer thread: the float values of `captured`, in order, once each device has
-        them; their slots are then free again."""
-        kinds = [type(item) for item in captured]
-        mxnet = iter(self._mxnet.read([c for c, k in zip(captured, kinds) if k is tuple]) if tuple in kinds else ())
-        torch = iter(self._torch.read([c for c, k in zip(captured, kinds) if k is device_capture.TorchSlot])
-                     if device_capture.TorchSlot in kinds else ())
-        values = []
-        for item, kind in zip(captured, kinds):
-            if kind is tuple:
-                values.append(next(mxnet))
-            elif kind is device_capture.TorchSlot:
-                values.append(next(torch))
-            else:
-                values.append(float(np.asarray(item.result() if isinstance(item, Pending) else item).reshape(())))
+    def read(self, held: Sequence[Held]) -> List[float]:
+        """On the writer thread: the float values of `held`, in order, once each device has them;
+        their slots are then free again."""
+        by_ring: Dict[int, Tuple[Any, List[int]]] = {}
+        for position, (ring, _) in enumerate(held):
+            by_ring.setdefault(id(ring), (ring, []))[1].append(position)
+        values = [0.0] * len(held)
+        for ring, positions in by_ring.values():
+            for position, value in zip(positions, ring.read([held[p][1] for p in positions])):
+                values[position] = value
         return values
