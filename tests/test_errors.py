@@ -10,25 +10,11 @@ import pytest
 
 import mxboard
 from conftest import ROOT, started_worker
-from mxboard import (
-    CorruptRecordWarning,
-    DataLossError,
-    FileDeletedError,
-    MXBoardError,
-    MXBoardWarning,
-    ReportError,
-    SummaryWriter,
-    TornRecordWarning,
-    WriterClosedError,
-    WriterError,
-    errors,
-    reader,
-    report,
-)
+from mxboard import MXBoardError, SummaryWriter, errors, reader, report
 
 PACKAGE = os.path.join(ROOT, "python", "mxboard")
-BASES = {WriterError: RuntimeError, WriterClosedError: RuntimeError, FileDeletedError: FileNotFoundError,
-         DataLossError: ValueError, ReportError: Exception}
+BASES = {errors.WriterError: RuntimeError, errors.WriterClosedError: RuntimeError,
+         errors.FileDeletedError: FileNotFoundError, errors.DataLossError: ValueError, errors.ReportError: Exception}
 
 
 def _raised(call):
@@ -58,14 +44,14 @@ def test_no_module_but_errors_py_defines_an_exception_or_a_warning():
 
 
 def test_every_error_is_an_mxboard_error_and_keeps_its_built_in_base():
+    assert all(getattr(mxboard, name) is getattr(errors, name) for name in errors.__all__)
     assert set(BASES) | {MXBoardError} == {getattr(errors, name) for name in errors.__all__
                                            if issubclass(getattr(errors, name), Exception)
                                            and not issubclass(getattr(errors, name), Warning)}
     for error, base in BASES.items():
         assert issubclass(error, MXBoardError) and issubclass(error, base), error
-        assert getattr(mxboard, error.__name__) is error
-    for warning in (TornRecordWarning, CorruptRecordWarning):
-        assert issubclass(warning, MXBoardWarning) and issubclass(warning, UserWarning)
+    for warning in (errors.TornRecordWarning, errors.CorruptRecordWarning):
+        assert issubclass(warning, errors.MXBoardWarning) and issubclass(warning, UserWarning)
         assert not issubclass(warning, MXBoardError)
 
 
@@ -73,22 +59,23 @@ def test_the_old_names_are_the_same_classes_and_the_old_except_clauses_still_cat
     from mxboard._writer import intake
     from mxboard.storage import local
 
-    assert intake.WriterError is WriterError and local.FileDeletedError is FileDeletedError
-    assert reader.DataLossError is DataLossError and report.ReportError is ReportError
-    assert reader.TornRecordWarning is TornRecordWarning and reader.CorruptRecordWarning is CorruptRecordWarning
+    assert intake.WriterError is errors.WriterError and local.FileDeletedError is errors.FileDeletedError
+    assert reader.DataLossError is errors.DataLossError and report.ReportError is errors.ReportError
+    assert reader.TornRecordWarning is errors.TornRecordWarning
+    assert reader.CorruptRecordWarning is errors.CorruptRecordWarning
     with pytest.raises(RuntimeError, match="is closed"):
         raise intake.closed_error()
     with pytest.raises(FileNotFoundError):
-        raise FileDeletedError(2, "deleted", "/x")
+        raise errors.FileDeletedError(2, "deleted", "/x")
     with pytest.raises(ValueError):
-        raise DataLossError("corrupt")
+        raise errors.DataLossError("corrupt")
 
 
 def test_a_call_on_a_closed_writer_thread_is_an_mxboard_error(logdir):
     worker = started_worker(logdir, flush_secs=3600, max_queue=10)
     assert worker.close() is None
     error = _raised(lambda: worker.flush())
-    assert type(error) is WriterClosedError and "is closed" in str(error)
+    assert type(error) is errors.WriterClosedError and "is closed" in str(error)
     assert isinstance(error, RuntimeError)  # as before this class existed
 
 
@@ -99,9 +86,9 @@ def test_a_writer_whose_logdir_was_deleted_raises_mxboard_errors(logdir):
     shutil.rmtree(logdir)
     w.add_scalar("x", 2.0, 1)
     deleted = _raised(w.flush)  # the write of step 1 found its file gone
-    assert type(deleted) is FileDeletedError, repr(deleted)
+    assert type(deleted) is errors.FileDeletedError, repr(deleted)
     stopped = _raised(lambda: w.add_scalar("x", 3.0, 2))  # and nothing more is written
-    assert type(stopped) is WriterError and stopped.__cause__ is deleted, repr(stopped)
+    assert type(stopped) is errors.WriterError and stopped.__cause__ is deleted, repr(stopped)
     w.close()
 
 
@@ -114,18 +101,18 @@ def test_a_corrupt_record_read_strictly_is_an_mxboard_error_and_its_warning_an_m
         f.seek(-5, os.SEEK_END)  # inside the last record's payload: its CRC no longer matches
         f.write(b"\xff")
     error = _raised(lambda: list(reader.read_events(path, strict=True)))
-    assert type(error) is DataLossError, repr(error)
+    assert type(error) is errors.DataLossError, repr(error)
     with warnings.catch_warnings(record=True) as said:
         warnings.simplefilter("always")
         list(reader.read_events(path))
-    assert [type(w.message) for w in said] == [CorruptRecordWarning]
-    assert issubclass(said[0].category, MXBoardWarning)
+    assert [type(w.message) for w in said] == [errors.CorruptRecordWarning]
+    assert issubclass(said[0].category, errors.MXBoardWarning)
 
 
 def test_a_report_that_cannot_be_written_is_an_mxboard_error(tmp_path):
     (tmp_path / "empty").mkdir()
     error = _raised(lambda: report.write(str(tmp_path / "empty"), str(tmp_path / "report.html")))
-    assert type(error) is ReportError and "no event files" in str(error), repr(error)
+    assert type(error) is errors.ReportError and "no event files" in str(error), repr(error)
 
 
 def test_a_changed_copy_of_uplot_is_a_report_error(tmp_path, monkeypatch):
@@ -137,4 +124,4 @@ def test_a_changed_copy_of_uplot_is_a_report_error(tmp_path, monkeypatch):
         f.write("\n// changed")
     monkeypatch.setattr(page, "_HERE", str(changed))
     error = _raised(lambda: page.asset("uPlot.iife.min.js"))
-    assert type(error) is ReportError and "reinstall mxboard" in str(error), repr(error)
+    assert type(error) is errors.ReportError and "reinstall mxboard" in str(error), repr(error)

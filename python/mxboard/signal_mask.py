@@ -1,7 +1,9 @@
-"""mxboard's own threads (the writer thread, each store file's uploader, the end's flusher)
-never take a process-directed SIGTERM or SIGINT: the kernel gives one to a thread that has not
-blocked it, so it reaches the user's threads, never one of ours busy writing (lifecycle.py says
-what then happens)."""
+"""Keeps SIGTERM and SIGINT off mxboard's own threads.
+
+The kernel gives a signal sent to the process to any thread that has not blocked it. mxboard's
+threads (the writer thread, each store file's uploader, the flush at the process's end) block
+SIGTERM and SIGINT, so such a signal reaches one of the user's threads and never one of ours in
+the middle of a write. _writer/lifecycle.py says what happens then."""
 import signal
 
 __all__ = ["keep_signals_off_this_thread"]

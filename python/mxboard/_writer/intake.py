@@ -48,7 +48,7 @@ class Record(NamedTuple):
 
 class PendingScalar(NamedTuple):
     """A scalar whose value is a device's (an MXNet or GPU array's): resolved on the writer
-    thread, it joins the scalar rows of `series` in call order. `warn(value, step)`: said of a
+    thread, it joins the scalar rows of `series` in call order. `warn(value, step)`: called for a
     value that is NaN or infinite (logged as given)."""
     series: int
     value: Any

@@ -1,23 +1,18 @@
-"""The process around the writer threads: one registry of live workers (weak references), and
-what becomes of them when the process ends or splits while they are open.
+"""What becomes of the open writer threads when the process ends, forks or drops a writer.
 
-- Exit (an atexit hook; in a multiprocessing child, one of its finalizers): every writer still
-  open is closed within END_SECS, what a store did not take is kept on disk, stderr says what
-  failed, and the hook returns: the program's other hooks, multiprocessing's exit and its exit
-  status stand (MXBOARD_EXIT_STATUS_ON_ERROR=1 asks for status 1 instead, by `os._exit`).
-- SIGTERM and SIGHUP: a handler installed where the default one is, by the main thread (a writer
-  made on another thread asks it, through `Py_AddPendingCall`). Ours alone: flush, then the
-  signal's default action. Chained by a handler installed over ours: flush, and return.
-- Fork: a child drops its copies of the parent's workers. Collection: a writer collected
-  unclosed is closed on the reaper thread, never on the thread that collected it.
-
+The process keeps one registry of its live writer threads (weak references), in one `_Process`
+object. At exit, every writer still open is closed within END_SECS and stderr says what failed;
+the exit status stays the program's. At SIGTERM and SIGHUP, while no other handler is installed,
+every writer is flushed before the signal's default action. A forked child drops its copies of
+the parent's writer threads, and a writer collected unclosed is closed on the reaper thread.
 `SummaryWriter(process_hooks=False)` (MXBOARD_PROCESS_HOOKS=0) leaves signals and the exit to the
-program. Hooks are installed with the first worker, never at import; docs/guarantees.md states
-each case, docs/architecture.md says why.
+program. The hooks are installed with the first writer, never at import. docs/guarantees.md
+states each case, and docs/architecture.md explains why each works as it does.
 """
 from __future__ import annotations
 
 import atexit
+import dataclasses
 import logging
 import os
 import queue
@@ -34,8 +29,9 @@ from ..signal_mask import keep_signals_off_this_thread
 from .callsite import CallSite, call_site, warn_at
 
 
-class Worker(Protocol):
-    """What this module asks of a writer thread's worker (worker.py's, which imports this one)."""
+class Watched(Protocol):
+    """What this module asks of a writer thread (writer_thread.WriterThread, which imports this
+    module)."""
 
     def write_out(self, timeout: float) -> bool: ...
 
@@ -45,6 +41,7 @@ class Worker(Protocol):
 
     def abandon(self) -> None: ...
 
+
 __all__ = ["watch", "forget", "reap", "reaped", "process_hooks", "END_SECS", "HOOKS_VARIABLE",
            "STATUS_VARIABLE"]
 
@@ -53,30 +50,59 @@ HOOKS_VARIABLE = "MXBOARD_PROCESS_HOOKS"  # 0: SummaryWriter's process_hooks=Fal
 STATUS_VARIABLE = "MXBOARD_EXIT_STATUS_ON_ERROR"  # 1: a writer that failed at exit makes the status 1
 MAIN_THREAD_SECS = 2.0  # how long a writer made off the main thread waits for it to install the handlers
 
-_LIVE: weakref.WeakSet[Worker] = weakref.WeakSet()  # the workers whose writers asked for the process's hooks
-_UNHOOKED: weakref.WeakSet[Worker] = weakref.WeakSet()  # process_hooks=False: only dropped in a forked child
-_INSTALLED: Set[str] = set()  # the hooks registered in this process: "fork", "exit"
-_CHILD_EXIT: List[Optional[int]] = [None]  # the pid whose multiprocessing exit closes its writers
-_REAP: queue.SimpleQueue[Union[Worker, threading.Event]] = queue.SimpleQueue()  # workers to close, and marks
-_REAPER: List[Optional[threading.Thread]] = [None]
+
+@dataclasses.dataclass
+class _Process:
+    """This process's state: its writer threads, the hooks it installed, the reaper, and the state
+    of the signal handlers. There is one instance, `_PROCESS`; a forked child resets its part."""
+
+    # the writer threads whose writers asked for the process's hooks
+    live: weakref.WeakSet[Watched] = dataclasses.field(default_factory=weakref.WeakSet)
+    # the writer threads made with process_hooks=False: only dropped in a forked child
+    unhooked: weakref.WeakSet[Watched] = dataclasses.field(default_factory=weakref.WeakSet)
+    installed: Set[str] = dataclasses.field(default_factory=set)  # the hooks registered: "fork", "exit"
+    child_exit_pid: Optional[int] = None  # the multiprocessing child whose exit closes its writers
+    # writer threads for the reaper to close, and the marks `reaped` waits for
+    to_reap: queue.SimpleQueue[Union[Watched, threading.Event]] = dataclasses.field(
+        default_factory=queue.SimpleQueue)
+    reaper: Optional[threading.Thread] = None
+    # SIGTERM and SIGHUP: the process that owns the wakeup fd's pipe and its watcher thread, the
+    # pipe's (read, write) ends (the write end is Python's wakeup fd), the lock the first signal
+    # takes (so that the flush starts once), and the lock held while a flush for a handler that
+    # chains to ours runs
+    signals_pid: Optional[int] = None
+    wakeup_pipe: Optional[Tuple[int, int]] = None
+    flush_begun: threading.Lock = dataclasses.field(default_factory=threading.Lock)
+    chained_flush: threading.Lock = dataclasses.field(default_factory=threading.Lock)
+    # a turn of the main thread asked for by another thread (`Py_AddPendingCall`): the C callback,
+    # kept alive for as long as a pending call may run it; the turn asked and not yet run (set
+    # once the main thread ran it); the lock around asking; and whether the one warning that the
+    # turn could not be had was given
+    turn_callback: Any = None
+    turn_asked: Optional[threading.Event] = None
+    turn_lock: threading.Lock = dataclasses.field(default_factory=threading.Lock)
+    warned_off_main: bool = False
 
 
-def watch(worker: Worker, hooks: bool = True) -> None:
+_PROCESS = _Process()
+
+
+def watch(worker: Watched, hooks: bool = True) -> None:
     """Register a started worker (and the hooks, the first time in each process). Without
     `hooks` (process_hooks=False), the program closes it: no exit hook closes it, no signal
     handler flushes it, and none is installed for it."""
-    if "fork" not in _INSTALLED:
-        _INSTALLED.add("fork")
+    if "fork" not in _PROCESS.installed:
+        _PROCESS.installed.add("fork")
         if hasattr(os, "register_at_fork"):
             os.register_at_fork(after_in_child=_after_fork_in_child)
     _start_reaper()
     if not hooks:
-        _UNHOOKED.add(worker)
+        _PROCESS.unhooked.add(worker)
         return
-    if "exit" not in _INSTALLED:
-        _INSTALLED.add("exit")
+    if "exit" not in _PROCESS.installed:
+        _PROCESS.installed.add("exit")
         atexit.register(_at_exit)
-    _LIVE.add(worker)
+    _PROCESS.live.add(worker)
     _watch_multiprocessing_exit()
     _watch_sigterm()
 
@@ -104,33 +130,33 @@ def _flag(name: str, default: bool) -> bool:
     raise ValueError("%s must be 1 or 0 (true/false, yes/no, on/off); got %r" % (name, os.environ[name]))
 
 
-def reap(worker: Worker) -> None:
+def reap(worker: Watched) -> None:
     """Close `worker`, whose writer was collected unclosed, on the reaper thread: never on the
     thread that collected it. (One C-level put: safe wherever a collection runs.)"""
-    _REAP.put(worker)
+    _PROCESS.to_reap.put(worker)
 
 
 def reaped(timeout: float) -> bool:
     """Wait until the workers handed to `reap` before the call are closed (False after `timeout`
     seconds)."""
     passed = threading.Event()
-    _REAP.put(passed)
+    _PROCESS.to_reap.put(passed)
     return passed.wait(timeout)
 
 
 def _start_reaper() -> None:
     """The reaper thread, started with a process's first worker (a thread started while a
     collection runs could wait on a lock its own thread holds)."""
-    thread = _REAPER[0]
+    thread = _PROCESS.reaper
     if thread is None or not thread.is_alive():
-        thread = _REAPER[0] = threading.Thread(target=_reap_loop, name="mxboard-reaper", daemon=True)
+        thread = _PROCESS.reaper = threading.Thread(target=_reap_loop, name="mxboard-reaper", daemon=True)
         thread.start()
 
 
 def _reap_loop() -> None:
     keep_signals_off_this_thread()
     while True:
-        worker = _REAP.get()
+        worker = _PROCESS.to_reap.get()
         if isinstance(worker, threading.Event):  # a mark of `reaped`
             worker.set()
             continue
@@ -143,9 +169,10 @@ def _reap_loop() -> None:
         del worker, fault  # the worker is free as soon as it is closed
 
 
-def forget(worker: Worker) -> None:
-    _UNHOOKED.discard(worker)
-    _LIVE.discard(worker)
+def forget(worker: Watched) -> None:
+    """A closed writer thread leaves the registry (and the signal handlers go when none is left)."""
+    _PROCESS.unhooked.discard(worker)
+    _PROCESS.live.discard(worker)
     _give_back_sigterm()
 
 
@@ -160,7 +187,7 @@ def _at_exit() -> None:
     (130 after the Ctrl-C), by `os._exit`: Python fixes the status before exit hooks run."""
     deadline = time.monotonic() + END_SECS
     failed = interrupted = False
-    for worker in list(_LIVE):
+    for worker in list(_PROCESS.live):
         try:
             fault = worker.close(time.monotonic() if interrupted else deadline)
         except Exception as exc:  # noqa: BLE001 - every writer gets its turn
@@ -208,13 +235,13 @@ def _watch_multiprocessing_exit() -> None:
     """In a multiprocessing child (which its parent's multiprocessing ends with `os._exit`: its
     registry of finalizers starts empty), close the writers among its finalizers. The main
     process's own exit hook closes them there."""
-    if "multiprocessing" not in sys.modules or _CHILD_EXIT[0] == os.getpid():
+    if "multiprocessing" not in sys.modules or _PROCESS.child_exit_pid == os.getpid():
         return
     import multiprocessing.util
 
     if multiprocessing.parent_process() is None:
         return
-    _CHILD_EXIT[0] = os.getpid()
+    _PROCESS.child_exit_pid = os.getpid()
     multiprocessing.util.Finalize(None, _at_exit, exitpriority=10)
 
 
@@ -227,24 +254,14 @@ def _tell(message: str) -> None:
 
 
 def _after_fork_in_child() -> None:
-    for worker in list(_LIVE) + list(_UNHOOKED):
+    for worker in list(_PROCESS.live) + list(_PROCESS.unhooked):
         worker.abandon()
-    _LIVE.clear()
-    _UNHOOKED.clear()
-    _MainTurn.asked = None  # the parent's pending call, if the child runs it, finds what the child has
-    _MainTurn.lock = threading.Lock()
-    _REAPER[0] = None  # the parent's thread is not in the child: the child's first worker starts one
+    _PROCESS.live.clear()
+    _PROCESS.unhooked.clear()
+    _PROCESS.turn_asked = None  # the parent's pending call, if the child runs it, finds what the child has
+    _PROCESS.turn_lock = threading.Lock()
+    _PROCESS.reaper = None  # the parent's thread is not in the child: the child's first writer starts one
     _drop_sigterm_in_child()
-
-
-class _Sigterm:
-    """Our SIGTERM handling in this process: the wakeup fd's pipe and its watcher thread, and
-    whether the flush has begun (once)."""
-
-    pid: Optional[int] = None  # the process the pipe and the watcher belong to
-    pipe: Optional[Tuple[int, int]] = None  # (read, write) ends, the write end Python's wakeup fd
-    begun = threading.Lock()  # taken by the first SIGTERM: the flush starts once
-    chained = threading.Lock()  # held while a flush for a handler that chains to ours runs
 
 
 def _ends() -> List[int]:
@@ -272,7 +289,7 @@ def _watch_sigterm() -> None:
         except (ValueError, OSError, AttributeError):  # not here, or not allowed
             continue
         ours = True
-    if ours and _Sigterm.pid != os.getpid():
+    if ours and _PROCESS.signals_pid != os.getpid():
         _watch_wakeup_fd()
 
 
@@ -291,7 +308,7 @@ def _watch_wakeup_fd() -> None:
         os.close(read)
         os.close(write)
         return
-    _Sigterm.pid, _Sigterm.pipe = os.getpid(), (read, write)
+    _PROCESS.signals_pid, _PROCESS.wakeup_pipe = os.getpid(), (read, write)
     threading.Thread(target=_watch_signals, args=(read,), name="mxboard-signals", daemon=True).start()
 
 
@@ -302,28 +319,18 @@ def _is_default(signum: int) -> bool:
         return False
 
 
-class _MainTurn:
-    """A turn of the main thread asked for by another (`Py_AddPendingCall`): the C callback,
-    kept alive for as long as a pending call may run it, and the turn asked and not yet run."""
-
-    callback: Any = None
-    asked: Optional[threading.Event] = None  # set once the main thread ran the turn
-    lock = threading.Lock()
-    warned = False  # the warning that it could not be had: once a process
-
-
 def _main_thread_turn(_: Any) -> int:
     """On the main thread, between two bytecodes: the handlers installed where writers are
     open, given back where none is (a pending call's callback: never raises, returns 0)."""
     try:
-        if _LIVE:
+        if _PROCESS.live:
             _watch_sigterm()
         else:
             _default_where_ours()
     except Exception as exc:  # noqa: BLE001 - a pending call must not fail
         _tell("mxboard: could not install the SIGTERM and SIGHUP handlers on the main thread: %r" % (exc,))
     finally:
-        asked = _MainTurn.asked
+        asked = _PROCESS.turn_asked
         if asked is not None:
             asked.set()
     return 0
@@ -332,8 +339,8 @@ def _main_thread_turn(_: Any) -> int:
 def _ask_main_thread(site: Optional[CallSite] = None) -> None:
     """Ask the main thread for a turn (`_main_thread_turn`), once at a time. With `site` (a
     writer made here, the user's line), warn where it cannot be had within MAIN_THREAD_SECS."""
-    with _MainTurn.lock:
-        if _MainTurn.asked is not None and not _MainTurn.asked.is_set():
+    with _PROCESS.turn_lock:
+        if _PROCESS.turn_asked is not None and not _PROCESS.turn_asked.is_set():
             return  # asked already: the turn looks at what is open when it runs
         asked = threading.Event()
         if not threading.main_thread().is_alive():
@@ -341,7 +348,7 @@ def _ask_main_thread(site: Optional[CallSite] = None) -> None:
         else:
             why = _pending_call()
         if why is None:
-            _MainTurn.asked = asked
+            _PROCESS.turn_asked = asked
     if site is None:
         return
     thread = threading.current_thread().name
@@ -357,11 +364,11 @@ def _pending_call() -> Optional[str]:
     try:
         import ctypes
 
-        if _MainTurn.callback is None:
-            _MainTurn.callback = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p)(_main_thread_turn)
+        if _PROCESS.turn_callback is None:
+            _PROCESS.turn_callback = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p)(_main_thread_turn)
         add = ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p)(
             ("Py_AddPendingCall", ctypes.pythonapi))
-        pointer = ctypes.cast(_MainTurn.callback, ctypes.c_void_p)
+        pointer = ctypes.cast(_PROCESS.turn_callback, ctypes.c_void_p)
         if add(pointer, None) != 0:
             return "Python's queue of pending calls is full"
     except (ImportError, AttributeError, OSError) as exc:
@@ -379,10 +386,10 @@ def _warn_unless_taken(asked: threading.Event, site: Optional[CallSite], thread:
 def _warn_off_main(site: Optional[CallSite], thread: str, why: str) -> None:
     """The one warning that the handlers could not be installed for a writer made off the main
     thread (a RuntimeWarning at the user's line; on stderr where a filter makes it an error)."""
-    with _MainTurn.lock:
-        if _MainTurn.warned:
+    with _PROCESS.turn_lock:
+        if _PROCESS.warned_off_main:
             return
-        _MainTurn.warned = True
+        _PROCESS.warned_off_main = True
     message = ("mxboard: a SummaryWriter made on thread %r: only the main thread can install the SIGTERM and "
                "SIGHUP handlers that flush it, and %s. Until it does, SIGTERM and SIGHUP end the process without "
                "that flush (a normal exit still closes every writer). Make the first writer on the main thread, "
@@ -413,7 +420,7 @@ def _give_back_sigterm() -> None:
     """No writer left: SIGTERM's and SIGHUP's default actions again, where ours is still the
     handler (by the main thread: another thread asks it). The watcher stays: it acts only while
     ours is the handler."""
-    if _LIVE:
+    if _PROCESS.live:
         return
     if threading.current_thread() is threading.main_thread():
         _default_where_ours()
@@ -442,8 +449,8 @@ def _drop_sigterm_in_child() -> None:
     """In a forked child: the parent's writers are not ours, nor its pipe (a signal to the child
     must never wake the parent's watcher). The child's first writer installs everything anew."""
     _default_where_ours()
-    if _Sigterm.pipe is not None:
-        read, write = _Sigterm.pipe
+    if _PROCESS.wakeup_pipe is not None:
+        read, write = _PROCESS.wakeup_pipe
         try:
             current = signal.set_wakeup_fd(-1)
             if current not in (write, -1):  # someone else's since: theirs again
@@ -455,9 +462,9 @@ def _drop_sigterm_in_child() -> None:
                 os.close(fd)
             except OSError:
                 pass
-    _Sigterm.pid = _Sigterm.pipe = None
-    _Sigterm.begun = threading.Lock()
-    _Sigterm.chained = threading.Lock()
+    _PROCESS.signals_pid = _PROCESS.wakeup_pipe = None
+    _PROCESS.flush_begun = threading.Lock()
+    _PROCESS.chained_flush = threading.Lock()
 
 
 def _on_sigterm(signum: int, frame: Optional[FrameType]) -> None:
@@ -473,11 +480,11 @@ def _on_sigterm(signum: int, frame: Optional[FrameType]) -> None:
         current = _on_sigterm
     if current is _on_sigterm or not callable(current):
         _begin(signum)
-    elif _Sigterm.chained.acquire(blocking=False):  # else a flush runs already
+    elif _PROCESS.chained_flush.acquire(blocking=False):  # else a flush runs already
         try:
             threading.Thread(target=_flush_then_go_on, args=(signum,), name="mxboard-sigterm", daemon=True).start()
         except BaseException:
-            _Sigterm.chained.release()
+            _PROCESS.chained_flush.release()
             raise
 
 
@@ -485,7 +492,7 @@ def _begin(signum: int) -> None:
     """The first SIGTERM or SIGHUP, from the main thread's handler or the watcher: put the default
     actions back (a second one ends the process at once), then flush and re-raise on a thread of
     ours (the main thread may hold a lock the writers need, or sit in a C call for minutes)."""
-    if not _Sigterm.begun.acquire(blocking=False):
+    if not _PROCESS.flush_begun.acquire(blocking=False):
         return
     for other in _ends():
         if other != signum and signal.getsignal(other) is _on_sigterm:
@@ -513,7 +520,7 @@ def _default_action(signum: int) -> bool:
         return False
 
 
-def _write_out(workers: List[Worker], signum: int, deadline: float) -> None:
+def _write_out(workers: List[Watched], signum: int, deadline: float) -> None:
     """Everything queued in `workers` written (no wait on a store), by `deadline`; what could
     not be is said on stderr."""
     name = signal.Signals(signum).name
@@ -532,9 +539,9 @@ def _flush_then_go_on(signum: int) -> None:
     process goes on (a store's files go on uploading; the exit's close waits for them)."""
     keep_signals_off_this_thread()
     try:
-        _write_out(list(_LIVE), signum, time.monotonic() + END_SECS)
+        _write_out(list(_PROCESS.live), signum, time.monotonic() + END_SECS)
     finally:
-        _Sigterm.chained.release()
+        _PROCESS.chained_flush.release()
 
 
 def _flush_then_die(signum: int) -> None:
@@ -543,7 +550,7 @@ def _flush_then_die(signum: int) -> None:
     signal's default action ends the process."""
     keep_signals_off_this_thread()
     deadline = time.monotonic() + END_SECS
-    workers = list(_LIVE)
+    workers = list(_PROCESS.live)
     _write_out(workers, signum, deadline)
     for worker in workers:
         try:

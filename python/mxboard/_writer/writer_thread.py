@@ -50,9 +50,9 @@ class State(enum.Enum):
 
 
 class WriterThread:
-    """One writer thread, its intake and its output. Knows files, series and items, not the
-    writer that feeds it (so that the exit hook, which holds the worker, never keeps a
-    SummaryWriter alive)."""
+    """One writer thread, its intake and its event files. It knows files, series and items, but not
+    the writer that feeds it, so that the exit hook, which holds it, never keeps a SummaryWriter
+    alive."""
 
     def __init__(self, flush_secs: float, max_queue: int,
                  read_scalars: Optional[Callable[[List[Any]], List[float]]] = None,
@@ -70,7 +70,7 @@ class WriterThread:
         self._pid: Optional[int] = None  # the process that started it
         self._closing = threading.Lock()
         self._notes: Deque[Tuple[Optional[CallSite], str]] = collections.deque()  # warnings for the caller
-        self._warned: Set[Any] = set()  # the keys of warnings said once (warner, warn_once)
+        self._warned: Set[Any] = set()  # the keys of the warnings given once (warner, warn_once)
         self._intake = Intake(max_queue, max_bytes, held=lambda: self.holds_for_caller)
 
     def start_writing(self, destination: Destination, suffix: str = "", restart_at: Optional[int] = None,
@@ -81,7 +81,7 @@ class WriterThread:
         there when a writer's constructor returns; an error opening it is the next call's).
         `verbose`: log each file opened. `hooks`: closed at exit and flushed at SIGTERM and
         SIGHUP (lifecycle.py; SummaryWriter's process_hooks)."""
-        self._output = EventFiles(destination, self._read_scalars, self._hold_for_caller,
+        self._files = EventFiles(destination, self._read_scalars, self._hold_for_caller,
                               (suffix, restart_at), verbose)
         self._pid = os.getpid()
         self.state = State.OPEN
@@ -101,22 +101,22 @@ class WriterThread:
     def written(self) -> List[Tuple[Optional[Tuple[str, ...]], str, List[Tuple[str, int]]]]:
         """(names, run, pieces) of every event file that holds records: the names its sub-run was
         opened with (None: the main file, first), its run, and its pieces (event_files.py)."""
-        return self._output.written()
+        return self._files.written()
 
     def open_sub_run_file(self, names: Tuple[str, ...], suffix: str = "") -> int:
         """The id of a new event file in the sub-run `logdir/<names...>/`, opened on the writer
         thread in call order (before any record or row of it). Returns once it is: the file is
-        there when the call returns, as with the peers (a tear-down that deletes the logdir
-        right after never races the thread); an error opening it is raised here. Only a name's
-        first use pays this wait."""
+        there when the call returns, as with TensorBoard's and tensorboardX's writers, so a
+        tear-down that deletes the logdir right after never races the thread. An error opening
+        it is raised here. Only a name's first use pays this wait."""
         self._check_open()
-        file = self._output.new_file_id()
-        self.call(self._output.open_sub_run_file, file, names, suffix)
+        file = self._files.new_file_id()
+        self.call(self._files.open_sub_run_file, file, names, suffix)
         return file
 
     def add_series(self, file: Optional[int], tag: str) -> int:
         """An id for the scalar rows of `tag` in the file `file` (None: the main file)."""
-        return self._output.add_series(file, tag)
+        return self._files.add_series(file, tag)
 
     def columns(self) -> ScalarColumns:
         """New scalar columns for the calling thread (intake.py)."""
@@ -135,7 +135,7 @@ class WriterThread:
     def call(self, fn: Callable[..., Any], *args: Any) -> None:
         """`fn(storage, *args)` on the writer thread (file work that is no event: an embedding's
         assets), after everything queued before; return once it ran, raising what it raised (its
-        files are in place when the call returns, as with the peers)."""
+        files are in place when the call returns, as with TensorBoard's and tensorboardX's writers)."""
         outcome = Outcome()
         self.put(Task(fn, args, outcome))
         self._intake.wait_done(outcome.done)
@@ -190,9 +190,9 @@ class WriterThread:
         if self.state is not State.OPEN or self._pid != os.getpid():  # not started, done, or a forked child's copy
             return None
         if deadline is None:
-            deadline = time.monotonic() + self._output.close_secs
+            deadline = time.monotonic() + self._files.close_secs
         if self._thread.is_alive():
-            self._output.interrupt()  # a write never waits for room now: the thread drains the rest
+            self._files.interrupt()  # a write never waits for room now: the thread drains the rest
             # written, and the thread told to end (once it took this barrier); the store's wait is
             # the files' close, below
             self._intake.flush(sync=False, stop=True)
@@ -202,8 +202,8 @@ class WriterThread:
         fault: Optional[BaseException] = None
         try:
             self._drain()  # calls that raced close(): what they queued before `state` said so
-            self._output.close(deadline)  # a store's files: until the deadline, then kept on disk
-            if self._output.recovered and unreported is self._output.write_error:
+            self._files.close(deadline)  # a store's files: until the deadline, then kept on disk
+            if self._files.recovered and unreported is self._files.write_error:
                 unreported = None  # a store's give-up no call heard of, and the store took everything at close
             fault = self._close_error or unreported  # the news first: where close() kept what a store did not take
             if fault is not None and fault is not unreported and unreported is not None \
@@ -228,7 +228,7 @@ class WriterThread:
         """A signal ends the process: a store's files wait for their uploads until `deadline`,
         then keep the rest on disk (also while close() waits for them)."""
         if self._pid == os.getpid():
-            self._output.save_what_waits(deadline)
+            self._files.save_what_waits(deadline)
 
     def deliver_to_caller(self) -> None:
         """Raise what the writer thread has to say (once; after an I/O error, a WriterError on
@@ -243,7 +243,7 @@ class WriterThread:
                 raise closed_error()
             return
         error, self._error = self._error, None
-        write_error = self._output.write_error
+        write_error = self._files.write_error
         if write_error is not None:
             self._error = WriterError("the mxboard writer stopped writing after an earlier error: %r" % (write_error,))
             self._error.__cause__ = write_error
@@ -257,7 +257,7 @@ class WriterThread:
         """In a forked child: drop the parent's queues and file descriptors, write nothing."""
         self._intake.clear()
         self._pid = None
-        self._output.abandon()
+        self._files.abandon()
         self.state, self.holds_for_caller = State.FORKED, True
 
     def _check_open(self) -> None:
@@ -268,7 +268,7 @@ class WriterThread:
     def _loop(self, opened: threading.Event) -> None:
         try:
             keep_signals_off_this_thread()
-            self._output.open_main()
+            self._files.open_main()
         finally:
             opened.set()
         intake = self._intake
@@ -284,7 +284,7 @@ class WriterThread:
         barriers."""
         batch = self._intake.take()
         try:
-            self._output.write_batch(batch)
+            self._files.write_batch(batch)
         except Exception as exc:  # noqa: BLE001 - never let the thread die: the caller hears of it instead
             self._hold_for_caller(exc)
         finally:
