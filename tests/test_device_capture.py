@@ -349,3 +349,20 @@ def test_scalars_held_from_many_threads_at_once_each_read_their_own_value(fake_g
         sys.setswitchinterval(switch)
     assert len(held) == 400
     assert slots.read([slot for slot, _ in held]) == [value for _, value in held]
+
+
+def test_a_device_scalar_crosses_at_most_ten_files_on_the_callers_thread():
+    """tools/count_hops.py: the files one add_scalar of a torch CUDA scalar runs in on the caller's
+    thread, counted with sys.setprofile. Its kind is decided once (convert.py) and the scalar goes
+    from the call to the writer thread's queue in 10 hops over 6 files (a6ab6a5: 26 over 9)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "count_hops", os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tools", "count_hops.py"))
+    count_hops = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(count_hops)
+    ours, _ = count_hops.device_scalar_files()
+    names = [os.path.basename(path) for path in ours]
+    assert names[0] == names[-1] == "writer.py" and "writer_thread.py" in names, names  # the call, to the queue
+    assert len(ours) - 1 <= 10, names
+    assert names.count("convert.py") == 1, names  # its kind asked once

@@ -56,7 +56,7 @@ def rounded_up(edges: Any, dtype: Any) -> NDArray[Any]:
 
 def default_layout() -> Tuple[float, float, int, int]:
     """The default edges' layout, for finding a value's bucket on an MXNet device without a
-    search (mxnet_capture.DeviceHistogram): (log of the
+    search (mxnet_capture.MxnetHistogram): (log of the
     smallest positive limit, 1 / log of the growth factor, number of positive limits, index of
     the edge 0.0 in `default_edges()`). A bucket index is then
     `middle + 1 + steps` for v >= 0 and `middle - 2 - steps` for v < 0, with
