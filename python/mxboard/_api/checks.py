@@ -1,8 +1,9 @@
-"""Every check of a call's arguments, one function a kind, run on the caller's thread: a bad call
-raises TypeError or ValueError naming the argument, before anything is queued, so it never costs
-another call its data. Each returns the arguments its kind's builder (summaries/) takes, with the
-data captured (`convert.capture`): numpy copies, or MXNet snapshots whose value checks run when
-the writer thread resolves them (the training thread never waits for MXNet's engine).
+"""The checks of every call's arguments, one function per kind of summary, run on the caller's
+thread. A bad call raises a TypeError or ValueError that names the argument, before anything is
+queued, so it never costs another call its data. Each check returns the arguments that its kind's
+builder (summaries/) takes, with the data captured by `convert.capture`: numpy copies, or MXNet
+snapshots whose values are checked when the writer thread resolves them, so that the training
+thread never waits for MXNet's engine.
 """
 import json
 import math
@@ -24,35 +25,35 @@ __all__ = ["stamp", "step", "walltime", "bins", "histogram_raw", "image", "boxes
 DATAFORMATS = ("HW", "CHW", "HWC", "NCHW", "NHWC")
 BIN_RULES = ("auto", "fd", "doane", "scott", "stone", "rice", "sturges", "sqrt")
 MAX_BINS = 1 << 16  # more buckets than a histogram chart has pixels
-MAX_SIDE, MAX_PIXELS = 1 << 14, 1 << 26  # an image drawn on the writer thread (boxes rescaled)
+MAX_SIDE, MAX_PIXELS = 1 << 14, 1 << 26  # the largest image the writer thread draws boxes on, after rescaling
 _CHANNELS = (1, 3, 4)
 _FLOAT32_MAX = float(np.finfo(np.float32).max)  # a mesh's vertices are sent as float32
-_GIF_LONGEST_FRAME = 655.35  # s: a GIF frame's delay is 16 bits of centiseconds
-# what `convert.capture` gives: a numpy array, or an MXNet Snapshot the writer thread resolves;
-# the user's values before it are Any (numbers, lists, NDArrays, anything with __array__)
+_GIF_LONGEST_FRAME = 655.35  # seconds: a GIF frame's delay is 16 bits of centiseconds
+# What `convert.capture` returns: a numpy array, or an MXNet Snapshot that the writer thread
+# resolves. The user's values before it are Any (numbers, lists, NDArrays, anything with __array__).
 Captured = Any
 Check = Callable[[Captured], Captured]
-Say = Callable[[str], None]  # a NaN or Inf found, said once a tag (WriterCore.said_once)
+Say = Callable[[str], None]  # reports a NaN or Inf found, warned about once per tag (WriterCore.said_once)
 
 
 # -- when ------------------------------------------------------------------------------------
 def step(global_step: Any, name: str = "global_step") -> int:
-    """A step as an int (None is 0; a float is truncated, as by the peers)."""
+    """A step as an int. None is 0, and a float is truncated, as tensorboardX and torch do."""
     return 0 if global_step is None else convert.to_int(global_step, name)
 
 
 def walltime(value: Any) -> float:
-    """Seconds since the epoch as a float (None is now)."""
+    """Seconds since the epoch as a float. None is now."""
     if value is None:
         return _now()
     wall = convert.to_float(value, "walltime")
-    if not math.isfinite(wall):  # any finite time, 0 included, as the peers take it
+    if not math.isfinite(wall):  # any finite time, 0 included, as tensorboardX and torch take it
         raise ValueError("walltime must be finite seconds since the epoch; got %r" % (value,))
     return wall
 
 
 def stamp(global_step: Any, wall: Any) -> Tuple[int, float]:
-    """(step, walltime) of a call."""
+    """The (step, walltime) of a call."""
     return step(global_step), walltime(wall)
 
 
@@ -60,7 +61,7 @@ def stamp(global_step: Any, wall: Any) -> Tuple[int, float]:
 def bins(value: Any) -> Union[str, int, Captured]:
     """'default', a numpy rule name, a number of equal-width bins, or increasing finite edges."""
     if isinstance(value, str):
-        if value == "tensorflow":  # the peers' name for TensorBoard's default buckets
+        if value == "tensorflow":  # tensorboardX's and torch's name for TensorBoard's default buckets
             return "default"
         if value != "default" and value not in BIN_RULES:
             raise ValueError("bins must be 'default' (or 'tensorflow'), %s, an int or bin edges; got %r"
@@ -79,8 +80,8 @@ def bins(value: Any) -> Union[str, int, Captured]:
 
 
 def system_metrics(every: Any) -> Optional[float]:
-    """The seconds between samples `SummaryWriter(system_metrics=...)` asks for: True (10 s), a
-    number of seconds, or False/None (no metrics: None)."""
+    """The seconds between samples that `SummaryWriter(system_metrics=...)` asks for: True means
+    10 s, a number is seconds, and False or None means no metrics (returned as None)."""
     if every is None or every is False:
         return None
     return 10.0 if every is True else convert.positive(every, "system_metrics",
@@ -88,8 +89,8 @@ def system_metrics(every: Any) -> Optional[float]:
 
 
 def destination(logdir: str, to_disk: bool, upload: Any, spool: Any) -> Destination:
-    """Where a writer's files go: `upload` (an UploadPolicy) and `spool` (SpoolSettings) only for
-    a logdir URL; the spool's default read from the environment now, once a writer."""
+    """Where a writer's files go. `upload` (an UploadPolicy) and `spool` (SpoolSettings) apply
+    only to a logdir URL. The spool's default is read from the environment now, once per writer."""
     for value, name, kind in ((upload, "upload_policy", UploadPolicy), (spool, "spool", SpoolSettings)):
         if value is None:
             continue
@@ -107,7 +108,7 @@ def max_bins(value: Any) -> int:
 
 
 def _count(value: Any, name: str, least: int) -> int:
-    """A whole number from `least` to MAX_BINS (buckets, thresholds)."""
+    """A whole number from `least` to MAX_BINS, such as a count of buckets or thresholds."""
     count = convert.to_int(value, name)
     if not least <= count <= MAX_BINS:
         raise ValueError("%s must be between %d and %d; got %d" % (name, least, MAX_BINS, count))
@@ -116,7 +117,7 @@ def _count(value: Any, name: str, least: int) -> int:
 
 def histogram_raw(min: Any, max: Any, num: Any, sum: Any, sum_squares: Any, bucket_limits: Any,
                   bucket_counts: Any) -> Dict[str, Any]:
-    """The HistogramProto fields of a histogram counted already (a dict)."""
+    """The HistogramProto fields, as a dict, of a histogram the caller counted already."""
     limits = convert.capture(bucket_limits, "bucket_limits", defer=False).astype(np.float64).reshape(-1)
     counts = convert.capture(bucket_counts, "bucket_counts", defer=False).astype(np.float64).reshape(-1)
     if len(limits) != len(counts):
@@ -142,7 +143,7 @@ def histogram_raw(min: Any, max: Any, num: Any, sum: Any, sum_squares: Any, buck
 
 # -- images, video, audio -------------------------------------------------------------------
 def dataformats(shape: Tuple[int, ...], formats: object, name: str = "image") -> str:
-    """`formats` (upper-cased) after checking `shape` against it."""
+    """`formats`, upper-cased, after checking `shape` against it."""
     if not isinstance(formats, str) or formats.upper() not in DATAFORMATS:
         raise ValueError("dataformats must be one of %s; got %r" % (", ".join(DATAFORMATS), formats))
     formats = formats.upper()
@@ -151,7 +152,7 @@ def dataformats(shape: Tuple[int, ...], formats: object, name: str = "image") ->
                          % (name, formats, len(formats), tuple(shape)))
     if "C" in formats and shape[formats.index("C")] not in _CHANNELS:
         hint = ""
-        if formats.endswith("CHW") and shape[-1] in _CHANNELS:  # channels last: a PIL, OpenCV or matplotlib image
+        if formats.endswith("CHW") and shape[-1] in _CHANNELS:  # channels last, as in a PIL, OpenCV or matplotlib image
             hint = "; channels last? pass dataformats=%r" % (formats[:-3] + "HWC")
         raise ValueError("%s must have 1, 3 or 4 channels (dataformats=%r); got %d in shape %s%s"
                          % (name, formats, shape[formats.index("C")], tuple(shape), hint))
@@ -161,17 +162,20 @@ def dataformats(shape: Tuple[int, ...], formats: object, name: str = "image") ->
 
 
 def all_finite(array: Captured) -> bool:
-    """Whether an array holds no NaN and no +-Inf: integers always; floats by their least and
-    greatest values (two reductions, no copy: NaN spreads through both)."""
+    """Whether an array holds no NaN and no +-Inf. Integers always do. Floats are judged by their
+    least and greatest values: two reductions and no copy, as a NaN spreads through both."""
     return array.dtype.kind != "f" or not array.size or bool(np.isfinite(array.min()) and np.isfinite(array.max()))
 
 
 def pixels(array: Captured, name: str = "image", site: Optional[CallSite] = None,
            say: Optional[Say] = None) -> Captured:
-    """Integer pixels must lie in [0, 255] (floats are clipped to [0, 1], never wrapped: float
-    pixels above 1, surely a 0-255 image, are warned of, at `site`: the user's line, which an
-    NDArray's check, run on the writer thread, was given at the call). NaN and -Inf are drawn
-    black and +Inf white (summaries.image.to_uint8), and `say` (WriterCore.said_once) says so."""
+    """Check an image's pixels, and return them.
+
+    Integer pixels must lie in [0, 255]. Floats are clipped to [0, 1], never wrapped around, and
+    float pixels above 1 (surely a 0-255 image) are warned about at `site`, the user's line: an
+    NDArray's check runs on the writer thread, so the call passes its line along. NaN and -Inf are
+    drawn black and +Inf white (summaries.image.to_uint8), and `say` (WriterCore.said_once)
+    reports that."""
     if array.dtype.kind in "iu" and array.dtype != np.uint8 and array.size:
         low, high = array.min(), array.max()
         if low < 0 or high > 255:
@@ -189,15 +193,15 @@ def pixels(array: Captured, name: str = "image", site: Optional[CallSite] = None
 
 
 def image(value: Any, formats: Any, name: str = "image", say: Optional[Say] = None) -> Tuple[Captured, str]:
-    """(pixels, dataformats) of an image or a batch of them; `say`: see `pixels`."""
+    """The (pixels, dataformats) of an image or a batch of them. For `say`, see `pixels`."""
     site = call_site()
     array = convert.capture(value, name, check=lambda a: pixels(a, name, site, say))
     return array, dataformats(array.shape, formats, name)
 
 
 def image_list(images: Sequence[Any], formats: str) -> Tuple[Captured, str]:
-    """(a stack, its dataformats) of a list of images of one shape, each in `formats` (or in
-    the stack's, with its leading N)."""
+    """A list of images of one shape as a stack, with its dataformats. Each image is in `formats`,
+    or the list is in the stack's formats with a leading N."""
     arrays = [convert.to_numpy(image, "img_tensor[%d]" % i) for i, image in enumerate(images)]
     if not arrays:
         raise ValueError("img_tensor is an empty list")
@@ -209,10 +213,12 @@ def image_list(images: Sequence[Any], formats: str) -> Tuple[Captured, str]:
 
 def boxes(box_tensor: Any, labels: Any, rescale: Any, formats: str,
           shape: Tuple[int, ...]) -> Tuple[Captured, Optional[List[str]], float]:
-    """(boxes, labels, rescale) of add_image_with_boxes on an image of `shape` in `formats`:
-    (N, 4) finite [xmin, ymin, xmax, ymax] boxes, each with xmin <= xmax and ymin <= ymax, N str
-    labels or None, a scale > 0 that keeps the image within MAX_SIDE a side and MAX_PIXELS; one
-    image, not a batch."""
+    """The (boxes, labels, rescale) of add_image_with_boxes, on one image (not a batch) of
+    `shape` in `formats`.
+
+    The boxes are (N, 4) finite [xmin, ymin, xmax, ymax], each with xmin <= xmax and ymin <= ymax.
+    The labels are N str, or None. The scale is above 0 and keeps the image within MAX_SIDE
+    pixels per side and MAX_PIXELS in all."""
     if formats.startswith("N"):
         raise ValueError("add_image_with_boxes takes one image; got dataformats=%r" % formats)
     array = convert.capture(box_tensor, "box_tensor", defer=False).astype(np.float64)
@@ -244,8 +250,11 @@ def boxes(box_tensor: Any, labels: Any, rescale: Any, formats: str,
 
 def video(vid_tensor: Any, fps: Any, formats: Optional[str] = None,
           say: Optional[Say] = None) -> Tuple[Captured, float, Optional[Tuple[int, ...]]]:
-    """(frames, fps, order) of a video: (N, T, C, H, W) or (T, C, H, W), or the axes `formats`
-    names (a permutation of NTCHW or TCHW; `order` takes them to those); `say`: see `pixels`."""
+    """The (frames, fps, order) of a video.
+
+    The frames are (N, T, C, H, W) or (T, C, H, W), or in the order of the axes that `formats`
+    names (a permutation of NTCHW or TCHW), which `order` transposes back. For `say`, see
+    `pixels`."""
     site = call_site()
     frames = convert.capture(vid_tensor, "vid_tensor", check=lambda a: pixels(a, "vid_tensor", site, say))
     order = None
@@ -268,8 +277,8 @@ def video(vid_tensor: Any, fps: Any, formats: Optional[str] = None,
 
 
 def audio(value: Any, sample_rate: Any, say: Optional[Say] = None) -> Tuple[Captured, int]:
-    """(samples, sample rate) of a clip. NaN is written as silence and +-Inf as full scale
-    (summaries.audio.encode_wav), and `say` (WriterCore.said_once) says so."""
+    """The (samples, sample rate) of a clip. NaN is written as silence and +-Inf as full scale
+    (summaries.audio.encode_wav), and `say` (WriterCore.said_once) reports that."""
     samples = convert.capture(value, "audio", check=lambda a: _samples(a, say))
     layout = frames_layout(samples.shape)
     dims = [n for n in samples.shape if n != 1] if samples.ndim > 2 else list(samples.shape)
@@ -285,7 +294,7 @@ def audio(value: Any, sample_rate: Any, say: Optional[Say] = None) -> Tuple[Capt
 
 
 def _peak(samples: Captured) -> float:
-    """The greatest finite magnitude of float samples (0 if none)."""
+    """The greatest finite magnitude of float samples, or 0 if there is none."""
     magnitude = np.abs(samples)
     peak = magnitude.max()
     return float(peak if np.isfinite(peak) else np.max(magnitude, where=np.isfinite(magnitude), initial=0))
@@ -299,7 +308,7 @@ def _samples(samples: Captured, say: Optional[Say]) -> Captured:
 
 # -- text -----------------------------------------------------------------------------------
 def text(value: Any) -> Union[str, Captured]:
-    """A str, or a 1-D (a column) or 2-D (a table) numpy array of str."""
+    """A str, or a numpy array of str: 1-D for a column, 2-D for a table."""
     if isinstance(value, str):
         _utf8(value, "text")
         return value
@@ -319,7 +328,8 @@ def text(value: Any) -> Union[str, Captured]:
 
 
 def tensor_text(array: Captured, name: str = "tensor") -> Captured:
-    """An array for add_tensor: its str elements, if any, valid Unicode (written as UTF-8)."""
+    """An array for add_tensor, whose str elements, if any, must be valid Unicode (they are written
+    as UTF-8)."""
     if array.dtype.kind in "UO":
         for cell in array.flat:
             if isinstance(cell, str):
@@ -328,8 +338,8 @@ def tensor_text(array: Captured, name: str = "tensor") -> Captured:
 
 
 def tag(value: Any, name: str = "tag") -> str:
-    """A tag (or a run or scalar name) is a non-empty str of valid Unicode; returned as given (its
-    text is kept in the event)."""
+    """A tag (or a run or scalar name) must be a non-empty str of valid Unicode. It is returned as
+    given, and the event keeps its text."""
     if not isinstance(value, str):
         raise TypeError("%s must be a str; got %s" % (name, convert.describe(value)))
     if not value:
@@ -382,7 +392,7 @@ def _binary(name: str) -> Check:
 
 def pr_curve(labels: Any, predictions: Any, num_thresholds: Any,
              weights: Any) -> Tuple[Captured, Captured, int, Optional[Captured]]:
-    """(labels, predictions, num_thresholds, weights) of a PR curve."""
+    """The (labels, predictions, num_thresholds, weights) of a PR curve."""
     labels = convert.capture(labels, "labels", check=_binary("labels"))
     predictions = convert.capture(predictions, "predictions", check=_probabilities("predictions"))
     if labels.shape != predictions.shape:
@@ -399,8 +409,8 @@ def pr_curve(labels: Any, predictions: Any, num_thresholds: Any,
 
 
 def pr_curve_raw(columns: Mapping[str, Any], num_thresholds: Any) -> Tuple[List[Captured], int]:
-    """The six columns (TP, FP, TN, FN, precision, recall) and num_thresholds (None: their
-    length, which all six must share)."""
+    """The six columns (TP, FP, TN, FN, precision, recall) and num_thresholds. A num_thresholds of
+    None means the columns' length, which all six must share."""
     checked = [convert.capture(column, name, defer=False).reshape(-1) for name, column in columns.items()]
     num_thresholds = thresholds(len(checked[0]) if num_thresholds is None else num_thresholds)
     for name, column in zip(columns, checked):
@@ -413,7 +423,7 @@ def pr_curve_raw(columns: Mapping[str, Any], num_thresholds: Any) -> Tuple[List[
 # -- meshes ---------------------------------------------------------------------------------
 def mesh(vertices: Any, colors: Any, faces: Any,
          config_dict: Any) -> Tuple[Captured, Optional[Captured], Optional[Captured], str]:
-    """(vertices, colors, faces, config JSON) of a mesh or point cloud."""
+    """The (vertices, colors, faces, config JSON) of a mesh or point cloud."""
     parts = {"vertices": convert.capture(vertices, "vertices", check=_vertices)}
     if colors is not None:
         parts["colors"] = convert.capture(colors, "colors", check=_rgb)
@@ -421,7 +431,7 @@ def mesh(vertices: Any, colors: Any, faces: Any,
     if faces is not None:
         count = shapes["vertices"][1]
         parts["faces"] = convert.capture(faces, "faces", check=lambda a: _faces(a, count))
-        _faces_dtype(parts["faces"].dtype)  # an MXNet array's too, before its values are had
+        _faces_dtype(parts["faces"].dtype)  # an MXNet array's too, before its values are computed
         _batched_shape("faces", parts["faces"])
     if "colors" in parts and shapes["colors"][:2] != shapes["vertices"][:2]:
         raise ValueError("colors must have one (B, N) with vertices; got %s and %s"
@@ -437,7 +447,8 @@ def mesh(vertices: Any, colors: Any, faces: Any,
 
 
 def _vertices(vertices: Captured) -> Captured:
-    """Vertices TensorBoard's mesh viewer can place: finite, as the float32 they are sent as."""
+    """Vertices must be finite as the float32 they are sent as, so that TensorBoard's mesh viewer
+    can place them."""
     if vertices.dtype.kind == "f" and vertices.size and not (
             all_finite(vertices) and (vertices.dtype.itemsize <= 4 or np.abs(vertices).max() <= _FLOAT32_MAX)):
         where = np.unravel_index(int(np.argmax(~(np.abs(vertices) <= _FLOAT32_MAX))), vertices.shape)
@@ -447,7 +458,7 @@ def _vertices(vertices: Captured) -> Captured:
 
 
 def _rgb(colors: Captured) -> Captured:
-    """Mesh colors are RGB bytes: integers (or whole floats) in [0, 255], never wrapped."""
+    """Mesh colors are RGB bytes: integers (or whole floats) in [0, 255], never wrapped around."""
     if colors.dtype == np.uint8 or not colors.size:
         return colors
     if colors.dtype.kind not in "iuf":
@@ -466,7 +477,7 @@ def _rgb(colors: Captured) -> Captured:
 
 
 def _batched_shape(name: str, array: Captured) -> Tuple[int, ...]:
-    """(B, N, 3) of a (B, N, 3) or (N, 3) array."""
+    """The (B, N, 3) shape of a (B, N, 3) or (N, 3) array."""
     shape = (1,) + tuple(array.shape) if array.ndim == 2 else tuple(array.shape)
     if len(shape) != 3 or shape[-1] != 3:
         raise ValueError("%s must be (B, N, 3) or (N, 3); got shape %s" % (name, tuple(array.shape)))
@@ -488,7 +499,8 @@ def _faces(faces: Captured, count: int) -> Captured:
 # -- embeddings and hparams -----------------------------------------------------------------
 def embedding(matrix: Any, labels: Any, images: Any, header: Any,
               say: Optional[Say] = None) -> Tuple[Captured, Any, Optional[Captured], Optional[List[str]]]:
-    """(matrix, labels, images, header) of a projector embedding; `say`: the images', see `pixels`."""
+    """The (matrix, labels, images, header) of a Projector embedding. `say` is for the images; see
+    `pixels`."""
     matrix = convert.capture(matrix, "embedding", check=_finite("embedding"))
     if matrix.ndim != 2:
         raise ValueError("embedding must be 2-D (points, dimensions); got shape %s" % (matrix.shape,))
@@ -527,8 +539,8 @@ def _labels(labels: Any, count: int, header: Optional[List[str]]) -> Any:
 
 def hparams(hparam_dict: Any, metric_dict: Any, domains: Any,
             declared: bool = False) -> Tuple[Dict[str, Any], Dict[Any, Optional[float]], Dict[str, List[Any]]]:
-    """(values, metrics, domains) of one hyper-parameter run; a metric None where `declared`
-    (a tag the run logs itself)."""
+    """The (values, metrics, domains) of one hyper-parameter run. With `declared`, a metric may be
+    None: a tag that the run logs itself."""
     if not isinstance(hparam_dict, dict) or not hparam_dict:
         raise TypeError("hparam_dict must be a non-empty dict of name -> bool, number or str")
     if not isinstance(metric_dict, dict):
@@ -546,8 +558,8 @@ def hparams(hparam_dict: Any, metric_dict: Any, domains: Any,
 
 
 def _metric_key(key: Any, value: Any, declared: bool) -> Union[str, Tuple[str, str]]:
-    """A metric's tag, or (tag, name): the run's own `add_scalar(tag, {name: ...})` line (with
-    `in_run`, the value None)."""
+    """A metric's tag, or (tag, name) for the run's own `add_scalar(tag, {name: ...})` line (with
+    `in_run`, whose value is None)."""
     if isinstance(key, tuple):
         if len(key) != 2 or not declared or value is not None:
             raise ValueError("metric_dict key %r: a (tag, name) pair names the run's own add_scalar(tag, "
@@ -562,8 +574,8 @@ def _hparam(value: Any, name: str) -> Union[bool, float, str]:
 
 
 def no_points_on_own_curves(metrics: Mapping[Any, Any], logged: Mapping[str, int], global_step: Optional[int]) -> None:
-    """`add_hparams(in_run=True)` never adds a point to a curve the run logs: a number for such a
-    tag would be one more point at `global_step` (0 by default), a step going back, which
+    """`add_hparams(in_run=True)` never adds a point to a curve that the run logs. A number for
+    such a tag would be one more point at `global_step` (0 by default): a step going back, which
     TensorBoard reads as a restart (100 points logged, 1 shown). None names the curve itself."""
     for tag, value in metrics.items():
         if value is not None and isinstance(tag, str) and tag in logged:

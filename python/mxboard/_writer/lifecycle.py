@@ -88,7 +88,7 @@ _PROCESS = _Process()
 
 
 def watch(worker: Watched, hooks: bool = True) -> None:
-    """Register a started worker (and the hooks, the first time in each process). Without
+    """Register a started writer thread (and the hooks, the first time in each process). Without
     `hooks` (process_hooks=False), the program closes it: no exit hook closes it, no signal
     handler flushes it, and none is installed for it."""
     if "fork" not in _PROCESS.installed:
@@ -131,21 +131,22 @@ def _flag(name: str, default: bool) -> bool:
 
 
 def reap(worker: Watched) -> None:
-    """Close `worker`, whose writer was collected unclosed, on the reaper thread: never on the
-    thread that collected it. (One C-level put: safe wherever a collection runs.)"""
+    """Close the writer thread `worker`, whose writer was collected unclosed, on the reaper thread,
+    never on the thread that collected it. This is one C-level put, which is safe wherever a
+    collection runs."""
     _PROCESS.to_reap.put(worker)
 
 
 def reaped(timeout: float) -> bool:
-    """Wait until the workers handed to `reap` before the call are closed (False after `timeout`
-    seconds)."""
+    """Wait until the writer threads handed to `reap` before the call are closed. Returns False
+    if `timeout` seconds pass first."""
     passed = threading.Event()
     _PROCESS.to_reap.put(passed)
     return passed.wait(timeout)
 
 
 def _start_reaper() -> None:
-    """The reaper thread, started with a process's first worker (a thread started while a
+    """The reaper thread, started with a process's first writer thread (a thread started while a
     collection runs could wait on a lock its own thread holds)."""
     thread = _PROCESS.reaper
     if thread is None or not thread.is_alive():
@@ -166,7 +167,7 @@ def _reap_loop() -> None:
             fault = exc
         if fault is not None and not isinstance(fault, WriterError):  # a WriterError repeats a told one
             _tell("mxboard: a SummaryWriter collected unclosed could not write everything: %r" % (fault,))
-        del worker, fault  # the worker is free as soon as it is closed
+        del worker, fault  # the writer thread is freed as soon as it is closed
 
 
 def forget(worker: Watched) -> None:
