@@ -1,8 +1,10 @@
-"""Calls written for tensorboardX and torch.utils.tensorboard, taken as they are: their keyword
-names beside mxboard 0.1.0's, and their positional order where the arguments' types tell the two
-orders apart. Where they cannot be told apart, mxboard 0.1.0's order holds; a value that order
-cannot mean is read the peers' way, with a warning naming both readings, and more positional
-values than the peers' order has are a TypeError (docs/compat.md).
+"""Accept calls written for tensorboardX and torch.utils.tensorboard as they are.
+
+Their keyword names are taken beside mxboard 0.1.0's, and their positional order where the
+arguments' types tell the two orders apart. Where the orders cannot be told apart, mxboard
+0.1.0's order holds. A value that this order cannot mean is read in tensorboardX's and torch's
+order, with a warning that names both readings, and more positional values than their order has
+are a TypeError (docs/compat.md).
 """
 from __future__ import annotations
 
@@ -21,9 +23,14 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 def peer_names(aliases: Optional[Dict[str, str]] = None, peer_order: Optional[Sequence[str]] = None,
                is_peer_order: Optional[Callable[[Any], bool]] = None) -> Callable[[F], F]:
-    """A method decorator. `aliases` maps a peer's keyword name to ours. When
-    `is_peer_order(args)` holds for the positional arguments, they are bound by the names in
-    `peer_order` (peer names allowed) instead of by position."""
+    """A method decorator that accepts tensorboardX's and torch's names and order.
+
+    Args:
+        aliases: maps their keyword names to ours.
+        peer_order: the names, in their order, of the positional arguments.
+        is_peer_order: when it returns True for the positional arguments, they are bound by the
+            names in `peer_order` (their names allowed) instead of by position.
+    """
     aliases = dict(aliases or {})
     order = tuple(peer_order or ())
 
@@ -45,7 +52,7 @@ def peer_names(aliases: Optional[Dict[str, str]] = None, peer_order: Optional[Se
                 args = ()
             for peer, ours in aliases.items():
                 if peer in kwargs:
-                    if kwargs[peer] is None:  # the peers' default: not given
+                    if kwargs[peer] is None:  # tensorboardX's default, which means not given
                         del kwargs[peer]
                         continue
                     if ours in kwargs or ours in positions[:len(args)]:
@@ -54,13 +61,14 @@ def peer_names(aliases: Optional[Dict[str, str]] = None, peer_order: Optional[Se
             return method(self, *args, **kwargs)
 
         setattr(call, "__signature__", _signature_with(method, aliases))  # noqa: B010 - help() and IDEs read it
-        return call  # type: ignore[return-value]  # the same signature, peers' names added
+        return call  # type: ignore[return-value]  # the same signature, with tensorboardX's names added
 
     return decorate
 
 
 def _signature_with(method: Callable[..., Any], aliases: Dict[str, str]) -> inspect.Signature:
-    """The method's signature, its peer names appended as keyword-only (for help() and IDEs)."""
+    """The method's signature with tensorboardX's and torch's names appended as keyword-only
+    parameters, for help() and IDEs."""
     signature = inspect.signature(method)
     params = list(signature.parameters.values())
     extra = [inspect.Parameter(peer, inspect.Parameter.KEYWORD_ONLY, default=None)
@@ -70,15 +78,18 @@ def _signature_with(method: Callable[..., Any], aliases: Dict[str, str]) -> insp
     return signature.replace(parameters=head + extra + tail)
 
 
-# -- the calls whose positional order differs from the peers', and add_scalar's peer keywords --
+# -- the calls whose positional order differs from tensorboardX's and torch's, and the keywords
+# -- of theirs that add_scalar takes
 AUDIO_RATES = {8000, 11025, 12000, 16000, 22050, 24000, 32000, 44100, 48000, 64000, 88200, 96000, 176400, 192000}
 
 
 def audio_peer_order(args: Sequence[Any]) -> bool:
-    """add_audio(tag, audio, N[, M]): mxboard 0.1.0 took (sample_rate, global_step) there,
-    tensorboardX and torch take (global_step, sample_rate). N is a sample rate if it is one of
-    the audio rates (8 kHz ... 192 kHz); else it is the peers' step (tensorboardX's demo passes
-    the step third), with a warning where it could be a rate (1 kHz or more)."""
+    """Whether add_audio(tag, audio, N[, M]) is in tensorboardX's and torch's order.
+
+    mxboard 0.1.0 took (sample_rate, global_step) there, and tensorboardX and torch take
+    (global_step, sample_rate). N is a sample rate if it is one of the usual audio rates (8 kHz to
+    192 kHz). Otherwise it is their step (tensorboardX's demo passes the step third), with a
+    warning where it could be a rate (1 kHz or more)."""
     if len(args) < 3 or isinstance(args[2], bool) or not isinstance(args[2], (int, float, np.number)):
         return False
     if args[2] in AUDIO_RATES:
@@ -91,11 +102,14 @@ def audio_peer_order(args: Sequence[Any]) -> bool:
 
 
 def pr_curve_peer_order(args: Sequence[Any]) -> bool:
-    """add_pr_curve(tag, labels, predictions, N[, M]): mxboard 0.1.0 took (num_thresholds,
-    global_step) there, tensorboardX and torch take (global_step, num_thresholds). A lone N is the
-    step (the peers' idiom: tensorboardX's own demo passes it so; mxboard 0.1.0's examples pass
-    num_thresholds by keyword); with M too, 0.1.0's order holds, unless N < 2 cannot be
-    num_thresholds. Either reading is said in a warning: by keyword, nothing is guessed."""
+    """Whether add_pr_curve(tag, labels, predictions, N[, M]) is in tensorboardX's and torch's
+    order.
+
+    mxboard 0.1.0 took (num_thresholds, global_step) there, and tensorboardX and torch take
+    (global_step, num_thresholds). A lone N is the step, as their code passes it (tensorboardX's
+    own demo does; mxboard 0.1.0's examples pass num_thresholds by keyword). With M too, 0.1.0's
+    order holds, unless N is below 2 and so cannot be num_thresholds. A warning says which reading
+    was taken; by keyword, nothing is guessed."""
     if len(args) < 4:
         return False
     lone = len(args) == 4
@@ -115,9 +129,10 @@ _SCALAR_PEER_KEYWORDS = {"scalar_value", "new_style", "double_precision", "displ
 
 
 def scalar_peer_value(value: Any, peer: Dict[str, Any]) -> Tuple[Any, Optional[Tuple[str, str]]]:
-    """(value, (display_name, description) or None) of a call with the peers' keywords: their
-    `scalar_value=`, tensorboardX's `display_name`/`summary_description` (a summary of its own),
-    torch's `new_style`/`double_precision` (accepted: values are float32 either way)."""
+    """The (value, (display_name, description) or None) of an add_scalar call with tensorboardX's
+    or torch's keywords: `scalar_value=`, tensorboardX's `display_name` and `summary_description`
+    (which make a summary of its own), and torch's `new_style` and `double_precision` (accepted
+    and ignored, as the values are float32 either way)."""
     unknown = sorted(set(peer) - _SCALAR_PEER_KEYWORDS)
     if unknown:
         raise TypeError("SummaryWriter.add_scalar() got an unexpected keyword argument %r" % unknown[0])

@@ -1,6 +1,6 @@
 """`GlobalSummaryWriter`: tensorboardX's writer for code that has no step at hand (a data loader,
-a callback deep in a library): each tag's step counts its calls, from any thread, and
-`GlobalSummaryWriter.getSummaryWriter()` is one writer for the whole process."""
+a callback deep in a library). Each tag's step is the number of calls made for it so far, from
+any thread, and `GlobalSummaryWriter.getSummaryWriter()` is one writer for the whole process."""
 from __future__ import annotations
 
 import collections

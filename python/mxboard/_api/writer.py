@@ -1,9 +1,10 @@
-"""`SummaryWriter`: every call a user makes, in one place, each a few lines and its docstring
-over the one object a writer has, its `WriterCore` (writer_core.py: the worker, the scalars, the
-files and their lifecycle), through which every call queues its item for the writer thread. A
-call checks and captures its arguments here, on the caller's thread (checks.py, convert.py), and
-queues a summary builder (summaries/) or a task (projector.py). The peers' argument names and
-orders are taken by `compat.peer_names`.
+"""`SummaryWriter`, with every call a user makes in one place.
+
+Each call is a few lines and its docstring. It checks and captures its arguments on the caller's
+thread (checks.py, convert.py), then queues a summary builder (summaries/) or a task
+(projector.py) for the writer thread, through the one `WriterCore` the writer holds
+(writer_core.py). `compat.peer_names` lets the calls take tensorboardX's and torch's argument
+names and orders.
 """
 from __future__ import annotations
 
@@ -101,7 +102,7 @@ class SummaryWriter:
         if comet_config is not None and not (isinstance(comet_config, dict) and comet_config.get("disabled")):
             raise ValueError("comet_config=%r: mxboard logs to TensorBoard only, not to Comet (tensorboardX's "
                              "comet_config={'disabled': True}, its default, is taken)" % (comet_config,))
-        if logdir is None:  # the peers' default: runs/<date>_<host><comment>
+        if logdir is None:  # tensorboardX's and torch's default: runs/<date>_<host><comment>
             if not isinstance(comment, str):
                 raise TypeError("comment must be a str; got %s" % type(comment).__name__)
             logdir = os.path.join("runs", "%s_%s%s" % (datetime.now().strftime("%b%d_%H-%M-%S"),
@@ -210,16 +211,16 @@ class SummaryWriter:
                 array (read once its device has computed it: the loop never waits); or a `(name,
                 value)` pair, a `[name, value]` list or a mapping of them: each name one line in
                 the same chart, from the sub-run `logdir/<tag>/<name>/`. NaN and +-Inf are
-                logged as given (TensorBoard marks them), with one warning a tag naming the step.
+                logged as given (TensorBoard marks them), with one warning per tag naming the step.
             global_step: the step (x axis); an int, or a float taken as int(step). Default 0.
             walltime: seconds since the epoch. Default: the time of the call.
-            **peer: the peers' `scalar_value=` (for `value`); tensorboardX's `display_name` and
-                `summary_description` (shown by TensorBoard; such a call is a summary of its
-                own, not a batched row); torch's `new_style` and `double_precision` are
-                accepted (values are float32 either way).
+            **peer: tensorboardX's and torch's `scalar_value=` (for `value`); tensorboardX's
+                `display_name` and `summary_description` (shown by TensorBoard; such a call is a
+                summary of its own, not a batched row); torch's `new_style` and
+                `double_precision`, accepted and ignored (values are float32 either way).
 
         Raises:
-            TypeError, ValueError: a value that is no single real number, a bad tag or step.
+            TypeError, ValueError: a value that is not a single real number, a bad tag or step.
             WriterError: the writer thread failed earlier (its cause is attached).
 
         Example:
@@ -249,7 +250,7 @@ class SummaryWriter:
             else:
                 walltime = checks.walltime(walltime)
             if type(value) is float:
-                if value - value:  # NaN or infinite (every finite value gives 0.0): logged as given, said once
+                if value - value:  # NaN or infinite (a finite value gives 0.0): logged as given, warned about once
                     scalars.non_finite(tag, value, global_step)
                 held = scalars.append(series, value, global_step, walltime)
             else:  # its kind decided by convert: copied into its ring's slot, no wait
@@ -269,7 +270,7 @@ class SummaryWriter:
             walltime: seconds since the epoch. Default: the time of the call.
 
         Raises:
-            TypeError, ValueError: not a mapping, or a value that is no single number.
+            TypeError, ValueError: not a mapping, or a value that is not a single number.
 
         Example:
             >>> sw.add_scalars("loss", {"train": 0.3, "val": 0.4}, global_step=10)
@@ -308,7 +309,7 @@ class SummaryWriter:
         Args:
             tag: the image's name.
             image: float pixels in [0, 1] (clipped, never wrapped) or integers in [0, 255]; 1, 3
-                or 4 channels. NaN and -Inf are drawn black, +Inf white, with one warning a tag.
+                or 4 channels. NaN and -Inf are drawn black and +Inf white, with one warning per tag.
             dataformats: 'CHW' (a 2-D array is taken as HW and a 4-D one as a batch NCHW shown
                 as a grid, as mxboard did), 'HWC', 'HW', 'NCHW' or 'NHWC'.
             global_step: the step (x axis); an int, or a float taken as int(step). Default 0.
@@ -361,9 +362,9 @@ class SummaryWriter:
             tag: the image's name.
             img_tensor: one image, as `add_image` takes it.
             box_tensor: (N, 4) boxes [xmin, ymin, xmax, ymax] in pixels, xmin <= xmax, ymin <= ymax.
-            rescale: scales the image and its boxes (the result at most 16384 px a side).
-            dataformats: the image's, as `add_image`.
-            labels: one str a box, drawn above it.
+            rescale: scales the image and its boxes (the result at most 16384 pixels per side).
+            dataformats: the image's, as in `add_image`.
+            labels: one str per box, drawn above it.
             global_step: the step (x axis); an int, or a float taken as int(step). Default 0.
             walltime: seconds since the epoch. Default: the time of the call.
 
@@ -386,7 +387,7 @@ class SummaryWriter:
         Args:
             tag: the video's name.
             vid_tensor: (N, T, C, H, W) (a grid of N videos) or (T, C, H, W); float in [0, 1] or uint8.
-            fps: frames a second.
+            fps: frames per second.
             dataformats: the axes' order, a permutation of 'NTCHW' or 'TCHW' (tensorboardX's).
                 Default: (N, T, C, H, W) or (T, C, H, W) by the number of dimensions.
             global_step: the step (x axis); an int, or a float taken as int(step). Default 0.
@@ -444,10 +445,10 @@ class SummaryWriter:
             tag: the clip's name.
             audio: float in [-1, 1] (clipped) or int16: (frames,) mono, or (frames, channels) /
                 (channels, frames) with 1 or 2 channels. NaN is written as silence and +-Inf as
-                full scale, with one warning a tag.
-            sample_rate: Hz. Third, as in mxboard 0.1.0 (the peers take the step there): a third
-                positional value that is no usual audio rate (8 kHz ... 192 kHz) is the step, in
-                the peers' order (with a warning from 1000 up).
+                full scale, with one warning per tag.
+            sample_rate: Hz. It comes third, as in mxboard 0.1.0, where tensorboardX and torch
+                take the step. A third positional value that is not a usual audio rate (8 kHz to
+                192 kHz) is taken as the step, in their order (with a warning from 1000 up).
             global_step: the step (x axis); an int, or a float taken as int(step). Default 0.
             walltime: seconds since the epoch. Default: the time of the call.
 
@@ -547,12 +548,13 @@ class SummaryWriter:
 
         Args:
             tag: the curve's name.
-            labels: the truth, 0/1 or bool, one a prediction.
+            labels: the truth, 0/1 or bool, one per prediction.
             predictions: probabilities in [0, 1], finite.
-            num_thresholds: thresholds >= 2. By keyword: mxboard 0.1.0 took it fourth, the peers
-                take the step there; a lone fourth positional argument is read as the step, and
-                with a fifth as (num_thresholds, global_step), each with a warning.
-            weights: a weight a prediction (broadcast to the labels' shape).
+            num_thresholds: thresholds >= 2. Pass it by keyword: mxboard 0.1.0 took it fourth,
+                where tensorboardX and torch take the step. A lone fourth positional argument is
+                read as the step, and with a fifth as (num_thresholds, global_step), each with a
+                warning.
+            weights: one weight per prediction (broadcast to the labels' shape).
             global_step: the step (x axis); an int, or a float taken as int(step). Default 0.
             walltime: seconds since the epoch. Default: the time of the call.
 
@@ -574,8 +576,8 @@ class SummaryWriter:
         Args:
             tag: the curve's name.
             true_positive_counts, false_positive_counts, true_negative_counts,
-                false_negative_counts, precision, recall: one value a threshold each.
-            num_thresholds: how many thresholds each column has (None: their length).
+                false_negative_counts, precision, recall: one value per threshold each.
+            num_thresholds: how many thresholds each column has (None means their length).
             weights: accepted and ignored, as in tensorboardX.
             global_step: the step (x axis); an int, or a float taken as int(step). Default 0.
             walltime: seconds since the epoch. Default: the time of the call.
@@ -692,7 +694,7 @@ class SummaryWriter:
             embedding: (N, D) points.
             labels: N labels, or N rows of labels with `metadata_header` naming the columns.
             images: (N, C, H, W) thumbnails for the sprite.
-            global_step: a step, to keep one embedding a step.
+            global_step: a step, to keep one embedding per step.
             metadata_header: the labels' column names.
 
         Raises:
@@ -745,18 +747,18 @@ class SummaryWriter:
                     in_run: bool = False) -> None:
         """One run of a hyper-parameter search for the HParams dashboard.
 
-        By default (the peers' way), written to a sub-run `logdir/<run_name>/` of its own: the
-        hparams, and the metrics as scalars there. With `in_run=True`, written into this writer's
-        own run instead, so that the dashboard shows the run's own curves on the hparams' row;
-        a metric given as None is a tag the run logs itself (its last value is shown). torch's
-        signature; tensorboardX's `(hparam_dict, metric_dict, name, global_step)` works as well
-        (a str third is its order).
+        By default, as tensorboardX and torch do, the hparams and the metrics (as scalars) are
+        written to a sub-run `logdir/<run_name>/` of their own. With `in_run=True` they are written
+        into this writer's own run instead, so that the dashboard shows the run's own curves on
+        the hparams' row; a metric given as None is a tag the run logs itself, and its last value
+        is shown. The signature is torch's; tensorboardX's `(hparam_dict, metric_dict, name,
+        global_step)` works as well (a str third argument means its order).
 
         Args:
             hparam_dict: `{name: bool, number or str}`.
             metric_dict: `{metric tag: number}`. With `in_run`, a number or None; a key
                 `(tag, name)` with None names the run's own `add_scalar(tag, {name: ...})` line.
-                A NaN or infinite metric (or hparam) is logged as given, with one warning a name.
+                A NaN or infinite metric (or hparam) is logged as given, with one warning per name.
             hparam_domain_discrete: `{name: [the values it may take]}`.
             run_name: the sub-run's name. Default: the time. Not with `in_run`.
             global_step: the metrics' step. Default 0.
@@ -780,7 +782,7 @@ class SummaryWriter:
             checks.no_points_on_own_curves(metrics, self._core.scalar_tags(), global_step)
         step, now = self._core.stamp(global_step, None)
         for what, at, numbers in (("hparam_dict", None, values), ("metric_dict", step, metrics)):
-            for name, number in numbers.items():  # logged as given, as scalars are; said once a name
+            for name, number in numbers.items():  # logged as given, as scalars are; warned about once per name
                 if isinstance(number, float) and not math.isfinite(number):
                     self._core.said_once("add_hparams(%s[%r])" % (what, name), at)("%r was logged as given" % number)
         run_file = None  # in_run: the main file

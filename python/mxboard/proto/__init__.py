@@ -1,11 +1,11 @@
 """The protobuf messages mxboard writes, loaded into a descriptor pool of mxboard's own.
 
-The .proto files beside this module are the source; `_descriptors.py` holds them compiled
-(tools/gen_protos.py). Building the classes at import time from that serialized set, in a private
-pool, is what lets them load on every protobuf from 3.20 to the newest (no generated `_pb2` code
-tied to one release: no "Descriptors cannot be created directly") and live in one process with
-TensorBoard, tensorboardX, torch or TensorFlow (no "duplicate symbol": their pools never meet ours).
-Field numbers are TensorBoard's, so the bytes are what TensorBoard reads.
+The .proto files beside this module are the source, and `_descriptors.py` holds them compiled
+(tools/gen_protos.py). The classes are built from that serialized set at import time, in a pool of
+their own. So they load on every protobuf from 3.20 to the newest, as no generated `_pb2` code
+ties them to one release ("Descriptors cannot be created directly"), and they live in one process
+with TensorBoard, tensorboardX, torch or TensorFlow, whose pools never meet ours ("duplicate
+symbol"). The field numbers are TensorBoard's, so TensorBoard reads the bytes mxboard writes.
 """
 from typing import Any
 
@@ -27,8 +27,8 @@ for _file in descriptor_pb2.FileDescriptorSet.FromString(SERIALIZED).file:
 
 
 # The classes are built at run time, so to a type checker a message class is Any (as protobuf's
-# own factories give it), and so is a message: `Message` names one where a signature takes or
-# gives it.
+# own factories return it), and so is a message. `Message` names one where a signature takes or
+# returns it.
 Message = Any
 
 
@@ -41,14 +41,14 @@ def _class(descriptor: Any) -> Any:
         cls = message_factory.GetMessageClass(descriptor)
     else:  # protobuf 3.20 - 4.21
         cls = message_factory.MessageFactory(POOL).GetPrototype(descriptor)  # type: ignore[attr-defined]
-    for nested in descriptor.nested_types:  # older runtimes leave nested classes off
+    for nested in descriptor.nested_types:  # older runtimes do not attach the nested classes
         if not nested.GetOptions().map_entry and not hasattr(cls, nested.name):
             setattr(cls, nested.name, _class(nested))
     return cls
 
 
 def _enum(full_name: str) -> Any:
-    """name -> number and number -> name, like a generated enum wrapper."""
+    """An enum's names and numbers, both ways, like a generated enum wrapper."""
     descriptor = POOL.FindEnumTypeByName(full_name)
     return type(full_name.rsplit(".", 1)[-1], (), dict(
         {value.name: value.number for value in descriptor.values},
