@@ -74,7 +74,7 @@ def started_worker(logdir, **options):
     from mxboard._writer.writer_thread import WriterThread
     from mxboard.storage import Destination
     worker = WriterThread(**options)
-    worker.start_writing(Destination(str(logdir)))
+    worker.start_writing(Destination.of(str(logdir)))
     return worker
 
 

@@ -259,7 +259,7 @@ def test_the_one_record_scanner_frames_alike_for_the_reader_the_uploader_and_the
     import collections
 
     from mxboard._format.events import frame, whole_records
-    from mxboard.storage.remote import take_records
+    from mxboard.storage.remote.parts import take_records
 
     payloads = [bytes([i % 251]) * n for i, n in enumerate(sizes)]
     records = [frame(p) for p in payloads]

@@ -10,7 +10,7 @@
   that pass (said once): the next pass tries presigned requests again.
 
 Both give keys as `<bucket>/<key>` below `root`, and never wait on a request longer than
-REQUEST_SECS (fsspec's calls through mxboard's `within`: gcsfs and adlfs have no bound of their
+REQUEST_SECS (fsspec's calls through mxboard's `call_with_timeout`: gcsfs and adlfs have no bound of their
 own on a store that never answers).
 """
 import asyncio
@@ -22,7 +22,7 @@ import urllib.request
 import xml.etree.ElementTree as ElementTree
 from typing import Any, Dict, List, Optional, Protocol, Sequence, Tuple, Union
 
-from mxboard.storage import S3_REQUESTS, open_filesystem, within
+from mxboard.storage import S3_REQUESTS, call_with_timeout, open_filesystem
 from mxboard.storage.remote.profiles import profile_of
 
 __all__ = ["open_reader", "Reader", "FsspecReader", "S3Reader"]
@@ -70,7 +70,8 @@ class FsspecReader:
         """Bounded (a listing of many pages: REQUEST_SECS a thousand objects known): a hung store
         is an outage of this pass, never a pass that waits for ever."""
         self.fs.invalidate_cache()
-        found: Listing = within(REQUEST_SECS * (1 + self._known // 1000), self.fs.find, self.root, detail=True)
+        seconds = REQUEST_SECS * (1 + self._known // 1000)
+        found: Listing = call_with_timeout(seconds, self.fs.find, self.root, detail=True)
         self._known = len(found)
         return found
 
@@ -78,8 +79,8 @@ class FsspecReader:
                     ends: Sequence[int]) -> List[Union[bytes, BaseException]]:
         """Bounded: REQUEST_SECS for each CONCURRENT reads, and the time their bytes take at 1 MiB/s."""
         seconds = REQUEST_SECS * (1 + len(keys) // CONCURRENT) + sum(e - s for s, e in zip(starts, ends)) / (1 << 20)
-        read: List[Union[bytes, BaseException]] = within(seconds, self.fs.cat_ranges, list(keys), list(starts),
-                                                         list(ends), on_error="return")
+        read: List[Union[bytes, BaseException]] = call_with_timeout(seconds, self.fs.cat_ranges, list(keys),
+                                                                    list(starts), list(ends), on_error="return")
         return read
 
 

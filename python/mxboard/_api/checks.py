@@ -98,9 +98,7 @@ def destination(logdir: str, to_disk: bool, upload: Any, spool: Any) -> Destinat
             raise TypeError("%s must be a mxboard.%s or None; got %s" % (name, kind.__name__, type(value).__name__))
         if not is_url(logdir):
             raise ValueError("%s applies to a logdir in an object store (a URL); %r is a directory" % (name, logdir))
-    if is_url(logdir) and to_disk and spool is None:
-        spool = SpoolSettings.from_environment()
-    return Destination(logdir, bool(to_disk), upload or UploadPolicy(), spool)
+    return Destination.of(logdir, bool(to_disk), upload, spool)
 
 
 def max_bins(value: Any) -> int:

@@ -330,10 +330,10 @@ def _bounded(path: str, call: Any, *args: Any) -> Any:
     (UploadPolicy.request_secs; storage/bounds.py), else TimeoutError."""
     if "://" not in path:
         return call(*args)
-    from ..storage.bounds import within
+    from ..storage.bounds import call_with_timeout
     from ..storage.remote.policy import UploadPolicy
 
-    return within(UploadPolicy().request_secs, call, *args)
+    return call_with_timeout(UploadPolicy().request_secs, call, *args)
 
 
 def _corrupt(message: str, strict: bool) -> None:

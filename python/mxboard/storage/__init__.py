@@ -1,45 +1,56 @@
-"""Where a writer's files go: one interface, three homes.
+"""Where a writer's files go: a directory, an object store, or nowhere, behind one interface.
 
-- `LocalStorage` (local.py): a directory.
-- `RemoteStorage` (remote/): an object store under a logdir URL (`s3://bucket/prefix`, any
-  fsspec URL); an event file there is a series of objects. What mxboard knows of each kind of
-  store is in remote/profiles.py, and nowhere else.
-- `Nowhere` (local.py): `write_to_disk=False`, which writes nothing.
-
-Each offers `Storage` and its event files `EventFile` (protocols.py). `Destination(logdir,
-...).open()` picks one. The writer thread writes event files through it, the projector whole
-files, and the writer names sub-runs with `subdir`: no caller asks which home it has.
-`checked_logdir(logdir)` is the one check of a logdir (a `file://` URL as its path, a mistyped
-scheme refused with its fix). `open_filesystem(url)` is the one way to a store's fsspec
-filesystem, with mxboard's settings (one try a request, bounded); the reader and the bundled
-server use it. What a name below a logdir may be, whether a logdir is a URL, and a directory's
-run: ../_format/names.py.
+`LocalStorage` (local.py) writes to a directory. `RemoteStorage` (remote/) writes to an object
+store under a logdir URL such as `s3://bucket/prefix`, where an event file becomes a series of
+objects. `Nowhere` (local.py) is `write_to_disk=False` and writes nothing. Each of them offers the
+`Storage` protocol and opens `EventFile`s (protocols.py), so no caller asks which one it has.
+`Destination.of(logdir, ...)` makes a writer's storage settings, every default among them, and
+its `open()` picks the storage. `checked_logdir(logdir)` checks a logdir, and
+`open_filesystem(url)` opens a store's fsspec filesystem with mxboard's settings: the reader and
+the bundled server use both.
 """
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Optional
 
 from .._format.names import components, is_url, run_of
-from .bounds import within
+from .bounds import call_with_timeout
 from .local import LocalEventFile, LocalStorage, Nowhere
 from .protocols import EventFile, Storage
-from .remote import S3_REQUESTS, RemoteStorage, UploadPolicy, checked_logdir, open_filesystem
-from .remote.spool import SpoolSettings
+from .remote import S3_REQUESTS, RemoteStorage, SpoolSettings, UploadPolicy, checked_logdir, open_filesystem
+
+within = call_with_timeout  # the name this function had before
 
 __all__ = ["Destination", "EventFile", "LocalEventFile", "LocalStorage", "Nowhere", "RemoteStorage", "SpoolSettings",
-           "Storage", "UploadPolicy", "checked_logdir", "components", "is_url", "open_filesystem", "run_of",
-           "S3_REQUESTS", "within"]
+           "Storage", "UploadPolicy", "call_with_timeout", "checked_logdir", "components", "is_url", "open_filesystem",
+           "run_of", "S3_REQUESTS", "within"]
 
 
 @dataclass(frozen=True)
 class Destination:
-    """Where a writer's files go, as its user said: `logdir`, a directory or a store's URL;
-    `to_disk` (False: nowhere); for a store, how its files upload (`upload`) and where what it
-    has not taken waits (`spool`: None, as the environment says when it is opened)."""
+    """Where a writer's files go, as its user said. Make one with `Destination.of`, which makes
+    the defaults.
+
+    Attributes:
+        logdir: a directory or a store's URL.
+        to_disk: False writes nothing.
+        upload: how a store's event files upload.
+        spool: where what a store has not taken waits on disk (unused for a directory).
+    """
 
     logdir: str
-    to_disk: bool = True
-    upload: UploadPolicy = field(default_factory=UploadPolicy)
-    spool: Optional[SpoolSettings] = None
+    to_disk: bool
+    upload: UploadPolicy
+    spool: SpoolSettings
+
+    @classmethod
+    def of(cls, logdir: str, to_disk: bool = True, upload: Optional[UploadPolicy] = None,
+           spool: Optional[SpoolSettings] = None) -> "Destination":
+        """The destination, with the one place that makes its defaults: `upload` None is
+        `UploadPolicy()`; `spool` None is what MXBOARD_SPOOL_DIR and MXBOARD_SPOOL_MAX_BYTES say
+        now, read only for a store (a value that cannot be used raises here)."""
+        if spool is None:
+            spool = SpoolSettings.from_environment() if to_disk and is_url(logdir) else SpoolSettings()
+        return cls(logdir, to_disk, upload or UploadPolicy(), spool)
 
     def open(self) -> Storage:
         """The storage: Nowhere unless `to_disk`, a store for a URL (checked: it must answer),

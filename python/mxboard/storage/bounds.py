@@ -1,18 +1,12 @@
-"""One bound of mxboard's own on every request to a store, whatever its client library does.
+"""A bound of mxboard's own on every request to an object store, whatever its client library does.
 
-A store that takes the connection and never answers (a hung server, a dead peer behind a load
-balancer, a dropped NAT entry) must never hold a caller for ever: gcsfs waits without a timeout by
-default, s3fs' wait for `100 Continue` is outside botocore's timeouts, and the Azure SDK's own
-policy retries for a minute. `within(seconds, fs.method, ...)` answers within `seconds`, or
-raises TimeoutError:
-
-- an async filesystem's (s3fs, gcsfs, adlfs) blocking calls take fsspec's `timeout`: the request
-  is cancelled when it passes and its connection dropped, so a late answer changes nothing;
-- any other filesystem's call runs on a watchdog thread of its own, left behind (a daemon) if it
-  never returns.
-
-The caller decides what a timeout means: the uploader retries with backoff, the constructor says
-the store does not answer, the mirror calls the pass an outage.
+A store that accepts the connection and never answers must not hold a caller for ever: gcsfs
+waits without a timeout by default, s3fs waits for `100 Continue` outside botocore's timeouts, and
+the Azure SDK retries for a minute. `call_with_timeout(seconds, fs.method, ...)` returns within
+`seconds` or raises TimeoutError, and `put_with_timeout` does the same for one PUT. An async
+filesystem (s3fs, gcsfs, adlfs) gets fsspec's `timeout`, which cancels the request and drops its
+connection. Any other filesystem's call runs on a watchdog thread of its own, which is left
+behind as a daemon if it never returns. The caller decides what a timeout means.
 """
 from __future__ import annotations
 
@@ -21,12 +15,12 @@ from typing import Any, Callable, List, Optional, TypeVar
 
 from ..signal_mask import keep_signals_off_this_thread
 
-__all__ = ["within"]
+__all__ = ["call_with_timeout", "put_with_timeout"]
 
 T = TypeVar("T")
 
 
-def within(seconds: float, method: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+def call_with_timeout(seconds: float, method: Callable[..., T], *args: Any, **kwargs: Any) -> T:
     """`method(*args, **kwargs)`, a method of an fsspec filesystem, answered within `seconds`;
     else TimeoutError (an OSError), naming the bound."""
     from fsspec.asyn import AsyncFileSystem
@@ -39,6 +33,12 @@ def within(seconds: float, method: Callable[..., T], *args: Any, **kwargs: Any) 
         except FSTimeoutError:
             raise TimeoutError("no answer within %.0f s" % seconds) from None
     return _on_a_watchdog(seconds, method, args, kwargs)
+
+
+def put_with_timeout(fs: Any, key: str, body: bytes, seconds: float) -> None:
+    """One PUT of `body` to `key`, bounded as a whole by `seconds` (the connection, the wait for
+    100-continue, the body, the answer); the request is cancelled when it passes."""
+    call_with_timeout(seconds, fs.pipe_file, key, body)
 
 
 def _on_a_watchdog(seconds: float, method: Callable[..., T], args: Any, kwargs: Any) -> T:

@@ -1,5 +1,5 @@
-"""What every home of a writer's files offers (`Storage`), and every event file in one
-(`EventFile`): the writer thread, the projector and the writer see these only."""
+"""The interfaces that every storage offers (`Storage`) and every event file in one
+(`EventFile`): the writer thread, the projector and the writer use only these."""
 from __future__ import annotations
 
 from typing import Any, ContextManager, List, Optional, Protocol, Tuple
@@ -45,8 +45,8 @@ class EventFile(Protocol):
 
     def save_what_waits(self, deadline: float) -> None:
         """A signal ends the process: wait until `deadline` for what is not yet durable, then keep
-        the rest where it can be found (a store's file: on disk, said in a warning); a local
-        file has nothing to wait for."""
+        the rest where it can be found (a store's file keeps it on disk, and a warning says
+        where); a local file has nothing to wait for."""
 
 
 class Storage(Protocol):

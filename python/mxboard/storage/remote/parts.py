@@ -18,7 +18,7 @@ class Parts:
     """The objects of an event file: their keys, `base` (named with no request to the store, so
     that opening a file never waits on it: a random 64-bit token, so that it is another writer's
     key only if that one had the same host, pid, second and token), then `<base>.part0001` ...
-    `.part9999`, `.partz10000`, `.partzz100000` (a `z` a digit past four: names sort in creation
+    `.part9999`, `.partz10000`, `.partzz100000` (a `z` for each digit past four: names sort in creation
     order for ever); the current part's bytes as last put, whether the store acknowledged them,
     and the acknowledged size of each part. Its owner's lock guards it."""
 

@@ -27,7 +27,7 @@ __all__ = ["Profile", "PROFILES", "OTHER", "S3", "GCS", "AZURE", "S3_REQUESTS", 
 
 LIBRARY_READ_SECS = 60  # the client libraries' own bound on a stalled answer, above mxboard's (a fallback)
 # botocore's settings for every S3 request of the writer and the server's mirror: an unreachable
-# endpoint fails in seconds, and one try a request (each caller retries on its own clock)
+# endpoint fails in seconds, and each request is tried once (each caller retries on its own clock)
 S3_REQUESTS: Dict[str, Any] = {"connect_timeout": 5, "read_timeout": 20,
                                "retries": {"max_attempts": 1, "mode": "standard"}}
 
@@ -103,7 +103,7 @@ def _gcs(url: str, options: Dict[str, Any]) -> Tuple[Any, str]:
     """gcsfs' plain filesystem: its default one probes each bucket's type over gRPC first (60 s
     against an emulator, and a warning without Google credentials), which writing never needs.
     gcsfs' own default is no timeout at all: a socket read (an answer that stalls) is bounded
-    here; a slow upload is not cut by it (mxboard's `within` is)."""
+    here; a slow upload is not cut by it (mxboard's `call_with_timeout` is)."""
     import aiohttp
 
     timeout = aiohttp.ClientTimeout(total=None, sock_connect=5, sock_read=LIBRARY_READ_SECS)
@@ -114,7 +114,7 @@ def _gcs(url: str, options: Dict[str, Any]) -> Tuple[Any, str]:
 @functools.lru_cache(maxsize=None)
 def _gcs_one_try() -> Any:
     """gcsfs' filesystem with each request tried once, as S3's: its own policy tries six times
-    over 31 s. A gcsfs without that decorator keeps its own (still bounded by mxboard's `within`)."""
+    over 31 s. A gcsfs without that decorator keeps its own (still bounded by mxboard's `call_with_timeout`)."""
     from gcsfs.core import GCSFileSystem
     from gcsfs.retry import retry_request
 

@@ -5,15 +5,15 @@ import contextlib
 import errno
 import posixpath
 import time
-from typing import Any, ContextManager, List, Optional
+from typing import Any, ContextManager, List
 
 from ..._format.names import components, run_of
-from ..bounds import within
+from ..bounds import call_with_timeout, put_with_timeout
 from .event_file import RemoteEventFile
 from .policy import UploadPolicy
 from .profiles import open_filesystem, profile_of
-from .spool import SpoolSettings, prepare
-from .uploader import ASSUMED_RATE, put_within
+from .spool_settings import SpoolSettings, checked_settings
+from .uploader import ASSUMED_RATE
 
 __all__ = ["RemoteStorage", "check", "refused"]
 
@@ -24,13 +24,13 @@ class RemoteStorage:
     package, a bucket or container that does not exist (FileNotFoundError), refused credentials
     (PermissionError), a store that cannot be reached (ConnectionError) or does not answer
     (TimeoutError) is a clear error there. Paths are the store's own (no protocol); `url` makes
-    one a URL again, as the user wrote its scheme. `policy`: how its event files upload; `spool`:
-    where what the store has not taken waits (None: as MXBOARD_SPOOL_DIR and _MAX_BYTES say now),
-    checked now, not mid-outage."""
+    a path a URL again, as the user wrote its scheme. `policy`: how its event files upload;
+    `spool`: where what the store has not taken waits, checked now, not in the middle of an outage.
+    Both come from the writer's storage.Destination, which makes their defaults."""
 
-    def __init__(self, url: str, policy: Optional[UploadPolicy] = None, spool: Optional[SpoolSettings] = None) -> None:
-        self.policy = policy or UploadPolicy()
-        self.spool = prepare(spool or SpoolSettings.from_environment())
+    def __init__(self, url: str, policy: UploadPolicy, spool: SpoolSettings) -> None:
+        self.policy = policy
+        self.spool = checked_settings(spool)
         self.fs, self.root = open_filesystem(url)
         self._scheme = url.split("://", 1)[0]
         check(self.fs, self.root, url, profile_of(url).bucketed, self.policy.check_secs)
@@ -52,14 +52,14 @@ class RemoteStorage:
         return RemoteEventFile(self.fs, self.url, self.policy, self.spool, directory, suffix)
 
     def write_bytes(self, path: str, data: bytes) -> None:
-        put_within(self.fs, path, data, self.policy.request_secs + len(data) / ASSUMED_RATE)
+        put_with_timeout(self.fs, path, data, self.policy.request_secs + len(data) / ASSUMED_RATE)
 
     def read_text(self, path: str) -> str:
-        return bytes(within(self.policy.request_secs, self.fs.cat_file, path)).decode("utf-8")
+        return bytes(call_with_timeout(self.policy.request_secs, self.fs.cat_file, path)).decode("utf-8")
 
     def listdir(self, path: str) -> List[str]:
         try:
-            listed = within(self.policy.request_secs, self.fs.ls, path, detail=False, refresh=True)
+            listed = call_with_timeout(self.policy.request_secs, self.fs.ls, path, detail=False, refresh=True)
         except FileNotFoundError:
             return []
         return [posixpath.basename(p.rstrip("/")) for p in listed]
@@ -80,12 +80,12 @@ def check(fs: Any, root: str, url: str, bucketed: bool, seconds: float) -> None:
     try:
         if bucketed:
             try:
-                within(seconds, fs.info, bucket)
+                call_with_timeout(seconds, fs.info, bucket)
             except FileNotFoundError:
                 raise FileNotFoundError(errno.ENOENT, "logdir %r: the store has no bucket or container %r (mxboard "
                                         "creates none: create it, or check the name)" % (url, bucket)) from None
         try:
-            within(deadline - time.monotonic(), fs.ls, root, detail=False)
+            call_with_timeout(deadline - time.monotonic(), fs.ls, root, detail=False)
         except FileNotFoundError:
             pass  # an object store has no directories until something is written under them
     except FileNotFoundError:

@@ -22,10 +22,9 @@ from typing import Any, Callable, Optional, Protocol, Tuple
 
 from ..._format.sizes import readable
 from ...signal_mask import keep_signals_off_this_thread
-from ..bounds import within
 from .policy import UploadPolicy
 
-__all__ = ["Link", "State", "Uploader", "Uploads", "put_within", "MIN_PUT"]
+__all__ = ["ASSUMED_RATE", "Link", "MIN_PUT", "State", "Uploader", "Uploads"]
 
 log = logging.getLogger("mxboard")
 
@@ -35,12 +34,6 @@ ASSUMED_RATE = 256 << 10  # bytes a second a link is taken to carry before a put
 FLOOR_RATE = 16 << 10  # the slowest link a put waits for (a MIN_PUT put's bound: request_secs + 32 s)
 MEASURED_FROM = 64 << 10  # a put of at least this many bytes measures the link
 MAX_BACKOFF_SECS = 60
-
-
-def put_within(fs: Any, key: str, body: bytes, seconds: float) -> None:
-    """One PUT, bounded as a whole by `seconds` (the connection, the wait for 100-continue, the
-    body, the answer: bounds.within); the request is cancelled when it passes."""
-    within(seconds, fs.pipe_file, key, body)
 
 
 class Link:
@@ -130,7 +123,7 @@ class Uploader:
 
     def run(self) -> None:
         """The thread. It cannot die of an error: anything unexpected (a spool that can no longer
-        be read) stops uploads as a give-up does, said once; what waits is kept, the writer's next
+        be read) stops uploads as a give-up does, with one error in the log; what waits is kept, the writer's next
         call raises it, and a flush or close() tries again."""
         keep_signals_off_this_thread()
         steps: dict[State, Callable[[], State]] = {State.WAITING: self._wait, State.PUTTING: self._put}
@@ -203,7 +196,7 @@ class Uploader:
                 self._file.gave_up(error)
                 return State.STOPPED
             self._next_try = now + min(MAX_BACKOFF_SECS, self._policy.retry_secs * 2 ** (self._failures - 1))
-        # one warning an outage (its first failure), one at its end; each try in the debug log
+        # one warning for each outage (at its first failure) and one at its end; each try in the debug log
         (log.warning if self._failures == 1 else log.debug)(
             "mxboard: upload to %s failed (%s: %s); %s kept, retried (with backoff) for up to %d s",
             self._file.path, type(exc).__name__, exc, readable(kept), self._policy.give_up_secs)
