@@ -15,11 +15,15 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 # VS Code, `python -m ipykernel install`, nbclient), TENSORBOARD_BINARY names its `tensorboard`
 # (unless set), which `%tensorboard` and `tensorboard.notebook.start` run (else they say "Could
 # not find `tensorboard`"). Nothing is imported but os and sys, which `site` has already.
+# Its second line runs only in the `tensorboard` command itself: upstream_line.hide keeps upstream's
+# "TensorFlow installation not found" line out of its output (tensorboard_bundle/upstream_line.py).
 PTH_NAME = "mxboard-tensorboard.pth"
 PTH = ("import os, sys; _d = os.path.join(sys.prefix, 'Scripts' if os.name == 'nt' else 'bin'); "
        "_t = os.path.join(_d, 'tensorboard.exe' if os.name == 'nt' else 'tensorboard'); "
        "_d in os.environ.get('PATH', '').split(os.pathsep) or not os.path.isfile(_t) or "
-       "os.environ.setdefault('TENSORBOARD_BINARY', _t); del _d, _t\n")
+       "os.environ.setdefault('TENSORBOARD_BINARY', _t); del _d, _t\n"
+       "import os, sys; os.path.basename((getattr(sys, 'argv', None) or [''])[0]) in "
+       "('tensorboard', 'tensorboard.exe') and __import__('tensorboard_bundle.upstream_line').upstream_line.hide()\n")
 
 
 class build_py_with_patched_tensorboard(build_py):  # noqa: N801 - setuptools' naming

@@ -11,15 +11,14 @@ upstream's own, unpatched (its Rust loader experimental, as upstream ships it)."
 import os
 import stat
 import sys
-from typing import Any, List, Mapping
+from typing import Any
 
 from tensorboard.plugins import base_plugin
 
+from .upstream_line import LINE, RUNNING, hands_over, was_hidden
+
 __all__ = ["Handover"]
 
-_RUNNING = "MXBOARD_TENSORBOARD_BUNDLE"  # set in the bundle's process: never hand over twice
-OPT_OUT = "MXBOARD_NO_HANDOVER"  # yes (1, true, yes, on): upstream's command stays upstream's
-_NO = ("", "0", "false", "no", "off")  # read as they say: the handover stays; anything else opts out
 # `-c` puts the working directory ('') first on sys.path (unless PYTHONSAFEPATH): it is taken off,
 # and nothing else (PYTHONPATH's first entry stays)
 _LAUNCH = ("import sys; sys.path[:] = [p for p in sys.path if p]; sys.argv[0] = 'tensorboard'; "
@@ -33,7 +32,7 @@ class Handover(base_plugin.TBLoader):  # type: ignore[misc]  # tensorboard ships
         return None
 
 
-_UPSTREAM_LINE = b"TensorFlow installation not found - running with reduced feature set.\n"
+_UPSTREAM_LINE = LINE.encode()
 
 
 def _erase_upstream_line() -> bool:
@@ -63,23 +62,15 @@ def _erase_upstream_line() -> bool:
     return True
 
 
-def _is_upstream_command(argv: List[str]) -> bool:
-    return os.path.basename(argv[0]) in ("tensorboard", "tensorboard.exe") if argv else False
-
-
-def _hands_over(argv: List[str], environ: Mapping[str, str]) -> bool:
-    return (_is_upstream_command(argv) and not environ.get(_RUNNING)
-            and environ.get(OPT_OUT, "").strip().lower() in _NO)
-
-
-if _hands_over(sys.argv, os.environ):
-    os.environ[_RUNNING] = "1"
-    # upstream's command printed "TensorFlow installation not found - running with reduced feature
-    # set" the moment before it loaded this module: on a terminal or in a file that line is erased,
-    # so that a user reads the bundle's own words first; in a pipe it is said for what it is
+if hands_over(sys.argv, os.environ):
+    os.environ[RUNNING] = "1"
+    # Upstream's command printed "TensorFlow installation not found - running with reduced feature
+    # set" before it loaded this module, unless the wheel's .pth file had it dropped
+    # (upstream_line.py). Where the .pth file did not run (an install on PYTHONPATH), the line is
+    # erased from a terminal or a file; in a pipe it is said for what it is.
     sys.stdout.flush()
     sys.stderr.flush()
-    if not _erase_upstream_line():
+    if not was_hidden() and not _erase_upstream_line():
         sys.stderr.write("note: the line above is upstream's; this bundle needs no TensorFlow and serves every "
                          "dashboard without it\n")
     sys.stdout.flush()

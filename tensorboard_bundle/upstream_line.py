@@ -1,0 +1,83 @@
+"""Keeps upstream's "TensorFlow installation not found" line out of the `tensorboard` command's
+output. Upstream's command prints that line before it loads any plugin, so the handover
+(handover.py) comes too late to stop it. The wheel's mxboard-tensorboard.pth therefore calls
+`hide` when the interpreter starts as the `tensorboard` command. `hide` holds back the first line
+written to stderr and drops it if it is upstream's line, whatever stderr is: a terminal, a file or
+a pipe. Any other first line is written as it came, and stderr is given back after that line.
+
+This module imports only os and sys, because the .pth file runs it at the interpreter's start."""
+import os
+import sys
+from typing import Any, List, Mapping, Optional, TextIO
+
+__all__ = ["LINE", "RUNNING", "OPT_OUT", "hands_over", "hide", "was_hidden"]
+
+LINE = "TensorFlow installation not found - running with reduced feature set.\n"
+RUNNING = "MXBOARD_TENSORBOARD_BUNDLE"  # set in the bundle's own process, so it never hands over twice
+OPT_OUT = "MXBOARD_NO_HANDOVER"  # 1, true, yes or on: the `tensorboard` command stays upstream's own
+_KEEPS_HANDOVER = ("", "0", "false", "no", "off")
+
+
+def hands_over(argv: List[str], environ: Mapping[str, str]) -> bool:
+    """Whether this process is upstream's `tensorboard` command, which the bundle replaces."""
+    command = os.path.basename(argv[0]) if argv else ""
+    return (command in ("tensorboard", "tensorboard.exe") and not environ.get(RUNNING)
+            and environ.get(OPT_OUT, "").strip().lower() in _KEEPS_HANDOVER)
+
+
+class _FirstLineFilter:
+    """Stands in for stderr until its first line is complete; then stderr is the stream again."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self._stream = stream
+        self._held = ""
+        self.done = False
+        self.dropped = False
+
+    def write(self, text: str) -> int:
+        if self.done:
+            return self._stream.write(text)
+        self._held += text
+        if "\n" not in self._held and LINE.startswith(self._held):
+            return len(text)  # it may still become upstream's line
+        held, self._held = self._held, ""
+        self.give_back()
+        if held.startswith(LINE):
+            self.dropped = True
+            held = held[len(LINE):]
+        if held:
+            self._stream.write(held)
+        return len(text)
+
+    def give_back(self) -> None:
+        """Makes the real stream sys.stderr again, writing what was held back."""
+        if not self.done:
+            self.done = True
+            if sys.stderr is self:
+                sys.stderr = self._stream
+            if self._held:
+                self._stream.write(self._held)
+                self._held = ""
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
+_FILTER: Optional[_FirstLineFilter] = None
+
+
+def hide() -> None:
+    """Drops upstream's line if it is the first one this process writes to stderr. Does nothing
+    outside the `tensorboard` command, or where the handover is turned off."""
+    global _FILTER
+    if _FILTER is None and sys.stderr is not None and hands_over(sys.argv, os.environ):
+        _FILTER = _FirstLineFilter(sys.stderr)
+        sys.stderr = _FILTER  # a stand-in: write() of its own, the rest the real stream's
+
+
+def was_hidden() -> bool:
+    """Gives stderr back, and says whether upstream's line was dropped."""
+    if _FILTER is None:
+        return False
+    _FILTER.give_back()
+    return _FILTER.dropped
