@@ -19,9 +19,11 @@ import sys
 from typing import Dict, List, Optional, Tuple
 
 from mxboard._format.sizes import parse_bytes
-from mxboard.storage.remote.profiles import checked_logdir
+from mxboard.storage.remote.profiles import PROFILES, checked_logdir
 
 __all__ = ["HELP", "Launch", "parse"]
+
+_STORE_SCHEMES = frozenset(scheme for profile in PROFILES for scheme in profile.schemes)
 
 HELP = """mxboard's TensorBoard bundle: no TensorFlow needed, every dashboard served. It listens on
 127.0.0.1 only (--bind_all or --host for more), reloads every 2 s, and serves a logdir in an
@@ -118,8 +120,11 @@ def parse(argv: List[str]) -> Launch:
             mirror_max_bytes=_bytes(found, "mirror_max_bytes"),
             mirror_interval=_seconds(found.get("mirror_interval", "2")),
             mirror_max_record_bytes=_bytes(found, "mirror_max_record_bytes"))
-        for path in launch.spec_entries():  # refused as --logdir is; TensorBoard reads a file:// entry itself
+        for path, group in launch.spec_entries().items():  # refused as --logdir is; TensorBoard reads file:// itself
             _logdir(path)
+            if group and group.lower() in _STORE_SCHEMES and path.startswith("/") and not path.startswith("//"):
+                # `s3:/bucket/x`: TensorBoard would read the group "s3" of the local directory /bucket/x
+                _logdir("%s:%s" % (group, path))
     except ValueError as exc:
         sys.exit("Error: %s" % exc)
     return launch

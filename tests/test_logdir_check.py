@@ -100,8 +100,14 @@ def test_the_bundled_tensorboard_refuses_a_mistyped_logdir_in_one_line(tmp_path)
         assert "Traceback" not in done.stderr, done.stderr
     done = _command([TENSORBOARD, "--logdir_spec", "mine:/tmp,theirs:S3://bucket/x", "--port", "0"], tmp_path,
                     {"PYTHONPATH": ""})
-    assert done.returncode == 1 and done.stderr.splitlines()[-1] == (
-        "Error: logdir 'S3://bucket/x': URL schemes are lower case: did you mean s3://bucket/x?"), done.stderr
+    assert done.returncode == 1 and done.stderr == (
+        "Error: logdir 'S3://bucket/x': URL schemes are lower case: did you mean s3://bucket/x?\n"), done.stderr
+    # an entry without a group name and one slash: TensorBoard reads it as the group "s3" of the
+    # local directory /bucket/x (on 53780db served, empty, without a word)
+    for spec, logdir in [("mine:/tmp,s3:/bucket/x", "s3:/bucket/x"), ("GS:/bucket/x", "GS:/bucket/x")]:
+        done = _command([TENSORBOARD, "--logdir_spec", spec, "--port", "0"], tmp_path, {"PYTHONPATH": ""})
+        assert done.returncode == 1 and done.stderr.startswith("Error: logdir %r: " % logdir), done.stderr
+        assert "did you mean %s://bucket/x?" % logdir[:2].lower() in done.stderr and done.stderr.count("\n") == 1
 
 
 @pytest.mark.slow
