@@ -1,29 +1,10 @@
-"""Logdirs in object stores on the fast loader: the command line's `--logdir` URL, or the URLs of
-`--logdir_spec`, become local mirrors (mirror/) that the Rust data server reads. The server
-starts once the mirrors' first passes are done (at most FIRST_PASS_SECS: a large logdir then
-appears as it is fetched). Local paths are left as they are, and so is everything with
-`--load_fast=false` (TensorBoard's Python loader then reads the store itself).
-
-`gs://` is mirrored too, though the data server reads it: one tested path for every store (whole
-records only, so that a hostile record header cannot abort the data server; names as data; a
-resumable --mirror_dir), credentials as google-auth finds them
-(a VM's or a pod's identity, a key file, gcloud's), and an emulator's endpoint
-(STORAGE_EMULATOR_HOST), which the data server does not know. Without gcsfs, gs:// is left to the
-data server, as upstream.
-
-The launcher's own flags (--mirror_dir, --mirror_max_bytes...) are parsed in arguments.py.
-
-A `--logdir_spec` whose entries all have names becomes one local tree served as `--logdir` (a
-mirror or a link a name), so that mixed specs (`a:s3://bucket/x,b:/local/y`) are read by the fast
-loader too, runs named as the spec names them. A mirror never writes below a local entry named
-inside its own (`cloud:s3://...,cloud/mine:/local`: what the store holds below `mine` is not
-mirrored, and the user's files are never written); a store's entry named inside a local one
-(`a:/local,a/b:s3://...`) cannot be mirrored without writing into the user's directory, so that
-spec stays a spec, as do specs with unnamed entries: the Python loader, as upstream, each URL
-replaced by its mirror. So does a spec with a URL whose package is missing (`az://` without
-adlfs): said in a line, that entry is left to the Python loader, and the others are served.
-
-A temporary mirror is removed at exit, on SIGTERM, SIGINT and SIGHUP (a closed terminal) alike.
+"""Serves logdirs in object stores with the fast loader. The command line's `--logdir` URL, or
+the URLs of `--logdir_spec`, become local mirrors (mirror/) that the Rust data server reads. The
+server starts once the mirrors' first passes are done, or after FIRST_PASS_SECS. Local paths are
+left as they are, and so is everything with `--load_fast=false`: TensorBoard's Python loader then
+reads the store itself. A temporary mirror is removed at exit, on SIGTERM, SIGINT and SIGHUP
+alike. docs/server.md ("Logdirs in object stores") says which specs are mirrored, and why gs://
+is mirrored too.
 """
 import atexit
 import importlib.util
