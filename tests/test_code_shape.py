@@ -27,7 +27,7 @@ LEVELS: List[List[str]] = [
     ["mxboard"],  # the public face: SummaryWriter, the errors, UploadPolicy
     ["_api"],  # the caller's threads: checks, captures, queueing
     ["_writer", "reader", "system_metrics"],  # the writer thread; reading files back; sampling
-    ["frameworks"],  # captures of MXNet's and GPU arrays, resolved on the writer thread
+    ["frameworks", "_reading"],  # captures of MXNet's and GPU arrays; reading event files back
     ["summaries"],  # pure builders: numpy in, Summary out
     ["storage"],  # where files go: a directory or an object store
     ["_format"],  # what the writer, the reader and the server share: framing, names, scanning

@@ -17,24 +17,25 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from conftest import ROOT
-from mxboard import SummaryWriter, reader
+from mxboard import SummaryWriter
 from mxboard._format._crc32c import masked_crc32c
 from mxboard._format.events import frame
+from mxboard._reading import records
 from mxboard.reader import DataLossError, TornRecordWarning, read_records
 
 
 @contextlib.contextmanager
 def _window(size):
-    saved, reader.WINDOW = reader.WINDOW, size
+    saved, records.WINDOW = records.WINDOW, size
     try:
         yield
     finally:
-        reader.WINDOW = saved
+        records.WINDOW = saved
 
 
 @pytest.mark.slow
 def test_a_large_file_is_read_in_little_memory(tmp_path):
-    """Records are read in windows (reader.WINDOW), never the whole file: 256 MB of 1 MB records
+    """Records are read in windows (records.WINDOW), never the whole file: 256 MB of 1 MB records
     cost a few windows of memory (on 802362c: the whole file). `make bench` reads 1 GB."""
     path = tmp_path / "events.out.tfevents.big"
     record = frame(b"\x00" * (1 << 20))
@@ -70,7 +71,7 @@ def test_fuzzed_files_never_crash_the_reader_nor_pass_a_bad_record(tmp_path, pay
     path.write_bytes(bytes(blob))
     returned = []
     # the reader's window: a record across windows, or longer than one, is read whole
-    window = data.draw(st.sampled_from([1, 5, 12, 16, 17, 64, reader.WINDOW]))
+    window = data.draw(st.sampled_from([1, 5, 12, 16, 17, 64, records.WINDOW]))
     with warnings.catch_warnings(), _window(window):
         warnings.simplefilter("ignore", TornRecordWarning)
         try:
@@ -110,8 +111,9 @@ def test_the_command_says_what_went_wrong_in_one_line(tmp_path):
     assert "TensorBoard event files from MXNet and numpy" in shown and "examples:" in shown
     flags = command("export", "--help").stdout  # every flag explained
     said = " ".join(flags.split())
-    for help_text in ("logdir a logdir (a directory", "which table (one per call, as their columns differ): histograms, "
-                      "hparams, scalars, text; default: scalars", "--csv comma-separated rows", "--json a list of row",
+    for help_text in ("logdir a logdir (a directory",
+                      "which table (one per call, as their columns differ): histograms, hparams, scalars, text; "
+                      "default: scalars", "--csv comma-separated rows", "--json a list of row",
                       "a file to write", "--raw every record", "--strict a corrupt record is an error"):
         assert help_text in said, flags
     assert command("--version").stdout.strip() == "mxboard %s" % __import__("mxboard").__version__

@@ -1,4 +1,4 @@
-"""The vectorized reading of event files (mxboard._format.scan, used by the report): every record
+"""The vectorized reading of event files (mxboard._reading.scan, used by the reader and the report): every record
 it decodes by numpy is what protobuf parses from the same bytes, every other record is handed on
 whole, in any writer's files and across window boundaries; a corrupt payload, a corrupt length
 and a torn end are warned of as mxboard.reader warns of them, and the rest is read."""
@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from mxboard import SummaryWriter, reader
-from mxboard._format.scan import scan_file
+from mxboard._reading.scan import scan_file
 from mxboard.proto import Event
 
 

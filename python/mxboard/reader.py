@@ -16,14 +16,12 @@ from __future__ import annotations
 
 import os
 import stat
-import warnings
 from typing import Any, Dict, Iterator, List, Optional, Tuple, Union
 
 import numpy as np
 from google.protobuf.message import DecodeError
 
-from ._format._crc32c import masked_crc32c
-from ._format.events import RECORD_HEADER, RECORD_TRAILER, whole_records
+from ._reading.records import corrupt, read_records
 from .errors import CorruptRecordWarning, DataLossError, TornRecordWarning
 from .proto import Event
 from .proto import hparams as hparams_proto
@@ -36,102 +34,6 @@ __all__ = ["CorruptRecordWarning", "DataLossError", "TornRecordWarning", "read_e
 # The pip command for mxboard's `pandas` extra. It asks for a pandas that leaves numpy as it is:
 # pandas 3 would upgrade an MXNet environment's numpy 1.23, and MXNet 1.9.1 cannot import then.
 PANDAS_HINT = "pip install 'pandas>=1.5,<3'"
-
-
-def read_records(path: str, offset: int = 0, strict: bool = False) -> Iterator[bytes]:
-    """The payloads of the TFRecords in one file, each checked against its CRCs.
-
-    Args:
-        path: an event file, or its URL in an object store.
-        offset: the byte to start from (a record boundary).
-        strict: raise on a corrupt record, instead of warning and skipping it.
-
-    Yields:
-        bytes: each record's payload (a serialized Event).
-
-    Raises:
-        DataLossError: with `strict`, a record whose CRCs do not match.
-
-    Warns:
-        TornRecordWarning: the file ends inside a record (its writer stopped or is writing).
-        CorruptRecordWarning: a corrupt record was skipped (a corrupt length ends the file).
-    """
-    length_at, unpack_trailer, crc = RECORD_HEADER.unpack_from, RECORD_TRAILER.unpack_from, masked_crc32c
-    with _open_at(path, offset) as f:
-        data, base, at, more = b"", offset, 0, True  # data[at:] is unparsed and starts at byte base + at
-        while True:
-            # Frame with the shared framing (events.whole_records), which checks every length's CRC.
-            # A length longer than the file is never allocated: the windows read what the file
-            # holds, and the record then reads as torn.
-            whole, problem = whole_records(data, _NO_LIMIT, start=at, check_from=0)
-            while at < whole:
-                end = at + 16 + length_at(data, at)[0]  # 16: RECORD_HEADER.size + RECORD_TRAILER.size
-                payload = data[at + 12:end - 4]
-                if crc(payload) == unpack_trailer(data, end - 4)[0]:
-                    yield payload
-                else:
-                    _corrupt("%s: corrupt record payload at byte %d; the record is skipped" % (path, base + at), strict)
-                at = end
-            if problem is not None:
-                _corrupt("%s: corrupt record length at byte %d; the rest of the file cannot be framed"
-                         % (path, base + at), strict)
-                return
-            if not more:
-                if at < len(data):
-                    _torn(path, base + at, base + len(data))
-                return
-            need = 12 if len(data) - at < 12 else 16 + length_at(data, at)[0]
-            data, base, at, more = _refill(f, data, base, at, need)
-
-
-_NO_LIMIT = 1 << 64  # above any u64: a record is bounded by what its file holds, not by a size
-
-
-WINDOW = 4 << 20  # the bytes read at a time, so a file of any size is read in about this much memory
-
-
-def _open_at(path: str, offset: int) -> Any:
-    """`path` (a file or a URL) open for reading from `offset`."""
-    path = checked_logdir(path)
-    if is_url(path):
-        from .storage import open_filesystem
-
-        fs, key = open_filesystem(path, shared=True)
-        fs.invalidate_cache(key)  # read the size the store holds now, not the one an old listing gave
-        f = fs.open(key, "rb", block_size=WINDOW)
-    else:
-        f = open(path, "rb")
-    f.seek(offset)
-    return f
-
-
-def _refill(f: Any, data: bytes, base: int, at: int, need: int) -> Tuple[bytes, int, int, bool]:
-    """Carry the unparsed rest `data[at:]` over and read windows after it, until `need` bytes are
-    there or the file ends.
-
-    Returns (data, base, at, more), where `more` is False once the file has ended. Reading one
-    window at a time means a header that claims more bytes than the file holds (2^62, say) costs
-    only what the file holds, and the record then reads as torn; it is never allocated."""
-    pieces, have = [data[at:]], len(data) - at
-    while have < need or len(pieces) == 1:
-        piece = f.read(WINDOW)
-        if not piece:
-            return b"".join(pieces), base + at, 0, False
-        pieces.append(piece)
-        have += len(piece)
-    return b"".join(pieces), base + at, 0, True
-
-
-def _corrupt(message: str, strict: bool) -> None:
-    if strict:
-        raise DataLossError(message)
-    warnings.warn(CorruptRecordWarning(message), stacklevel=4)
-
-
-def _torn(path: str, offset: int, size: int) -> None:
-    warnings.warn(TornRecordWarning("%s: the last record is incomplete (%d of its bytes from "
-                                    "offset %d); it is skipped" % (path, size - offset, offset)),
-                  stacklevel=3)
 
 
 def event_files(logdir: Union[str, "os.PathLike[str]"]) -> List[str]:
@@ -210,8 +112,8 @@ def read_events(path: Union[str, "os.PathLike[str]"], strict: bool = False) -> I
             try:
                 yield Event.FromString(payload)
             except DecodeError as exc:
-                _corrupt("%s: record %d has a valid CRC but is no Event (%s); it is skipped"
-                         % (event_file, number, exc), strict)
+                corrupt("%s: record %d has a valid CRC but is no Event (%s); it is skipped"
+                        % (event_file, number, exc), strict)
 
 
 # -- tables ------------------------------------------------------------------------------------
@@ -280,10 +182,10 @@ def table(logdir: Union[str, "os.PathLike[str]"], kind: str = "scalars", raw: bo
 def _scalar_columns(logdir: str, raw: bool, strict: bool) -> Dict[str, List[Any]]:
     """The scalars table, read at disk speed.
 
-    Simple scalar Events are decoded many at once by numpy (`_format.scan`), and the rest (tensor
+    Simple scalar Events are decoded many at once by numpy (`_reading/scan.py`), and the rest (tensor
     scalars, events of several values) by protobuf. The rows are in file order, and hold what
     TensorBoard shows unless `raw` is true."""
-    from ._format.scan import scan_file
+    from ._reading.scan import scan_file
 
     groups: Dict[Tuple[str, str], int] = {}  # (run, tag) -> its number
     chunks: List[Tuple[Any, ...]] = []  # (group numbers, places, steps, walls, values), numpy arrays
@@ -298,8 +200,8 @@ def _scalar_columns(logdir: str, raw: bool, strict: bool) -> Dict[str, List[Any]
                 try:
                     event = Event.FromString(payload)
                 except DecodeError as exc:
-                    _corrupt("%s: record %d has a valid CRC but is no Event (%s); it is skipped"
-                             % (path, number, exc), strict)
+                    corrupt("%s: record %d has a valid CRC but is no Event (%s); it is skipped"
+                            % (path, number, exc), strict)
                     continue
                 if not event.HasField("summary"):
                     continue

@@ -1,12 +1,9 @@
-"""Event files read at disk speed: a window of a file framed with numpy (every length's masked
-CRC32C checked, the records found by where their headers are), the payloads' CRCs checked
-vectorized, and the simple scalar Events (a wall time, a step and one value's tag and
-`simple_value`, as mxboard, tensorboardX and torch write them) decoded many at once, by the
-layout of one of them; every other record is handed on as bytes, for protobuf. A window the
-vectorized framing cannot frame (a corrupt length, a record of 16 MiB or more) is read record by
-record from there (`mxboard.reader.read_records`), with its warnings.
+"""Read event files at disk speed, for `mxboard.reader`'s scalars table and for `mxboard.report`.
 
-Used by `mxboard.reader` (its tables) and `mxboard.report`."""
+numpy frames a window of a file and checks every CRC. The simple scalar Events in it (a wall time,
+a step, and one value with a tag and a `simple_value`, as mxboard, tensorboardX and torch write
+them) are decoded many at once from the layout of one of them, and every other record is handed
+on as bytes, for protobuf. docs/architecture.md ("Reading event files back") says more."""
 from __future__ import annotations
 
 import warnings
@@ -14,20 +11,30 @@ from typing import Any, Dict, Iterator, List, Optional, Tuple
 
 import numpy as np
 
-from ._crc32c import masked_crc32c, masked_crc32c_rows
+from .._format._crc32c import masked_crc32c, masked_crc32c_rows
+from .._format.events import whole_records
+from ..errors import CorruptRecordWarning, DataLossError
+from ..proto import SummaryMetadata
+from .records import open_at, read_records, torn
 
 __all__ = ["Window", "scan", "scan_file"]
 
-TEMPLATE_MOST = 512  # payloads longer than this are no simple scalar: handed on without a try
+TEMPLATE_MOST = 512  # a payload longer than this is not a simple scalar, and is handed on untried
 
 
 class Window:
-    """What one window of a file held, in record order: `scalars[tag]` = (record numbers, steps,
-    walls, values) of its scalar Events (numpy), `tensors[tag]` the same of float32 scalar
-    tensors with no metadata (scalars if the tag's plugin, from its first event, is "scalars"),
-    `plugins[tag]` the plugin its decoded events' metadata named, `others` = [(record number,
-    payload)] of the rest (CRC checked), `records` how many records it framed (numbers count from
-    the file's first record)."""
+    """What one window of a file held, in record order. Record numbers count from the file's first
+    record.
+
+    Attributes:
+        scalars: `{tag: [(record numbers, steps, walls, values)]}` of its scalar Events, as numpy
+            arrays.
+        tensors: the same, of float32 scalar tensors without metadata. They are scalars if the
+            tag's plugin, named in its first event, is "scalars".
+        plugins: `{tag: the plugin that its decoded events' metadata named}`.
+        others: `[(record number, payload)]` of the other records, their CRCs checked.
+        records: how many records the window framed.
+    """
 
     __slots__ = ("scalars", "tensors", "plugins", "others", "records")
 
@@ -40,15 +47,16 @@ class Window:
 
 
 def _frame(d: Any) -> Optional[Tuple[Any, Any, int]]:
-    """(starts, lengths, consumed) of the whole records of `d` (uint8) from byte 0, or None where
-    numpy cannot frame them (the caller reads record by record): a record is where a header's
-    length (under 2**24, its high bytes zero) passes its checksum, and the records so found must
-    follow one another from byte 0."""
+    """The (starts, lengths, consumed) of the whole records of `d` (uint8) from byte 0, or None
+    where numpy cannot frame them, and the caller reads record by record.
+
+    A record is where a header's length (under 2**24, so its high bytes are zero) passes its
+    checksum, and the records so found must follow one another from byte 0."""
     n = len(d)
     if n < 12:
         return np.zeros(0, np.int64), np.zeros(0, np.int64), 0
     m = n - 11  # a header at i needs bytes i..i+11
-    at = np.flatnonzero(d[7:m + 7] == 0)  # the length's high bytes are zero: byte 7 first, then 3..6
+    at = np.flatnonzero(d[7:m + 7] == 0)  # the length's high bytes are zero: test byte 7 first, then 3 to 6
     for high in (6, 5, 4, 3):
         at = at[d[at + high] == 0]
     if not len(at) or at[0] != 0:
@@ -60,9 +68,9 @@ def _frame(d: Any) -> Optional[Tuple[Any, Any, int]]:
     lengths = np.ascontiguousarray(header[valid, :8]).view("<u8").ravel().astype(np.int64)
     ends = starts + 16 + lengths
     fits = ends <= n
-    whole = len(ends) if fits.all() else int(np.argmin(fits))  # the first record not whole in `d`
+    whole = len(ends) if fits.all() else int(np.argmin(fits))  # the first record that is not whole in `d`
     if whole > 1 and not np.array_equal(starts[1:whole], ends[:whole - 1]):
-        return None  # a header found inside a payload, or one missing (corrupt): not a chain
+        return None  # a header found inside a payload, or a corrupt one missing: the records do not chain
     consumed = int(ends[whole - 1]) if whole else 0
     if n - consumed >= 12 and (whole == len(starts) or starts[whole] != consumed):
         return None  # a header there that fails its checksum, or a length of 2**24 or more
@@ -70,8 +78,8 @@ def _frame(d: Any) -> Optional[Tuple[Any, Any, int]]:
 
 
 def _rows(d: Any, at: Any, width: int) -> Any:
-    """The `width` bytes from each of the offsets `at`, as a (len(at), width) array (a copy of
-    those bytes only: no index array of that size)."""
+    """The `width` bytes from each of the offsets `at`, as a (len(at), width) array. Only those
+    bytes are copied; no index array of that size is made."""
     return np.lib.stride_tricks.sliding_window_view(d, width)[at]
 
 
@@ -92,12 +100,14 @@ Layout = Tuple[Optional[int], Optional[Tuple[int, int]], int, str, Optional[str]
 
 
 def _layout(p: bytes) -> Optional[Layout]:
-    """(wall's offset, step's byte range, the value's offset, tag, plugin: "scalars" where its
-    metadata says so, "" for a tensor with none (the tag's plugin, from its first event, must say
-    "scalars"), None for a plain simple_value) of a payload that is an Event of a wall time, a
-    step and a summary of one
-    tagged value, that value a `simple_value` or a float32 scalar tensor (its metadata, if any,
-    naming the scalars plugin), and nothing else; else None."""
+    """The layout of a payload that is a simple scalar Event, else None.
+
+    Such an Event holds a wall time, a step and a summary of one tagged value, and nothing else.
+    The value is a `simple_value`, or a float32 scalar tensor whose metadata, if any, names the
+    scalars plugin. The layout is (the wall's offset, the step's byte range, the value's offset,
+    the tag, the plugin): the plugin is "scalars" where the metadata says so, "" for a tensor
+    without metadata (the tag's plugin, named in its first event, must then say "scalars"), and
+    None for a plain simple_value."""
     try:
         wall = step = value = tag = None
         tensor, metadata = False, None
@@ -143,8 +153,6 @@ def _layout(p: bytes) -> Optional[Layout]:
         if value is None or tag is None or at != n:
             return None
         if metadata is not None:
-            from ..proto import SummaryMetadata
-
             if SummaryMetadata.FromString(metadata).plugin_data.plugin_name != "scalars":
                 return None
             return wall, step, value, tag, "scalars"
@@ -179,8 +187,8 @@ def _scalar_tensor(p: bytes, at: int, end: int) -> Optional[int]:
 
 
 def _scalars(rows: Any, numbers: Any, offsets: Any, crcs: Any, window: Window, corrupt: List[int]) -> None:
-    """The records of one payload length (`rows`, k x length): each simple scalar layout found
-    decoded for all its rows at once; the rest handed on."""
+    """Decode the records of one payload length (`rows`, k x length): each simple scalar layout
+    found is decoded for all its rows at once, and the other records are handed on."""
     undecided = np.ones(len(rows), bool)
     width = rows.shape[1]
     while True:
@@ -256,8 +264,10 @@ def _decoded(block: Any, members: Any, layout: Layout, varying: List[int], numbe
 
 
 def scan(data: bytes, first: int = 0) -> Optional[Tuple[Window, int, List[int]]]:
-    """(the window, bytes consumed, byte offsets of the records whose payload fails its CRC) of the whole
-    records at the start of `data`, numbered from `first`; None where numpy cannot frame them."""
+    """Read the whole records at the start of `data`, numbered from `first`.
+
+    Returns (the window, the bytes consumed, the byte offsets of the records whose payload fails
+    its CRC), or None where numpy cannot frame the records."""
     d = np.frombuffer(data, np.uint8)
     framed = _frame(d)
     if framed is None:
@@ -285,15 +295,13 @@ def scan(data: bytes, first: int = 0) -> Optional[Tuple[Window, int, List[int]]]
 
 
 def scan_file(path: str, window_bytes: int = 8 << 20, strict: bool = False) -> Iterator[Window]:
-    """The windows of one event file (a path or a store's URL), in order; a corrupt record or a
-    torn end warned of as `mxboard.reader.read_records` warns of them (`strict`: a corrupt record
-    raises its DataLossError). Where numpy cannot frame a
-    window, the one framing (`events.whole_records`) frames it; what it cannot frame either (a
-    header found inside a payload) is read record by record from there."""
-    from .. import reader
-    from .events import whole_records
+    """The windows of one event file (a path or a store's URL), in order.
 
-    with _bounded(path, reader._open_at, path, 0) as f:
+    A corrupt record or a torn end is warned about as `mxboard.reader.read_records` warns, and with
+    `strict` a corrupt record raises its DataLossError. Where numpy cannot frame a window, the
+    shared framing (`events.whole_records`) frames it; what that cannot frame either (a header
+    found inside a payload) is read record by record from there."""
+    with _bounded(path, open_at, path, 0) as f:
         carry, base, number = b"", 0, 0
         while True:
             piece = _bounded(path, f.read, window_bytes)
@@ -321,13 +329,13 @@ def scan_file(path: str, window_bytes: int = 8 << 20, strict: bool = False) -> I
             carry, base = data[consumed:], base + consumed
             if not piece:
                 if carry:
-                    reader._torn(path, base, base + len(carry))
+                    torn(path, base, base + len(carry))
                 return
 
 
 def _bounded(path: str, call: Any, *args: Any) -> Any:
-    """`call(*args)`; for a store's file, within the writer's bound on one request
-    (UploadPolicy.request_secs; storage/bounds.py), else TimeoutError."""
+    """`call(*args)`. For a store's file, the call must end within the writer's bound on one
+    request (UploadPolicy.request_secs; storage/bounds.py), or a TimeoutError is raised."""
     if "://" not in path:
         return call(*args)
     from ..storage.bounds import call_with_timeout
@@ -337,18 +345,14 @@ def _bounded(path: str, call: Any, *args: Any) -> Any:
 
 
 def _corrupt(message: str, strict: bool) -> None:
-    from ..errors import CorruptRecordWarning, DataLossError
-
     if strict:
         raise DataLossError(message)
     warnings.warn(CorruptRecordWarning(message), stacklevel=3)
 
 
 def _record_by_record(path: str, offset: int, number: int, strict: bool) -> Iterator[Window]:
-    from .. import reader
-
     window = Window()
-    for payload in reader.read_records(path, offset, strict=strict):
+    for payload in read_records(path, offset, strict=strict):
         window.others.append((number, payload))
         number += 1
         if len(window.others) >= 4096:

@@ -17,7 +17,7 @@ import numpy as np
 from google.protobuf.message import DecodeError
 
 from .. import reader
-from .._format.scan import scan_file
+from .._reading.scan import scan_file
 from ..proto import Event
 from ..proto import hparams as hparams_proto
 from ..storage import run_of
@@ -246,7 +246,7 @@ def _projector_runs(logdir: str, runs: Optional[Pattern[str]]) -> List[str]:
 def _read_file(path: str, run: str, reading: _Reading) -> None:
     """Read one event file's summaries into `reading`.
 
-    Its simple scalars are decoded many at once (`_format.scan`), and every other record is
+    Its simple scalars are decoded many at once (`_reading/scan.py`), and every other record is
     parsed by protobuf. A value that cannot be read (a tensor of no known shape, or plugin data
     that is not protobuf) is left out, and a note says so."""
     tags = reading.tags
