@@ -2,9 +2,9 @@
 
 - No module docstring in python/mxboard or tensorboard_bundle (its generated `_patched/` aside) is
   longer than 15 lines: a module docstring says what the module is for, and the design essays
-  live in docs/architecture.md.
-- The imports inside python/mxboard run one way, down the levels of docs/architecture.md's
-  picture (LEVELS below), and no two modules import each other, directly or around a circle.
+  live in docs/architecture.md and docs/server.md.
+- The imports inside python/mxboard run one way, down the levels of docs/architecture.md ("The
+  import levels", LEVELS below), and no two modules import each other, directly or around a circle.
 
 Every import of an mxboard module counts: those at the top of a module, those under
 `if TYPE_CHECKING:` and those inside a function alike. A function-level import still means one
@@ -19,9 +19,9 @@ from conftest import ROOT
 
 MOST_DOCSTRING_LINES = 15
 
-# The levels of docs/architecture.md's picture, from the top: a module may import from its own
-# level or a lower one, never from a higher one. A unit is a top-level module or package of
-# mxboard ("mxboard" itself is the package's __init__.py). Keep this and the picture in step.
+# The levels of docs/architecture.md ("The import levels"), from the top: a module may import from
+# its own level or a lower one, never from a higher one. A unit is a top-level module or package of
+# mxboard ("mxboard" itself is the package's __init__.py). Keep this list and that one in step.
 LEVELS: List[List[str]] = [
     ["__main__", "demo", "demo_models", "report", "integrations", "callbacks"],  # programs, add-ons
     ["mxboard"],  # the public face: SummaryWriter, the errors, UploadPolicy
