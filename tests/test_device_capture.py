@@ -19,6 +19,10 @@ from conftest import plugin_accumulator, tb_scalars, tensor_values
 from mxboard import SummaryWriter
 
 torch = pytest.importorskip("torch")
+try:
+    import mxnet  # (its import starts a process: at collection, not in a test)
+except ImportError:
+    mxnet = None
 
 from mxboard._api import convert  # noqa: E402 - after the skip
 from mxboard.frameworks import device_capture  # noqa: E402
@@ -357,8 +361,8 @@ def test_a_device_scalar_crosses_at_most_ten_files_on_the_callers_thread():
     from the call to the writer thread's queue in 10 hops over 6 files (a6ab6a5: 26 over 9)."""
     import importlib.util
 
-    spec = importlib.util.spec_from_file_location(
-        "count_hops", os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tools", "count_hops.py"))
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    spec = importlib.util.spec_from_file_location("count_hops", os.path.join(root, "tools", "count_hops.py"))
     count_hops = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(count_hops)
     ours, _ = count_hops.device_scalar_files()
@@ -366,3 +370,28 @@ def test_a_device_scalar_crosses_at_most_ten_files_on_the_callers_thread():
     assert names[0] == names[-1] == "writer.py" and "writer_thread.py" in names, names  # the call, to the queue
     assert len(ours) - 1 <= 10, names
     assert names.count("convert.py") == 1, names  # its kind asked once
+
+
+def test_scalars_of_every_kind_and_ring_are_read_in_call_order(logdir, fake_gpu):
+    """Floats, torch CUDA scalars (their ring), MXNet scalars of shape (1,) (theirs) and of shape
+    (1, 1) (captured alone), interleaved on one tag and with display names: the writer thread reads
+    each ring in one batch, and TensorBoard's loader reads every value at its step, in call
+    order; the caller's thread never waited on the stream."""
+    if mxnet is None:
+        pytest.skip("mxnet is not installed")
+    nd = mxnet.nd
+    from conftest import event_files
+
+    forms = [float, torch.tensor, lambda v: torch.tensor([v], dtype=torch.bfloat16),
+             lambda v: nd.array([v]), lambda v: nd.array([[v]])]
+    with SummaryWriter(logdir) as w:
+        for step in range(40):
+            value = float(step % 7)
+            w.add_scalar("mixed", forms[step % len(forms)](value), step)
+            if step % 10 == 3:
+                w.add_scalar("described", forms[step % len(forms)](value), step, display_name="D")
+    assert threading.current_thread() not in fake_gpu.stream.waiters and fake_gpu.stream.waiters
+    read = tb_scalars(event_files(logdir)[0])
+    assert [(step, value) for tag, step, value in read if tag == "mixed"] == [(s, float(s % 7)) for s in range(40)]
+    assert [(step, value) for tag, step, value in read if tag == "described"] == [(s, float(s % 7))
+                                                                                  for s in (3, 13, 23, 33)]

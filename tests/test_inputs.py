@@ -368,3 +368,31 @@ def test_a_histogram_drops_nan_and_inf_with_one_warning_a_tag_naming_the_first_s
         "add_histogram('v'): NaN or infinite values were dropped (they cannot be binned) at step 0; said once a tag",
         "add_histogram('w'): NaN or infinite values were dropped (they cannot be binned) at step 2; said once a tag"]
     assert [values[:, 2].sum() for _, values in tensor_values(plugin_accumulator(logdir), "w")] == [3, 3, 2, 2]
+
+
+def test_an_array_calls_warning_line_is_found_once_a_tag_not_at_every_call(logdir):
+    """The NaN and Inf warning's line (WriterCore.said_once) is the user's line of a tag's first
+    call, found by one walk of the stack; later calls of that tag walk none (a6ab6a5 walked at
+    every array call). sys.setprofile counts the walks."""
+    import sys
+
+    from mxboard._writer import callsite
+
+    walks = []
+
+    def profile(frame, event, arg):
+        if event == "call" and frame.f_code is callsite.call_site.__code__:
+            walks.append(frame.f_back.f_code.co_name)
+
+    data = np.ones(8)
+    with SummaryWriter(logdir) as w:
+        w.add_histogram("h", data, 0)
+        before = sys.getprofile()
+        sys.setprofile(profile)
+        try:
+            for step in range(1, 20):
+                w.add_histogram("h", data, step)
+                w.add_histogram("g", data, step)
+        finally:
+            sys.setprofile(before)
+    assert walks == ["said_once"]  # the first call of "g"
