@@ -234,14 +234,14 @@ def boxes(box_tensor: Any, labels: Any, rescale: Any, formats: str,
                          "ymin <= ymax" % (i, array[i].tolist()))
     if labels is not None:
         if isinstance(labels, str) or len(labels) != len(array):
-            raise ValueError("labels must be a list of %d str, one a box; got %r" % (len(array), labels))
+            raise ValueError("labels must be a list of %d str, one per box; got %r" % (len(array), labels))
         labels = [_utf8(label, "labels[%d]" % i) if isinstance(label, str) else str(label)
                   for i, label in enumerate(labels)]
     scale = convert.positive(rescale, "rescale")
     height, width = (shape[0], shape[1]) if formats in ("HW", "HWC") else (shape[1], shape[2])
     high, wide = round(height * scale), round(width * scale)
     if max(high, wide) > MAX_SIDE or high * wide > MAX_PIXELS:
-        raise ValueError("rescale=%r makes the %dx%d image %dx%d; at most %d pixels a side and %d in all"
+        raise ValueError("rescale=%r makes the %dx%d image %dx%d; at most %d pixels per side and %d in all"
                          % (rescale, width, height, wide, high, MAX_SIDE, MAX_PIXELS))
     return array, labels, scale
 

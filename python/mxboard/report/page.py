@@ -115,7 +115,7 @@ def _data(found: Collected, logdir: str, max_points: int, version: str) -> Tuple
     histograms = _by_tag(found.histograms, lambda step, item: {
         "step": step, "buckets": [[_number(float(x)) for x in row] for row in item[1]]}, OFFSET_VIEW)
     if any(len(items) > OFFSET_VIEW for items in found.histograms.values()):
-        left.append("histograms: the offset view draws %d histograms a tag and run (spread over the steps, the last "
+        left.append("histograms: the offset view draws %d histograms per tag and run (spread over the steps, the last "
                     "always); Distributions draws every kept one" % OFFSET_VIEW)
     bands: Dict[str, Dict[str, Dict[str, Any]]] = {}
     for (run, tag), histogram_bands in sorted(found.bands.items()):
@@ -173,7 +173,7 @@ def _within(kept: Dict[Any, List[Tuple[int, Any]]], budget: int, left: List[str]
 def _said_kept(found: Collected, kind: str, kept: Dict[Any, List[Any]], left: List[str]) -> None:
     dropped = found.seen.get(kind, 0) - sum(len(items) for items in kept.values())
     if dropped > 0:
-        left.append("%s: %d left out (at most %d a tag and run, the last always, as TensorBoard keeps)"
+        left.append("%s: %d left out (at most %d per tag and run, the last always kept, as TensorBoard keeps them)"
                     % (kind.replace("_", " "), dropped, KEEP[kind]))
 
 

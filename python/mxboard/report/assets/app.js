@@ -13,7 +13,7 @@
   var drawn = {histograms: {}, pr_curves: {}, parallel: null};  // what was drawn, for #selftest
   var STEP_AXIS = {space: 50, incrs: [1, 2, 5, 10, 20, 25, 50, 100, 200, 250, 500, 1e3, 2e3, 2500, 5e3, 1e4, 2e4, 25e3,
                                       5e4, 1e5, 2e5, 25e4, 5e5, 1e6, 2e6, 5e6, 1e7, 2e7, 5e7, 1e8, 1e9, 1e10]};  // integer steps
-  function colorOf(run) {  // one colour a run, in every chart
+  function colorOf(run) {  // one colour per run, the same in every chart
     var i = data.meta.runs.indexOf(run);
     return COLORS[(i < 0 ? 0 : i) % COLORS.length];
   }
@@ -261,7 +261,7 @@
       width: Math.max(chart.box.clientWidth - 16, 300), height: 260, series: series,
       scales: {x: xScale(t.joined[0]), y: {distr: state.log ? 3 : 1}}, axes: [xAxis(), {}],
       legend: {live: true}, cursor: {focus: {prox: 16}},
-      hooks: {setSeries: [function (u, i, opts) {  // the legend shows a run once: its raw line follows
+      hooks: {setSeries: [function (u, i, opts) {  // the legend shows each run once: its raw line follows its smoothed one
         if (i && i % 2 === 0 && opts && "show" in opts && u.series[i - 1].show !== opts.show) {
           u.setSeries(i - 1, {show: opts.show});
         }
@@ -324,14 +324,14 @@
     }
     hp.appendChild(tbl);
     var parallel = el("div", null, "chart parallel"); parallel.id = "parallel";
-    parallel.appendChild(el("h3", "parallel coordinates (a line a run; the runs filter greys the others)"));
+    parallel.appendChild(el("h3", "parallel coordinates (one line per run; the runs filter greys the others)"));
     hp.appendChild(parallel);
     app.appendChild(hp);
     fill();
     whenSeen(parallel, drawParallel);
   }
   function drawParallel() {
-    // one vertical axis a hyper-parameter or metric (numbers on a linear scale, anything else as
+    // one vertical axis per hyper-parameter or metric (numbers on a linear scale, anything else as
     // categories in sorted order), each run a polyline through its values, in its colour
     var box = document.getElementById("parallel");
     if (!box) return;
@@ -510,7 +510,7 @@
     return out;
   }
   function offsetView(box, items) {
-    // each histogram a filled outline of its buckets' counts over x; the first step at the back
+    // each histogram is a filled outline of its buckets' counts over x, the first step at the back
     // (top), the last in front (bottom), as TensorBoard's offset view draws them
     var overlay = document.getElementById("histogram-mode").value === "overlay";
     Array.prototype.forEach.call(box.querySelectorAll("canvas"), function (c) { c.remove(); });
@@ -556,7 +556,7 @@
     if (item.label) holder.appendChild(el("p", item.label, "label"));  // as text: a label is the user's
   });
 
-  // -- PR curves: precision over recall, a step slider a run ----------------------------------
+  // -- PR curves: precision over recall, a step slider per run ----------------------------------
   var ptags = Object.keys(data.pr_curves).sort();
   if (ptags.length) {
     var ps = el("section"); ps.id = "pr_curves";
