@@ -74,7 +74,7 @@ def _remote_event_files(url: str) -> List[str]:
     fs, root = open_filesystem(url, shared=True)
     fs.invalidate_cache()  # a listing cached earlier in this process may miss new objects
     found = [p for p in fs.find(root) if "tfevents" in posixpath.basename(p)]
-    # a URL that names one event file, not a folder
+    # where nothing is found below it, the URL may name one event file
     if not found and fs.isfile(root):
         found = [root]
     found.sort(key=lambda p: (posixpath.dirname(p), posixpath.basename(p)))

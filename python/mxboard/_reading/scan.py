@@ -204,8 +204,8 @@ def _scalars(rows: Any, numbers: Any, offsets: Any, crcs: Any, window: Window, c
         varying = _varying(layout)
         fixed = np.ones(width, bool)
         fixed[varying] = False
-        # the rows of this layout whatever their tag: grouped by their fixed bytes (a hash, then
-        # each group's bytes compared), each group's first row's layout checked
+        # Find the rows of this layout, whatever their tag: group them by their fixed bytes (by a
+        # hash, then comparing each group's bytes), and check the layout of each group's first row.
         keys = _keys(rows[left][:, fixed])
         unique, inverse = np.unique(keys, return_inverse=True)
         for group in range(len(unique)):

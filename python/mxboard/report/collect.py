@@ -425,7 +425,7 @@ def printable(name: str) -> str:
     surrogate escapes) become `\\xe9` and the like, and everything else stays as it is."""
     try:
         raw = name.encode("utf-8", "surrogateescape")
-    except UnicodeEncodeError:  # a surrogate no file name decodes to
+    except UnicodeEncodeError:  # a surrogate that no file name decodes to
         return name.encode("utf-8", "backslashreplace").decode("utf-8")
     return raw.decode("utf-8", "backslashreplace")
 
