@@ -5,6 +5,7 @@
   live in docs/architecture.md and docs/server.md.
 - The imports inside python/mxboard run one way, down the levels of docs/architecture.md ("The
   import levels", LEVELS below), and no two modules import each other, directly or around a circle.
+  LEVELS is checked against that list, so the page and the test cannot drift apart.
 
 Every import of an mxboard module counts: those at the top of a module, those under
 `if TYPE_CHECKING:` and those inside a function alike. A function-level import still means one
@@ -13,6 +14,7 @@ last tests plant a bad tree in a temporary folder, so that each check is seen to
 """
 import ast
 import os
+import re
 from typing import Dict, Iterator, List, Set, Tuple
 
 from conftest import ROOT
@@ -179,6 +181,24 @@ def test_no_imports_among_mxboard_modules_form_a_circle():
     assert circles(found) == []
 
 
+def documented_levels(markdown: str) -> List[List[str]]:
+    """The units of each numbered item under "### The import levels", in order: `x.py` and `x/`
+    name the unit x, `__init__.py` names "mxboard"; other backquoted text is not a unit."""
+    section = markdown.split("### The import levels", 1)[1].split("\n#", 1)[0]
+    items = re.split(r"^\d+\. ", section, flags=re.M)[1:]
+    units = []
+    for item in items:
+        item = item.split("\n\n", 1)[0]  # the list ends at a blank line
+        names = re.findall(r"`([A-Za-z_]+)(?:\.py|/)`", item)
+        units.append(["mxboard" if name == "__init__" else name for name in names])
+    return units
+
+
+def test_the_levels_are_the_ones_docs_architecture_lists():
+    with open(os.path.join(ROOT, "docs", "architecture.md"), encoding="utf-8") as f:
+        assert documented_levels(f.read()) == LEVELS
+
+
 def plant(root, files):
     for name, text in files.items():
         path = root / name
@@ -208,3 +228,5 @@ def test_the_checks_find_a_long_docstring_an_import_up_and_a_circle(tmp_path):
         "mxboard.storage.local:2 imports mxboard._api.writer (_api is above storage)"]
     assert sorted(circles(found)) == [["mxboard._api.writer", "mxboard.storage.local"],
                                       ["mxboard._format.events", "mxboard._format.names"]]
+    doc = "### The import levels\n\n1. `a.py` and\n   `b/`.\n2. `__init__.py` (`x`).\n\nThe server, `c/`.\n"
+    assert documented_levels(doc) == [["a", "b"], ["mxboard"]] != LEVELS
