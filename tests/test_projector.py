@@ -15,7 +15,7 @@ from conftest import projector_config as _config
 from mxboard import SummaryWriter
 
 
-def test_assets_and_config(logdir):
+def test_an_embedding_writes_its_files_and_is_registered_in_the_config(logdir):
     from mxboard import SummaryWriter
 
     points = np.arange(12, dtype=np.float32).reshape(4, 3) / 7
@@ -102,7 +102,7 @@ def test_many_writers_threads_and_processes_keep_every_entry_and_never_show_a_to
      ValueError, "len\\(metadata_header\\)"),
     (lambda w: w.add_embedding("e", np.zeros((0, 2))), ValueError, "empty"),
 ])
-def test_bad_embeddings(logdir, call, error, message):
+def test_a_bad_embedding_is_refused_and_the_writer_goes_on(logdir, call, error, message):
     from mxboard import SummaryWriter
 
     with SummaryWriter(logdir) as w:

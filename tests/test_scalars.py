@@ -20,7 +20,7 @@ def _scalars(path, tag):
     3, 3.0, np.float32(3), np.float64(3), np.int64(3), np.array(3.0), np.array([3.0]),
     np.array([[3]], dtype=np.uint8), np.float16(3), np.int8(3),
 ])
-def test_value_kinds(logdir, value):
+def test_every_kind_of_scalar_value_logs_its_number(logdir, value):
     with SummaryWriter(logdir) as w:
         w.add_scalar("v", value, 1)
     assert _scalars(logdir, "v") == [(1, 3.0)]

@@ -50,7 +50,7 @@ def test_scalars_and_sub_runs(server):
     assert [(s, v) for _, s, v in val] == [(4, pytest.approx(0.8))]
 
 
-def test_histograms(server):
+def test_histograms_are_served_at_every_step_with_every_count(server):
     _wait_for_run(server, ".")
     data = server.json("/data/plugin/histograms/histograms", {"run": ".", "tag": "weights"})
     assert [entry[1] for entry in data] == list(range(5))

@@ -109,7 +109,7 @@ def test_histogram_drops_nan_and_inf_with_one_warning(logdir):
     assert counts == [3, 3]
 
 
-def test_histogram_raw(logdir):
+def test_a_histogram_counted_already_is_read_back_as_given(logdir):
     with SummaryWriter(logdir) as w:
         w.add_histogram_raw("raw", min=0.0, max=3.0, num=6, sum=9.0, sum_squares=17.0,
                             bucket_limits=[1.0, 2.0, 3.0], bucket_counts=[1, 2, 3], global_step=2)
