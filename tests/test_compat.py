@@ -270,7 +270,7 @@ def test_hparams_in_tensorboardx_order(served):
     assert sessions["mxb/hp"]["hparams"] == sessions["tbx/hp"]["hparams"] == {"lr": 0.1, "bsize": 1}
 
 
-def test_export_scalars_to_json_has_the_peers_keys(served):
+def test_export_scalars_to_json_has_tensorboardxs_keys(served):
     root, _ = served
     exported = {}
     for lib in ("tbx", "mxb"):
@@ -341,7 +341,7 @@ def test_write_to_disk_false_checks_everything_and_writes_nothing(tmp_path):
     assert not logdir.exists()
 
 
-def test_the_peers_constructor_order_and_names(tmp_path, monkeypatch):
+def test_tensorboardx_and_torchs_constructor_order_and_names(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     with SummaryWriter(None, "_x") as w:  # tensorboardX's (logdir, comment)
         assert w.logdir.startswith(os.path.join("runs", "")) and w.logdir.endswith("_x")
@@ -538,7 +538,7 @@ def _bfloat16_calls(writer_class, logdir):
 
 
 @pytest.mark.slow
-def test_peer_calls_the_peers_take_are_served_like_theirs(tmp_path, serve):
+def test_calls_tensorboardx_and_torch_take_are_served_like_theirs(tmp_path, serve):
     """walltime=0, add_images of a list of CHW images, add_pr_curve_raw without num_thresholds,
     use_metadata, both readings of add_pr_curve and calls after close() (run by tensorboardX and
     by mxboard), torch bfloat16 tensors (run by torch's
@@ -600,7 +600,7 @@ def test_peer_calls_the_peers_take_are_served_like_theirs(tmp_path, serve):
 
 
 @pytest.mark.slow
-def test_the_peers_other_names_work_or_say_why(tmp_path, serve):
+def test_tensorboardx_and_torchs_other_names_work_or_say_why(tmp_path, serve):
     """tensorboardX's display_name, summary_description, max_bins, add_video(dataformats=) and
     comet_config, torch's add_tensor; add_openvino_graph says why it cannot."""
     tensorboardx = pytest.importorskip("tensorboardX")
