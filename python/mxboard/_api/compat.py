@@ -4,7 +4,8 @@ Their keyword names are taken beside mxboard 0.1.0's, and their positional order
 arguments' types tell the two orders apart. Where the orders cannot be told apart, mxboard
 0.1.0's order holds. A value that this order cannot mean is read in tensorboardX's and torch's
 order, with a warning that names both readings, and more positional values than their order has
-are a TypeError (docs/compat.md).
+are a TypeError (docs/compat.md). torch.utils.tensorboard took its names and orders from
+tensorboardX, so the names below say tensorboardX for both.
 """
 from __future__ import annotations
 
@@ -15,24 +16,25 @@ from typing import Any, Callable, Dict, Optional, Sequence, Tuple, TypeVar
 
 import numpy as np
 
-__all__ = ["peer_names", "audio_peer_order", "pr_curve_peer_order", "scalar_peer_value", "AUDIO_RATES"]
+__all__ = ["accepts_tensorboardx", "audio_in_tensorboardx_order", "pr_curve_in_tensorboardx_order",
+           "scalar_of_tensorboardx_keywords", "AUDIO_RATES"]
 
 
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-def peer_names(aliases: Optional[Dict[str, str]] = None, peer_order: Optional[Sequence[str]] = None,
-               is_peer_order: Optional[Callable[[Any], bool]] = None) -> Callable[[F], F]:
+def accepts_tensorboardx(aliases: Optional[Dict[str, str]] = None, order: Optional[Sequence[str]] = None,
+                         in_order: Optional[Callable[[Any], bool]] = None) -> Callable[[F], F]:
     """A method decorator that accepts tensorboardX's and torch's names and order.
 
     Args:
         aliases: maps their keyword names to ours.
-        peer_order: the names, in their order, of the positional arguments.
-        is_peer_order: when it returns True for the positional arguments, they are bound by the
-            names in `peer_order` (their names allowed) instead of by position.
+        order: the names of the positional arguments, in their order.
+        in_order: when it returns True for the positional arguments, they are bound by the names
+            in `order` (their names allowed) instead of by position.
     """
     aliases = dict(aliases or {})
-    order = tuple(peer_order or ())
+    names = tuple(order or ())
 
     def decorate(method: F) -> F:
         name = method.__name__
@@ -41,23 +43,23 @@ def peer_names(aliases: Optional[Dict[str, str]] = None, peer_order: Optional[Se
 
         @functools.wraps(method)
         def call(self: Any, *args: Any, **kwargs: Any) -> Any:
-            if is_peer_order is not None and args and is_peer_order(args):
-                if len(args) > len(order):
+            if in_order is not None and args and in_order(args):
+                if len(args) > len(names):
                     raise TypeError("%s() takes at most %d positional arguments in tensorboardX's order; got %d"
-                                    % (name, len(order), len(args)))
-                for key, value in zip(order, args):
+                                    % (name, len(names), len(args)))
+                for key, value in zip(names, args):
                     if key in kwargs:
                         raise TypeError("%s() got multiple values for argument %r" % (name, key))
                     kwargs[key] = value
                 args = ()
-            for peer, ours in aliases.items():
-                if peer in kwargs:
-                    if kwargs[peer] is None:  # tensorboardX's default, which means not given
-                        del kwargs[peer]
+            for theirs, ours in aliases.items():
+                if theirs in kwargs:
+                    if kwargs[theirs] is None:  # tensorboardX's default, which means not given
+                        del kwargs[theirs]
                         continue
                     if ours in kwargs or ours in positions[:len(args)]:
-                        raise TypeError("%s() got both %r and %r (tensorboardX's name for it)" % (name, ours, peer))
-                    kwargs[ours] = kwargs.pop(peer)
+                        raise TypeError("%s() got both %r and %r (tensorboardX's name for it)" % (name, ours, theirs))
+                    kwargs[ours] = kwargs.pop(theirs)
             return method(self, *args, **kwargs)
 
         setattr(call, "__signature__", _signature_with(method, aliases))  # noqa: B010 - help() and IDEs read it
@@ -71,8 +73,8 @@ def _signature_with(method: Callable[..., Any], aliases: Dict[str, str]) -> insp
     parameters, for help() and IDEs."""
     signature = inspect.signature(method)
     params = list(signature.parameters.values())
-    extra = [inspect.Parameter(peer, inspect.Parameter.KEYWORD_ONLY, default=None)
-             for peer in aliases if peer not in signature.parameters]
+    extra = [inspect.Parameter(theirs, inspect.Parameter.KEYWORD_ONLY, default=None)
+             for theirs in aliases if theirs not in signature.parameters]
     tail = [p for p in params if p.kind is inspect.Parameter.VAR_KEYWORD]
     head = [p for p in params if p.kind is not inspect.Parameter.VAR_KEYWORD]
     return signature.replace(parameters=head + extra + tail)
@@ -83,7 +85,7 @@ def _signature_with(method: Callable[..., Any], aliases: Dict[str, str]) -> insp
 AUDIO_RATES = {8000, 11025, 12000, 16000, 22050, 24000, 32000, 44100, 48000, 64000, 88200, 96000, 176400, 192000}
 
 
-def audio_peer_order(args: Sequence[Any]) -> bool:
+def audio_in_tensorboardx_order(args: Sequence[Any]) -> bool:
     """Whether add_audio(tag, audio, N[, M]) is in tensorboardX's and torch's order.
 
     mxboard 0.1.0 took (sample_rate, global_step) there, and tensorboardX and torch take
@@ -101,7 +103,7 @@ def audio_peer_order(args: Sequence[Any]) -> bool:
     return True
 
 
-def pr_curve_peer_order(args: Sequence[Any]) -> bool:
+def pr_curve_in_tensorboardx_order(args: Sequence[Any]) -> bool:
     """Whether add_pr_curve(tag, labels, predictions, N[, M]) is in tensorboardX's and torch's
     order.
 
@@ -113,33 +115,33 @@ def pr_curve_peer_order(args: Sequence[Any]) -> bool:
     if len(args) < 4:
         return False
     lone = len(args) == 4
-    peers = lone or (isinstance(args[3], (int, float, np.integer)) and args[3] < 2)
+    theirs = lone or (isinstance(args[3], (int, float, np.integer)) and args[3] < 2)
     if lone:
         message = "a lone fourth positional argument is read as global_step (tensorboardX's and torch's order)"
-    elif peers:
+    elif theirs:
         message = "positional (global_step, num_thresholds): the fourth, below 2, is no num_thresholds"
     else:
         message = "positional (num_thresholds, global_step), mxboard 0.1.0's order"
     warnings.warn("add_pr_curve: %s; pass num_thresholds= and global_step= by keyword" % message, UserWarning,
                   stacklevel=3)
-    return bool(peers)
+    return bool(theirs)
 
 
-_SCALAR_PEER_KEYWORDS = {"scalar_value", "new_style", "double_precision", "display_name", "summary_description"}
+_SCALAR_KEYWORDS = {"scalar_value", "new_style", "double_precision", "display_name", "summary_description"}
 
 
-def scalar_peer_value(value: Any, peer: Dict[str, Any]) -> Tuple[Any, Optional[Tuple[str, str]]]:
+def scalar_of_tensorboardx_keywords(value: Any, keywords: Dict[str, Any]) -> Tuple[Any, Optional[Tuple[str, str]]]:
     """The (value, (display_name, description) or None) of an add_scalar call with tensorboardX's
     or torch's keywords: `scalar_value=`, tensorboardX's `display_name` and `summary_description`
     (which make a summary of its own), and torch's `new_style` and `double_precision` (accepted
     and ignored, as the values are float32 either way)."""
-    unknown = sorted(set(peer) - _SCALAR_PEER_KEYWORDS)
+    unknown = sorted(set(keywords) - _SCALAR_KEYWORDS)
     if unknown:
         raise TypeError("SummaryWriter.add_scalar() got an unexpected keyword argument %r" % unknown[0])
-    scalar_value = peer.get("scalar_value")
+    scalar_value = keywords.get("scalar_value")
     if scalar_value is not None:
         if value is not None:
             raise TypeError("add_scalar() got both 'value' and 'scalar_value' (tensorboardX's name for it)")
         value = scalar_value
-    display_name, description = peer.get("display_name") or "", peer.get("summary_description") or ""
+    display_name, description = keywords.get("display_name") or "", keywords.get("summary_description") or ""
     return value, (display_name, description) if display_name or description else None

@@ -3,8 +3,8 @@
 Each call is a few lines and its docstring. It checks and captures its arguments on the caller's
 thread (checks.py, convert.py), then queues a summary builder (summaries/) or a task
 (projector.py) for the writer thread, through the one `WriterCore` the writer holds
-(writer_core.py). `compat.peer_names` lets the calls take tensorboardX's and torch's argument
-names and orders.
+(writer_core.py). `compat.accepts_tensorboardx` lets the calls take tensorboardX's and torch's
+argument names and orders.
 """
 from __future__ import annotations
 
@@ -34,7 +34,12 @@ from ..summaries.pr_curve import pr_curve_raw_summary, pr_curve_summary
 from ..summaries.text import text_summary
 from ..system_metrics import SystemMetrics, psutil_module
 from . import checks, convert
-from .compat import audio_peer_order, peer_names, pr_curve_peer_order, scalar_peer_value
+from .compat import (
+    accepts_tensorboardx,
+    audio_in_tensorboardx_order,
+    pr_curve_in_tensorboardx_order,
+    scalar_of_tensorboardx_keywords,
+)
 from .scalars import Described
 from .writer_core import WriterCore
 
@@ -42,7 +47,7 @@ __all__ = ["SummaryWriter"]
 
 # tensorboardX's and torch's positional order for the constructor, taken when the second
 # positional argument is a str (their `comment`; mxboard's `max_queue` cannot be one)
-PEER_ORDER = ("logdir", "comment", "purge_step", "max_queue", "flush_secs", "filename_suffix", "write_to_disk")
+TENSORBOARDX_ORDER = ("logdir", "comment", "purge_step", "max_queue", "flush_secs", "filename_suffix", "write_to_disk")
 
 
 class SummaryWriter:
@@ -91,8 +96,8 @@ class SummaryWriter:
         ...         sw.add_scalar("loss", 1.0 / (step + 1), global_step=step)
     """
 
-    @peer_names({"log_dir": "logdir"}, peer_order=PEER_ORDER,
-                is_peer_order=lambda args: len(args) > 1 and isinstance(args[1], str))
+    @accepts_tensorboardx({"log_dir": "logdir"}, order=TENSORBOARDX_ORDER,
+                          in_order=lambda args: len(args) > 1 and isinstance(args[1], str))
     def __init__(self, logdir: Optional[Union[str, os.PathLike[str]]] = None, max_queue: int = 10,
                  flush_secs: float = 2, filename_suffix: Optional[str] = None, verbose: bool = True, *,
                  comment: str = "", purge_step: Optional[int] = None, write_to_disk: bool = True,
@@ -202,7 +207,7 @@ class SummaryWriter:
 
     # -- Scalars -------------------------------------------------------------------------------
     def add_scalar(self, tag: str, value: Any = None, global_step: Optional[int] = None,
-                   walltime: Optional[float] = None, **peer: Any) -> None:
+                   walltime: Optional[float] = None, **tensorboardx_keywords: Any) -> None:
         """Log a number under `tag` (the training loop's hot path: a few microseconds).
 
         Args:
@@ -214,7 +219,7 @@ class SummaryWriter:
                 logged as given (TensorBoard marks them), with one warning per tag naming the step.
             global_step: the step (x axis); an int, or a float taken as int(step). Default 0.
             walltime: seconds since the epoch. Default: the time of the call.
-            **peer: tensorboardX's and torch's `scalar_value=` (for `value`); tensorboardX's
+            **tensorboardx_keywords: tensorboardX's and torch's `scalar_value=` (for `value`); tensorboardX's
                 `display_name` and `summary_description` (shown by TensorBoard; such a call is a
                 summary of its own, not a batched row); torch's `new_style` and
                 `double_precision`, accepted and ignored (values are float32 either way).
@@ -228,8 +233,8 @@ class SummaryWriter:
             >>> sw.add_scalar("accuracy", {"train": 0.91, "val": 0.87}, global_step=epoch)
         """
         core = self._core
-        if type(value) is not float or peer:
-            value = _scalar_form(value, peer)
+        if type(value) is not float or tensorboardx_keywords:
+            value = _scalar_form(value, tensorboardx_keywords)
             if type(value) is not float and type(value) is not convert.Deferred:
                 core.queue_scalar(tag, value, global_step, walltime)  # named values, a described one
                 return
@@ -301,7 +306,7 @@ class SummaryWriter:
         self._core.clear_scalars()
 
     # -- Images, videos, figures, Audio, Text --------------------------------------------------
-    @peer_names({"img_tensor": "image"})
+    @accepts_tensorboardx({"img_tensor": "image"})
     def add_image(self, tag: str, image: Any, global_step: Optional[int] = None, walltime: Optional[float] = None,
                   dataformats: str = "CHW") -> None:
         """An image, for the Images dashboard.
@@ -435,8 +440,8 @@ class SummaryWriter:
                                  % sorted({i.shape for i in rendered}))
             self._core.queue_summary(image_summary, tag, (np.stack(rendered), "NHWC"), global_step, walltime)
 
-    @peer_names({"snd_tensor": "audio"}, peer_order=("tag", "audio", "global_step", "sample_rate", "walltime"),
-                is_peer_order=audio_peer_order)
+    @accepts_tensorboardx({"snd_tensor": "audio"}, order=("tag", "audio", "global_step", "sample_rate", "walltime"),
+                          in_order=audio_in_tensorboardx_order)
     def add_audio(self, tag: str, audio: Any, sample_rate: int = 44100, global_step: Optional[int] = None,
                   walltime: Optional[float] = None) -> None:
         """Audio, written as 16-bit WAV, for the Audio dashboard.
@@ -462,7 +467,7 @@ class SummaryWriter:
         say = self._core.said_once("add_audio(%r)" % (tag,), step)
         self._core.queue_summary(audio_summary, tag, checks.audio(audio, sample_rate, say), step, wall)
 
-    @peer_names({"text_string": "text"})
+    @accepts_tensorboardx({"text_string": "text"})
     def add_text(self, tag: str, text: Any, global_step: Optional[int] = None,
                  walltime: Optional[float] = None) -> None:
         """Markdown text for the Text dashboard; a list (or a 2-D list) of str is shown as a table.
@@ -539,8 +544,8 @@ class SummaryWriter:
         fields = checks.histogram_raw(min, max, num, sum, sum_squares, bucket_limits, bucket_counts)
         self._core.queue_summary(histogram_raw_summary, tag, (fields,), global_step, walltime)
 
-    @peer_names(peer_order=("tag", "labels", "predictions", "global_step", "num_thresholds", "weights", "walltime"),
-                is_peer_order=pr_curve_peer_order)
+    @accepts_tensorboardx(order=("tag", "labels", "predictions", "global_step", "num_thresholds", "weights",
+                                 "walltime"), in_order=pr_curve_in_tensorboardx_order)
     def add_pr_curve(self, tag: str, labels: Any, predictions: Any, num_thresholds: int = 127,
                      global_step: Optional[int] = None, weights: Any = None,
                      walltime: Optional[float] = None) -> None:
@@ -617,7 +622,7 @@ class SummaryWriter:
                                  global_step, walltime)
 
     # -- Graphs, Projector, Mesh ---------------------------------------------------------------
-    @peer_names({"model": "net", "input_to_model": "input_shape"})
+    @accepts_tensorboardx({"model": "net", "input_to_model": "input_shape"})
     def add_graph(self, net: Any, input_shape: Any = None, verbose: bool = False,
                   use_strict_trace: bool = True) -> None:
         """The network's graph for the Graphs dashboard.
@@ -650,7 +655,7 @@ class SummaryWriter:
             serialized = graph_def(net, input_shape).SerializeToString()
         self._core.queue_record(graph_event, (serialized,))
 
-    @peer_names({"prototxt": "onnx_model_file"})  # torch's name
+    @accepts_tensorboardx({"prototxt": "onnx_model_file"})  # torch's name
     def add_onnx_graph(self, onnx_model_file: Any) -> None:
         """An ONNX model's graph for the Graphs dashboard (needs the `onnx` package).
 
@@ -677,9 +682,9 @@ class SummaryWriter:
         raise NotImplementedError("add_openvino_graph(%r): mxboard does not read OpenVINO IR; export the model "
                                   "to ONNX and log it with add_onnx_graph" % (xmlname,))
 
-    @peer_names({"mat": "embedding", "metadata": "labels", "label_img": "images"},
-                peer_order=("mat", "metadata", "label_img", "global_step", "tag", "metadata_header"),
-                is_peer_order=lambda args: not isinstance(args[0], str))
+    @accepts_tensorboardx({"mat": "embedding", "metadata": "labels", "label_img": "images"},
+                          order=("mat", "metadata", "label_img", "global_step", "tag", "metadata_header"),
+                          in_order=lambda args: not isinstance(args[0], str))
     def add_embedding(self, tag: str = "default", embedding: Any = None, labels: Any = None, images: Any = None,
                       global_step: Optional[int] = None, metadata_header: Optional[Sequence[str]] = None) -> None:
         """Data points for the Projector.
@@ -739,8 +744,8 @@ class SummaryWriter:
                                  walltime)
 
     # -- HParams, Custom Scalars ---------------------------------------------------------------
-    @peer_names({"name": "run_name"}, peer_order=("hparam_dict", "metric_dict", "name", "global_step"),
-                is_peer_order=lambda args: len(args) > 2 and isinstance(args[2], str))
+    @accepts_tensorboardx({"name": "run_name"}, order=("hparam_dict", "metric_dict", "name", "global_step"),
+                          in_order=lambda args: len(args) > 2 and isinstance(args[2], str))
     def add_hparams(self, hparam_dict: Mapping[str, Any], metric_dict: Mapping[Any, Any],
                     hparam_domain_discrete: Optional[Mapping[str, Any]] = None,
                     run_name: Optional[str] = None, global_step: Optional[int] = None, *,
@@ -836,12 +841,12 @@ class SummaryWriter:
         self.add_custom_scalars({category: {title: ["Margin", list(tags)]}})
 
 
-def _scalar_form(value: Any, peer: Dict[str, Any]) -> Union[float, convert.Named, convert.Deferred, Described]:
+def _scalar_form(value: Any, keywords: Dict[str, Any]) -> Union[float, convert.Named, convert.Deferred, Described]:
     """What an `add_scalar` value is, decided once: a float, `Named` values, a `Deferred` device
     scalar, or (with tensorboardX's display name or description) a `Described` scalar."""
     described = None
-    if peer:
-        value, described = scalar_peer_value(value, peer)
+    if keywords:
+        value, described = scalar_of_tensorboardx_keywords(value, keywords)
     if described:  # a summary of its own, with its metadata
         return Described(convert.scalar_alone(value), *described)
     return convert.scalar_value(value)
