@@ -1,9 +1,9 @@
 """The checks of every call's arguments, one function per kind of summary, run on the caller's
 thread. A bad call raises a TypeError or ValueError that names the argument, before anything is
 queued, so it never costs another call its data. Each check returns the arguments that its kind's
-builder (summaries/) takes, with the data captured by `convert.capture`: numpy copies, or MXNet
-snapshots whose values are checked when the writer thread resolves them, so that the training
-thread never waits for MXNet's engine.
+builder (summaries/) takes, with the data captured by `convert.capture`: numpy copies, or
+snapshots of device arrays (MXNet's, or a GPU's) whose values are checked when the writer thread
+resolves them, so that the training thread never waits for MXNet's engine or the device.
 """
 import json
 import math
@@ -29,8 +29,8 @@ MAX_SIDE, MAX_PIXELS = 1 << 14, 1 << 26  # the largest image the writer thread d
 _CHANNELS = (1, 3, 4)
 _FLOAT32_MAX = float(np.finfo(np.float32).max)  # a mesh's vertices are sent as float32
 _GIF_LONGEST_FRAME = 655.35  # seconds: a GIF frame's delay is 16 bits of centiseconds
-# What `convert.capture` returns: a numpy array, or an MXNet Snapshot that the writer thread
-# resolves. The user's values before it are Any (numbers, lists, NDArrays, anything with __array__).
+# What `convert.capture` returns: a numpy array, or a snapshot of a device array that the writer
+# thread resolves. The user's values before it are Any (numbers, lists, NDArrays, anything with __array__).
 Captured = Any
 Check = Callable[[Captured], Captured]
 Say = Callable[[str], None]  # reports a NaN or Inf found, warned about once per tag (WriterCore.said_once)
