@@ -136,9 +136,10 @@ torch: $(INSTALLED)
 # processes on two cores: most tests wait on servers and subprocesses (8:08 on two, 6:29 on four).
 # A test past its bound fails alone and its worker goes on (tests/timeouts.py). --max-worker-restart=0:
 # a worker ended by the last resort (a test still running 60 s past its bound) ends the session,
-# failed, that test named; xdist's loadfile scheduler can wait for ever on a replaced worker
+# failed, that test named; xdist's loadfile scheduler can wait for ever on a replaced worker.
+# --dist loadgroup: a file's tests on one worker, the long chains (xdist_group) first (tests/scheduling.py)
 test: lint $(INSTALLED)
-	status=0; $(PY) -m pytest -q -n 4 --dist loadfile --max-worker-restart=0 --durations=15 tests || status=1; \
+	status=0; $(PY) -m pytest -q -n 4 --dist loadgroup --max-worker-restart=0 --durations=15 tests || status=1; \
 	$(MAKE) --no-print-directory test-plain || status=1; exit $$status
 
 test-plain: $(INSTALLED)
@@ -146,7 +147,7 @@ test-plain: $(INSTALLED)
 	tools/plain_envs.sh dist/plain/mxboard-*.whl
 
 test-stress: $(TESTS) $(INSTALLED)
-	MXBOARD_STRESS=1 HYPOTHESIS_PROFILE=$${HYPOTHESIS_PROFILE:-long} $(PY) -m pytest -q -n 4 --dist loadfile \
+	MXBOARD_STRESS=1 HYPOTHESIS_PROFILE=$${HYPOTHESIS_PROFILE:-long} $(PY) -m pytest -q -n 4 --dist loadgroup \
 	    --max-worker-restart=0 tests
 
 test-fast: $(TESTS) $(INSTALLED)

@@ -9,8 +9,9 @@ import time
 
 import pytest
 
-# Every test's bound fails that test alone, its stacks shown (tests/timeouts.py, over pytest-timeout)
-pytest_plugins = ["timeouts"]
+# Every test's bound fails that test alone, its stacks shown (tests/timeouts.py, over pytest-timeout);
+# make test's workers take a file, or a group of long tests first (tests/scheduling.py)
+pytest_plugins = ["timeouts", "scheduling"]
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CACHE = os.path.join(ROOT, ".cache")

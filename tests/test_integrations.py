@@ -1,14 +1,13 @@
 """mxboard's integrations (mxboard/integrations/) in real, tiny trainings, each side by side with
 the framework's own TensorBoard writer on the same seeded run: the same runs, tags, kinds, steps
-and values, as TensorBoard's loader reads them. Each training runs in a child Python (the
-frameworks' imports and warnings stay out of the test process), which writes the framework's
-logdir and mxboard's."""
+and values, as TensorBoard's loader reads them. The trainings run one after another in one child
+Python (the frameworks' imports and warnings stay out of the test process, and are paid once: six
+children took 45-75 s each beside a busy load), each script in a folder of its own, which holds the
+framework's logdir and mxboard's; each test checks its own script's."""
 import importlib.util
 import json
 import os
 import re
-import subprocess
-import sys
 import textwrap
 
 import pytest
@@ -16,7 +15,8 @@ from tensorboard.plugins.hparams import plugin_data_pb2
 
 from conftest import ROOT, accumulator, event_files, run_python, tb_events
 
-pytestmark = pytest.mark.slow  # every test trains in a child Python
+# the first test waits for every training; the file's tests on one worker, handed out first (tests/scheduling.py)
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(600), pytest.mark.xdist_group("trainings")]
 
 
 def needs(*modules):
@@ -104,11 +104,59 @@ def assert_same_logdirs(theirs, ours, rel=1e-5, skip_tags=(), timed=(), name=lam
     return seen
 
 
-def train(script, tmp_path, timeout=180, **env):
-    """Run a training script in a child Python; it prints one JSON line of its findings last."""
-    proc = run_python(textwrap.dedent(script), env=dict(env, PYTHONWARNINGS="ignore", OUT=str(tmp_path)),
-                      timeout=timeout)
-    return json.loads(proc.stdout.strip().splitlines()[-1])
+RUNNER = """
+import contextlib, io, json, os, runpy, sys, traceback
+saved = dict(os.environ)
+for path, out, env in json.loads(os.environ["SCRIPTS"]):
+    os.environ.clear()  # each script's environment its own (one sets TENSORBOARD_LOGGING_DIR)
+    os.environ.update(saved, **env, OUT=out)
+    os.chdir(out)  # the docs page's examples write where they run
+    if "keras" in sys.modules:  # Keras names layers once a process (dense, dense_1...): afresh, as a process would
+        sys.modules["keras"].backend.clear_session()
+    said = io.StringIO()
+    try:
+        with contextlib.redirect_stdout(said):
+            runpy.run_path(path, run_name="__main__")
+        error = None
+    except BaseException:  # one script's failure is its test's; the others still run
+        error = traceback.format_exc()
+    with open(os.path.join(out, "result.json"), "w") as f:
+        json.dump({"stdout": said.getvalue(), "error": error}, f)
+"""
+
+
+@pytest.fixture(scope="module")
+def trainings(request, tmp_path_factory):
+    """Every training script of the tests selected in this module whose frameworks are installed,
+    run in one child Python (Keras's first: `import tensorflow` fails from its start); returns
+    {script's name: its folder}, its result.json the script's printed output or its traceback."""
+    selected = {item.function.__name__ for item in request.session.items if item.module is request.module}
+    chosen = [(name, script, env) for name, (test, script, modules, env) in SCRIPTS.items()
+              if test.__name__ in selected and all(importlib.util.find_spec(m) for m in modules)]
+    found, plan = {}, []
+    for name, script, env in chosen:
+        if name == "store":
+            try:
+                seaweed = request.getfixturevalue("seaweed")  # its variables set for this process and the child
+            except pytest.skip.Exception:
+                continue
+            env = dict(env, URL="s3://" + seaweed.bucket("integrations-%d" % os.getpid()))
+        out = tmp_path_factory.mktemp(name)
+        (out / "script.py").write_text(textwrap.dedent(script))
+        plan.append([str(out / "script.py"), str(out), env])
+        found[name] = out
+    if plan:
+        run_python(RUNNER, env={"PYTHONWARNINGS": "ignore", "SCRIPTS": json.dumps(plan)}, timeout=540)
+    return found
+
+
+def train(trainings, name):
+    """The script's folder and the JSON line it printed last (its traceback fails the test)."""
+    out = trainings[name]
+    with open(out / "result.json") as f:
+        result = json.load(f)
+    assert result["error"] is None, result["error"]
+    return out, json.loads(result["stdout"].strip().splitlines()[-1])
 
 
 # -- PyTorch Lightning -----------------------------------------------------------------------------
@@ -169,33 +217,34 @@ other.log_hyperparams({"a": 1}, {"m": 2.0})
 other.log_metrics({"loss": 1.0}, 3)
 other.experiment.add_scalar("x", 1.0, 0)
 other.finalize("success")
+rank_zero_only.rank = 0  # the child Python's next scripts are rank zero again
 print(json.dumps({"closed": closed, "failed_dir": ours.log_dir,
                   "rank1": os.path.exists(os.path.join(tmp, "rank1")), "type": type(ours._experiment).__module__}))
 """
 
 
 @needs("lightning")
-def test_lightning_logger_side_by_side(tmp_path):
+def test_lightning_logger_side_by_side(trainings):
     """Lightning's TensorBoardLogger and mxboard's, in the same seeded fits (a default logger with
     the graph, one with a name, a str version, a prefix, no hp_metric): the same directories and
     hparams.yaml, the same runs, tags, steps and values (the user's own add_histogram included);
     a fit ended by an exception closes mxboard's writer with every point in its file; on another rank
     than zero nothing is written."""
-    found = train(LIGHTNING, tmp_path)
+    out, found = train(trainings, "lightning")
     assert found["type"] == "mxboard._api.writer"
     for run in ("lightning_logs/version_0", "tuned/best"):
-        with open(tmp_path / "theirs" / run / "hparams.yaml") as a, open(tmp_path / "ours" / run / "hparams.yaml") as b:
+        with open(out / "theirs" / run / "hparams.yaml") as a, open(out / "ours" / run / "hparams.yaml") as b:
             assert b.read() == a.read()
-    seen = assert_same_logdirs(tmp_path / "theirs", tmp_path / "ours")
+    seen = assert_same_logdirs(out / "theirs", out / "ours")
     assert seen["lightning_logs/version_0"]["scalars"] == ["epoch", "hp_metric", "train_loss", "val_loss"]
     assert seen["lightning_logs/version_0"]["histograms"] == ["weights"]
     assert seen["tuned/best"]["scalars"] == ["p-epoch", "p-train_loss", "p-val_loss"]
-    assert hparams_of(tmp_path / "ours" / "lightning_logs/version_0") == (
+    assert hparams_of(out / "ours" / "lightning_logs/version_0") == (
         {"lr": 0.05, "hidden": 8.0, "fail_at": "None"}, {"hp_metric"})
-    assert accumulator(tmp_path / "ours" / "lightning_logs/version_0").Tags()["graph"]
+    assert accumulator(out / "ours" / "lightning_logs/version_0").Tags()["graph"]
     # an exception at step 5: the writer was closed by Lightning's finalize, steps 1 and 3 in the file
     assert found["closed"]
-    assert found["failed_dir"] == str(tmp_path / "failed" / "lightning_logs" / "version_0")
+    assert found["failed_dir"] == str(out / "failed" / "lightning_logs" / "version_0")
     assert [e.step for e in accumulator(found["failed_dir"]).Scalars("train_loss")] == [1, 3]
     assert not found["rank1"]
 
@@ -247,21 +296,21 @@ print(json.dumps({"closed": closed, "host": socket.gethostname(), "rank1": os.pa
 
 
 @needs("transformers")
-def test_transformers_callback_side_by_side(tmp_path):
+def test_transformers_callback_side_by_side(trainings):
     """transformers' TensorBoardCallback and mxboard's, each the only callback of the same seeded
     Trainer (a 2-layer BERT from a config, training with evaluations, then a test evaluation):
     the same logdir below output_dir (runs/<date>_<host>), the same tags and steps, equal values
     but for durations and rates, the same model_config text; the writer closed at the end of
     training; on another process than rank zero nothing is made."""
-    found = train(TRANSFORMERS, tmp_path)
-    (theirs,), (ours,) = os.listdir(tmp_path / "theirs" / "runs"), os.listdir(tmp_path / "ours" / "runs")
+    out, found = train(trainings, "transformers")
+    (theirs,), (ours,) = os.listdir(out / "theirs" / "runs"), os.listdir(out / "ours" / "runs")
     assert ours.endswith("_" + found["host"])
-    seen = assert_same_logdirs(tmp_path / "theirs" / "runs" / theirs, tmp_path / "ours" / "runs" / ours,
+    seen = assert_same_logdirs(out / "theirs" / "runs" / theirs, out / "ours" / "runs" / ours,
                                timed=("runtime", "per_second"))
     assert {"train/loss", "train/grad_norm", "train/learning_rate", "train/epoch", "eval/loss", "test/loss",
             "train/train_loss"} <= set(seen["."]["scalars"])
     assert seen["."]["tensors"] == ["args", "model_config"]
-    texts = [accumulator(tmp_path / where / "runs" / run).Tensors(tag)[0].tensor_proto.string_val
+    texts = [accumulator(out / where / "runs" / run).Tensors(tag)[0].tensor_proto.string_val
              for where, run, tag in (("theirs", theirs, "model_config/text_summary"), ("ours", ours, "model_config"))]
     assert texts[1] == texts[0] and b'"num_hidden_layers": 2' in texts[0][0]
     assert found["closed"] and not found["rank1"]
@@ -304,23 +353,23 @@ print(json.dumps({"name": tracker.name, "directory": tracker.requires_logging_di
 
 
 @needs("accelerate")
-def test_accelerate_tracker_side_by_side(tmp_path):
+def test_accelerate_tracker_side_by_side(trainings):
     """Accelerate's TensorBoardTracker (log_with="tensorboard") and mxboard's (log_with=[it]) in
     the same seeded loop: the same runs (the run, its hparams' sub-run, hparams.yml), tags, steps
     and values of numbers, a loss tensor, a text and a dict of lines; the writer closed by
     end_training."""
-    found = train(ACCELERATE, tmp_path)
+    out, found = train(trainings, "accelerate")
     assert found == {"name": "tensorboard", "directory": True, "closed": True, "type": "mxboard._api.writer"}
 
     def name(run):  # the hparams' sub-run is named by the time; torch names a line <tag>_<name>, mxboard <tag>/<name>
         return re.sub(r"^run/[0-9.]+$", "run/<time>", run).replace("pair/", "pair_")
 
-    seen = assert_same_logdirs(tmp_path / "theirs", tmp_path / "ours", name=name)
+    seen = assert_same_logdirs(out / "theirs", out / "ours", name=name)
     assert sorted(seen) == ["run", "run/<time>", "run/pair_a", "run/pair_b"]
     assert seen["run"]["scalars"] == ["loss", "lr"] and seen["run"]["tensors"] == ["step_kind"]
-    assert hparams_of(runs(tmp_path / "ours", name)["run/<time>"])[0] == {
+    assert hparams_of(runs(out / "ours", name)["run/<time>"])[0] == {
         "lr": 0.1, "layers": 2.0, "name": "tiny", "shuffle": True}
-    (yml,) = [os.path.join(d, "hparams.yml") for d, _, files in os.walk(tmp_path / "ours") if "hparams.yml" in files]
+    (yml,) = [os.path.join(d, "hparams.yml") for d, _, files in os.walk(out / "ours") if "hparams.yml" in files]
     with open(yml) as f:
         assert "name: tiny" in f.read()
 
@@ -383,7 +432,7 @@ print(json.dumps(found))
 
 
 @needs("keras")
-def test_keras_callback_without_tensorflow(tmp_path):
+def test_keras_callback_without_tensorflow(trainings):
     """mxboard's Keras callback on the torch backend in a process where `import tensorflow` fails
     (Keras's own callback cannot run there): a fit with validation, histograms, images, steps per
     second and update_freq=2, then an evaluation, write Keras's runs, tags and steps with the values
@@ -394,12 +443,12 @@ def test_keras_callback_without_tensorflow(tmp_path):
     tools/keras_fixture.py): the same runs, tags, plugins, steps and values."""
     from conftest import projector_config
 
-    found = train(KERAS, tmp_path, ROOT=ROOT)
+    out, found = train(trainings, "keras")
     assert "tensorflow" in found["keras_own"]
     history, iterations = found["history"], found["iterations"]
     assert iterations == 18  # 48 training samples, batches of 8, 3 epochs
-    train_run, validation = accumulator(tmp_path / "fit" / "train"), accumulator(tmp_path / "fit" / "validation")
-    assert sorted(runs(tmp_path / "fit")) == ["train", "validation"]
+    train_run, validation = accumulator(out / "fit" / "train"), accumulator(out / "fit" / "validation")
+    assert sorted(runs(out / "fit")) == ["train", "validation"]
     kernels = ["net/dense/kernel", "net/dense/bias", "net/dense_1/kernel", "net/dense_1/bias"]
     assert sorted(train_run.Tags()["scalars"]) == sorted(
         ["batch_loss", "batch_mae", "batch_steps_per_second", "epoch_loss", "epoch_mae", "epoch_learning_rate",
@@ -435,10 +484,10 @@ def test_keras_callback_without_tensorflow(tmp_path):
     assert json.loads(graph) == json.loads(found["json"])
     assert train_run.SummaryMetadata("keras").plugin_data.plugin_name == "graph_keras_model"
     # the Projector: the last epoch's embedding, with its labels
-    config = projector_config(tmp_path / "words" / "train")
+    config = projector_config(out / "words" / "train")
     assert [e.tensor_name for e in config.embeddings] == ["words:0", "words:1"]
-    last = tmp_path / "words" / "train" / os.path.dirname(config.embeddings[1].tensor_path)
-    with open(tmp_path / "words" / "train" / config.embeddings[1].tensor_path) as f:
+    last = out / "words" / "train" / os.path.dirname(config.embeddings[1].tensor_path)
+    with open(out / "words" / "train" / config.embeddings[1].tensor_path) as f:
         rows = [[float(v) for v in line.split("\t")] for line in f.read().splitlines()]
     assert sum(rows, []) == pytest.approx(sum(found["embedding"], []), rel=1e-6)
     with open(last / os.path.basename(config.embeddings[1].metadata_path)) as f:
@@ -454,7 +503,7 @@ def test_keras_callback_without_tensorflow(tmp_path):
     spec.loader.exec_module(keras_fixture)
     with open(os.path.join(ROOT, "tests", "fixtures", "keras_tensorboard.json")) as f:
         theirs = json.load(f)["runs"]
-    ours = keras_fixture.summary(str(tmp_path / "fixed"))
+    ours = keras_fixture.summary(str(out / "fixed"))
     assert sorted(ours) == sorted(theirs) == ["train", "validation"]
     for run in theirs:
         assert sorted(ours[run]) == sorted(theirs[run]), run
@@ -484,22 +533,20 @@ print(json.dumps(len(blocks)))
 
 
 @needs("lightning", "transformers", "accelerate", "keras")
-def test_every_example_of_the_integrations_page_runs(tmp_path):
+def test_every_example_of_the_integrations_page_runs(trainings):
     """Each Python block of docs/integrations.md runs as written (in a fresh working directory,
-    in the page's order), and writes the logdir it says, with what it logs."""
-    proc = subprocess.run([sys.executable, "-c", RUN_BLOCKS], cwd=str(tmp_path), capture_output=True, text=True,
-                          timeout=240, env=dict(os.environ, PAGE=DOCS_PAGE, PYTHONWARNINGS="ignore",
-                                                PYTHONPATH=os.path.join(ROOT, "python")))
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    assert json.loads(proc.stdout.strip().splitlines()[-1]) == 4
-    lightning = accumulator(tmp_path / "tb_logs" / "regression" / "version_0")
+    in the page's order, first in its child Python: nothing imported before it), and writes the
+    logdir it says, with what it logs."""
+    out, blocks = train(trainings, "docs")
+    assert blocks == 4
+    lightning = accumulator(out / "tb_logs" / "regression" / "version_0")
     assert "train_loss" in lightning.Tags()["scalars"] and lightning.Tags()["histograms"] == ["weight"]
-    assert (tmp_path / "tb_logs" / "regression" / "version_0" / "hparams.yaml").exists()
-    (hf_run,) = runs(tmp_path / "hf_out" / "runs").values()
+    assert (out / "tb_logs" / "regression" / "version_0" / "hparams.yaml").exists()
+    (hf_run,) = runs(out / "hf_out" / "runs").values()
     assert {"train/loss", "eval/loss"} <= set(accumulator(hf_run).Tags()["scalars"])
-    assert accumulator(tmp_path / "accelerate_logs" / "run1").Tags()["scalars"] == ["loss"]
-    assert "epoch_loss" in accumulator(tmp_path / "keras_logs" / "validation").Tags()["scalars"]
-    assert accumulator(tmp_path / "keras_logs" / "train").Tags()["images"]
+    assert accumulator(out / "accelerate_logs" / "run1").Tags()["scalars"] == ["loss"]
+    assert "epoch_loss" in accumulator(out / "keras_logs" / "validation").Tags()["scalars"]
+    assert accumulator(out / "keras_logs" / "train").Tags()["images"]
 
 
 # -- object stores ---------------------------------------------------------------------------------
@@ -557,37 +604,50 @@ config = BertConfig(vocab_size=50, hidden_size=16, num_hidden_layers=1, num_atte
 args = TrainingArguments(os.path.join(os.environ["OUT"], "hf"), report_to="none", max_steps=2, logging_steps=1,
                          per_device_train_batch_size=4, save_strategy="no", use_cpu=True, disable_tqdm=True)
 Trainer(BertForSequenceClassification(config), args, train_dataset=tokens, callbacks=[TensorBoardCallback()]).train()
-print(json.dumps({"history": history.history, "log_dir": logger.log_dir}))
+print(json.dumps({"history": history.history, "log_dir": logger.log_dir, "url": url}))
 """
 
 
 @needs("keras", "lightning", "accelerate", "transformers")
-def test_every_integration_logs_to_an_object_store(seaweed, bucket, tmp_path):
+def test_every_integration_logs_to_an_object_store(seaweed, trainings):
     """Keras (no TensorFlow importable), Lightning, Accelerate and the Hugging Face Trainer log to
     `s3://` on a real S3 server: the runs, tags and values are in the bucket, with Lightning's
     version directory and hparams.yaml, Accelerate's hparams sub-run and hparams.yml."""
-    proc = run_python(textwrap.dedent(TO_A_STORE), env={"PYTHONWARNINGS": "ignore", "URL": "s3://" + bucket,
-                                                         "OUT": str(tmp_path)},
-                      timeout=180)
-    found = json.loads(proc.stdout.strip().splitlines()[-1])
+    out, found = train(trainings, "store")
+    bucket = found["url"][len("s3://"):]
     assert found["log_dir"] == "s3://%s/lightning/lightning_logs/version_0" % bucket
-    seaweed.filesystem().get(bucket, str(tmp_path / "copy"), recursive=True)
-    keras_runs = tmp_path / "copy" / "keras"
+    seaweed.filesystem().get(bucket, str(out / "copy"), recursive=True)
+    keras_runs = out / "copy" / "keras"
     assert sorted(runs(keras_runs)) == ["train", "validation"]
     train_run = accumulator(keras_runs / "train")
     assert [e.value for e in train_run.Scalars("epoch_loss")] == pytest.approx(found["history"]["loss"], rel=1e-6)
     assert [e.value for e in accumulator(keras_runs / "validation").Scalars("epoch_loss")] == pytest.approx(
         found["history"]["val_loss"], rel=1e-6)
     assert train_run.Tags()["histograms"]
-    version = tmp_path / "copy" / "lightning" / "lightning_logs" / "version_0"
+    version = out / "copy" / "lightning" / "lightning_logs" / "version_0"
     assert [e.step for e in accumulator(version).Scalars("train_loss")] == [0, 1, 2, 3, 4, 5, 6, 7]
     assert "lr: 0.1" in (version / "hparams.yaml").read_text()
-    accelerate = runs(tmp_path / "copy" / "accelerate", lambda run: re.sub(r"^run/[0-9.]+$", "run/<time>", run))
+    accelerate = runs(out / "copy" / "accelerate", lambda run: re.sub(r"^run/[0-9.]+$", "run/<time>", run))
     assert sorted(accelerate) == ["run", "run/<time>"]
     assert [(e.step, e.value) for e in accumulator(accelerate["run"]).Scalars("loss")] == [(3, 0.5)]
     assert hparams_of(accelerate["run/<time>"])[0] == {"lr": 0.1}
-    (yml,) = [os.path.join(d, "hparams.yml") for d, _, names in os.walk(tmp_path / "copy" / "accelerate")
+    (yml,) = [os.path.join(d, "hparams.yml") for d, _, names in os.walk(out / "copy" / "accelerate")
               if "hparams.yml" in names]
     with open(yml) as f:
         assert f.read() == "lr: 0.1\n"
-    assert [e.step for e in accumulator(tmp_path / "copy" / "transformers").Scalars("train/loss")] == [1, 2]
+    assert [e.step for e in accumulator(out / "copy" / "transformers").Scalars("train/loss")] == [1, 2]
+
+
+# what the `trainings` fixture runs, in this order (the docs page first: nothing imported before it;
+# then Keras's scripts, `import tensorflow` failing from there on): {name: (the test that checks
+# it, its script, the modules it needs, its environment)}
+SCRIPTS = {
+    "docs": (test_every_example_of_the_integrations_page_runs, RUN_BLOCKS,
+             ("lightning", "transformers", "accelerate", "keras"), {"PAGE": DOCS_PAGE}),
+    "keras": (test_keras_callback_without_tensorflow, KERAS, ("keras",), {"ROOT": ROOT}),
+    "store": (test_every_integration_logs_to_an_object_store, TO_A_STORE,
+              ("keras", "lightning", "accelerate", "transformers"), {}),
+    "lightning": (test_lightning_logger_side_by_side, LIGHTNING, ("lightning",), {}),
+    "transformers": (test_transformers_callback_side_by_side, TRANSFORMERS, ("transformers",), {}),
+    "accelerate": (test_accelerate_tracker_side_by_side, ACCELERATE, ("accelerate",), {}),
+}

@@ -1,0 +1,26 @@
+"""How `make test` shares the tests among pytest-xdist's workers (`--dist loadgroup`): the tests of
+a file go to one worker, as `--dist loadfile` sends them (a module's fixtures made once), except
+those marked `@pytest.mark.xdist_group(name)`, which go to one worker by group. The groups are the
+long chains (a fresh clone's venvs, the trainers' trainings): they are handed out first, so that
+the many short files fill the other workers meanwhile, instead of a long chain starting last."""
+import pytest
+
+
+@pytest.hookimpl(optionalhook=True)  # the plain environments have no pytest-xdist
+def pytest_xdist_make_scheduler(config, log):
+    if config.getvalue("dist") != "loadgroup":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class FilesAndGroups(LoadScopeScheduling):
+        def _split_scope(self, nodeid):
+            if nodeid.rfind("@") > nodeid.rfind("]"):  # xdist names a grouped test <nodeid>@<group>
+                return "@" + nodeid.rsplit("@", 1)[1]
+            return nodeid.split("::", 1)[0]
+
+        def _assign_work_unit(self, node):
+            for scope in reversed([s for s in self.workqueue if s.startswith("@")]):
+                self.workqueue.move_to_end(scope, last=False)
+            super()._assign_work_unit(node)
+
+    return FilesAndGroups(config, log)
