@@ -6,6 +6,22 @@ the many short files fill the other workers meanwhile, instead of a long chain s
 import pytest
 
 
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(config, items):
+    """On a worker, a grouped test's id ends in @<group>, which the controller's scheduler reads.
+    (pytest-xdist 3.8 does so by setting Item._nodeid, which pytest 9 no longer reads: its id is
+    Item._id. Where neither takes, the tests go by file.)"""
+    if not getattr(config.option, "loadgroup", False):  # set on xdist's workers under --dist loadgroup
+        return
+    for item in items:
+        names = sorted({str(mark.args[0] if mark.args else mark.kwargs.get("name", "default"))
+                        for mark in item.iter_markers("xdist_group")})
+        if names and "@" not in item.nodeid and hasattr(item, "_id"):
+            from _pytest.nodeid import NodeId
+
+            item._id = NodeId.parse("%s@%s" % (item.nodeid, "_".join(names)))
+
+
 @pytest.hookimpl(optionalhook=True)  # the plain environments have no pytest-xdist
 def pytest_xdist_make_scheduler(config, log):
     if config.getvalue("dist") != "loadgroup":
@@ -14,7 +30,7 @@ def pytest_xdist_make_scheduler(config, log):
 
     class FilesAndGroups(LoadScopeScheduling):
         def _split_scope(self, nodeid):
-            if nodeid.rfind("@") > nodeid.rfind("]"):  # xdist names a grouped test <nodeid>@<group>
+            if nodeid.rfind("@") > nodeid.rfind("]"):  # a grouped test: <nodeid>@<group>
                 return "@" + nodeid.rsplit("@", 1)[1]
             return nodeid.split("::", 1)[0]
 

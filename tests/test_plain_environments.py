@@ -1,13 +1,15 @@
 """Where users live: numpy 2 without MXNet (make test-plain runs this file on Pythons 3.9 to 3.13),
-warnings as errors, the typed API, and pandas beside MXNet."""
+warnings as errors, the typed API. (The pandas hint beside MXNet is test_release.py's, in the venv
+`make demo` builds.)"""
 import os
 import re
-import shlex
 import subprocess
 import sys
 import textwrap
 
 import pytest
+
+pytestmark = pytest.mark.each_python  # every plain environment runs this file (tools/plain_envs.sh)
 
 EVERY_KIND = """
 import numpy as np
@@ -88,30 +90,6 @@ def test_the_readers_pandas_hint_is_the_extra_that_keeps_numpy(logdir, monkeypat
                                           r"mxboard.reader.table\(logdir, 'scalars'\)"):
         reader.scalars(logdir)
     assert reader.table(logdir, "scalars")["value"] == [1.0]  # no pandas needed
-
-
-@pytest.mark.slow
-@pytest.mark.timeout(600)  # a venv made, pandas installed
-def test_the_pandas_hint_keeps_an_mxnet_environment_working(tmp_path):
-    """MXNet 1.9.1 needs numpy < 1.24; `pip install pandas` (the old hint) brings pandas 3, which
-    upgrades numpy past what MXNet imports with. The hint's pins keep it."""
-    pytest.importorskip("mxnet")  # the full environment: where MXNet users are
-    from mxboard.reader import PANDAS_HINT
-
-    venv = tmp_path / "venv"
-    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=120)
-    python = str(venv / "bin" / "python")
-    subprocess.run([python, "-m", "pip", "install", "-q", "mxnet==1.9.1", "numpy<1.24"], check=True, timeout=600)
-    command = shlex.split(PANDAS_HINT)
-    assert command[:2] == ["pip", "install"]
-    subprocess.run([python, "-m"] + command + ["-q"], check=True, timeout=600)
-    proc = subprocess.run([python, "-W", "ignore", "-c", textwrap.dedent("""
-        import mxnet, numpy, pandas
-        print(numpy.__version__, pandas.__version__, mxnet.nd.array([1, 2]).sum().asscalar())""")],
-        capture_output=True, text=True, timeout=120)
-    assert proc.returncode == 0, proc.stderr
-    numpy_version, pandas_version, total = proc.stdout.split()
-    assert numpy_version.startswith("1.23.") and pandas_version.startswith("2.") and float(total) == 3.0
 
 
 def test_the_package_is_typed_for_its_users():

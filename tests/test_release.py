@@ -1,8 +1,14 @@
 """Where a user starts: a copy of this checkout as a clone would have it (no .venv, no build
 output, nothing installed), then one documented command, then a run served over HTTP by what that
-command installed. The wheelhouse and the offline install are in test_offline.py."""
+command installed. The wheelhouse and the offline install are in test_offline.py.
+
+A venv costs most of these tests' time (pip's work, on two shared cores): one fresh clone's `make
+demo` on python3 (3.11, MXNet) serves that demo's test, Python 3.12's beside it in the same clone
+(each Python a venv of its own), README's PyTorch section and the pandas hint; they run on one
+pytest-xdist worker (`xdist_group`), Python 3.13's clone on another, the other tests on a third."""
 import json
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -33,6 +39,20 @@ def fresh_clone(where):
             shutil.copy2(source, os.path.join(str(where), name))
     assert not (where / ".venv").exists() and not list((where / "tensorboard_bundle" / "_patched").glob("[!_]*.py"))
     return where
+
+
+FRESH = {"MAKELEVEL": None, "MAKEFLAGS": None, "MFLAGS": None, "PYTHONPATH": None}  # as a user runs make
+DEFAULT = subprocess.run(["python3", "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
+                         capture_output=True, text=True).stdout.strip()  # the Python of `make` with no PYTHON=
+
+
+@pytest.fixture(scope="module")
+def made(tmp_path_factory):
+    """A fresh clone in which a user ran `make demo SERVE=0` once, with nothing set: python3's venv
+    (.venv) built, the demo trained into `logdir`; (clone, logdir, what make printed)."""
+    clone = fresh_clone(tmp_path_factory.mktemp("made") / "clone")
+    logdir = clone.parent / "runs"
+    return clone, logdir, run(["make", "demo", "SERVE=0", "LOGDIR=%s" % logdir], cwd=clone, env=FRESH)
 
 
 def fresh_venv(where):
@@ -88,6 +108,10 @@ def _assert_serves(venv, work):
     assert [value for _, _, value in points] == pytest.approx([1.0 / (s + 1) for s in range(20)])
 
 
+BUILDS = pytest.mark.xdist_group("builds")  # the installer's and the build's tests, on one worker of their own
+
+
+@BUILDS
 def test_installer_with_the_plain_python3_then_tensorboard_serves_and_pip_install_dot_over_it(tmp_path):
     """`./installer.sh` with nothing set installs into whatever `python3` is: here, a fresh venv's
     found first on PATH (so that the test leaves the machine's own Python alone). ($PYTHON is
@@ -112,6 +136,7 @@ def test_installer_with_the_plain_python3_then_tensorboard_serves_and_pip_instal
     _assert_serves(venv, tmp_path / "reinstalled")
 
 
+@BUILDS
 def test_python_m_build_sdist_and_wheel_are_clean_and_alike(tmp_path):
     sys.path.insert(0, TOOLS)
     import vendor
@@ -157,7 +182,10 @@ def test_python_m_build_sdist_and_wheel_are_clean_and_alike(tmp_path):
     # (that wheel installed and serving: the installer's test here, the offline install's in test_offline.py)
 
 
+@BUILDS
 def test_a_stale_patch_fails_the_build_naming_the_patch_and_the_hunk(tmp_path):
+    """The build's patch step, in this environment (its TensorBoard is [build-system]'s 2.21.0: no
+    isolated environment needs making for it; the builds above make theirs)."""
     clone = fresh_clone(tmp_path / "clone")
     patch = sorted((clone / "patches").glob("*.diff"))[-1]
     lines = patch.read_text().split("\n")
@@ -165,8 +193,8 @@ def test_a_stale_patch_fails_the_build_naming_the_patch_and_the_hunk(tmp_path):
     context = next(i for i in range(hunk + 1, len(lines)) if lines[i].startswith(" ") and lines[i].strip())
     lines[context] += "  # as if upstream had changed this line"
     patch.write_text("\n".join(lines))
-    proc = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--wheel-dir", str(tmp_path / "out"),
-                           str(clone)], capture_output=True, text=True, timeout=600)
+    proc = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "--wheel-dir",
+                           str(tmp_path / "out"), str(clone)], capture_output=True, text=True, timeout=600)
     assert proc.returncode != 0 and not list((tmp_path / "out").glob("*.whl"))
     assert "patches/%s no longer applies to tensorboard 2.21.0" % patch.name in proc.stdout + proc.stderr
     assert "hunk #1 (%s)" % lines[hunk].strip() in proc.stdout + proc.stderr
@@ -188,51 +216,64 @@ def _venv_of(version):
     return ".venv" if version == default else ".venv-" + version
 
 
-def test_each_python_has_a_venv_of_its_own_and_switching_rebuilds_nothing(tmp_path):
+ON_THE_CLONE = pytest.mark.xdist_group("fresh-clone")  # the tests of `made`'s clone, on one worker
+
+
+def _make(cwd, python, version, *flags, target=".base"):
+    """`make` of a Python's venv (its first step by default), as a user runs it."""
+    env = {k: v for k, v in os.environ.items() if k not in ("MAKELEVEL", "MAKEFLAGS", "MFLAGS")}
+    return subprocess.run(["make", *flags, "PYTHON=" + python, "%s/%s" % (_venv_of(version), target.replace(
+        ".base", ".base-" + version))], cwd=cwd, capture_output=True, text=True, timeout=300, env=env)
+
+
+@ON_THE_CLONE
+def test_each_python_has_a_venv_of_its_own_and_switching_rebuilds_nothing(made, tmp_path):
     """On a92d861 every PYTHON= switch deleted and rebuilt .venv (55-103 s, and the test tools
     with it), and after a Ctrl-C during a venv's making the rerun said it was made by another
-    Python, the same one."""
+    Python, the same one. In the clone where `make demo` built python3's venv, another Python's
+    venv is made beside it, and neither is made again when make switches back and forth."""
     other = next((v for v in ("3.12", "3.13", "3.10") if _venv_of(v) != ".venv" and _pyenv_python(v)), None)
     if other is None:
         pytest.skip("no second Python on this machine")
-    shutil.copy(os.path.join(ROOT, "Makefile"), tmp_path)
-    default = subprocess.run(["python3", "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
-                             capture_output=True, text=True).stdout.strip()
-    env = {k: v for k, v in os.environ.items() if k not in ("MAKELEVEL", "MAKEFLAGS", "MFLAGS")}  # as a user
-
-    def make(python, version, *flags):
-        return subprocess.run(["make", *flags, "PYTHON=" + python, "%s/.base-%s" % (_venv_of(version), version)],
-                              cwd=tmp_path, capture_output=True, text=True, timeout=300, env=env)
-
+    clone = made[0]
     python = _pyenv_python(other)
-    made = make(python, other)
-    assert made.returncode == 0 and (tmp_path / _venv_of(other) / "bin" / "python").exists(), made.stderr
-    assert make("python3", default).returncode == 0 and (tmp_path / ".venv" / "bin" / "python").exists()
-    for venv_python, version in ((python, other), ("python3", default)):  # back and forth: nothing to do
-        assert make(venv_python, version, "-q").returncode == 0, version
-    shutil.rmtree(tmp_path / _venv_of(other))
-    subprocess.run([python, "-m", "venv", "--without-pip", str(tmp_path / _venv_of(other))], check=True)  # cut short
-    again = make(python, other)
+    done = _make(clone, python, other)  # nothing to do where the 3.12 demo's test made it already
+    assert done.returncode == 0 and (clone / _venv_of(other) / "bin" / "python").exists(), done.stderr
+    version = "import sys; print('%d.%d' % sys.version_info[:2])"
+    for venv, expected in ((".venv", DEFAULT), (_venv_of(other), other)):
+        assert run([clone / venv / "bin" / "python", "-c", version], cwd=clone).strip() == expected
+    for venv_python, version, target in ((python, other, ".base"), ("python3", DEFAULT, ".mxboard"),
+                                         (python, other, ".base")):  # back and forth: nothing to do
+        assert _make(clone, venv_python, version, "-q", target=target).returncode == 0, (version, target)
+    # a venv whose making was cut short (no pip, no stamp), in a folder of its own
+    shutil.copy(os.path.join(ROOT, "Makefile"), tmp_path)
+    subprocess.run([python, "-m", "venv", "--without-pip", str(tmp_path / _venv_of(other))], check=True)
+    again = _make(tmp_path, python, other)
     assert again.returncode == 0, again.stderr
     assert "was left unfinished (an interrupted make?): made again" in again.stdout, again.stdout
     assert "made by another Python" not in again.stdout
 
 
-@pytest.mark.parametrize("version", ["3.11", "3.12", "3.13"])
-def test_a_fresh_clones_make_demo_on_each_python_fills_every_dashboard_it_says(tmp_path, serve, version):
+@pytest.mark.parametrize("version", [pytest.param("3.11", marks=ON_THE_CLONE), pytest.param("3.12", marks=ON_THE_CLONE),
+                                     pytest.param("3.13", marks=pytest.mark.xdist_group("fresh-clone-3.13"))])
+def test_a_fresh_clones_make_demo_on_each_python_fills_every_dashboard_it_says(request, tmp_path, serve, version):
     """On b621f0a `make demo` on Python 3.12 and newer built numpy 1.23.5 from source for 18 s
     and failed (pkgutil.ImpImporter), saying nothing of Python 3.11. Now it says which model it
     trains before any download: MXNet's Gluon CNN on 3.11, every dashboard; elsewhere the numpy
-    CNN, every dashboard but Graphs; served by the clone's own `tensorboard`. A second demo of the
-    same settings is a run of its own that differs."""
+    CNN, every dashboard but Graphs; served by the clone's own `tensorboard`. On python3 (the
+    clone's first `make demo`, with nothing set), a second demo of the same settings is a run of
+    its own that differs. (3.12's venv is made in that clone, beside python3's; 3.13's in a clone
+    of its own.)"""
     mxnet = version == "3.11"
     python = _pyenv_python(version)
     if python is None:
         pytest.skip("no python%s on this machine (pyenv install %s)" % (version, version))
-    clone = fresh_clone(tmp_path / "clone")
-    logdir = tmp_path / "runs"
-    fresh = {"MAKELEVEL": None, "MAKEFLAGS": None, "MFLAGS": None}  # as a user runs it, not under make test
-    out = run(["make", "demo", "SERVE=0", "LOGDIR=%s" % logdir, "PYTHON=%s" % python], cwd=clone, env=fresh)
+    if version == DEFAULT:
+        clone, logdir, out = request.getfixturevalue("made")
+    else:
+        clone = request.getfixturevalue("made")[0] if version == "3.12" else fresh_clone(tmp_path / "clone")
+        logdir = tmp_path / "runs"
+        out = run(["make", "demo", "SERVE=0", "LOGDIR=%s" % logdir, "PYTHON=%s" % python], cwd=clone, env=FRESH)
     said = out.splitlines()
     assert said[0].startswith("Python %s: the demo trains with MXNet 1.9.1" % version if mxnet else
                               "Python %s: MXNet 1.9.1 runs on Python <= 3.11 only, so the demo trains the same CNN "
@@ -243,9 +284,13 @@ def test_a_fresh_clones_make_demo_on_each_python_fills_every_dashboard_it_says(t
                    for line in said), out[:3000]
     assert "Successfully installed" in (clone / _venv_of(version) / "pip.log").read_text()
     assert ("training an MXNet Gluon CNN" if mxnet else "training a numpy CNN") in out and "trained in" in out
-    run(["make", "demo", "SERVE=0", "LOGDIR=%s" % logdir, "PYTHON=%s" % python], cwd=clone, env=fresh)  # a second
-    first, second = sorted(os.listdir(logdir))
-    assert first.split("_seed")[1].split("_")[0] != second.split("_seed")[1].split("_")[0]  # its own seed, named
+    if version == DEFAULT:  # a second demo, on the venv made
+        run(["make", "demo", "SERVE=0", "LOGDIR=%s" % logdir], cwd=clone, env=FRESH)
+    runs = sorted(os.listdir(logdir))
+    assert len(runs) == (2 if version == DEFAULT else 1), runs
+    if version == DEFAULT:
+        first, second = runs
+        assert first.split("_seed")[1].split("_")[0] != second.split("_seed")[1].split("_")[0]  # its own seed, named
     server = serve(logdir, command=[str(clone / _venv_of(version) / "bin" / "tensorboard")])
     listing = server.json("/data/plugins_listing", until=lambda found: found.get("projector", {}).get("enabled"))
     shown = {"scalars", "images", "audio", "histograms", "distributions", "text", "pr_curves", "projector", "mesh",
@@ -253,9 +298,10 @@ def test_a_fresh_clones_make_demo_on_each_python_fills_every_dashboard_it_says(t
     assert {name for name in shown if not listing[name]["enabled"]} == set()
     assert listing["graphs"]["enabled"] is mxnet  # a graph is a framework's: the README says so
     losses = [[value for _, _, value in server.json("/data/plugin/scalars/scalars", {"run": run, "tag": "loss/batch"},
-                                                    until=bool)] for run in (first, second)]
-    assert len(losses[0]) == len(losses[1]) > 100 and losses[0] != losses[1]
-    assert losses[0][-1] < losses[0][0] / 4  # it learns: real gradients
+                                                    until=bool)] for run in runs]
+    assert all(len(loss) == len(losses[0]) > 100 for loss in losses)
+    assert len(losses) == 1 or losses[0] != losses[1]  # the second demo's own seed: its own curve
+    assert all(loss[-1] < loss[0] / 4 for loss in losses)  # it learns: real gradients
 
 
 @pytest.mark.skipif(sys.version_info >= (3, 12), reason="the caps are for Pythons where MXNet runs (numpy < 1.24)")
@@ -331,10 +377,12 @@ def test_a_failed_install_of_make_demo_shows_pips_output_and_keeps_it(tmp_path):
     assert "No module named pip" in kept and kept.strip() in done.stderr, done.stderr
 
 
-def test_a_fresh_clone_follows_the_readmes_pytorch_section(tmp_path):
-    """README's "PyTorch users" (new since a6ab6a5), followed in a fresh clone as written: `make
-    torch` builds the venv and adds torch's CPU build, the example runs as a script of its own
-    with that venv's Python, and its one-file report is written, holding the run's loss."""
+@ON_THE_CLONE
+def test_a_fresh_clone_follows_the_readmes_pytorch_section(made, tmp_path):
+    """README's "PyTorch users" (new since a6ab6a5), followed as written in the clone where a user
+    ran `make demo`: `make torch` adds torch's CPU build to the venv make built (the same rule
+    builds it from nothing: the demo's test), the example runs as a script of its own with that
+    venv's Python, and its one-file report is written, holding the run's loss."""
     with open(os.path.join(ROOT, "README.md"), encoding="utf-8") as f:
         section = f.read().split("## PyTorch users", 1)[1].split("\n## ", 1)[0]
     script = section.split("```python\n", 1)[1].split("```", 1)[0]
@@ -344,15 +392,33 @@ def test_a_fresh_clone_follows_the_readmes_pytorch_section(tmp_path):
                             str(tmp_path / "wheel"), "torch==2.13.0"], capture_output=True)
     if local.returncode != 0:
         pytest.skip("no local CPU build of torch 2.13.0 for python3 here: make torch would download one")
-    clone = fresh_clone(tmp_path / "clone")
+    clone = made[0]
     (clone / "train.py").write_text(script)
-    fresh = {"MAKELEVEL": None, "MAKEFLAGS": None, "MFLAGS": None, "PYTHONPATH": None}  # as a user runs it
-    made = run(commands[0].split(), cwd=clone, env=fresh)
-    assert made.splitlines()[-1] == "torch 2.13.0+cpu in .venv: run your script with .venv/bin/python", made
+    done = run(commands[0].split(), cwd=clone, env=FRESH)
+    assert done.splitlines()[-1] == "torch 2.13.0+cpu in .venv: run your script with .venv/bin/python", done
     for command in commands[1:]:
-        run(command.split(), cwd=clone, env=fresh)
+        run(command.split(), cwd=clone, env=FRESH)
     page = (clone / "torch.html").read_text(encoding="utf-8")
     assert "loss" in page and len(page) > 10_000
+
+
+@ON_THE_CLONE
+def test_the_pandas_hint_keeps_an_mxnet_environment_working(made):
+    """MXNet 1.9.1 needs numpy < 1.24; `pip install pandas` (the old hint) brings pandas 3, which
+    upgrades numpy past what MXNet imports with. The hint's pins keep it: run as written in the
+    MXNet environment a user has, the venv `make demo` built on Python 3.11."""
+    from mxboard.reader import PANDAS_HINT
+
+    python = made[0] / ".venv" / "bin" / "python"
+    if subprocess.run([python, "-c", "import mxnet"], capture_output=True, timeout=120).returncode != 0:
+        pytest.skip("python3's venv has no MXNet (MXNet 1.9.1 runs on Python <= 3.11)")
+    command = shlex.split(PANDAS_HINT)
+    assert command[:2] == ["pip", "install"]
+    run([python, "-m"] + command + ["-q"], cwd=made[0], timeout=600)
+    found = run([python, "-W", "ignore", "-c", "import mxnet, numpy, pandas\n"
+                 "print(numpy.__version__, pandas.__version__, mxnet.nd.array([1, 2]).sum().asscalar())"], cwd=made[0])
+    numpy_version, pandas_version, total = found.split()
+    assert numpy_version.startswith("1.23.") and pandas_version.startswith("2.") and float(total) == 3.0
 
 
 def test_the_jax_section_of_compat_md_runs_as_written(tmp_path):
