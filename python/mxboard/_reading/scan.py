@@ -339,9 +339,9 @@ def _bounded(path: str, call: Any, *args: Any) -> Any:
     if "://" not in path:
         return call(*args)
     from ..storage.bounds import call_with_timeout
-    from ..storage.remote.policy import UploadPolicy
+    from ..storage.remote.policy import DEFAULT_POLICY
 
-    return call_with_timeout(UploadPolicy().request_secs, call, *args)
+    return call_with_timeout(DEFAULT_POLICY.request_secs, call, *args)
 
 
 def _corrupt(message: str, strict: bool) -> None:

@@ -212,9 +212,9 @@ def collect(logdir: str, runs: Optional[Pattern[str]] = None, tags: Optional[Pat
 
 
 def _policy() -> Any:
-    from ..storage.remote.policy import UploadPolicy
+    from ..storage.remote.policy import DEFAULT_POLICY
 
-    return UploadPolicy()
+    return DEFAULT_POLICY
 
 
 def _listed(logdir: str) -> List[str]:

@@ -17,6 +17,7 @@ from .bounds import call_with_timeout
 from .local import LocalEventFile, LocalStorage, Nowhere
 from .protocols import EventFile, Storage
 from .remote import S3_REQUESTS, RemoteStorage, SpoolSettings, UploadPolicy, checked_logdir, open_filesystem
+from .remote.policy import DEFAULT_POLICY
 
 within = call_with_timeout  # the name this function had before
 
@@ -46,11 +47,11 @@ class Destination:
     def of(cls, logdir: str, to_disk: bool = True, upload: Optional[UploadPolicy] = None,
            spool: Optional[SpoolSettings] = None) -> "Destination":
         """The destination, with the one place that makes its defaults: `upload` None is
-        `UploadPolicy()`; `spool` None is what MXBOARD_SPOOL_DIR and MXBOARD_SPOOL_MAX_BYTES say
+        DEFAULT_POLICY; `spool` None is what MXBOARD_SPOOL_DIR and MXBOARD_SPOOL_MAX_BYTES say
         now, read only for a store (a value that cannot be used raises here)."""
         if spool is None:
             spool = SpoolSettings.from_environment() if to_disk and is_url(logdir) else SpoolSettings()
-        return cls(logdir, to_disk, upload or UploadPolicy(), spool)
+        return cls(logdir, to_disk, upload or DEFAULT_POLICY, spool)
 
     def open(self) -> Storage:
         """The storage: Nowhere unless `to_disk`, a store for a URL (checked: it must answer),

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, fields
 
-__all__ = ["UploadPolicy"]
+__all__ = ["DEFAULT_POLICY", "UploadPolicy"]
 
 
 @dataclass(frozen=True)
@@ -53,3 +53,6 @@ class UploadPolicy:
 
 _WHOLE = ("max_object", "max_unsent", "first_part")
 _MAY_BE_ZERO = ("upload_secs", "max_unsent", "retry_secs", "give_up_secs")
+
+
+DEFAULT_POLICY = UploadPolicy()  # a writer's policy when none is given, and the readers' bound on one request
