@@ -2,7 +2,8 @@
 a file go to one worker, as `--dist loadfile` sends them (a module's fixtures made once), except
 those marked `@pytest.mark.xdist_group(name)`, which go to one worker by group. The groups are the
 long chains (a fresh clone's venvs, the trainers' trainings): they are handed out first, so that
-the many short files fill the other workers meanwhile, instead of a long chain starting last."""
+the many short files fill the other workers meanwhile, instead of a long chain starting last (xdist
+orders files and groups by their count of tests, most first; the groups keep that order)."""
 import pytest
 
 

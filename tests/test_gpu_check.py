@@ -13,6 +13,7 @@ from conftest import ROOT
 
 @pytest.mark.slow
 @pytest.mark.timeout(600)
+@pytest.mark.xdist_group("gpu-check")  # five child Pythons: handed out with the long chains, not last
 def test_without_a_gpu_the_check_runs_what_a_cpu_can_and_says_nothing_was_measured(tmp_path):
     torch = pytest.importorskip("torch")
     if torch.cuda.is_available():

@@ -16,6 +16,7 @@ from test_release import fresh_clone
 from conftest import ROOT, needs
 
 pytestmark = [pytest.mark.slow, needs("unshare", "ip", "chromium"), pytest.mark.timeout(900),  # a wheelhouse made
+              pytest.mark.xdist_group("offline"),  # handed out first (tests/scheduling.py)
               pytest.mark.skipif(subprocess.run(["unshare", "-n", "true"], capture_output=True).returncode != 0,
                                  reason="needs unshare -n (root, or user namespaces)")]
 
