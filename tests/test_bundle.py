@@ -532,9 +532,9 @@ def test_the_launchers_flags_as_upstream_takes_them():
                                                ("1", False), ("true", False), ("YES", False), ("on", False)])
 def test_the_opt_out_variable_reads_as_it_says(value, hands_over):
     """On b621f0a only "" and "0" kept the handover: MXBOARD_NO_HANDOVER=false (or no) opted out."""
-    from tensorboard_bundle import handover
+    from tensorboard_bundle import upstream_line
 
-    assert handover._hands_over(["/venv/bin/tensorboard"], {handover.OPT_OUT: value}) is hands_over
+    assert upstream_line.hands_over(["/venv/bin/tensorboard"], {upstream_line.OPT_OUT: value}) is hands_over
 
 
 def _own_info_dir(tmp_path, monkeypatch):
