@@ -499,7 +499,7 @@ def _peer_calls(module, logdir):
     """The same calls, as tensorboardX users write them, with `module`'s SummaryWriter."""
     rng = np.random.default_rng(0)
     writer = module.SummaryWriter(logdir)
-    writer.add_scalar("epoch0", 1.5, 0, walltime=0)  # walltime 0: the peers take it
+    writer.add_scalar("epoch0", 1.5, 0, walltime=0)  # walltime 0: tensorboardX and torch take it
     writer.add_images("list", [rng.random((3, 8, 8)) for _ in range(4)], 2, dataformats="CHW")
     counts = [[5, 4, 3, 2, 1], [5, 3, 2, 1, 0], [0, 2, 3, 4, 5], [0, 1, 2, 3, 4],
               [0.5, 0.57, 0.6, 0.67, 1.0], [1.0, 0.8, 0.6, 0.4, 0.2]]
@@ -510,7 +510,7 @@ def _peer_calls(module, logdir):
         writer.add_histogram("defaulted_h", np.arange(10.0))
     writer.add_scalar("defaulted", 4.0, 6)
     writer.add_pr_curve("pr_thresholds", labels, predictions, num_thresholds=10)  # mxboard 0.1.0's reading
-    writer.add_pr_curve("pr_step", labels, predictions, global_step=10)  # the peers' reading
+    writer.add_pr_curve("pr_step", labels, predictions, global_step=10)  # tensorboardX's and torch's reading
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # mxboard says which reading it took
         writer.add_pr_curve("pr_positional", labels, predictions, 10)  # tensorboardX's demo: the step
@@ -732,7 +732,7 @@ def test_tensorboardx_own_demo_runs_unchanged_and_is_served_like_tensorboardxs(t
 
 @pytest.mark.slow
 def test_histograms_are_histograms_to_every_reader(tmp_path, serve):
-    """Written in the `histo` form, as the peers write theirs: EventAccumulator's Histograms()
+    """Written in the `histo` form, as tensorboardX and torch write theirs: EventAccumulator's Histograms()
     (what tbparse reads) gives mxboard's as tensorboardX's, raw ones field for field, and the
     fast loader serves both alike."""
     tensorboardx = pytest.importorskip("tensorboardX")

@@ -86,8 +86,8 @@ def test_add_returns_without_waiting_for_the_engine(logdir, kind):
 
 
 def test_an_ndarray_embedding_returns_with_its_files_written(logdir):
-    """add_embedding returns with its files in place (as the peers do: the projector reads them,
-    and torch's own test removes the logdir right after the call), so an NDArray embedding waits
+    """add_embedding returns with its files in place (as tensorboardX and torch do: the projector
+    reads them, and torch's own test removes the logdir right after the call), so an NDArray embedding waits
     for the engine: the one call that does; it is called rarely."""
     with SummaryWriter(logdir) as w:
         value, gate = _pending(nd.array(np.linspace(0.1, 0.9, 48).reshape(3, 16)), "g-embedding")

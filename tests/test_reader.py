@@ -120,7 +120,7 @@ def test_the_command_says_what_went_wrong_in_one_line(tmp_path):
 
 
 def _resumed_run(module, logdir):
-    """A run resumed from a checkpoint at step 50 (the peers' purge_step): 100 + 30 points logged."""
+    """A run resumed from a checkpoint at step 50 (tensorboardX's and torch's purge_step): 100 + 30 points logged."""
     with module.SummaryWriter(logdir) as writer:
         for step in range(100):
             writer.add_scalar("loss", float(step), step)

@@ -70,7 +70,7 @@ def _writers(logdir):
         for step in range(40):
             w.add_scalar("loss", 1.0 / (step + 1), step)  # a resumed run: the steps again
     written = {"mxboard": 67}  # the scalars of each writer's files (3 x 8, 3 special, 40 resumed)
-    try:  # the peers where they are installed (not in the plain environments)
+    try:  # tensorboardX and torch where they are installed (not in the plain environments)
         from tensorboardX import SummaryWriter as TensorboardX
     except ImportError:
         pass

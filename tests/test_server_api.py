@@ -127,7 +127,7 @@ def test_hparams_dashboard_shows_the_session_with_its_metric(server):
 @pytest.mark.slow
 def test_hparams_into_the_run_are_one_row_with_the_runs_own_metric(tmp_path, serve):
     """add_hparams(..., in_run=True): the hparams go into the writer's own run, so the HParams
-    dashboard shows each run once, its own validation loss beside its hparams (the peers' way
+    dashboard shows each run once, its own validation loss beside its hparams (tensorboardX's and torch's way
     makes a second, time-named run per call, and the curves and the hparams are two rows)."""
     for run, lr in (("a", 0.1), ("b", 0.01)):
         with SummaryWriter(str(tmp_path / run)) as writer:

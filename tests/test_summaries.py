@@ -83,7 +83,7 @@ def test_histogram_bins_int_rule_and_edges(logdir, bins, count):
     (_, buckets), = tensor_values(plugin_accumulator(logdir), "h")
     expected_counts, expected_edges = np.histogram(values, bins=bins)
     assert buckets[:, 2].tolist() == expected_counts.tolist()
-    # the histo form, as TensorBoard's Python loader reads it: edges in float32 (as for the peers' files)
+    # the histo form, as TensorBoard's Python loader reads it: edges in float32 (as in tensorboardX's files)
     assert buckets[:, 0].tolist() == pytest.approx(expected_edges[:-1].tolist(), rel=1e-7)
     if count:
         assert len(buckets) == count
@@ -237,7 +237,7 @@ def test_pr_curve_counts_by_hand(logdir):
     labels = [1, 0, 1, 1]
     predictions = [0.9, 0.8, 0.3, 0.1]
     with SummaryWriter(logdir) as w:
-        with pytest.warns(UserWarning, match="mxboard 0.1.0's order"):  # said, since the peers take the step fourth
+        with pytest.warns(UserWarning, match="mxboard 0.1.0's order"):  # tensorboardX takes the step fourth
             w.add_pr_curve("pr", labels, predictions, 3, 5)  # mxboard's positional order
     (step, data), = tensor_values(plugin_accumulator(logdir), "pr")
     # thresholds 0, 0.5, 1: predictions >= t are positive

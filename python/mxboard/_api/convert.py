@@ -308,8 +308,8 @@ def _float(value: Any, name: str) -> float:
 
 def to_int(value: Any, name: str = "global_step") -> int:
     """A step: an int, a numpy integer or a one-element integer array (int64 range); a float (a
-    Python, numpy or one-element array one) is truncated by int(), as mxboard 0.1.0 and the peers
-    do (`global_step=epoch * 100` where epoch is a float)."""
+    Python, numpy or one-element array one) is truncated by int(), as mxboard 0.1.0, tensorboardX
+    and torch.utils.tensorboard do (`global_step=epoch * 100` where epoch is a float)."""
     if type(value) is not int:
         if isinstance(value, bool) or not isinstance(value, (numbers.Integral, np.integer)):
             array = None

@@ -266,5 +266,5 @@ def merged(buckets: Any, max_bins: int) -> NDArray[np.float64]:
 
 def histogram_raw_summary(tag: str, histo: Any) -> Message:
     """Summary of a histogram already counted: `histo`, a checked HistogramProto's fields
-    (`checks.histogram_raw`), written as given (as the peers do)."""
+    (`checks.histogram_raw`), written as given (as tensorboardX and torch.utils.tensorboard do)."""
     return summary(tag, histo=HistogramProto(**histo))
