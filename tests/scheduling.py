@@ -14,12 +14,14 @@ def pytest_collection_modifyitems(config, items):
     Item._id. Where neither takes, the tests go by file.)"""
     if not getattr(config.option, "loadgroup", False):  # set on xdist's workers under --dist loadgroup
         return
+    try:
+        from _pytest.nodeid import NodeId  # private: a pytest without it groups the tests by file
+    except ImportError:
+        return
     for item in items:
         names = sorted({str(mark.args[0] if mark.args else mark.kwargs.get("name", "default"))
                         for mark in item.iter_markers("xdist_group")})
         if names and "@" not in item.nodeid and hasattr(item, "_id"):
-            from _pytest.nodeid import NodeId
-
             item._id = NodeId.parse("%s@%s" % (item.nodeid, "_".join(names)))
 
 
