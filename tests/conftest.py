@@ -412,6 +412,46 @@ def timed(call, *args, **kwargs):
     return time.monotonic() - start
 
 
+# The system calls, by number on each machine, that a child's main thread waits in: reading its
+# stdin (read on fd 0), and time.sleep (clock_nanosleep since Python 3.11, select before)
+_WAITS = {"x86_64": {"stdin": {0}, "sleep": {230, 35, 23, 270}},
+          "aarch64": {"stdin": {63}, "sleep": {115, 101, 72}}}
+
+
+def signal_once_waiting(popen, signum, waits_in="stdin", seconds=30):
+    """Send `signum` to a child once its main thread waits in `waits_in` ("stdin" or "sleep"),
+    as /proc/<pid>/task/<pid>/syscall shows.
+
+    A signal that comes while the main thread runs C code between CPython's last look at its
+    signal flags and the system call it is about to block in runs Python's C-level handler there:
+    the call is not interrupted, and no KeyboardInterrupt is raised until it returns. That is
+    CPython's, with or without mxboard (a Python reading stdin, stopped by gdb at read()'s entry
+    and sent SIGINT there, stayed blocked), and a busy machine makes it likely enough to fail a
+    test that sends SIGINT just after the child's answer (once in CI, on e1226c8). Where the
+    machine's numbers are not known, it waits half a second instead."""
+    import platform
+
+    numbers = _WAITS.get(platform.machine(), {}).get(waits_in)
+    if numbers is None:
+        time.sleep(0.5)
+    else:
+        path = "/proc/%d/task/%d/syscall" % (popen.pid, popen.pid)
+        deadline = time.monotonic() + seconds
+        while True:
+            try:
+                with open(path) as f:
+                    fields = f.read().split()
+            except OSError:  # it has ended: send_signal below does nothing
+                break
+            if fields[:1] and fields[0].isdigit() and int(fields[0]) in numbers and (
+                    waits_in != "stdin" or fields[1:2] == ["0x0"]):
+                break
+            assert time.monotonic() < deadline, "the child's main thread did not wait in %s within %d s: %s" % (
+                waits_in, seconds, " ".join(fields))
+            time.sleep(0.002)
+    popen.send_signal(signum)
+
+
 class LineChild:
     """A child process (a Popen with text pipes) spoken to by lines: `send(command)` writes one
     and returns its answer line, or None after `seconds` (a reader thread takes the lines, so

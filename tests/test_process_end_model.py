@@ -25,13 +25,14 @@ import signal
 import subprocess
 import sys
 import textwrap
+import time
 
 import pytest
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, precondition, rule
 
-from conftest import LineChild, event_files, tb_scalars
+from conftest import LineChild, event_files, signal_once_waiting, tb_scalars
 
 pytestmark = [pytest.mark.slow, pytest.mark.process_end, pytest.mark.timeout(600)]
 
@@ -45,18 +46,21 @@ PROFILE = "process-" + os.environ.get("HYPOTHESIS_PROFILE", "default")
 
 STEP_SECS = 30  # no command of the child may take longer
 END_SECS = 45  # the end's bound: SIGTERM's flush (30 s at most), and the interpreter's exit
-# With a thread not ours that does not block SIGINT (busy in numpy), the kernel now and then gives
-# a SIGINT to it, not to the main thread asleep in read(): CPython then never raises the
-# KeyboardInterrupt, and the process runs on until a second Ctrl-C. Measured with this file's
-# child and the steps of a failing example, 300 runs each: 1 hung without mxboard (a stub of its
-# calls), 2 with mxboard at e1987e8, 2 now. A process that has not ended this long after the
-# SIGINT gets a second one (a local logdir's exit flush takes well under a second, so a second
-# Ctrl-C never cuts it short here).
+# SIGINT is sent once the child's main thread waits in read() on its stdin (conftest's
+# signal_once_waiting: one sent a moment earlier can be taken before read() blocks, and CPython
+# then raises no KeyboardInterrupt until a line comes; it failed CI once so on e1226c8, with no
+# thread of the user's). With a thread not ours that does not block SIGINT (busy in numpy), a
+# SIGINT was still lost now and then before that wait was made: 300 runs each of this file's child
+# with a failing example's steps, 1 hung without mxboard (a stub of its calls), 2 with mxboard at
+# e1987e8. Whether those were the same race is not known, so such a process that has not ended
+# this long after the SIGINT gets a second one, as a user would press Ctrl-C again (a local
+# logdir's exit flush takes well under a second, so a second Ctrl-C never cuts it short here).
 SIGINT_AGAIN_SECS = 10
 
 CHILD = textwrap.dedent(r"""
-    import multiprocessing, os, signal, sys, threading, time
+    import faulthandler, multiprocessing, os, signal, sys, threading, time
     import numpy as np
+    faulthandler.register(signal.SIGUSR1, all_threads=True)  # the parent asks for the stacks of a hang
     import mxboard
 
     logdir = sys.argv[1]
@@ -159,6 +163,13 @@ class ProcessEnd(RuleBasedStateMachine):
     def _stderr(self):
         return self.talk.stderr()
 
+    def _stacks(self):
+        """What the child printed on stderr, with every thread's stack where it still runs."""
+        if self.child.poll() is None:
+            self.child.send_signal(signal.SIGUSR1)
+            time.sleep(1)
+        return self.talk.stderr()
+
     def _on_disk(self):
         return [s for t, s, _ in tb_scalars(event_files(self.logdir)[0]) if t == "x"]
 
@@ -204,20 +215,20 @@ class ProcessEnd(RuleBasedStateMachine):
         elif how == "sighup":  # an SSH session that drops: an end like SIGTERM (on a92d861 it lost everything)
             child.send_signal(signal.SIGHUP)
         elif how == "sigint":
-            child.send_signal(signal.SIGINT)
+            signal_once_waiting(child, signal.SIGINT)
         again = how == "sigint" and getattr(self, "threads", 0) > 0  # a thread not ours may take the SIGINT
         try:
             child.wait(SIGINT_AGAIN_SECS if again else END_SECS)
         except subprocess.TimeoutExpired:
             if not again:
                 raise AssertionError("end %r: still running %d s later:\n%s"
-                                     % (how, END_SECS, self._stderr())) from None
+                                     % (how, END_SECS, self._stacks())) from None
             child.send_signal(signal.SIGINT)  # Ctrl-C again, as a user would (see SIGINT_AGAIN_SECS)
             try:
                 child.wait(END_SECS - SIGINT_AGAIN_SECS)
             except subprocess.TimeoutExpired:
                 raise AssertionError("end 'sigint': still running after a second SIGINT, %d s later:\n%s"
-                                     % (END_SECS, self._stderr())) from None
+                                     % (END_SECS, self._stacks())) from None
         assert child.returncode in AS_WITHOUT_MXBOARD.get(how, {0}), "end %r: status %d:\n%s" % (
             how, child.returncode, self._stderr())
         if how == "rmtree":

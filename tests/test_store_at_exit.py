@@ -60,7 +60,7 @@ def test_every_end_keeps_what_the_store_did_not_take_all_writers_within_one_dead
     callback": now SIGHUP is an end like SIGTERM, and that Ctrl-C ends quietly, with the program's
     status (0 here: sys.exit(0)), as a plain exit whose store kept data does (on a6ab6a5 both
     ended by `os._exit`: 1 and 130, the program's later exit hooks skipped)."""
-    from conftest import tb_scalars
+    from conftest import signal_once_waiting, tb_scalars
 
     proxy, bucket = proxied
     spool = tmp_path / "spool"
@@ -77,8 +77,8 @@ def test_every_end_keeps_what_the_store_did_not_take_all_writers_within_one_dead
             assert child.stdout.readline().strip() == "exiting"
             time.sleep(2)  # the exit's close() waits for the store
             child.send_signal(signal.SIGINT)
-        elif how == "sigint":
-            child.send_signal(signal.SIGINT)
+        elif how == "sigint":  # once it sleeps: see conftest's signal_once_waiting
+            signal_once_waiting(child, signal.SIGINT, "sleep")
         elif how == "sigint_in_close":
             assert child.stdout.readline().strip() == "closing"
             time.sleep(2)  # the first close() waits for the store

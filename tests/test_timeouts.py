@@ -132,6 +132,7 @@ def test_a_test_that_does_not_end_after_its_bound_ends_its_worker_with_its_stack
 CTRL_C = """
     import signal, subprocess, sys
     import pytest
+    from conftest import signal_once_waiting
 
     @pytest.mark.slow
     def test_a_child_stops_at_ctrl_c():
@@ -139,7 +140,7 @@ CTRL_C = """
                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         try:
             assert child.stdout.readline() == "ready\\n"
-            child.send_signal(signal.SIGINT)
+            signal_once_waiting(child, signal.SIGINT, "sleep")
             _, said = child.communicate(timeout=20)
         finally:
             child.kill()

@@ -35,7 +35,7 @@ from hypothesis.stateful import (
     run_state_machine_as_test,
 )
 
-from conftest import LineChild, tb_scalars
+from conftest import LineChild, signal_once_waiting, tb_scalars
 from mxboard import SpoolSettings, SummaryWriter, UploadPolicy, WriterError
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
@@ -300,8 +300,8 @@ def test_every_end_of_the_process_stores_or_keeps_every_accepted_record(store, s
                     self.child.send_signal(signal.SIGTERM)
                 elif self.how == "sighup":
                     self.child.send_signal(signal.SIGHUP)
-                elif self.how == "sigint":
-                    self.child.send_signal(signal.SIGINT)
+                elif self.how == "sigint":  # once it waits on stdin: see conftest's signal_once_waiting
+                    signal_once_waiting(self.child, signal.SIGINT)
                 try:
                     self.child.wait(END_BOUND)
                 except subprocess.TimeoutExpired:
