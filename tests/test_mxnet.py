@@ -113,6 +113,24 @@ def test_a_value_overwritten_after_the_call_is_logged_as_it_was(logdir):
     assert tb_scalars(event_files(logdir)[0]) == [("s", 0, 4.0)]
 
 
+def test_a_0d_ndarray_is_logged_as_its_number_in_every_kind_that_takes_one(logdir):
+    """A 0-d NDArray (`reshape(())`, or mxnet.np's 0-d arrays) is one number. On e1226c8 the
+    legacy one failed in MXNet's `_copyto` ("inferring shapes failed") at add_scalar."""
+    legacy = nd.array([2.5]).reshape(())
+    assert legacy.shape == ()
+    numpy_style = mx.np.array(3.5)  # mxnet.np: 0-d without set_np()
+    with SummaryWriter(logdir) as w:
+        w.add_scalar("legacy", legacy, 0)
+        w.add_scalar("np", numpy_style, 0)
+        w.add_scalars("named", {"a": legacy, "b": numpy_style}, 0)
+        w.add_histogram("h", legacy, 0)
+    assert sorted(tb_scalars(event_files(logdir)[0])) == [("legacy", 0, 2.5), ("np", 0, 3.5)]
+    for name, value in (("a", 2.5), ("b", 3.5)):
+        assert tb_scalars(event_files(os.path.join(logdir, "named", name))[0]) == [("named", 0, value)]
+    (_, buckets), = tensor_values(plugin_accumulator(logdir), "h")
+    assert buckets[:, 2].sum() == 1 and buckets[0, 0] <= 2.5 <= buckets[-1, 1]
+
+
 def test_ndarray_scalars_past_one_ring_of_slots_are_served_as_they_were_at_each_call(logdir, serve):
     # one NDArray rewritten in place after every call (each call must copy it), in four dtypes,
     # 2500 calls: more than one ring of slots (1024), and slots freed and reused

@@ -30,7 +30,11 @@ class Snapshot(Pending):
         mx = sys.modules["mxnet"]
         self.shape = shape = array.shape
         self.dtype = dtype = np.dtype(array.dtype)
-        self._copy = _copy(mx, array, mx.cpu())
+        if shape:
+            self._copy = _copy(mx, array, mx.cpu())
+        else:  # MXNet copies a 0-d array only with NumPy's shape semantics on (else () is "unknown")
+            with mx.util.np_shape(True):
+                self._copy = _copy(mx, array, mx.cpu())
         self._check = check
         self.ndim = len(shape)
         self.size = int(np.prod(shape))
