@@ -1,10 +1,12 @@
 """TensorBoard's info files (`pid-N.info`, which `tensorboard.notebook.list()` and `%tensorboard`
 read): the bundle records in its own file who wrote it, and removes only files whose writer it
 can prove gone, across PID namespaces (containers sharing a temporary directory) too."""
+import contextlib
 import json
 import os
 import stat
 import sys
+import tempfile
 from typing import Any, Dict, NamedTuple, Optional
 
 __all__ = ["forget_dead_servers", "record_writer"]
@@ -62,7 +64,9 @@ def _record() -> Optional[Dict[str, Any]]:
 def record_writer() -> None:
     """Make `manager.write_info_file` (which TensorBoard's program calls once it serves) add who
     wrote the file: the boot, the PID namespace and this process's start time, so that a later
-    launcher anywhere can prove it gone."""
+    launcher anywhere can prove it gone. The file appears whole (written aside, then renamed):
+    upstream's, opened then written, was empty when its server was killed in between, and no
+    launcher could then prove that server gone."""
     from tensorboard import manager
 
     def write_info_file(info: Any) -> None:
@@ -72,10 +76,22 @@ def record_writer() -> None:
             fields = json.loads(payload)
             fields[KEY] = record
             payload = json.dumps(fields, sort_keys=True, indent=4)
-        with open(manager._get_info_file_path(), "w") as outfile:
-            outfile.write(payload + "\n")
+        _write_whole(manager._get_info_file_path(), payload + "\n")
 
     manager.write_info_file = write_info_file
+
+
+def _write_whole(path: str, text: str) -> None:
+    """`text` as the file `path`, which readers see whole or not at all (private to its owner)."""
+    fd, aside = tempfile.mkstemp(dir=os.path.dirname(path), prefix="." + os.path.basename(path) + ".")
+    try:
+        with os.fdopen(fd, "w") as outfile:
+            outfile.write(text)
+        os.replace(aside, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(aside)
+        raise
 
 
 def _namespace_in_use(namespace: int) -> bool:

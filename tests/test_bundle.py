@@ -551,11 +551,14 @@ def _own_info_dir(tmp_path, monkeypatch):
 
 
 def _written(path, timeout=30):
-    """Wait (bounded) for a server's info file, which it writes once it serves."""
+    """Wait (bounded) for a server's info file, which it writes once it serves; it must be whole
+    the moment it exists (upstream's was empty for a moment: a server killed then left it so)."""
     deadline = time.monotonic() + timeout
     while not os.path.exists(path):
         assert time.monotonic() < deadline, "no info file %s after %d s" % (path, timeout)
-        time.sleep(0.1)
+        time.sleep(0.005)
+    with open(path) as f:
+        assert json.loads(f.read())["pid"] == int(os.path.basename(path)[4:-5]), path
     return path
 
 
