@@ -1,13 +1,13 @@
 """TensorBoard's info files (`pid-N.info`, which `tensorboard.notebook.list()` and `%tensorboard`
 read): the bundle records in its own file who wrote it, and removes only files whose writer it
 can prove gone, across PID namespaces (containers sharing a temporary directory) too."""
-import contextlib
 import json
 import os
 import stat
 import sys
-import tempfile
 from typing import Any, Dict, NamedTuple, Optional
+
+from mxboard._format import files
 
 __all__ = ["forget_dead_servers", "record_writer"]
 
@@ -76,22 +76,9 @@ def record_writer() -> None:
             fields = json.loads(payload)
             fields[KEY] = record
             payload = json.dumps(fields, sort_keys=True, indent=4)
-        _write_whole(manager._get_info_file_path(), payload + "\n")
+        files.replace_whole(manager._get_info_file_path(), (payload + "\n").encode(), 0o600)  # owner only
 
     manager.write_info_file = write_info_file
-
-
-def _write_whole(path: str, text: str) -> None:
-    """`text` as the file `path`, which readers see whole or not at all (private to its owner)."""
-    fd, aside = tempfile.mkstemp(dir=os.path.dirname(path), prefix="." + os.path.basename(path) + ".")
-    try:
-        with os.fdopen(fd, "w") as outfile:
-            outfile.write(text)
-        os.replace(aside, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(aside)
-        raise
 
 
 def _namespace_in_use(namespace: int) -> bool:
