@@ -181,8 +181,8 @@ def table(logdir: Union[str, "os.PathLike[str]"], kind: str = "scalars", raw: bo
 
 def _scalar_columns(logdir: str, raw: bool, strict: bool) -> Dict[str, List[Any]]:
     """The scalars table as lists (`_scalar_arrays`)."""
-    names, group, step, wall, value = _scalar_arrays(logdir, raw, strict)
-    return {"run": [names[g][0] for g in group.tolist()], "tag": [names[g][1] for g in group.tolist()],
+    names, series, step, wall, value = _scalar_arrays(logdir, raw, strict)
+    return {"run": [names[i][0] for i in series.tolist()], "tag": [names[i][1] for i in series.tolist()],
             "step": step.tolist(), "wall_time": wall.tolist(), "value": value.tolist()}
 
 
@@ -192,16 +192,20 @@ def _scalar_arrays(logdir: str, raw: bool, strict: bool) -> Tuple[List[Tuple[str
 
     Simple scalar Events are decoded many at once by numpy (`_reading/scan.py`), and the rest (tensor
     scalars, events of several values) by protobuf. The rows are in file order, and hold what
-    TensorBoard shows unless `raw` is true."""
-    from ._reading.scan import scan_file
+    TensorBoard shows unless `raw` is true. The work grows with the events read, not with the
+    number of runs and tags."""
+    from ._reading.scan import joined, scan_file
 
-    groups: Dict[Tuple[str, str], int] = {}  # (run, tag) -> its number
-    chunks: List[Tuple[Any, ...]] = []  # (group numbers, places, steps, walls, values), numpy arrays
+    names: Dict[Tuple[str, str], int] = {}  # (run, tag) -> its series' number
+    chunks: List[Tuple[Any, ...]] = []  # (series numbers, places, steps, walls, values), numpy arrays
     one_file = not is_url(logdir) and os.path.isfile(logdir)
     for index, path in enumerate(event_files(logdir)):
         run = "." if one_file else run_of(logdir, path.rsplit("/", 1)[0] if is_url(path) else os.path.dirname(path))
-        base = (index + 1) << 40  # a row's place is its file's number, then its record's number
+        # A row's place is its file's number, then its record's number.
+        base = (index + 1) << 40
         plugins: Dict[str, Optional[str]] = {}
+        # The series number of each of the file's decoded tags, by the scan's tag id.
+        series_of = np.zeros(0, np.int64)
         for window in scan_file(path, strict=strict):
             rows: List[Tuple[int, int, int, float, float]] = []
             for number, payload in window.others:
@@ -218,35 +222,70 @@ def _scalar_arrays(logdir: str, raw: bool, strict: bool) -> Tuple[List[Tuple[str
                         plugins[value.tag] = value.metadata.plugin_data.plugin_name or plugins.get(value.tag)
                     row = _row("scalars", value, plugins.get(value.tag))
                     if row is not None:
-                        rows.append((groups.setdefault((run, value.tag), len(groups)), base + number, event.step,
+                        rows.append((names.setdefault((run, value.tag), len(names)), base + number, event.step,
                                      event.wall_time, row[0]))
             if rows:
                 chunks.append(tuple(np.array(column, dtype) for column, dtype in
                                     zip(zip(*rows), (np.int64, np.int64, np.int64, np.float64, np.float64))))
+            if len(series_of) < len(window.tags):
+                series_of = np.append(series_of, numbered(names, [(run, tag) for tag in window.tags[len(series_of):]]))
+            # After the others, as a tag's plugin is named in its first event, which may be one of them.
             plugins.update(window.plugins)
-            tensors = {tag: pieces for tag, pieces in window.tensors.items() if plugins.get(tag) == "scalars"}
-            # after the others, as a tag's plugin is named in its first event, which may be one of them
-            for found in (window.scalars, tensors):
-                for tag, pieces in found.items():
-                    group = groups.setdefault((run, tag), len(groups))
-                    for numbers, steps, walls, values in pieces:
-                        chunks.append((np.full(len(numbers), group), numbers + base, steps, walls, values))
+            ids, numbers, steps, walls, values = joined(window.scalars)
+            chunks.append((series_of[ids], numbers + base, steps, walls, values))
+            ids, numbers, steps, walls, values = joined(window.tensors)
+            if len(ids):
+                present = np.unique(ids)
+                named = np.array([plugins.get(window.tags[i]) == "scalars" for i in present.tolist()])
+                kept = named[np.searchsorted(present, ids)]
+                chunks.append((series_of[ids[kept]], numbers[kept] + base, steps[kept], walls[kept], values[kept]))
     if not chunks:
         return [], np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0), np.zeros(0)
-    group, place, step, wall, value = (np.concatenate([c[i] for c in chunks]) for i in range(5))
-    order = np.argsort(place, kind="stable")  # file order, and a record's values in their own order
-    group, step, wall, value = group[order], step[order], wall[order], value[order].astype(np.float64)
+    series, place, step, wall, value = (np.concatenate([c[i] for c in chunks]) for i in range(5))
+    # File order, and a record's values in their own order.
+    order = np.argsort(place, kind="stable")
+    series, step, wall, value = series[order], step[order], wall[order], value[order].astype(np.float64)
     if not raw:
-        shown = np.ones(len(step), bool)
-        by_group = np.argsort(group, kind="stable")
-        bounds = np.flatnonzero(np.diff(group[by_group])) + 1
-        # in each run and tag, a point whose step is at or above a later point's step is hidden
-        for rows_of_group in np.split(by_group, bounds):
-            steps = step[rows_of_group]
-            later = np.append(np.minimum.accumulate(steps[::-1])[::-1][1:], np.iinfo(np.int64).max)
-            shown[rows_of_group[steps >= later]] = False
-        group, step, wall, value = group[shown], step[shown], wall[shown], value[shown]
-    return list(groups), group, step, wall, value
+        shown = shown_points(series, step)
+        series, step, wall, value = series[shown], step[shown], wall[shown], value[shown]
+    return list(names), series, step, wall, value
+
+
+def numbered(names: Dict[Any, int], keys: List[Any]) -> Any:
+    """The number of each of `keys` (distinct) in `names`, which numbers its keys in the order
+    they were added; a key not there yet is added."""
+    found = list(map(names.get, keys))
+    numbers = np.array([-1 if known is None else known for known in found], np.int64)
+    if None in found:
+        missing = [i for i, known in enumerate(found) if known is None]
+        start = len(names)
+        names.update(zip([keys[i] for i in missing], range(start, start + len(missing))))
+        numbers[missing] = np.arange(start, start + len(missing))
+    return numbers
+
+
+def shown_points(series: Any, steps: Any) -> Any:
+    """Which points TensorBoard shows, of points in the order written: a point is hidden when a
+    later point of its series has a step at or below its own (a run resumed from a checkpoint
+    logs its tags again from there).
+
+    Computed for every series at once: the points are sorted by series, keeping their order, and
+    each step is compared with the least step after it in its series. The steps are replaced by
+    their ranks, offset by series, so that one running minimum over the reversed points never
+    crosses from one series into the next."""
+    n = len(steps)
+    if n < 2:
+        return np.ones(n, bool)
+    by_series = np.argsort(series, kind="stable")
+    ranks = np.unique(steps, return_inverse=True)[1].reshape(-1).astype(np.int64)
+    _, dense = np.unique(series, return_inverse=True)
+    keys = dense.reshape(-1).astype(np.int64)[by_series] * (n + 1) + ranks[by_series]
+    least_after = np.minimum.accumulate(keys[::-1])[::-1]
+    later = np.append(least_after[1:], np.iinfo(np.int64).max)
+    # the last point of a series has no later point in it: the next series' keys are all higher
+    shown = np.empty(n, bool)
+    shown[by_series] = keys < later
+    return shown
 
 
 def _shown(rows: List[Tuple[Any, ...]]) -> List[Tuple[Any, ...]]:
@@ -345,9 +384,9 @@ def _frame(kind: str, logdir: Union[str, "os.PathLike[str]"], raw: bool, strict:
     if kind != "scalars":
         return pd.DataFrame(table(logdir, kind, raw=raw, strict=strict))
     # straight from numpy: no Python object a row (2M rows took 5 times the memory as lists)
-    names, group, step, wall, value = _scalar_arrays(checked_logdir(os.fspath(logdir)), raw, strict)
+    names, series, step, wall, value = _scalar_arrays(checked_logdir(os.fspath(logdir)), raw, strict)
     runs, tags = (np.array([name[i] for name in names], dtype=object) for i in (0, 1))
-    return pd.DataFrame({"run": runs[group], "tag": tags[group], "step": step, "wall_time": wall, "value": value})
+    return pd.DataFrame({"run": runs[series], "tag": tags[series], "step": step, "wall_time": wall, "value": value})
 
 
 def scalars(logdir: Union[str, "os.PathLike[str]"], raw: bool = False, strict: bool = False) -> Any:

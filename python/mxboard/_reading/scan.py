@@ -1,9 +1,11 @@
 """Read event files at disk speed, for `mxboard.reader`'s scalars table and for `mxboard.report`.
 
-numpy frames a window of a file and checks every CRC. The simple scalar Events in it (a wall time,
-a step, and one value with a tag and a `simple_value`, as mxboard, tensorboardX and torch write
-them) are decoded many at once from the layout of one of them, and every other record is handed
-on as bytes, for protobuf. docs/architecture.md ("Reading event files back") says more."""
+numpy frames a window of a file. The simple scalar Events in it (a wall time, a step, and one
+value with a tag and a `simple_value`, as mxboard, tensorboardX and torch write them) are decoded
+many at once: every Event laid out as one of them, whatever its tag, is decoded together, its CRC
+checked. Every other record is handed on as bytes for protobuf, once its CRC is checked. The work
+grows with the records and bytes read, not with the number of tags. docs/architecture.md
+("Reading event files back") says more."""
 from __future__ import annotations
 
 import warnings
@@ -17,33 +19,107 @@ from ..errors import CorruptRecordWarning, DataLossError
 from ..proto import SummaryMetadata
 from .records import open_at, read_records, torn
 
-__all__ = ["Window", "scan", "scan_file"]
+__all__ = ["Tags", "Window", "joined", "scan", "scan_file"]
 
-TEMPLATE_MOST = 512  # a payload longer than this is not a simple scalar, and is handed on untried
+# A payload longer than this is not a simple scalar, and is handed on untried.
+TEMPLATE_MOST = 512
+# The most layouts tried among the records of one length in a window. The records left after that
+# (each laid out its own way: a description per tag, say) are handed on to protobuf, so that the
+# work stays linear.
+LAYOUTS_MOST = 32
+
+# (tag ids, record numbers, steps, walls, values): the rows of one layout, as numpy arrays
+Chunk = Tuple[Any, Any, Any, Any, Any]
+class Tags:
+    """The tags of one file's decoded scalars, each given an id in the order first met.
+
+    The ids are shared by all the windows of the file, so a tag is decoded from UTF-8 once a
+    window at most, and a reader maps each id to its series once."""
+
+    __slots__ = ("names", "_ids")
+
+    def __init__(self) -> None:
+        self.names: List[str] = []
+        self._ids: Dict[bytes, int] = {}
+
+    def ids(self, columns: Any) -> Tuple[Any, Any]:
+        """The id of the tag in each row of `columns` (k x n uint8), and a mask of the rows whose
+        tag was read.
+
+        Rows are grouped by a hash of their bytes, and each group's first row is looked up by its
+        bytes. A row is left out of the mask where its tag is not UTF-8, or where its bytes differ
+        from its group's first row (two tags with one hash): protobuf then reads it."""
+        keys = _keys(columns)
+        unique, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
+        inverse = inverse.reshape(-1)
+        width = columns.shape[1]
+        blob = np.ascontiguousarray(columns[first]).tobytes()
+        raws = [blob[at:at + width] for at in range(0, len(unique) * width, width)]
+        found = list(map(self._ids.get, raws))
+        ids = np.array([-1 if known is None else known for known in found], np.int64)
+        if None in found:
+            missing = [i for i, known in enumerate(found) if known is None]
+            ids[missing] = self._added([raws[i] for i in missing])
+        row_ids = ids[inverse]
+        read = row_ids >= 0
+        if len(unique) < len(columns):
+            read &= (columns == columns[first[inverse]]).all(axis=1)
+        return row_ids, read
+
+    def _added(self, raws: List[bytes]) -> Any:
+        """The ids given to tags met for the first time (distinct), -1 for those that are not
+        UTF-8."""
+        try:
+            names = [raw.decode("utf-8") for raw in raws]
+        except UnicodeDecodeError:
+            return np.array([self._added([raw])[0] if _utf8(raw) else -1 for raw in raws], np.int64)
+        start = len(self.names)
+        self.names.extend(names)
+        self._ids.update(zip(raws, range(start, start + len(raws))))
+        return np.arange(start, start + len(raws))
+
+
+def _utf8(raw: bytes) -> bool:
+    try:
+        raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
 
 
 class Window:
-    """What one window of a file held, in record order. Record numbers count from the file's first
-    record.
+    """What one window of a file held. Record numbers count from the file's first record.
 
     Attributes:
-        scalars: `{tag: [(record numbers, steps, walls, values)]}` of its scalar Events, as numpy
-            arrays.
+        scalars: the simple scalar Events, as chunks of (tag ids, record numbers, steps, walls,
+            values), numpy arrays; a tag id indexes `tags`.
         tensors: the same, of float32 scalar tensors without metadata. They are scalars if the
             tag's plugin, named in its first event, is "scalars".
+        tags: the names of the file's decoded tags, by id (one list for all its windows).
         plugins: `{tag: the plugin that its decoded events' metadata named}`.
         others: `[(record number, payload)]` of the other records, their CRCs checked.
         records: how many records the window framed.
     """
 
-    __slots__ = ("scalars", "tensors", "plugins", "others", "records")
+    __slots__ = ("scalars", "tensors", "tags", "plugins", "others", "records")
 
-    def __init__(self) -> None:
-        self.scalars: Dict[str, List[Tuple[Any, Any, Any, Any]]] = {}
-        self.tensors: Dict[str, List[Tuple[Any, Any, Any, Any]]] = {}
+    def __init__(self, tags: Optional[Tags] = None) -> None:
+        self.scalars: List[Chunk] = []
+        self.tensors: List[Chunk] = []
+        self.tags: List[str] = (tags or Tags()).names
         self.plugins: Dict[str, str] = {}
         self.others: List[Tuple[int, bytes]] = []
         self.records = 0
+
+
+def joined(chunks: List[Chunk]) -> Chunk:
+    """The chunks' rows as one chunk (empty arrays where there are none)."""
+    if not chunks:
+        empty = np.zeros(0, np.int64)
+        return empty, empty, empty, np.zeros(0), np.zeros(0, np.float32)
+    if len(chunks) == 1:
+        return chunks[0]
+    return tuple(np.concatenate([chunk[i] for chunk in chunks]) for i in range(5))
 
 
 def _frame(d: Any) -> Optional[Tuple[Any, Any, int]]:
@@ -96,7 +172,8 @@ def _varint(p: bytes, at: int) -> Tuple[int, int]:
             raise ValueError("varint too long")
 
 
-Layout = Tuple[Optional[int], Optional[Tuple[int, int]], int, str, Optional[str]]
+# (the wall's offset, the step's byte range, the value's offset, the tag's byte range, the plugin)
+Layout = Tuple[Optional[int], Optional[Tuple[int, int]], int, Tuple[int, int], Optional[str]]
 
 
 def _layout(p: bytes) -> Optional[Layout]:
@@ -104,10 +181,9 @@ def _layout(p: bytes) -> Optional[Layout]:
 
     Such an Event holds a wall time, a step and a summary of one tagged value, and nothing else.
     The value is a `simple_value`, or a float32 scalar tensor whose metadata, if any, names the
-    scalars plugin. The layout is (the wall's offset, the step's byte range, the value's offset,
-    the tag, the plugin): the plugin is "scalars" where the metadata says so, "" for a tensor
-    without metadata (the tag's plugin, named in its first event, must then say "scalars"), and
-    None for a plain simple_value."""
+    scalars plugin. The plugin of the layout is "scalars" where the metadata says so, "" for a
+    tensor without metadata (the tag's plugin, named in its first event, must then say
+    "scalars"), and None for a plain simple_value."""
     try:
         wall = step = value = tag = None
         tensor, metadata = False, None
@@ -115,15 +191,18 @@ def _layout(p: bytes) -> Optional[Layout]:
         while at < n:
             key = p[at]
             at += 1
-            if key == 0x09 and wall is None:  # wall_time, fixed64
+            # wall_time, a fixed64
+            if key == 0x09 and wall is None:
                 wall, at = at, at + 8
-            elif key == 0x10 and step is None:  # step, varint
+            # step, a varint
+            elif key == 0x10 and step is None:
                 start = at
                 _, at = _varint(p, at)
                 step = (start, at)
-            elif key == 0x2A and value is None:  # summary
+            # the summary, last, with one value in it
+            elif key == 0x2A and value is None:
                 size, at = _varint(p, at)
-                if at + size != n or p[at] != 0x0A:  # the summary last, and one value in it
+                if at + size != n or p[at] != 0x0A:
                     return None
                 inner, at = _varint(p, at + 1)
                 if at + inner != n:
@@ -133,17 +212,18 @@ def _layout(p: bytes) -> Optional[Layout]:
                     at += 1
                     if key == 0x0A and tag is None:
                         size, at = _varint(p, at)
-                        tag = p[at:at + size].decode("utf-8")
-                        at += size
-                    elif key == 0x15 and value is None:  # simple_value
+                        p[at:at + size].decode("utf-8")
+                        tag, at = (at, at + size), at + size
+                    # simple_value, a float32
+                    elif key == 0x15 and value is None:
                         value, at = at, at + 4
-                    elif key == 0x42 and value is None:  # tensor
+                    elif key == 0x42 and value is None:
                         size, at = _varint(p, at)
                         value = _scalar_tensor(p, at, at + size)
                         if value is None:
                             return None
                         tensor, at = True, at + size
-                    elif key == 0x4A and metadata is None:  # metadata
+                    elif key == 0x4A and metadata is None:
                         size, at = _varint(p, at)
                         metadata, at = p[at:at + size], at + size
                     else:
@@ -157,7 +237,8 @@ def _layout(p: bytes) -> Optional[Layout]:
                 return None
             return wall, step, value, tag, "scalars"
         return wall, step, value, tag, "" if tensor else None
-    except Exception:  # noqa: BLE001 (any payload that is not this layout: protobuf reads it)
+    # Any payload that is not this layout is read by protobuf.
+    except Exception:  # noqa: BLE001
         return None
 
 
@@ -186,40 +267,68 @@ def _scalar_tensor(p: bytes, at: int, end: int) -> Optional[int]:
     return value if dtype == 1 and at == end else None
 
 
-def _scalars(rows: Any, numbers: Any, offsets: Any, crcs: Any, window: Window, corrupt: List[int]) -> None:
-    """Decode the records of one payload length (`rows`, k x length): each simple scalar layout
-    found is decoded for all its rows at once, and the other records are handed on."""
-    undecided = np.ones(len(rows), bool)
-    width = rows.shape[1]
-    while True:
-        left = np.flatnonzero(undecided)
-        if not len(left):
-            return
+def _decode(rows: Any, numbers: Any, offsets: Any, crcs: Any, window: Window, tags: Tags, corrupt: List[int]) -> None:
+    """Decode the records of one payload length (`rows`, k x length).
+
+    The first record not yet decided is parsed. If it is a simple scalar, every record laid out as
+    it is (the same bytes but for the tag, wall, step and value, each step a varint of the same
+    length) is decoded with it at once, whatever its tag. Otherwise it is handed on. Either way,
+    no record is believed before its CRC is checked."""
+    left = np.arange(len(rows))
+    layouts = 0
+    while len(left):
         first = int(left[0])
-        layout = _layout(rows[first].tobytes())
+        payload = rows[first].tobytes()
+        layout = _layout(payload) if layouts < LAYOUTS_MOST else None
         if layout is None:
-            undecided[first] = False
-            window.others.append((int(numbers[first]), rows[first].tobytes()))
+            if masked_crc32c(payload) == int(crcs[first]):
+                window.others.append((int(numbers[first]), payload))
+            else:
+                corrupt.append(int(offsets[first]))
+            left = left[1:]
             continue
+        layouts += 1
+        wall, step, value, (tag_start, tag_end), plugin = layout
         varying = _varying(layout)
-        fixed = np.ones(width, bool)
-        fixed[varying] = False
-        # Find the rows of this layout, whatever their tag: group them by their fixed bytes (by a
-        # hash, then comparing each group's bytes), and check the layout of each group's first row.
-        keys = _keys(rows[left][:, fixed])
-        unique, inverse = np.unique(keys, return_inverse=True)
-        for group in range(len(unique)):
-            members = left[inverse == group]
-            head = int(members[0])
-            found = layout if head == first else _layout(rows[head].tobytes())
-            if found is None or _varying(found) != varying:
-                continue
-            members = members[(rows[members][:, fixed] == rows[head, fixed]).all(axis=1)]
-            undecided[members] = False
-            _decoded(rows[members], members, found, varying, numbers, offsets, crcs, window, corrupt)
+        shape = np.ones(rows.shape[1], bool)
+        shape[varying] = False
+        shape[tag_start:tag_end] = False
+        block = rows[left]
+        same = (block[:, shape] == block[0, shape]).all(axis=1)
+        if step is not None:
+            # A step's bytes but the last have their high bit set: the varint ends where first's does.
+            same &= block[:, step[1] - 1] < 0x80
+            if step[1] - step[0] > 1:
+                same &= (block[:, step[0]:step[1] - 1] >= 0x80).all(axis=1)
+        members, block, rest = left[same], block[same], left[~same]
+        ids, read = tags.ids(block[:, tag_start:tag_end])
+        if not read.all():
+            rest = np.sort(np.concatenate([rest, members[~read]]))
+            members, block, ids = members[read], block[read], ids[read]
+        left = rest
+        good = masked_crc32c_rows(block, varying + list(range(tag_start, tag_end))) == crcs[members]
+        if not good.all():
+            corrupt.extend(int(offsets[i]) for i in members[~good])
+            members, block, ids = members[good], block[good], ids[good]
+        if not len(members):
+            continue
+        steps = np.zeros(len(members), np.uint64)
+        if step is not None:
+            for j, column in enumerate(range(*step)):
+                steps |= (block[:, column] & 0x7F).astype(np.uint64) << np.uint64(7 * j)
+        walls = (np.ascontiguousarray(block[:, wall:wall + 8]).view("<f8").ravel() if wall is not None
+                 else np.zeros(len(members)))
+        values = np.ascontiguousarray(block[:, value:value + 4]).view("<f4").ravel()
+        if plugin:
+            for tag_id in np.unique(ids).tolist():
+                window.plugins[tags.names[tag_id]] = plugin
+        (window.tensors if plugin == "" else window.scalars).append(
+            (ids, numbers[members], steps.view(np.int64), walls, values))
 
 
 def _varying(layout: Layout) -> List[int]:
+    """The columns of the wall, the step and the value: those that differ between records of one
+    layout and tag."""
     wall, step, value, _, _ = layout
     varying = list(range(value, value + 4))
     if wall is not None:
@@ -242,29 +351,9 @@ def _keys(block: Any) -> Any:
     return key
 
 
-def _decoded(block: Any, members: Any, layout: Layout, varying: List[int], numbers: Any, offsets: Any, crcs: Any,
-             window: Window, corrupt: List[int]) -> None:
-    """The rows of one layout and tag: CRCs checked, wall, step and value decoded."""
-    wall, step, value, tag, plugin = layout
-    good = masked_crc32c_rows(block, varying) == crcs[members]
-    if not good.all():
-        corrupt.extend(int(offsets[i]) for i in members[~good])
-        members, block = members[good], block[good]
-    steps = np.zeros(len(members), np.uint64)
-    if step is not None:
-        for j, column in enumerate(range(*step)):
-            steps |= (block[:, column] & 0x7F).astype(np.uint64) << np.uint64(7 * j)
-    walls = (np.ascontiguousarray(block[:, wall:wall + 8]).view("<f8").ravel() if wall is not None
-             else np.zeros(len(members)))
-    values = np.ascontiguousarray(block[:, value:value + 4]).view("<f4").ravel()
-    if plugin:
-        window.plugins[tag] = plugin
-    (window.tensors if plugin == "" else window.scalars).setdefault(tag, []).append(
-        (numbers[members], steps.view(np.int64), walls, values))
-
-
-def scan(data: bytes, first: int = 0) -> Optional[Tuple[Window, int, List[int]]]:
-    """Read the whole records at the start of `data`, numbered from `first`.
+def scan(data: bytes, first: int = 0, tags: Optional[Tags] = None) -> Optional[Tuple[Window, int, List[int]]]:
+    """Read the whole records at the start of `data`, numbered from `first`, their tags given ids
+    in `tags` (the file's, shared by its windows; a new one by default).
 
     Returns (the window, the bytes consumed, the byte offsets of the records whose payload fails
     its CRC), or None where numpy cannot frame the records."""
@@ -273,7 +362,8 @@ def scan(data: bytes, first: int = 0) -> Optional[Tuple[Window, int, List[int]]]
     if framed is None:
         return None
     starts, lengths, consumed = framed
-    window, corrupt = Window(), []  # type: Window, List[int]
+    tags = tags if tags is not None else Tags()
+    window, corrupt = Window(tags), []  # type: Window, List[int]
     window.records = len(starts)
     numbers = np.arange(first, first + len(starts), dtype=np.int64)
     trailer_at = starts + 12 + lengths
@@ -289,8 +379,9 @@ def scan(data: bytes, first: int = 0) -> Optional[Tuple[Window, int, List[int]]]
                     corrupt.append(int(starts[i]))
             continue
         rows = _rows(d, starts[chosen] + 12, int(length))
-        _scalars(rows, numbers[chosen], starts[chosen], crcs[chosen], window, corrupt)
+        _decode(rows, numbers[chosen], starts[chosen], crcs[chosen], window, tags, corrupt)
     window.others.sort(key=lambda other: other[0])
+    corrupt.sort()
     return window, consumed, corrupt
 
 
@@ -301,6 +392,7 @@ def scan_file(path: str, window_bytes: int = 8 << 20, strict: bool = False) -> I
     `strict` a corrupt record raises its DataLossError. Where numpy cannot frame a window, the
     shared framing (`events.whole_records`) frames it; what that cannot frame either (a header
     found inside a payload) is read record by record from there."""
+    tags = Tags()
     with _bounded(path, open_at, path, 0) as f:
         carry, base, number = b"", 0, 0
         while True:
@@ -309,12 +401,12 @@ def scan_file(path: str, window_bytes: int = 8 << 20, strict: bool = False) -> I
             if not data:
                 return
             problem = None
-            scanned = scan(data, number)
+            scanned = scan(data, number, tags)
             if scanned is None:
                 whole, problem = whole_records(data, 1 << 64, start=0, check_from=0)
-                scanned = scan(data[:whole], number)
+                scanned = scan(data[:whole], number, tags)
                 if scanned is None or scanned[1] != whole:
-                    yield from _record_by_record(path, base, number, strict)
+                    yield from _record_by_record(path, base, number, strict, tags)
                     return
             window, consumed, corrupt = scanned
             for bad in corrupt:
@@ -350,15 +442,15 @@ def _corrupt(message: str, strict: bool) -> None:
     warnings.warn(CorruptRecordWarning(message), stacklevel=3)
 
 
-def _record_by_record(path: str, offset: int, number: int, strict: bool) -> Iterator[Window]:
-    window = Window()
+def _record_by_record(path: str, offset: int, number: int, strict: bool, tags: Tags) -> Iterator[Window]:
+    window = Window(tags)
     for payload in read_records(path, offset, strict=strict):
         window.others.append((number, payload))
         number += 1
         if len(window.others) >= 4096:
             window.records = len(window.others)
             yield window
-            window = Window()
+            window = Window(tags)
     window.records = len(window.others)
     if window.others:
         yield window

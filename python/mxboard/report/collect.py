@@ -17,7 +17,7 @@ import numpy as np
 from google.protobuf.message import DecodeError
 
 from .. import reader
-from .._reading.scan import scan_file
+from .._reading.scan import joined, scan_file
 from ..proto import Event
 from ..proto import hparams as hparams_proto
 from ..storage import run_of
@@ -36,50 +36,64 @@ DRAWN = {"scalars", "images", "audio", "text", "histograms", "distributions", "p
          "hparams"}
 
 
-class _Series:
-    """The points of one run's tag, as numpy chunks.
+class _Points:
+    """Every scalar point read, of every run and tag, as numpy chunks.
 
     Each point keeps its place in the logdir (its file and record), so that points read by the
     vectorized path and by protobuf are put back in the order they were written. TensorBoard's
-    rule is then applied: a step logged again hides the points from that step on."""
+    rule is then applied: a step logged again hides the points from that step on. The work is
+    done for all series at once, so it grows with the points, not with the number of series."""
 
-    __slots__ = ("chunks", "pending")
+    __slots__ = ("keys", "chunks", "pending")
 
     def __init__(self) -> None:
-        self.chunks: List[Tuple[Any, Any, Any, Any]] = []  # (places, steps, values, walls)
-        self.pending: List[Tuple[int, int, float, float]] = []
+        self.keys: Dict[Tuple[str, str], int] = {}
+        # (series numbers, places, steps, values, walls)
+        self.chunks: List[Tuple[Any, Any, Any, Any, Any]] = []
+        self.pending: List[Tuple[int, int, int, float, float]] = []
 
-    def add(self, place: int, step: int, value: float, wall: float) -> None:
-        self.pending.append((place, step, value, wall))
+    def number(self, key: Tuple[str, str]) -> int:
+        """The number of the series of `key` (run, tag)."""
+        return self.keys.setdefault(key, len(self.keys))
+
+    def add(self, key: Tuple[str, str], place: int, step: int, value: float, wall: float) -> None:
+        self.pending.append((self.number(key), place, step, value, wall))
         if len(self.pending) >= 4096:
             self._flush()
 
-    def extend(self, places: Any, steps: Any, values: Any, walls: Any) -> None:
+    def extend(self, series: Any, places: Any, steps: Any, values: Any, walls: Any) -> None:
         self._flush()
-        self.chunks.append((places, steps, values, walls))
+        self.chunks.append((series, places, steps, values, walls))
 
     def _flush(self) -> None:
         if self.pending:
-            places, steps, values, walls = zip(*self.pending)
-            self.chunks.append((np.array(places, np.int64), np.array(steps, np.int64), np.array(values, np.float64),
-                                np.array(walls, np.float64)))
+            series, places, steps, values, walls = zip(*self.pending)
+            self.chunks.append((np.array(series, np.int64), np.array(places, np.int64), np.array(steps, np.int64),
+                                np.array(values, np.float64), np.array(walls, np.float64)))
             self.pending = []
 
-    def arrays(self) -> Tuple[Any, Any, Any]:
-        """(steps, values, walls) as TensorBoard shows them (float64 arrays)."""
+    def series(self) -> Dict[Tuple[str, str], Tuple[Any, Any, Any]]:
+        """`{(run, tag): (steps, values, walls)}` as TensorBoard shows them (float64 arrays)."""
         self._flush()
-        chunks, self.chunks = self.chunks, []  # freed as each series is made, so memory holds one copy
-        places, steps, values, walls = (np.concatenate([c[i] for c in chunks]) for i in range(4))
+        chunks, self.chunks = self.chunks, []
+        if not chunks:
+            return {}
+        series, places, steps, values, walls = (np.concatenate([c[i] for c in chunks]) for i in range(5))
+        # The chunks are freed as the columns are made, so that memory holds one copy.
         del chunks
-        if len(places) > 1 and (np.diff(places) < 0).any():
-            order = np.argsort(places, kind="stable")
-            steps, values, walls = steps[order], values[order], walls[order]
-        if len(steps) > 1:  # a point is shown if every later point's step is above its own
-            later = np.append(np.minimum.accumulate(steps[::-1])[::-1][1:], np.iinfo(np.int64).max)
-            shown = steps < later
-            if not shown.all():
-                steps, values, walls = steps[shown], values[shown], walls[shown]
-        return steps.astype(np.float64), values.astype(np.float64), walls.astype(np.float64)
+        order = np.argsort(places, kind="stable")
+        series, steps, values, walls = series[order], steps[order], values[order], walls[order]
+        shown = reader.shown_points(series, steps)
+        by_series = np.argsort(series[shown], kind="stable")
+        series = series[shown][by_series]
+        steps, values, walls = (column[shown][by_series].astype(np.float64) for column in (steps, values, walls))
+        bounds = np.flatnonzero(np.diff(series)).tolist()
+        starts, ends = [0] + [b + 1 for b in bounds], [b + 1 for b in bounds] + [len(series)]
+        names = list(self.keys)
+        # Each series is a view of the three columns.
+        out = {names[number]: (steps[start:end], values[start:end], walls[start:end])
+               for number, start, end in zip(series[starts].tolist(), starts, ends)}
+        return out
 
 
 class _Kept:
@@ -156,7 +170,7 @@ class _Reading:
 
     def __init__(self, out: Collected, tags: Optional[Pattern[str]]) -> None:
         self.out, self.tags = out, tags
-        self.series: Dict[Tuple[str, str], _Series] = {}
+        self.points = _Points()
         self.kept = {kind: _Kept(size) for kind, size in KEEP.items()}
         self.layouts: Dict[str, Any] = {}  # run -> its last Custom Scalars layout (a Layout proto)
         self.files = 0
@@ -201,8 +215,7 @@ def collect(logdir: str, runs: Optional[Pattern[str]] = None, tags: Optional[Pat
     if not one_file and "://" not in logdir:
         for run in _projector_runs(logdir, runs):
             out.left_out.setdefault("projector", {})[run] = None
-    for key, found in reading.series.items():
-        out.scalars[key] = found.arrays()
+    out.scalars = reading.points.series()
     for kind, kept in reading.kept.items():
         setattr(out, "texts" if kind == "text" else kind, kept.items())
         out.seen[kind] = kept.seen
@@ -250,11 +263,16 @@ def _read_file(path: str, run: str, reading: _Reading) -> None:
     parsed by protobuf. A value that cannot be read (a tensor of no known shape, or plugin data
     that is not protobuf) is left out, and a note says so."""
     tags = reading.tags
-    plugins: Dict[str, str] = {}  # tag -> plugin name (a tag's first value carries it)
+    # tag -> plugin name (a tag's first value carries it)
+    plugins: Dict[str, str] = {}
     reading.files += 1
-    base = reading.files << 40  # a point's place is its file's number, then its record's number
+    # A point's place is its file's number, then its record's number.
+    base = reading.files << 40
+    # The series number of each of the file's decoded tags, by the scan's tag id (-1: not wanted).
+    series_of = np.zeros(0, np.int64)
     for window in scan_file(path):
-        for number, payload in window.others:  # read first, as a tag's plugin is named in its first event
+        # Read first, as a tag's plugin is named in its first event.
+        for number, payload in window.others:
             try:
                 event = Event.FromString(payload)
             except DecodeError as exc:
@@ -263,16 +281,22 @@ def _read_file(path: str, run: str, reading: _Reading) -> None:
                 continue
             _read_event(event, path, run, base + number, plugins, reading)
         plugins.update(window.plugins)
-        scalar_tensors = {tag: pieces for tag, pieces in window.tensors.items() if plugins.get(tag) == "scalars"}
-        for found in (window.scalars, scalar_tensors):  # put back in the order written by their places
-            for tag, pieces in found.items():
-                if tags is not None and not tags.search(tag):
-                    continue
-                series = reading.series.get((run, tag))
-                if series is None:
-                    series = reading.series[(run, tag)] = _Series()
-                for numbers, steps, walls, values in pieces:
-                    series.extend(numbers + base, steps, values, walls)
+        if len(series_of) < len(window.tags):
+            new = window.tags[len(series_of):]
+            wanted = np.array([tags is None or tags.search(tag) is not None for tag in new], bool)
+            numbers = np.full(len(new), -1, np.int64)
+            numbers[wanted] = reader.numbered(reading.points.keys, [(run, tag) for tag, keep in zip(new, wanted) if keep])
+            series_of = np.append(series_of, numbers)
+        for chunks, tensors in ((window.scalars, False), (window.tensors, True)):
+            ids, numbers, steps, walls, values = joined(chunks)
+            wanted = series_of[ids] >= 0
+            if tensors and len(ids):
+                present = np.unique(ids)
+                named = np.array([plugins.get(window.tags[i]) == "scalars" for i in present.tolist()])
+                wanted &= named[np.searchsorted(present, ids)]
+            if wanted.any():
+                reading.points.extend(series_of[ids[wanted]], numbers[wanted] + base, steps[wanted],
+                                      values[wanted].astype(np.float64), walls[wanted])
 
 
 def _read_event(event: Any, path: str, run: str, place: int, plugins: Dict[str, str], reading: _Reading) -> None:
@@ -308,10 +332,7 @@ def _add(value: Any, plugin: Optional[str], run: str, step: int, wall: float, pl
     elif field == "simple_value" or (field == "tensor" and plugin == "scalars"):
         number = (value.simple_value if field == "simple_value"
                   else float(tensor_util.make_ndarray(value.tensor).reshape(-1)[0]))
-        series = reading.series.get(key)
-        if series is None:
-            series = reading.series[key] = _Series()
-        series.add(place, step, number, wall)
+        reading.points.add(key, place, step, number, wall)
     elif field == "image" or (field == "tensor" and plugin == "images"):
         image = _image(value)
         if image is not None:
