@@ -332,14 +332,14 @@ def test_scalars_held_from_many_threads_at_once_each_read_their_own_value(fake_g
     from mxboard.frameworks.scalar_slots import DeviceScalarSlots
 
     slots = DeviceScalarSlots(size=4)  # a ring a few calls: growth all the time
-    ring = slots.rings[Kind.TORCH_CUDA]
+    torch_slots = slots.by_kind[Kind.TORCH_CUDA]
     held, start = [], threading.Barrier(8)
 
     def log(first):
         start.wait()
         for i in range(50):
             value = float(first * 1000 + i)
-            held.append(((ring, ring.hold(torch.tensor(value))), value))
+            held.append(((torch_slots, torch_slots.hold(torch.tensor(value))), value))
 
     threads = [threading.Thread(target=log, args=(n,)) for n in range(8)]
     switch = sys.getswitchinterval()
@@ -372,10 +372,10 @@ def test_a_device_scalar_crosses_at_most_ten_files_on_the_callers_thread():
     assert names.count("convert.py") == 1, names  # its kind asked once
 
 
-def test_scalars_of_every_kind_and_ring_are_read_in_call_order(logdir, fake_gpu):
-    """Floats, torch CUDA scalars (their ring), MXNet scalars of shape (1,) (theirs) and of shape
+def test_scalars_of_every_kind_are_read_in_call_order(logdir, fake_gpu):
+    """Floats, torch CUDA scalars (their slots), MXNet scalars of shape (1,) (theirs) and of shape
     (1, 1) (captured alone), interleaved on one tag and with display names: the writer thread reads
-    each ring in one batch, and TensorBoard's loader reads every value at its step, in call
+    each kind's slots in one batch, and TensorBoard's loader reads every value at its step, in call
     order; the caller's thread never waited on the stream."""
     if mxnet is None:
         pytest.skip("mxnet is not installed")

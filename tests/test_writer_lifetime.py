@@ -73,7 +73,7 @@ def test_a_writer_collected_on_its_own_writer_thread_is_closed_by_the_reaper(log
         gc.collect()
         ran.set()
 
-    holder[0]._core.worker.call(collect_here)
+    holder[0]._core.thread.call(collect_here)
     assert ran.is_set() and not holder
     assert lifecycle.reaped(10)
     (path,) = event_files(logdir)

@@ -197,7 +197,7 @@ class WriterLifecycle(RuleBasedStateMachine):
             entered.set()
             busy.wait(STEP_SECS)
 
-        self.writers[i]._core.worker.put(Task(keep_busy, (), Outcome()))
+        self.writers[i]._core.thread.put(Task(keep_busy, (), Outcome()))
         assert entered.wait(STEP_SECS)  # the thread took its batch: later calls go to the next one
 
     def release(self, i):
@@ -251,7 +251,7 @@ class WriterLifecycle(RuleBasedStateMachine):
             self.release(1 - i)
         if collector is not None:  # a task that collects on that writer thread, once the reference is gone
             gate, task = threading.Event(), Task(lambda storage: (gate.wait(STEP_SECS), gc.collect()), (), Outcome())
-            collector._core.worker.put(task)
+            collector._core.thread.put(task)
             collector = None
         # resumed as from a checkpoint: purge_step writes restart marks, the records stay (raw reading)
         purge_step = self.step[i] + 1 if purge else None

@@ -1,7 +1,7 @@
 """The scalars of one writer, its hot path: a series id for each tag (in the main event file) and
 for each named value (in its sub-run's file), the calling thread's columns, and device scalars
-(an MXNet NDArray, a torch CUDA tensor) copied into a slot of their kind's ring without waiting
-for the device. Everything here runs on the caller's thread, after the writer checked that it
+(an MXNet NDArray, a torch CUDA tensor) copied into a free slot of their kind's slots without
+waiting for the device. Everything here runs on the caller's thread, after the writer checked that it
 is open."""
 from __future__ import annotations
 
@@ -34,12 +34,12 @@ class Described(NamedTuple):
 
 
 class Scalars:
-    """`worker`: the writer thread's verbs (tags' scalars go to its main file); `slots`
+    """`thread`: the writer thread's verbs (tags' scalars go to its main file); `slots`
     (scalar_slots.DeviceScalarSlots): where device scalars are copied; `suffix`: the event files'
     (a named value's sub-run has a file of its own)."""
 
-    def __init__(self, worker: WriterThread, slots: DeviceScalarSlots, suffix: str) -> None:
-        self._worker = worker
+    def __init__(self, thread: WriterThread, slots: DeviceScalarSlots, suffix: str) -> None:
+        self._thread = thread
         self._slots = slots
         self._suffix = suffix
         self._lock = threading.Lock()  # guards new series
@@ -53,7 +53,7 @@ class Scalars:
         checks.tag(tag)
         with self._lock:
             if tag not in self.ids:
-                self.ids[tag] = self._worker.add_series(None, tag)
+                self.ids[tag] = self._thread.add_series(None, tag)
             return self.ids[tag]
 
     def append(self, series: int, value: float, step: int, wall: float) -> bool:
@@ -63,19 +63,20 @@ class Scalars:
         try:
             columns = self._local.columns
         except AttributeError:
-            columns = self._local.columns = self._worker.columns()
+            columns = self._local.columns = self._thread.columns()
         columns.append(series, value, step, wall)
         if len(columns.series) >= WAKE_EVERY:
-            self._worker.hand_over(columns)
-        return self._worker.holds_for_caller
+            self._thread.hand_over(columns)
+        return self._thread.holds_for_caller
 
     def append_device(self, series: int, tag: str, value: convert.Deferred, step: int, wall: float) -> bool:
-        """Queue one checked device scalar (`convert.Deferred`): copied now into a slot of the
-        ring its kind names, read by the writer thread once its device computed it, in call
+        """Queue one checked device scalar (`convert.Deferred`): copied now into a free slot of
+        the slots its kind names, read by the writer thread once its device computed it, in call
         order with the rows. Returns what `append` returns."""
-        ring = self._slots.rings[value.kind]
-        self._worker.put_scalar(PendingScalar(series, (ring, ring.hold(value.array)), step, wall, self._warner(tag)))
-        return self._worker.holds_for_caller
+        slots = self._slots.by_kind[value.kind]
+        self._thread.put_scalar(PendingScalar(series, (slots, slots.hold(value.array)), step, wall,
+                                              self._warner(tag)))
+        return self._thread.holds_for_caller
 
     def add(self, tag: str, value: Union[convert.Named, Described], step: int, wall: float) -> None:
         """`Named` values, each name a line of its own in one chart, from the sub-run
@@ -95,20 +96,20 @@ class Scalars:
                 else:  # read by the writer thread once its device computed it
                     self.append_device(series, "%s/%s" % (tag, name), v, step, wall)
         else:  # Described: its value a float or a Pending, which the Record resolves
-            self._worker.put(Record(None, described_scalar_summary, (tag, value.value, value.display_name,
+            self._thread.put(Record(None, described_scalar_summary, (tag, value.value, value.display_name,
                                                                      value.description), step, wall))
 
     def non_finite(self, tag: str, value: float, step: int) -> None:
         """On the caller's thread: a NaN or infinite scalar of `tag` is logged as given (TensorBoard
         draws it: a NaN loss is what a curve most needs to show), and said once a tag."""
-        self._worker.warn_once(("scalar", tag), non_finite_message(tag, value, step))
+        self._thread.warn_once(("scalar", tag), non_finite_message(tag, value, step))
 
     def _warner(self, tag: str) -> Callable[[float, int], None]:
         """What the writer thread calls for a device scalar of `tag` found NaN or infinite (made
         once a tag, at its first call's line: a call costs no frame walk)."""
         warner = self._warners.get(tag)
         if warner is None:
-            warn = self._worker.warner(call_site(), ("scalar", tag))
+            warn = self._thread.warner(call_site(), ("scalar", tag))
 
             def warner(value: float, step: int) -> None:
                 warn(non_finite_message(tag, value, step))
@@ -119,13 +120,13 @@ class Scalars:
     def add_to_file(self, file: Any, values: Mapping[str, float], step: int, wall: float) -> None:
         """`{tag: float}` as scalars of the file `file` (WriterThread.open_sub_run_file; an hparams run's metrics)."""
         for tag, value in values.items():
-            self.append(self._worker.add_series(file, tag), value, step, wall)
+            self.append(self._thread.add_series(file, tag), value, step, wall)
 
     def _named_value_series(self, tag: str, name: str) -> int:
         with self._lock:
             if (tag, name) not in self._named:
-                file = self._worker.open_sub_run_file((tag, name), self._suffix)  # logdir/<tag>/<name>/
-                self._named[(tag, name)] = self._worker.add_series(file, tag)
+                file = self._thread.open_sub_run_file((tag, name), self._suffix)  # logdir/<tag>/<name>/
+                self._named[(tag, name)] = self._thread.add_series(file, tag)
             return self._named[(tag, name)]
 
 

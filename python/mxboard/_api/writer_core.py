@@ -27,10 +27,10 @@ __all__ = ["WriterCore"]
 
 
 class WriterCore:
-    """What a `SummaryWriter` has: its worker, its scalars, its files and their lifecycle, and
-    the step and walltime its calls are stamped with. Every call other than a plain scalar
-    queues through `queue_summary` or `queue_record`. Arguments: those of `SummaryWriter`,
-    checked."""
+    """What a `SummaryWriter` has: its writer thread, its scalars, its files and their
+    lifecycle, and the step and walltime its calls are stamped with. Every call other than a
+    plain scalar queues through `queue_summary` or `queue_record`. Arguments: those of
+    `SummaryWriter`, checked."""
 
     def __init__(self, destination: Destination, max_queue: int, flush_secs: float, suffix: str, verbose: bool,
                  purge_step: Optional[int], hooks: bool = True) -> None:
@@ -60,24 +60,24 @@ class WriterCore:
                             self.default_wall if walltime is None else walltime)
 
     def _open(self, purge_step: Optional[int] = None) -> None:
-        """Start a worker, whose thread opens the main event file, and the scalars over it (again
+        """Start a writer thread, which opens the main event file, and the scalars over it (again
         after close, or in a forked child). `purge_step`: the main file begins as a restart at
         that step (tensorboardX's and torch's purge_step)."""
         slots = DeviceScalarSlots()  # where device scalars are copied
-        self.worker = WriterThread(self._flush_secs, self._max_queue, slots.read)
+        self.thread = WriterThread(self._flush_secs, self._max_queue, slots.read)
         # nothing of the scalars refers back to the writer: once unreferenced, it is freed at once
-        self.scalars: Union[Scalars, ClosedScalars] = Scalars(self.worker, slots, self._suffix)
-        # collected unclosed: the reaper thread closes the worker (never the collecting thread,
-        # which may be a writer thread); at exit, lifecycle.py closes every writer thread and
-        # says on stderr what failed
-        self._finalizer = weakref.finalize(self, lifecycle.reap, self.worker)
+        self.scalars: Union[Scalars, ClosedScalars] = Scalars(self.thread, slots, self._suffix)
+        # collected unclosed: the reaper thread closes the writer thread (never the collecting
+        # thread, which may be another writer's); at exit, lifecycle.py closes every writer thread
+        # and says on stderr what failed
+        self._finalizer = weakref.finalize(self, lifecycle.reap, self.thread)
         self._finalizer.atexit = False
-        self.worker.start_writing(self._destination, self._suffix, purge_step, self._verbose, self._hooks)
+        self.thread.start_writing(self._destination, self._suffix, purge_step, self._verbose, self._hooks)
 
     def open_sub_run_file(self, *names: str) -> int:
         """The id of a new event file, with this writer's filename suffix, in the sub-run
         `logdir/<names...>/` (opened on the writer thread)."""
-        return self.worker.open_sub_run_file(names, self._suffix)
+        return self.thread.open_sub_run_file(names, self._suffix)
 
     def queue_scalar(self, tag: str, value: Any, global_step: Any, walltime: Any) -> None:
         """Named values, an NDArray read later, or a described scalar (scalars.Scalars.add); the
@@ -98,7 +98,7 @@ class WriterCore:
     def warner(self, site: Any, once: Any = None) -> Callable[[str], None]:
         """A warning a builder on the writer thread may give, shown at `site`, the user's line
         (writer_thread.WriterThread.warner)."""
-        return self.worker.warner(site, once)
+        return self.thread.warner(site, once)
 
     def said_once(self, head: str, step: Optional[int], site: Any = None) -> Callable[[str], None]:
         """The NaN and Inf policy's warning for an array kind (docs/guarantees.md): `say(what)`
@@ -112,14 +112,14 @@ class WriterCore:
             site = self._sites.get(head)
             if site is None:
                 site = self._sites[head] = call_site()
-        worker = self.worker
+        thread = self.thread
         where = "" if step is None else " at step %d" % step
-        return lambda what: worker.warner(site, head)("%s: %s%s; said once a tag" % (head, what, where))
+        return lambda what: thread.warner(site, head)("%s: %s%s; said once a tag" % (head, what, where))
 
     def call_in_order(self, fn: Callable[..., Any], *args: Any) -> None:
         """`fn(storage, *args)` on the writer thread after everything queued; returns once it ran
         (files in place), raising what it raised."""
-        self.worker.call(fn, *args)
+        self.thread.call(fn, *args)
 
     def add_layout(self, layout: Mapping[str, Mapping[str, Any]], build: Callable[[Any], Any],
                    convert: Callable[[Mapping[str, Any]], Any]) -> None:
@@ -149,28 +149,28 @@ class WriterCore:
         """Queue `build(*args)` (a Summary or an Event) for the writer thread, then deliver what
         the thread holds for the caller."""
         step, wall = self.stamp(global_step, walltime)
-        self.worker.put(Record(file, build, tuple(args), step, wall))
+        self.thread.put(Record(file, build, tuple(args), step, wall))
         self.deliver_to_caller()
 
     def reopen_if_needed(self) -> None:
-        """Before a call queues its item: a closed writer reopens; a forked child opens a worker
-        (and files) of its own."""
-        if self.closed or self.worker.forked:
+        """Before a call queues its item: a closed writer reopens; a forked child opens a writer
+        thread (and files) of its own."""
+        if self.closed or self.thread.forked:
             self._reopen_for_call()
 
     def deliver_to_caller(self) -> None:
         """After a call queued its item: raise what the writer thread has to report."""
-        if self.worker.holds_for_caller:
-            self.worker.deliver_to_caller()
+        if self.thread.holds_for_caller:
+            self.thread.deliver_to_caller()
 
     def deliver_or_reopen(self) -> bool:
         """The scalar hot path's one check, after queueing: raise what the writer thread has to
         report (a call racing close() was written, or raises); True in a forked child, which now
-        has a worker of its own for the call, to be made once more."""
-        if self.worker.forked:
+        has a writer thread of its own for the call, to be made once more."""
+        if self.thread.forked:
             self._reopen_for_call()
             return True
-        self.worker.deliver_to_caller()
+        self.thread.deliver_to_caller()
         return False
 
     def _reopen_for_call(self) -> None:
@@ -192,7 +192,7 @@ class WriterCore:
 
         self.flush()
         exported: Dict[str, List[List[float]]] = {}
-        for names, run, pieces in self.worker.written():
+        for names, run, pieces in self.thread.written():
             prefix = [self.logdir] + ([run] if run != "." else [])  # mxboard's keys: <logdir>/<tag>, and
             named = names is not None and len(names) == 2  # <logdir>/<tag>/<name> for named values
             for piece, _ in pieces:
@@ -209,7 +209,7 @@ class WriterCore:
     def clear_scalars(self) -> None:
         """export_scalars starts afresh from here."""
         self.flush()
-        self.cleared = {piece: size for _, _, pieces in self.worker.written() for piece, size in pieces}
+        self.cleared = {piece: size for _, _, pieces in self.thread.written() for piece, size in pieces}
 
     # -- lifecycle --------------------------------------------------------------------------
     def flush(self) -> None:
@@ -221,7 +221,7 @@ class WriterCore:
         if self.closed:
             return
         self.reopen_if_needed()
-        self.worker.flush()
+        self.thread.flush()
         self.deliver_to_caller()
 
     def close(self) -> None:
@@ -236,10 +236,10 @@ class WriterCore:
         self.closed = True
         self.scalars = ClosedScalars()  # a later add_scalar misses the hot path's lookup, and reopens
         self._finalizer.detach()
-        fault = self.worker.close()
+        fault = self.thread.close()
         if fault is not None:
             raise fault
-        self.worker.show_warnings()
+        self.thread.show_warnings()
 
     def reopen(self) -> None:
         """After `close()`, start logging again, into a new event file (mxboard's reopen; any

@@ -45,7 +45,7 @@ class EventFiles:
         self._main = main_file
         self._verbose = verbose
         self.main_file: Optional[EventFile] = None
-        self.files: List[EventFile] = []  # every EventFile opened, closed with the worker
+        self.files: List[EventFile] = []  # every EventFile opened, closed with the writer thread
         self._sub_run_files: Dict[int, EventFile] = {}  # a sub-run's file by its id (`new_file_id`)
         self._names: Dict[int, Tuple[str, ...]] = {}  # id(EventFile) -> its sub-run's names
         self._next_file = itertools.count(1)

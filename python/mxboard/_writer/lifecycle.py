@@ -87,7 +87,7 @@ class _Process:
 _PROCESS = _Process()
 
 
-def watch(worker: Watched, hooks: bool = True) -> None:
+def watch(writer_thread: Watched, hooks: bool = True) -> None:
     """Register a started writer thread (and the hooks, the first time in each process). Without
     `hooks` (process_hooks=False), the program closes it: no exit hook closes it, no signal
     handler flushes it, and none is installed for it."""
@@ -97,12 +97,12 @@ def watch(worker: Watched, hooks: bool = True) -> None:
             os.register_at_fork(after_in_child=_after_fork_in_child)
     _start_reaper()
     if not hooks:
-        _PROCESS.unhooked.add(worker)
+        _PROCESS.unhooked.add(writer_thread)
         return
     if "exit" not in _PROCESS.installed:
         _PROCESS.installed.add("exit")
         atexit.register(_at_exit)
-    _PROCESS.live.add(worker)
+    _PROCESS.live.add(writer_thread)
     _watch_multiprocessing_exit()
     _watch_sigterm()
 
@@ -130,11 +130,11 @@ def _flag(name: str, default: bool) -> bool:
     raise ValueError("%s must be 1 or 0 (true/false, yes/no, on/off); got %r" % (name, os.environ[name]))
 
 
-def reap(worker: Watched) -> None:
-    """Close the writer thread `worker`, whose writer was collected unclosed, on the reaper thread,
+def reap(writer_thread: Watched) -> None:
+    """Close `writer_thread`, whose writer was collected unclosed, on the reaper thread,
     never on the thread that collected it. This is one C-level put, which is safe wherever a
     collection runs."""
-    _PROCESS.to_reap.put(worker)
+    _PROCESS.to_reap.put(writer_thread)
 
 
 def reaped(timeout: float) -> bool:
@@ -157,23 +157,23 @@ def _start_reaper() -> None:
 def _reap_loop() -> None:
     keep_signals_off_this_thread()
     while True:
-        worker = _PROCESS.to_reap.get()
-        if isinstance(worker, threading.Event):  # a mark of `reaped`
-            worker.set()
+        writer_thread = _PROCESS.to_reap.get()
+        if isinstance(writer_thread, threading.Event):  # a mark of `reaped`
+            writer_thread.set()
             continue
         try:
-            fault = worker.close()
+            fault = writer_thread.close()
         except Exception as exc:  # noqa: BLE001 - nobody to raise to: told here
             fault = exc
         if fault is not None and not isinstance(fault, WriterError):  # a WriterError repeats a told one
             _tell("mxboard: a SummaryWriter collected unclosed could not write everything: %r" % (fault,))
-        del worker, fault  # the writer thread is freed as soon as it is closed
+        del writer_thread, fault  # the writer thread is freed as soon as it is closed
 
 
-def forget(worker: Watched) -> None:
+def forget(writer_thread: Watched) -> None:
     """A closed writer thread leaves the registry (and the signal handlers go when none is left)."""
-    _PROCESS.unhooked.discard(worker)
-    _PROCESS.live.discard(worker)
+    _PROCESS.unhooked.discard(writer_thread)
+    _PROCESS.live.discard(writer_thread)
     _give_back_sigterm()
 
 
@@ -188,9 +188,9 @@ def _at_exit() -> None:
     (130 after the Ctrl-C), by `os._exit`: Python fixes the status before exit hooks run."""
     deadline = time.monotonic() + END_SECS
     failed = interrupted = False
-    for worker in list(_PROCESS.live):
+    for writer_thread in list(_PROCESS.live):
         try:
-            fault = worker.close(time.monotonic() if interrupted else deadline)
+            fault = writer_thread.close(time.monotonic() if interrupted else deadline)
         except Exception as exc:  # noqa: BLE001 - every writer gets its turn
             fault = exc
         except KeyboardInterrupt:  # a Ctrl-C: the others are still closed (keeping at once)
@@ -255,8 +255,8 @@ def _tell(message: str) -> None:
 
 
 def _after_fork_in_child() -> None:
-    for worker in list(_PROCESS.live) + list(_PROCESS.unhooked):
-        worker.abandon()
+    for writer_thread in list(_PROCESS.live) + list(_PROCESS.unhooked):
+        writer_thread.abandon()
     _PROCESS.live.clear()
     _PROCESS.unhooked.clear()
     _PROCESS.turn_asked = None  # the parent's pending call, if the child runs it, finds what the child has
@@ -521,13 +521,13 @@ def _default_action(signum: int) -> bool:
         return False
 
 
-def _write_out(workers: List[Watched], signum: int, deadline: float) -> None:
-    """Everything queued in `workers` written (no wait on a store), by `deadline`; what could
+def _write_out(writer_threads: List[Watched], signum: int, deadline: float) -> None:
+    """Everything queued in `writer_threads` written (no wait on a store), by `deadline`; what could
     not be is said on stderr."""
     name = signal.Signals(signum).name
-    for worker in workers:
+    for writer_thread in writer_threads:
         try:
-            if not worker.write_out(max(0.0, deadline - time.monotonic())):
+            if not writer_thread.write_out(max(0.0, deadline - time.monotonic())):
                 _tell("mxboard: not every event could be written within %d s of %s" % (END_SECS, name))
         except WriterError:  # closed meanwhile, or its thread's error: its close or next call tells
             pass
@@ -551,11 +551,11 @@ def _flush_then_die(signum: int) -> None:
     signal's default action ends the process."""
     keep_signals_off_this_thread()
     deadline = time.monotonic() + END_SECS
-    workers = list(_PROCESS.live)
-    _write_out(workers, signum, deadline)
-    for worker in workers:
+    writer_threads = list(_PROCESS.live)
+    _write_out(writer_threads, signum, deadline)
+    for writer_thread in writer_threads:
         try:
-            worker.save_what_waits(deadline)
+            writer_thread.save_what_waits(deadline)
         except Exception as exc:  # noqa: BLE001
             _tell("mxboard: could not keep every event before %s: %r" % (signal.Signals(signum).name, exc))
     if _default_action(signum):  # ended by the signal, as it would have been without us

@@ -46,7 +46,7 @@ class State(enum.Enum):
     NEW = "new"  # not started: nothing to write, nothing to close
     OPEN = "open"
     CLOSED = "closed"  # close() ran: a call's data can no longer be written
-    FORKED = "forked"  # a forked child's copy of its parent's worker: it writes nothing
+    FORKED = "forked"  # a forked child's copy of its parent's writer thread: it writes nothing
 
 
 class WriterThread:
@@ -95,7 +95,7 @@ class WriterThread:
     # -- the caller's side ------------------------------------------------------------------
     @property
     def forked(self) -> bool:
-        """Whether this is a forked child's copy of the parent's worker (it writes nothing)."""
+        """Whether this is a forked child's copy of the parent's writer thread (it writes nothing)."""
         return self.state is State.FORKED
 
     def written(self) -> List[Tuple[Optional[Tuple[str, ...]], str, List[Tuple[str, int]]]]:

@@ -20,8 +20,8 @@ from typing import Any, Dict, Optional
 from accelerate.tracking import TensorBoardTracker as _AccelerateTracker
 from accelerate.tracking import on_main_process
 
-from .._api.writer import SummaryWriter
-from .._format.names import is_url
+from .. import SummaryWriter
+from ..storage import is_url
 
 __all__ = ["TensorBoardTracker"]
 

@@ -21,8 +21,8 @@ from typing import Any, Dict, List, Optional, Tuple, Union
 import numpy as np
 from keras import backend, callbacks, layers, ops, optimizers
 
-from .._api.writer import SummaryWriter
-from ..summaries._common import metadata, summary, tensor
+from .. import SummaryWriter
+from ..proto import DataType, Summary, SummaryMetadata, TensorProto, TensorShapeProto
 
 __all__ = ["TensorBoard"]
 
@@ -30,8 +30,12 @@ MAX_IMAGES = 3  # tf.summary.image's max_outputs, which Keras's callback leaves 
 
 
 def _keras_model_summary(tag: str, json_config: str) -> Any:
-    """The model's config as the Graphs dashboard's conceptual graph (Keras's keras_model_summary)."""
-    return summary(tag, metadata("graph_keras_model", b"1"), tensor=tensor(np.asarray(json_config, dtype=object)))
+    """The model's config as the Graphs dashboard's conceptual graph (Keras's keras_model_summary):
+    a Summary of one string tensor, under the plugin name `graph_keras_model`."""
+    config = TensorProto(dtype=DataType.DT_STRING, tensor_shape=TensorShapeProto(),
+                         string_val=[json_config.encode("utf-8")])
+    plugin = SummaryMetadata(plugin_data=SummaryMetadata.PluginData(plugin_name="graph_keras_model", content=b"1"))
+    return Summary(value=[Summary.Value(tag=tag, metadata=plugin, tensor=config)])
 
 
 class TensorBoard(callbacks.Callback):  # type: ignore[misc]  # keras's types are not checked here
@@ -114,8 +118,7 @@ class TensorBoard(callbacks.Callback):  # type: ignore[misc]  # keras's types ar
             except (TypeError, ValueError, NotImplementedError):  # as in Keras, a graph is no reason to fail
                 config = None
             if config is not None:
-                core = self._writer("train")._core
-                core.queue_summary(_keras_model_summary, "keras", (config,), 0)
+                self._writer("train").add_summary(_keras_model_summary("keras", config), 0)
         if self.embeddings_freq:
             self._configure_embeddings()
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 import os
 from typing import Any, Dict, Mapping, Optional
 
-from .._api.writer import SummaryWriter
+from .. import SummaryWriter
 
 try:
     from lightning.fabric.loggers.logger import rank_zero_experiment

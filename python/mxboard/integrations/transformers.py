@@ -21,7 +21,7 @@ from typing import Any, Optional
 from transformers.integrations.integration_utils import TensorBoardCallback as _HFCallback
 from transformers.integrations.integration_utils import rewrite_logs
 
-from .._api.writer import SummaryWriter
+from .. import SummaryWriter
 
 __all__ = ["TensorBoardCallback"]
 

@@ -7,7 +7,8 @@ objects. `Nowhere` (local.py) is `write_to_disk=False` and writes nothing. Each 
 `Destination.of(logdir, ...)` makes a writer's storage settings, every default among them, and
 its `open()` picks the storage. `checked_logdir(logdir)` checks a logdir, and
 `open_filesystem(url)` opens a store's fsspec filesystem with mxboard's settings: the reader and
-the bundled server use both.
+the bundled server use both. `is_url(logdir)` says whether a logdir is in an object store, as a
+writer decides it; it is public (`from mxboard.storage import is_url`), for integrations and users.
 """
 from dataclasses import dataclass
 from typing import Optional
@@ -19,11 +20,9 @@ from .protocols import EventFile, Storage
 from .remote import S3_REQUESTS, RemoteStorage, SpoolSettings, UploadPolicy, checked_logdir, open_filesystem
 from .remote.policy import DEFAULT_POLICY
 
-within = call_with_timeout  # the name this function had before
-
 __all__ = ["Destination", "EventFile", "LocalEventFile", "LocalStorage", "Nowhere", "RemoteStorage", "SpoolSettings",
            "Storage", "UploadPolicy", "call_with_timeout", "checked_logdir", "components", "is_url", "open_filesystem",
-           "run_of", "S3_REQUESTS", "within"]
+           "run_of", "S3_REQUESTS"]
 
 
 @dataclass(frozen=True)
