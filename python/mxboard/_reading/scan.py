@@ -141,6 +141,9 @@ def _frame(d: Any) -> Optional[Tuple[Any, Any, int]]:
     stored = np.ascontiguousarray(header[:, 8:12]).view("<u4").ravel()
     valid = masked_crc32c_rows(np.ascontiguousarray(header[:, :8]), range(8)) == stored
     starts = at[valid].astype(np.int64)
+    if not len(starts) or starts[0] != 0:
+        # the first header fails its checksum: the shared framing says where and why
+        return None
     lengths = np.ascontiguousarray(header[valid, :8]).view("<u8").ravel().astype(np.int64)
     ends = starts + 16 + lengths
     fits = ends <= n
