@@ -131,9 +131,9 @@ def parse(argv: List[str]) -> Launch:
 
 
 def _logdir(logdir: Optional[str]) -> Optional[str]:
-    """--logdir as mxboard's writer and reader take it (a `file://` URL as its path, a mistyped
-    scheme refused in their words); a store whose client package is missing is left to
-    logdirs.py, which says what reads it."""
+    """--logdir as mxboard's writer and reader take it (`~` expanded, which the shell leaves in
+    `--logdir=~/x`; a `file://` URL as its path; a mistyped scheme refused in their words); a
+    store whose client package is missing is left to logdirs.py, which says what reads it."""
     return None if logdir is None else checked_logdir(logdir, packages=False)
 
 

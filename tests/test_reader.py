@@ -98,8 +98,8 @@ def test_the_command_says_what_went_wrong_in_one_line(tmp_path):
 
     with SummaryWriter(str(tmp_path / "run")) as writer:
         writer.add_scalar("loss", 1.0, 0)
-    cases = [(("export", str(tmp_path / "missing"), "--csv"), 1, "mxboard export: %s does not exist"
-              % (tmp_path / "missing")),
+    cases = [(("export", str(tmp_path / "missing"), "--csv"), 1, "mxboard export: logdir %r does not exist"
+              % str(tmp_path / "missing")),
              (("export", str(tmp_path), "--csv", "--kind", "text"), 1, "mxboard export: no text in %s (nothing "
               "written; --kind says which: histograms, hparams, scalars, text)" % tmp_path),
              (("export", str(tmp_path), "--csv", "-o", "/nonexistent/x.csv"), 1,

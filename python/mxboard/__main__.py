@@ -7,22 +7,28 @@
 hparams) as CSV or JSON, for scripts. It holds what TensorBoard shows, or every record with
 `--raw`, and needs no pandas. A corrupt record is skipped with a warning, or is an error with
 `--strict`. A logdir that does not exist or holds nothing of that kind is an error (exit status
-1), and then nothing is written. A pipe closed early (`| head`) ends the export quietly."""
+1), and then nothing is written. A pipe closed early (`| head`) ends the export quietly.
+
+`python -m mxboard run SCRIPT|-m MODULE [ARGS...]` runs a program as Python would, with torch's and
+tensorboardX's SummaryWriter mxboard's (mxboard._patch.program; docs/any-library.md)."""
 import argparse
 import csv
 import json
 import os
 import sys
 import time
-from typing import Any, Dict, Optional, Sequence, TextIO
+import warnings
+from typing import Any, Callable, Dict, Optional, Sequence, TextIO
 
 from . import __version__, reader
+from .errors import MXBoardWarning
 
 EXAMPLES = """examples:
   python -m mxboard report runs/demo -o demo.html           the dashboards as one HTML file (no server)
   python -m mxboard export runs/demo --csv                  every scalar TensorBoard shows, as CSV
   python -m mxboard export runs/demo --json -o scalars.json
   python -m mxboard export s3://bucket/exp --kind histograms --csv
+  python -m mxboard run train.py --epochs 3                 train.py, its torch or tensorboardX writers mxboard's
   tensorboard --logdir runs                                 serve them (the bundled TensorBoard)
 """
 
@@ -59,6 +65,9 @@ def _parse(argv: Optional[Sequence[str]]) -> argparse.Namespace:
                         help="the most points drawn for one scalar series (each stretch keeps its lowest and "
                              "highest point; a report of many series draws fewer, to stay under about 20 MB): "
                              "%(default)s")
+    # Listed for --help only: main() hands `run` its arguments before anything is parsed.
+    commands.add_parser("run", help="run SCRIPT|-m MODULE [ARGS...] as python would, its torch and tensorboardX "
+                                    "writers mxboard's (docs/any-library.md)")
     return parser.parse_args(argv)
 
 
@@ -86,11 +95,9 @@ def _table(logdir: str, kind: str, raw: bool, strict: bool) -> Dict[str, Any]:
     from .storage import checked_logdir
 
     try:
-        logdir = checked_logdir(logdir)
+        logdir = checked_logdir(logdir, must_exist=True)
     except (ValueError, ImportError) as exc:
         sys.exit("mxboard export: %s" % exc)
-    if "://" not in logdir and not os.path.exists(logdir):
-        sys.exit("mxboard export: %s does not exist" % logdir)
     columns = reader.table(logdir, kind, raw=raw, strict=strict)
     if not len(next(iter(columns.values()), ())):
         sys.exit("mxboard export: no %s in %s (nothing written; --kind says which: %s)"
@@ -111,8 +118,36 @@ def _write(columns: Dict[str, Any], fmt: str, out: TextIO) -> None:
         writer.writerow({k: json.dumps(v) if isinstance(v, list) else v for k, v in row.items()})
 
 
+def _one_line(command: str, formatted: Callable[..., str]) -> Callable[..., str]:
+    """Python's `formatwarning`, but an MXBoardWarning (a corrupt record, a link loop) is one
+    line, `mxboard <command>: <what>`, as the commands say everything else. Only how a warning
+    is printed changes: filters and `catch_warnings(record=True)` see it as before."""
+
+    def one_line(message: Any, category: Any, filename: str, lineno: int, line: Optional[str] = None) -> str:
+        if issubclass(category, MXBoardWarning):
+            return "mxboard %s: %s\n" % (command, message)
+        return formatted(message, category, filename, lineno, line)
+
+    return one_line
+
+
 def main(argv: Optional[Sequence[str]] = None) -> None:
+    given = sys.argv[1:] if argv is None else list(argv)
+    if given[:1] == ["run"]:  # the program's arguments are its own: none is parsed here
+        from ._patch.program import run
+
+        run(given[1:])
+        return
     args = _parse(argv)
+    formatted = warnings.formatwarning
+    warnings.formatwarning = _one_line(args.command, formatted)
+    try:
+        _run(args)
+    finally:
+        warnings.formatwarning = formatted
+
+
+def _run(args: argparse.Namespace) -> None:
     if args.command == "report":
         _report(args)
         return

@@ -15,12 +15,12 @@ them all. A corrupt record is skipped with a `CorruptRecordWarning`, or raises `
 from __future__ import annotations
 
 import os
-import stat
 from typing import Any, Dict, Iterator, List, Optional, Tuple, Union
 
 import numpy as np
 from google.protobuf.message import DecodeError
 
+from ._reading import listing
 from ._reading.records import corrupt, read_records
 from .errors import CorruptRecordWarning, DataLossError, TornRecordWarning
 from .proto import Event
@@ -44,26 +44,24 @@ def event_files(logdir: Union[str, "os.PathLike[str]"]) -> List[str]:
 
     Returns:
         list: paths (URLs for a store): in name order within each directory, directories
-        sorted; a store's parts included (`<file>`, `<file>.part0001`... in that order).
+        sorted; a store's parts included (`<file>`, `<file>.part0001`... in that order). Links
+        are followed as TensorBoard follows them, each named by its own path below the logdir
+        (`_reading/listing.py`).
 
     Raises:
-        ValueError: `logdir` is neither a regular file nor a directory, or a mistyped URL
-            (storage.checked_logdir: `file://` URLs are local paths).
+        ValueError: a local `logdir` that does not exist (`~` is expanded), one that is neither
+            a regular file nor a directory, or a mistyped URL (storage.checked_logdir: `file://`
+            URLs are local paths).
         ImportError: a store's URL whose client package is not installed.
+
+    Warns:
+        MXBoardWarning: a link loop (a link to the logdir or to a directory above it), which is
+            not followed, as TensorBoard does not follow it.
     """
-    logdir = checked_logdir(os.fspath(logdir))
+    logdir = checked_logdir(os.fspath(logdir), must_exist=True)
     if is_url(logdir):
         return _remote_event_files(logdir)
-    if os.path.isfile(logdir):
-        return [logdir]
-    if os.path.exists(logdir) and not os.path.isdir(logdir):
-        raise ValueError("%s is neither a regular file nor a directory" % logdir)
-    found: List[str] = []
-    for directory, subdirs, names in os.walk(logdir):
-        subdirs.sort()
-        found.extend(path for path in (os.path.join(directory, name) for name in sorted(names) if "tfevents" in name)
-                     if _regular(path))
-    return found
+    return listing.event_files(logdir)
 
 
 def _remote_event_files(url: str) -> List[str]:
@@ -79,13 +77,6 @@ def _remote_event_files(url: str) -> List[str]:
         found = [root]
     found.sort(key=lambda p: (posixpath.dirname(p), posixpath.basename(p)))
     return [str(fs.unstrip_protocol(p)) for p in found]
-
-
-def _regular(path: str) -> bool:
-    try:
-        return stat.S_ISREG(os.stat(path).st_mode)
-    except OSError:  # removed since it was listed, or a dangling link
-        return False
 
 
 def read_events(path: Union[str, "os.PathLike[str]"], strict: bool = False) -> Iterator[Any]:
@@ -145,7 +136,8 @@ def table(logdir: Union[str, "os.PathLike[str]"], kind: str = "scalars", raw: bo
         dict: column name -> list, rows in file order (within a run and tag, the steps as written).
 
     Raises:
-        ValueError: an unknown kind, or a mistyped logdir URL (see `event_files`).
+        ValueError: an unknown kind, a local logdir that does not exist, or a mistyped logdir URL
+            (see `event_files`).
         DataLossError: with `strict`, a corrupt record.
 
     Example:
@@ -153,7 +145,7 @@ def table(logdir: Union[str, "os.PathLike[str]"], kind: str = "scalars", raw: bo
     """
     if kind not in KINDS:
         raise ValueError("kind must be one of %s; got %r" % (", ".join(KINDS), kind))
-    logdir = checked_logdir(os.fspath(logdir))
+    logdir = checked_logdir(os.fspath(logdir), must_exist=True)
     if kind == "scalars":
         return _scalar_columns(logdir, raw, strict)
     rows: List[Tuple[Any, ...]] = []
@@ -384,7 +376,7 @@ def _frame(kind: str, logdir: Union[str, "os.PathLike[str]"], raw: bool, strict:
     if kind != "scalars":
         return pd.DataFrame(table(logdir, kind, raw=raw, strict=strict))
     # straight from numpy: no Python object a row (2M rows took 5 times the memory as lists)
-    names, series, step, wall, value = _scalar_arrays(checked_logdir(os.fspath(logdir)), raw, strict)
+    names, series, step, wall, value = _scalar_arrays(checked_logdir(os.fspath(logdir), must_exist=True), raw, strict)
     runs, tags = (np.array([name[i] for name in names], dtype=object) for i in (0, 1))
     return pd.DataFrame({"run": runs[series], "tag": tags[series], "step": step, "wall_time": wall, "value": value})
 

@@ -18,6 +18,7 @@ from google.protobuf.message import DecodeError
 
 from .. import reader
 from .._reading.scan import joined, scan_file
+from ..errors import MXBoardWarning
 from ..proto import Event
 from ..proto import hparams as hparams_proto
 from ..storage import run_of
@@ -126,7 +127,8 @@ class Collected:
     Attributes:
         scalars: `{(run, tag): (steps, values, walls)}`, as numpy arrays.
         images, audio, texts, histograms, pr_curves: `{(run, tag): [(step, item)]}`, the kept
-            items in step order.
+            items in step order: (mime, bytes), (mime, bytes, label), an array of strings as
+            TensorBoard's text plugin takes it, (wall, (k, 3) buckets), (wall, 6 x N array).
         hparams: `{run: {name: value}}`.
         metrics: the hparams experiment's metrics, as (group, tag) pairs.
         layout: the Custom Scalars categories, merged as TensorBoard merges the runs' last layouts.
@@ -186,8 +188,8 @@ def collect(logdir: str, runs: Optional[Pattern[str]] = None, tags: Optional[Pat
     seen_runs: Dict[str, None] = {}
     one_file = "://" not in logdir and os.path.isfile(logdir)
     with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always", reader.TornRecordWarning)
-        warnings.simplefilter("always", reader.CorruptRecordWarning)
+        # A damaged record, a torn end or a link loop: each is said in the page's notes too.
+        warnings.simplefilter("always", MXBoardWarning)
         for path in _listed(logdir):
             directory = path.rsplit("/", 1)[0] if "://" in path else os.path.dirname(path)
             run = "." if one_file else run_of(logdir, directory)
@@ -207,7 +209,7 @@ def collect(logdir: str, runs: Optional[Pattern[str]] = None, tags: Optional[Pat
                 out.notes.append("%s: cannot be read (%s); left out from there, every other file is reported"
                                  % (printable(path), exc.strerror or exc))
     for warning in caught:
-        if issubclass(warning.category, (reader.TornRecordWarning, reader.CorruptRecordWarning)):
+        if issubclass(warning.category, MXBoardWarning):
             out.notes.append(printable(str(warning.message)))
         else:
             warnings.warn_explicit(warning.message, warning.category, warning.filename, warning.lineno)
@@ -245,10 +247,13 @@ def _listed(logdir: str) -> List[str]:
 
 
 def _projector_runs(logdir: str, runs: Optional[Pattern[str]]) -> List[str]:
-    """The runs with a projector_config.pbtxt (the Projector's embeddings), as TensorBoard finds them."""
+    """The runs with a projector_config.pbtxt (the Projector's embeddings), as TensorBoard finds
+    them: links followed as for the event files (`_reading/listing.py`), and a loop, which the
+    listing of the event files has already said, said no more."""
+    from .._reading.listing import walk
+
     found = []
-    for directory, subdirs, names in os.walk(logdir):
-        subdirs.sort()
+    for directory, names in walk(logdir, say=lambda line: None):
         if "projector_config.pbtxt" in names:
             run = run_of(logdir, directory)
             if runs is None or runs.search(run):
@@ -285,7 +290,8 @@ def _read_file(path: str, run: str, reading: _Reading) -> None:
             new = window.tags[len(series_of):]
             wanted = np.array([tags is None or tags.search(tag) is not None for tag in new], bool)
             numbers = np.full(len(new), -1, np.int64)
-            numbers[wanted] = reader.numbered(reading.points.keys, [(run, tag) for tag, keep in zip(new, wanted) if keep])
+            numbers[wanted] = reader.numbered(reading.points.keys,
+                                              [(run, tag) for tag, keep in zip(new, wanted) if keep])
             series_of = np.append(series_of, numbers)
         for chunks, tensors in ((window.scalars, False), (window.tensors, True)):
             ids, numbers, steps, walls, values = joined(chunks)
@@ -323,6 +329,8 @@ def _read_event(event: Any, path: str, run: str, place: int, plugins: Dict[str, 
 
 
 def _add(value: Any, plugin: Optional[str], run: str, step: int, wall: float, place: int, reading: _Reading) -> None:
+    """Keep one summary value of a kind the report draws. A value whose tensor has not the shape
+    its dashboard needs raises ValueError, which names the shape it has, and is left out."""
     from tensorboard import data_compat
     from tensorboard.util import tensor_util
 
@@ -330,35 +338,74 @@ def _add(value: Any, plugin: Optional[str], run: str, step: int, wall: float, pl
     if plugin == "hparams":
         _hparams(value, run, out)
     elif field == "simple_value" or (field == "tensor" and plugin == "scalars"):
-        number = (value.simple_value if field == "simple_value"
-                  else float(tensor_util.make_ndarray(value.tensor).reshape(-1)[0]))
+        if field == "simple_value":
+            number = value.simple_value
+        else:
+            array = tensor_util.make_ndarray(value.tensor)
+            _check(array, "a scalar needs a tensor of one number", array.size == 1 and _numeric(array))
+            number = float(array.reshape(-1)[0])
         reading.points.add(key, place, step, number, wall)
     elif field == "image" or (field == "tensor" and plugin == "images"):
-        image = _image(value)
-        if image is not None:
-            reading.kept["images"].add(key, step, image)
+        reading.kept["images"].add(key, step, _image(value))
     elif field == "audio" or (field == "tensor" and plugin == "audio"):
         reading.kept["audio"].add(key, step, _audio(value))
     elif field == "tensor" and plugin == "text":
-        strings = tensor_util.make_ndarray(value.tensor).reshape(-1)
-        text = "\n".join(s.decode("utf-8", "replace") if isinstance(s, bytes) else str(s) for s in strings)
-        reading.kept["text"].add(key, step, text)
+        reading.kept["text"].add(key, step, _text(tensor_util.make_ndarray(value.tensor)))
     elif field == "histo" or (field == "tensor" and plugin == "histograms"):
-        migrated = data_compat.migrate_value(value)  # as TensorBoard's (k, 3) buckets
-        buckets = tensor_util.make_ndarray(migrated.tensor).reshape(-1, 3).astype(np.float64)
-        if len(buckets):
-            reading.kept["histograms"].add(key, step, (wall, buckets))
+        # Both forms as TensorBoard's (k, 3) buckets: left edge, right edge, count.
+        array = tensor_util.make_ndarray(data_compat.migrate_value(value).tensor)
+        _check(array, "a histogram needs a numeric tensor of k rows of 3 (left edge, right edge, count)",
+               array.ndim == 2 and array.shape[1] == 3 and _numeric(array))
+        if len(array):
+            reading.kept["histograms"].add(key, step, (wall, array.astype(np.float64)))
     elif field == "tensor" and plugin == "pr_curves":
-        reading.kept["pr_curves"].add(key, step, (wall, tensor_util.make_ndarray(value.tensor)))
+        array = tensor_util.make_ndarray(value.tensor)
+        _check(array, "a PR curve needs a numeric tensor of 6 rows (TP, FP, TN, FN, precision, recall) and a column "
+               "per threshold", array.ndim == 2 and array.shape[0] == 6 and array.shape[1] > 0 and _numeric(array))
+        reading.kept["pr_curves"].add(key, step, (wall, array))
     elif field == "tensor" and plugin == "custom_scalars":
         from tensorboard.plugins.custom_scalar import layout_pb2
 
         layout = layout_pb2.Layout.FromString(tensor_util.make_ndarray(value.tensor).item())
-        reading.layouts[run] = layout  # a run's last layout is the one TensorBoard shows
+        # A run's last layout is the one TensorBoard shows.
+        reading.layouts[run] = layout
     elif plugin in LEFT_OUT or (plugin and plugin.startswith("graph")):
         out.left_out.setdefault(plugin if plugin in LEFT_OUT else "graphs", {})[run] = None
     elif plugin and plugin not in DRAWN:
         out.left_out.setdefault(plugin, {})[run] = None
+
+
+def _numeric(array: Any) -> bool:
+    return bool(array.dtype.kind in "biuf")
+
+
+def _check(array: Any, needs: str, fits: bool) -> None:
+    """Raise ValueError saying what `array` is, unless it `fits` what its dashboard `needs`."""
+    if not fits:
+        raise ValueError(_odd(array, needs))
+
+
+def _odd(array: Any, needs: str) -> str:
+    what = "strings" if array.dtype.kind in "OSU" else array.dtype.name
+    return "%s; this one is %s of shape %s" % (needs, what, tuple(array.shape))
+
+
+def _text(array: Any) -> Any:
+    """A text value's strings, as TensorBoard's text plugin takes them: a string, or an array of
+    strings (a 1-D one is a column, a 2-D one a table). Bytes that are not UTF-8, which
+    TensorBoard cannot show, have the replacement character in their place."""
+    _check(array, "a text needs a tensor of strings", array.dtype.kind in "OS")
+    out = np.empty(array.shape, dtype=object)
+    for index, item in np.ndenumerate(array):
+        if isinstance(item, bytes):
+            try:
+                item.decode("utf-8")
+            except UnicodeDecodeError:
+                item = item.decode("utf-8", "replace").encode("utf-8")
+        elif not isinstance(item, str):
+            raise ValueError("a text needs a tensor of strings; this one holds %s" % type(item).__name__)
+        out[index] = item
+    return out
 
 
 def _hparams(value: Any, run: str, out: Collected) -> None:
@@ -372,16 +419,22 @@ def _hparams(value: Any, run: str, out: Collected) -> None:
                 out.metrics.append((info.name.group, info.name.tag))
 
 
-def _image(value: Any) -> Optional[Tuple[str, bytes]]:
+def _image(value: Any) -> Tuple[str, bytes]:
     """The (mime type, bytes) of an image summary value: the `image` field, or the first image of
-    the images plugin's tensor [width, height, image...]."""
+    the images plugin's tensor [width, height, image...] (TensorBoard's blob sequence)."""
     if value.WhichOneof("value") == "image":
         data = value.image.encoded_image_string
     else:
         strings = value.tensor.string_val
-        if len(strings) < 3:
-            return None
+        shape = tuple(d.size for d in value.tensor.tensor_shape.dim)
+        if len(strings) < 3 or len(shape) != 1:
+            from tensorboard.util import tensor_util
+
+            raise ValueError(_odd(tensor_util.make_ndarray(value.tensor), "an image needs a 1-D tensor of strings: "
+                                  "its width, its height and one or more encoded images"))
         data = strings[2]
+    if not data:
+        raise ValueError("the image is empty (no encoded bytes)")
     mime = "image/gif" if data[:4] == b"GIF8" else "image/png" if data[:4] == b"\x89PNG" else "image/jpeg"
     return mime, bytes(data)
 
@@ -390,12 +443,16 @@ def _audio(value: Any) -> Tuple[str, bytes, str]:
     """The (mime type, bytes, label) of an audio summary value: the `audio` field, or the first
     clip of the audio plugin's tensor [[clip, label], ...], which is the one TensorBoard shows."""
     if value.WhichOneof("value") == "audio":
+        if not value.audio.encoded_audio_string:
+            raise ValueError("the clip is empty (no encoded bytes)")
         return value.audio.content_type or "audio/wav", bytes(value.audio.encoded_audio_string), ""
-    strings = value.tensor.string_val
-    if not strings:
-        raise ValueError("no clip in the audio tensor")
-    label = strings[1].decode("utf-8", "replace") if len(strings) > 1 else ""
-    return "audio/wav", bytes(strings[0]), label
+    from tensorboard.util import tensor_util
+
+    array = tensor_util.make_ndarray(value.tensor)
+    _check(array, "audio needs a tensor of strings: one row [clip, label] a clip",
+           array.dtype.kind in "OS" and array.ndim == 2 and array.shape[0] > 0 and array.shape[1] == 2
+           and all(isinstance(s, bytes) for s in array[0]) and len(array[0][0]) > 0)
+    return "audio/wav", bytes(array[0][0]), array[0][1].decode("utf-8", "replace")
 
 
 def _merged_layout(layouts: Dict[str, Any]) -> List[Dict[str, Any]]:

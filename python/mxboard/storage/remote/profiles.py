@@ -7,8 +7,9 @@ tell an object's versions apart (the mirror compares them: without one, a change
 unnoticed), and the environment variable through which its client reaches another endpoint (an
 emulator's, in tests/object_stores.py). `profile_of(url)` finds a URL's; any other scheme that
 fsspec knows (`memory://`, `hdfs://`...) gets `OTHER`. `checked_logdir(logdir)` is the one check of
-a logdir that every writer, reader, command and the launcher make: `file://` URLs become local
-paths, and a mistyped scheme is refused with its likely fix.
+a logdir that every writer, reader, command and the launcher make: `~` is expanded in a local
+path, `file://` URLs become local paths, a mistyped scheme is refused with its likely fix, and
+for a reader (`must_exist`) a local logdir that is not there is an error naming it.
 
 Adding a store: one Profile here, in `PROFILES`, and its emulator in tests/object_stores.py.
 """
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 import functools
 import importlib.util
+import os
 import re
 import urllib.parse
 import urllib.request
@@ -160,22 +162,30 @@ def _fsspec_protocols() -> Optional[Tuple[str, ...]]:
     return tuple(fsspec.available_protocols())
 
 
-def checked_logdir(logdir: str, packages: bool = True) -> str:
-    """`logdir` as mxboard writes and reads it: a local path as given; a `file://` URL as its
-    local path; a store's URL as given, once its scheme is known and (with `packages`) its
-    client package is installed. The one check of every writer, reader, command and the
-    launcher, so that a mistyped logdir is refused in the same words everywhere, before
+def checked_logdir(logdir: str, packages: bool = True, must_exist: bool = False) -> str:
+    """`logdir` as mxboard writes and reads it: a local path with `~` expanded (as a shell
+    would, for `--logdir=~/x` and for a path in Python code); a `file://` URL as its local path;
+    a store's URL as given, once its scheme is known and (with `packages`) its client package
+    is installed. The one check of every writer, reader, command and the launcher, so that a
+    logdir means the same everywhere and a wrong one is refused in the same words, before
     anything is made (`S3://b/x` or `s3:/b/x` would otherwise be a local directory).
+
+    Args:
+        logdir: a local path, a `file://` URL or a store's URL.
+        packages: require a store's client package (the launcher leaves that to its mirror).
+        must_exist: a local logdir (a directory, or one event file) must be there: a reader's
+            check. A writer makes its logdir, and the server waits for it.
 
     Raises:
         ValueError: a scheme in upper case, one slash after a scheme (`s3:/bucket`), a scheme
-            no filesystem here knows, or a `file://` URL of another host; the logdir named,
-            and the likely fix.
+            no filesystem here knows, or a `file://` URL of another host, the logdir named with
+            the likely fix; with `must_exist`, a local logdir that does not exist, named as given
+            and as expanded.
         ImportError: a store whose client package is missing; the extra to install named.
     """
     match = _SCHEME.match(logdir)
     if not match:
-        return logdir
+        return _local(os.path.expanduser(logdir), logdir, must_exist)
     scheme, slashes, rest = match.groups()
     lower = scheme.lower()
     fsspec_known = _fsspec_protocols()
@@ -185,13 +195,14 @@ def checked_logdir(logdir: str, packages: bool = True) -> str:
         why = "URL schemes are lower case" if scheme != lower else "a URL has two slashes after its scheme"
         raise ValueError("logdir %r: %s: did you mean %s?" % (logdir, why, fixed))
     if slashes != "//":
-        return logdir  # a local name with a colon (`run:1/x`)
+        return _local(logdir, logdir, must_exist)  # a local name with a colon (`run:1/x`)
     if lower == "file":
         parsed = urllib.parse.urlsplit(logdir)
         if parsed.netloc not in ("", "localhost"):
             raise ValueError("logdir %r: a file:// URL names a local path (file:///dir/run); this one names host "
                              "%r" % (logdir, parsed.netloc))
-        return urllib.request.url2pathname(parsed.path)
+        # A URL's path is absolute: `~` there is a directory's name, never the home directory.
+        return _local(urllib.request.url2pathname(parsed.path), logdir, must_exist)
     if lower not in known:
         stores = ", ".join(p.schemes[0] + "://" for p in PROFILES)
         others = "fsspec's other filesystems: memory://, hdfs://, http://..." if fsspec_known \
@@ -202,6 +213,14 @@ def checked_logdir(logdir: str, packages: bool = True) -> str:
     if packages and (fsspec_known is None or (profile.package and importlib.util.find_spec(profile.package) is None)):
         raise ImportError(profile.missing(logdir))
     return logdir
+
+
+def _local(path: str, given: str, must_exist: bool) -> str:
+    """The local `path` of the logdir `given`; with `must_exist`, a ValueError naming both where
+    nothing is there (a dangling link counts as nothing)."""
+    if must_exist and not os.path.exists(path):
+        raise ValueError("logdir %r does not exist%s" % (given, "" if path == given else " (%s)" % path))
+    return path
 
 
 def open_filesystem(url: str, shared: bool = False) -> Tuple[Any, str]:

@@ -1,0 +1,117 @@
+"""A local logdir's event files, found as TensorBoard finds them, links and all.
+
+TensorBoard's fast loader (tensorboard/data/server/disk_logdir.rs: walkdir, links followed)
+walks a link to a directory as a directory, named by its path below the logdir (`logdir/linked
+-> elsewhere/run` is the run `linked`), reads a link to an event file as that file, and passes a
+dangling link over without a word. A link to a directory the walk is already inside (a loop: a
+link to the logdir or to a parent) is not followed, and one warning says so. The walk here does
+the same, saying each loop in one line (an `MXBoardWarning`), so a logdir with loops is listed
+in bounded time. TensorBoard's Python loader (`--load_fast=false`) has no check for loops: it
+follows one until the kernel refuses the path (40 links deep), listing each run again at each
+depth; the bundle serves with the fast loader, whose rule is the one followed here.
+
+The order is mxboard.reader's: a directory's event files in name order, then each of its
+subdirectories in name order, depth first; within a run, the order TensorBoard reads.
+"""
+from __future__ import annotations
+
+import errno
+import os
+import stat
+import warnings
+from typing import Callable, Iterator, List, Tuple
+
+from ..errors import MXBoardWarning
+
+__all__ = ["event_files", "is_regular", "walk"]
+
+Say = Callable[[str], None]  # what is done with a line about a loop or an unreadable directory
+
+
+def _warn(line: str) -> None:
+    """Say `line` as an MXBoardWarning. The commands print it as one line (mxboard.__main__)."""
+    warnings.warn(MXBoardWarning(line), stacklevel=2)
+
+
+def is_regular(path: str) -> bool:
+    """Whether `path` is a regular file, or a link to one. A FIFO named like an event file would
+    block a reader for ever; a dangling link, or a file removed since it was listed, is not one."""
+    try:
+        return stat.S_ISREG(os.stat(path).st_mode)
+    except OSError:
+        return False
+
+
+def event_files(logdir: str, say: Say = _warn) -> List[str]:
+    """Every event file (a regular file whose name holds `tfevents`) below the local `logdir`, or
+    `[logdir]` where it is one file.
+
+    Raises:
+        ValueError: `logdir` is neither a regular file nor a directory (a FIFO, a socket).
+    """
+    if os.path.isfile(logdir):
+        return [logdir]
+    if os.path.exists(logdir) and not os.path.isdir(logdir):
+        raise ValueError("%s is neither a regular file nor a directory" % logdir)
+    return [os.path.join(directory, name) for directory, names in walk(logdir, say) for name in names
+            if "tfevents" in name]
+
+
+def walk(logdir: str, say: Say = _warn) -> Iterator[Tuple[str, List[str]]]:
+    """(directory, the names of its regular files, sorted) for `logdir` and each directory below
+    it, links to directories followed as TensorBoard follows them.
+
+    A directory is named by its path through the links (logdir/linked/...), never by where a link
+    leads. A link to a directory on the walk's own path from the logdir (a loop), or a chain of
+    links that never ends in a file, is not followed, and `say` gets one line about it. A dangling
+    link is passed over, as TensorBoard passes it over. A directory that cannot be listed
+    (permissions) is left out, and `say` gets one line about it; one removed while the walk runs
+    is left out without a word.
+    """
+    try:
+        root = os.stat(logdir)
+    except OSError:
+        return  # a logdir that is not there (yet) holds no runs, as for TensorBoard
+    # Each directory still to list, with the identities (device, inode) and names of the
+    # directories on its path from the logdir, itself included: a loop leads back to one of them.
+    pending: List[Tuple[str, Tuple[Tuple[Tuple[int, int], str], ...]]] = [
+        (logdir, (((root.st_dev, root.st_ino), logdir),))]
+    while pending:
+        directory, path_here = pending.pop()
+        try:
+            with os.scandir(directory) as listing:
+                entries = sorted(listing, key=lambda entry: entry.name)
+        except (FileNotFoundError, NotADirectoryError):
+            continue
+        except OSError as exc:
+            say("%s: cannot be listed (%s); the runs below it are left out" % (directory, exc.strerror or exc))
+            continue
+        files: List[str] = []
+        below: List[Tuple[str, Tuple[Tuple[Tuple[int, int], str], ...]]] = []
+        for entry in entries:
+            try:
+                # A regular file is told by the listing itself, without a stat (a logdir may hold
+                # many files that are not event files).
+                if entry.is_file(follow_symlinks=False):
+                    files.append(entry.name)
+                    continue
+                # A link is what it leads to, as for TensorBoard: this stat follows it.
+                found = entry.stat()
+            except OSError as exc:
+                if exc.errno == errno.ELOOP:
+                    say("%s: a link loop (its links never lead to a file or a directory); not followed, as "
+                        "TensorBoard does not follow it" % entry.path)
+                continue  # a dangling link, or a file removed since the listing: TensorBoard says nothing
+            if stat.S_ISREG(found.st_mode):
+                files.append(entry.name)
+            elif stat.S_ISDIR(found.st_mode):
+                identity = (found.st_dev, found.st_ino)
+                ancestor = next((name for seen, name in path_here if seen == identity), None)
+                if ancestor is not None:
+                    say("%s: a link loop (it leads back to %s, which holds it); not followed, as TensorBoard does "
+                        "not follow it" % (entry.path, ancestor))
+                    continue
+                below.append((entry.path, path_here + ((identity, entry.path),)))
+        yield directory, files
+        # Last pushed is first listed: the subdirectories are walked in name order, each one whole.
+        pending.extend(reversed(below))
