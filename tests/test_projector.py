@@ -155,3 +155,90 @@ def test_embedding_folders_of_different_tags_or_steps_never_collide(logdir):
     assert set(paths) == {"a:1", "a_000001"} and len(set(paths.values())) == 2
     values = {name: np.loadtxt(os.path.join(logdir, path)) for name, path in paths.items()}
     assert values["a:1"].tolist() == [[1.0, 1.0]] * 2 and values["a_000001"].tolist() == [[2.0, 2.0]] * 2
+
+
+def _projector_reads(text):
+    """metadata.tsv as TensorBoard's Projector parses it (projector_binary.js, parseMetadata): the
+    first line names the columns only where it holds a tab (else the one column is "label"), and
+    each other non-blank line is a point. Returns (column names, one {column: value} a point)."""
+    lines = [line for line in text.split("\n") if line.strip()]
+    columns = ["label"]
+    if lines and "\t" in lines[0]:
+        columns, lines = lines[0].split("\t"), lines[1:]
+    return columns, [dict(zip(columns, line.split("\t"))) for line in lines]
+
+
+def _metadata(logdir, name):
+    (entry,) = [e for e in _config(logdir).embeddings if e.tensor_name == name]
+    with open(os.path.join(logdir, entry.metadata_path), encoding="utf-8") as f:
+        return f.read()
+
+
+def _mxboard_010_metadata_tsv(labels):
+    """What awslabs/mxboard's `_make_metadata_tsv` (d89b2f6, "add support for multi labels for
+    embeddings") writes: `np.array(labels)`, each row's values joined by tabs, a newline after each."""
+    return "".join("\t".join(str(x) for x in row) + "\n" for row in np.array(labels))
+
+
+def test_mxboard_010s_two_dimensional_labels_with_a_header_row(logdir):
+    """mxboard 0.1.0's add_embedding takes N + 1 rows of labels, the first naming the columns
+    ("If the labels are 2D the first row is considered the column names"), and writes them as
+    they are: mxboard writes the same file (on 706ab3a refused, "labels must have one per
+    point"), and the Projector reads N points of those columns. An array of N + 1 rows is taken
+    so too; a single column's name is not written, as the Projector would take it for a point."""
+    points = np.arange(8, dtype=np.float32).reshape(4, 2)
+    labels = [["digit", "set"], [0, "train"], [1, "train"], [7, "test"], [3.5, "a b"]]
+    with SummaryWriter(logdir) as w:
+        w.add_embedding("rows", points, labels)
+        w.add_embedding("array", points, labels=np.array(labels))
+        w.add_embedding("one_column", points, labels=[["digit"], [0], [1], [7], [3]])
+    expected = _mxboard_010_metadata_tsv(labels)
+    assert _metadata(logdir, "rows") == _metadata(logdir, "array") == expected
+    assert _projector_reads(expected) == (["digit", "set"], [
+        {"digit": "0", "set": "train"}, {"digit": "1", "set": "train"}, {"digit": "7", "set": "test"},
+        {"digit": "3.5", "set": "a b"}])
+    assert _projector_reads(_metadata(logdir, "one_column")) == (
+        ["label"], [{"label": "0"}, {"label": "1"}, {"label": "7"}, {"label": "3"}])
+
+
+def test_metadata_header_rows_are_written_as_tensorboardx_writes_them(tmp_path):
+    """tensorboardX's (and torch's) `metadata_header` with N rows: the same metadata.tsv as
+    tensorboardX's, read by the Projector as N points; the rows may be tuples (its demo zips
+    them) or an array."""
+    tensorboardx = pytest.importorskip("tensorboardX")
+    points = np.random.default_rng(0).random((3, 4))
+    rows = [(1, "test"), (2, "train"), (3.5, "train")]
+    with tensorboardx.SummaryWriter(str(tmp_path / "tbx")) as w:
+        w.add_embedding(points, metadata=rows, metadata_header=["digit", "dataset"], tag="e")
+    with open(str(tmp_path / "tbx" / "00000" / "e" / "metadata.tsv"), encoding="utf-8") as f:
+        theirs = f.read()
+    logdir = str(tmp_path / "mxb")
+    with SummaryWriter(logdir) as w:
+        w.add_embedding(points, metadata=rows, metadata_header=["digit", "dataset"], tag="e")
+        w.add_embedding(points, metadata=np.array(rows), metadata_header=["digit", "dataset"], tag="array")
+    assert _metadata(logdir, "e") == theirs == "digit\tdataset\n1\ttest\n2\ttrain\n3.5\ttrain\n"
+    assert _projector_reads(theirs)[1][2] == {"digit": "3.5", "dataset": "train"}
+    assert _metadata(logdir, "array") == _metadata(logdir, "e")
+    with SummaryWriter(logdir) as w:  # one column: its name is not written, the Projector's "label"
+        w.add_embedding(points, metadata=[[r[0]] for r in rows], metadata_header=["digit"], tag="one")
+    assert _projector_reads(_metadata(logdir, "one")) == (["label"], [{"label": "1"}, {"label": "2"},
+                                                                      {"label": "3.5"}])
+
+
+@pytest.mark.parametrize("labels, header, error, message", [
+    (np.array([["a", "b"]] * 3), None, ValueError,
+     r"labels: 3 rows of 2 labels need their columns' names, .* metadata_header=\[...\] .* or a first row of "
+     r"names, 4 rows in all \(mxboard 0.1.0's\)"),
+    ([["digit", "set"], [0, "a"], [1], [2, "b"]], None, ValueError,
+     "every row must have as many values as the first row, which names the columns: 2"),
+    ([["n"]] * 5, None, ValueError, r"one per point: 3; got 5 \(or, mxboard 0.1.0's form, 4 rows: the first names"),
+    ([1, 2, 3], ["n"], TypeError, r"with metadata_header, each label is a row of len\(metadata_header\) = 1 values; "
+                                  r"got int 1"),
+    (np.zeros((3, 2, 2)), None, ValueError, r"labels must be 1-D .* or 2-D .*; got shape \(3, 2, 2\) for 3 points"),
+    (["a", "b", "c"], "name", TypeError, "metadata_header must be a list of the labels' column names; got str"),
+])
+def test_labels_the_projector_could_not_read_are_refused_saying_what_it_reads(logdir, labels, header, error,
+                                                                             message):
+    with SummaryWriter(logdir) as w:
+        with pytest.raises(error, match=message):
+            w.add_embedding("e", np.zeros((3, 2)), labels, metadata_header=header)

@@ -486,3 +486,142 @@ def test_nan_and_inf_hparams_are_logged_as_given_with_one_warning_a_name(logdir)
         start = plugin_data_pb2.HParamsPluginData.FromString(
             acc.PluginTagToContent("hparams")["_hparams_/session_start_info"]).session_start_info
         assert np.isnan(start.hparams["lr"].number_value) and start.hparams["b"].number_value == 2
+
+
+# -- what torch's and tensorboardX's code passes, read back beside the peer's own output ---------
+
+def test_complex_tensors_are_written_as_torchs_writer_writes_them(tmp_path):
+    """torch's add_tensor writes complex64 and complex128 as DT_COMPLEX64 and DT_COMPLEX128, which
+    TensorBoard's make_ndarray reads; mxboard writes the same dtypes, read back equal to torch's
+    (on 706ab3a the call returned and the next one raised "no TensorBoard dtype for complex64").
+    torch's complex32, which TensorBoard has no dtype for, is taken as complex64."""
+    torch = pytest.importorskip("torch")
+    from tensorboard.util import tensor_util
+    from torch.utils.tensorboard import SummaryWriter as TorchWriter
+
+    from conftest import accumulator
+
+    values = {"c64": torch.tensor([[1 + 2j, -3.5 - 4j], [0.25j, 7]], dtype=torch.complex64),
+              "c128": torch.tensor([1e-300 + 2j, -1 / 3 + 1e300j], dtype=torch.complex128)}
+    with TorchWriter(str(tmp_path / "torch")) as w:
+        for tag, value in values.items():
+            w.add_tensor(tag, value, 3)
+    with SummaryWriter(str(tmp_path / "mxb")) as w:
+        for tag, value in values.items():
+            w.add_tensor(tag, value, 3)
+            w.add_tensor(tag + "_numpy", value.numpy(), 3)
+        with pytest.warns(UserWarning, match="ComplexHalf"):
+            half = torch.tensor([1.5 + 2j, -0.5j], dtype=torch.complex32)
+        w.add_tensor("c32", half, 3)
+        w.add_scalar("after", 1.0, 3)  # the call after: nothing deferred to it
+        w.flush()
+    theirs, ours = accumulator(tmp_path / "torch"), accumulator(tmp_path / "mxb")
+    for tag, value in values.items():
+        (peer,) = theirs.Tensors(tag)
+        for mine in (ours.Tensors(tag)[0], ours.Tensors(tag + "_numpy")[0]):
+            assert mine.tensor_proto.dtype == peer.tensor_proto.dtype == {"c64": 8, "c128": 18}[tag]
+            read, expected = tensor_util.make_ndarray(mine.tensor_proto), tensor_util.make_ndarray(peer.tensor_proto)
+            assert read.dtype == expected.dtype == value.numpy().dtype and read.shape == expected.shape
+            assert np.array_equal(read, expected) and np.array_equal(read, value.numpy()) and mine.step == peer.step
+    (c32,) = ours.Tensors("c32")
+    assert tensor_util.make_ndarray(c32.tensor_proto).tolist() == [1.5 + 2j, -0.5j]
+    assert [e.value for e in ours.Scalars("after")] == [1.0]
+
+
+@pytest.mark.parametrize("value", [
+    np.array([1.0, 2.0], dtype=np.longdouble), np.array([1 + 1j], dtype=np.clongdouble),
+    np.array(["2024-01-01"], dtype="datetime64[D]"), np.array([1], dtype="timedelta64[s]"),
+    np.zeros(2, dtype=[("a", np.int32), ("b", np.float32)]),
+], ids=["longdouble", "clongdouble", "datetime64", "timedelta64", "structured"])
+def test_a_tensor_of_a_dtype_tensorboard_lacks_is_refused_at_the_call(logdir, value):
+    """An error deferred to the next call costs that call its data: a dtype TensorBoard has none
+    for is refused by add_tensor itself, naming the argument and the dtype, and the writer goes
+    on (on 706ab3a the call returned, and the next raised). A big-endian array is taken."""
+    if value.dtype.itemsize == {"f": 8, "c": 16}.get(value.dtype.kind):
+        pytest.skip("long double is double on this platform")
+    with SummaryWriter(logdir) as w:
+        with pytest.raises(TypeError, match=r"^tensor has dtype %s, which TensorBoard has no dtype for: a tensor "
+                                            r"holds bool, .*complex64, complex128, str or bytes"
+                                            % re.escape(str(value.dtype))):
+            w.add_tensor("bad", value)
+        w.add_tensor("big_endian", np.array([1, -2, 3], dtype=">i4"), 1)
+        w.flush()
+    acc = plugin_accumulator(logdir)
+    assert "bad" not in acc.Tags()["tensors"]
+    assert [(s, v.tolist()) for s, v in tensor_values(acc, "big_endian")] == [(1, [1, -2, 3])]
+
+
+@pytest.mark.parametrize("count", [1, 2, 5])
+def test_a_batch_of_images_is_drawn_pixel_for_pixel_as_tensorboardx_draws_it(tmp_path, count):
+    """A batch of one is drawn as it is, as tensorboardX, torch and mxboard 0.1.0 draw it (on
+    706ab3a with a 2 px black border). A batch of several: each image the same pixels as in
+    tensorboardX's grid, 8 a row; mxboard puts 2 px of black between them (docs/compat.md), where
+    tensorboardX packs them."""
+    tensorboardx = pytest.importorskip("tensorboardX")
+    batch = np.random.default_rng(count).integers(0, 256, size=(count, 3, 8, 8), dtype=np.uint8)
+    grey = batch[:, :1]
+    for module, run in ((tensorboardx, "tbx"), (__import__("mxboard"), "mxb")):
+        with module.SummaryWriter(str(tmp_path / run)) as w:
+            w.add_images("rgb", batch, 0)
+            w.add_images("grey", grey, 0)
+    (peer, ours) = (plugin_accumulator(tmp_path / run) for run in ("tbx", "mxb"))
+    for tag, images in (("rgb", batch), ("grey", grey)):
+        theirs = np.asarray(_png(tensor_values(peer, tag)[0][1])[2].convert("RGB"))
+        width, height, picture = _png(tensor_values(ours, tag)[0][1])
+        mine = np.asarray(picture.convert("RGB"))
+        columns, rows = min(count, 8), -(-count // 8)
+        if count == 1:
+            assert (width, height) == (8, 8) and np.array_equal(mine, theirs)
+            assert np.array_equal(mine, np.repeat(images[0], 3 // images.shape[1], axis=0).transpose(1, 2, 0))
+            continue
+        assert theirs.shape == (8 * rows, 8 * columns, 3) and mine.shape == (10 * rows + 2, 10 * columns + 2, 3)
+        border = np.ones(mine.shape[:2], bool)
+        for i in range(count):
+            row, column = divmod(i, columns)
+            cell = mine[2 + 10 * row:10 + 10 * row, 2 + 10 * column:10 + 10 * column]
+            assert np.array_equal(cell, theirs[8 * row:8 * row + 8, 8 * column:8 * column + 8]), (tag, i)
+            border[2 + 10 * row:10 + 10 * row, 2 + 10 * column:10 + 10 * column] = False
+        assert not mine[border].any()
+
+
+def _hparams_data(run):
+    """The hparams plugin's experiment and session start of a run, parsed by TensorBoard's hparams
+    plugin from the summary metadata its dashboard reads."""
+    from tensorboard.plugins.hparams import metadata
+
+    content = plugin_accumulator(run).PluginTagToContent(metadata.PLUGIN_NAME)
+    return (metadata.parse_experiment_plugin_data(content[metadata.EXPERIMENT_TAG]),
+            metadata.parse_session_start_info_plugin_data(content[metadata.SESSION_START_INFO_TAG]))
+
+
+def test_hparams_of_none_are_left_out_as_torchs_writer_leaves_them(tmp_path):
+    """torch's and tensorboardX's hparams() skip a None value (`if v is None: continue`), and
+    Accelerate's init_trackers(config=...) passes some (on 706ab3a a TypeError). The dashboard's
+    data, as TensorBoard's hparams plugin reads it, is the peer's for the same call: the same
+    hparams, types, domains and metrics, and no trace of the None ones. (A bool is compared with
+    tensorboardX's alone: torch's writer stores it as the number 0 or 1.)"""
+    pytest.importorskip("torch")
+    tensorboardx = pytest.importorskip("tensorboardX")
+    from torch.utils.tensorboard import SummaryWriter as TorchWriter
+
+    config = {"lr": 0.01, "epochs": 3, "optimizer": "adam", "seed": None, "resume_from": None}
+    metrics = {"hparam/accuracy": 0.75}
+    domains = {"optimizer": ["adam", "sgd"], "seed": [None]}
+    for writer, run in ((TorchWriter, "torch"), (SummaryWriter, "mxb")):
+        with writer(str(tmp_path / run)) as w:
+            w.add_hparams(config, metrics, hparam_domain_discrete=domains, run_name="hp")
+            w.add_hparams({"lr": 0.1, "scheduler": None}, metrics, run_name="no_domains")
+    flagged = dict(config, fp16=False)
+    for writer, run in ((tensorboardx.SummaryWriter, "tbx"), (SummaryWriter, "mxb")):
+        with writer(str(tmp_path / run)) as w:
+            w.add_hparams(flagged, metrics, "flagged")  # tensorboardX's order: a str third is the run's name
+    for peer, name in (("torch", "hp"), ("torch", "no_domains"), ("tbx", "flagged")):
+        (peer_experiment, peer_start), (experiment, start) = (_hparams_data(tmp_path / run / name)
+                                                              for run in (peer, "mxb"))
+        assert list(experiment.hparam_infos) == list(peer_experiment.hparam_infos), name
+        assert list(experiment.metric_infos) == list(peer_experiment.metric_infos), name
+        assert dict(start.hparams) == dict(peer_start.hparams), name
+    assert sorted(start.hparams) == ["epochs", "fp16", "lr", "optimizer"]
+    (experiment, _) = _hparams_data(tmp_path / "mxb" / "hp")
+    assert [(h.name, len(h.domain_discrete.values)) for h in experiment.hparam_infos] == [
+        ("lr", 0), ("epochs", 0), ("optimizer", 2)]

@@ -15,6 +15,7 @@ import numpy as np
 from .._format.names import is_url
 from .._writer.callsite import CallSite, call_site, warn_at, warn_at_call
 from ..storage import Destination, SpoolSettings, UploadPolicy
+from ..summaries._common import TENSOR_DTYPES, data_type
 from ..summaries.audio import frames_layout
 from ..summaries.hparams import hparam_value
 from . import convert
@@ -325,6 +326,21 @@ def text(value: Any) -> Union[str, Captured]:
     return array
 
 
+def tensor(value: Any, name: str = "tensor") -> Captured:
+    """The array of add_tensor, captured at the call. Its dtype must be one that TensorBoard has
+    (a number's, complex included, or str): any other is refused here, naming `name` and the
+    dtype, as the writer thread could only fail on it at a later call. A torch complex32 tensor,
+    whose dtype numpy lacks, is taken as complex64 (as bfloat16 is taken as float32)."""
+    is_torch = convert.kind_of(value) in (convert.Kind.TORCH, convert.Kind.TORCH_CUDA)
+    if is_torch and str(value.dtype) == "torch.complex32":
+        value = value.cfloat()
+    array = convert.capture(value, name, numeric=False)
+    if array.dtype.kind not in "USO" and data_type(array.dtype) is None:
+        raise TypeError("%s has dtype %s, which TensorBoard has no dtype for: a tensor holds %s (convert it "
+                        "first, e.g. with .astype(np.float64))" % (name, array.dtype, TENSOR_DTYPES))
+    return tensor_text(array, name)
+
+
 def tensor_text(array: Captured, name: str = "tensor") -> Captured:
     """An array for add_tensor, whose str elements, if any, must be valid Unicode (they are written
     as UTF-8)."""
@@ -498,15 +514,18 @@ def _faces(faces: Captured, count: int) -> Captured:
 def embedding(matrix: Any, labels: Any, images: Any, header: Any,
               say: Optional[Say] = None) -> Tuple[Captured, Any, Optional[Captured], Optional[List[str]]]:
     """The (matrix, labels, images, header) of a Projector embedding. `say` is for the images; see
-    `pixels`."""
+    `pixels`. The labels' forms are `_labels`'s."""
     matrix = convert.capture(matrix, "embedding", check=_finite("embedding"))
     if matrix.ndim != 2:
         raise ValueError("embedding must be 2-D (points, dimensions); got shape %s" % (matrix.shape,))
     count = matrix.shape[0]
-    if labels is not None:
-        labels = _labels(labels, count, header)
     if header is not None:
+        if isinstance(header, (str, bytes)) or not hasattr(header, "__iter__"):
+            raise TypeError("metadata_header must be a list of the labels' column names; got %s"
+                            % convert.describe(header))
         header = [_utf8(str(h), "metadata_header") for h in header]
+    if labels is not None:
+        labels, header = _labels(labels, count, header)
     if images is not None:
         site = call_site()
         images = convert.capture(images, "images", check=lambda a: pixels(a, "images", site, say))
@@ -516,38 +535,80 @@ def embedding(matrix: Any, labels: Any, images: Any, header: Any,
     return matrix, labels, images, header
 
 
-def _labels(labels: Any, count: int, header: Optional[List[str]]) -> Any:
-    if convert.is_ndarray(labels) and header is None:  # converted on the writer thread
-        if labels.shape[0] != count:
-            raise ValueError("labels must have one per point: %d; got %d" % (count, labels.shape[0]))
-        return convert.capture(labels, "labels", numeric=False)
-    if header is not None:
-        rows = [list(row) for row in labels]
-        if any(len(row) != len(header) for row in rows):
+def _labels(labels: Any, count: int, header: Optional[List[str]]) -> Tuple[Any, Optional[List[str]]]:
+    """The labels of `count` points, and the names of their columns (None for one column).
+
+    The forms are the peers':
+    - one label per point (a list, or an array of N or (N, 1) elements), each written as str();
+    - with `header` (tensorboardX's and torch's `metadata_header`), N rows of len(header) labels;
+    - N + 1 rows of labels, the first naming the columns: mxboard 0.1.0's 2-D labels ("If the
+      labels are 2D the first row is considered the column names", awslabs/mxboard d89b2f6,
+      which took a list of lists so); an array of N + 1 rows is taken so too.
+    A list of N rows without names is N labels, each row written as str(row), as tensorboardX and
+    torch write it; an array of N rows of several columns is refused, asking for their names: the
+    Projector reads a file of several columns only under a line of names."""
+    # An NDArray of one label per point is converted on the writer thread.
+    if convert.is_ndarray(labels) and header is None and labels.size == count:
+        return convert.capture(labels, "labels", numeric=False), None
+    array = not isinstance(labels, (list, tuple))
+    if array:
+        labels = convert.to_numpy(labels, "labels")
+        if labels.ndim not in (1, 2) or (labels.ndim == 2 and labels.shape[0] not in (count, count + 1)):
+            raise ValueError("labels must be 1-D (a label per point) or 2-D (a row of labels per point, or %d rows "
+                             "with a first row of column names); got shape %s for %d points"
+                             % (count + 1, labels.shape, count))
+        if labels.ndim == 2 and labels.shape == (count, 1) and header is None:
+            labels = labels.reshape(-1)
+        labels = labels.tolist()
+    rows = len(labels) > 0 and all(isinstance(r, (list, tuple)) for r in labels)
+    if header is None and rows and len(labels) == count + 1:
+        header = [_utf8(str(h), "labels' first row (the column names)") for h in labels[0]]
+        labels = labels[1:]
+        if any(len(row) != len(header) for row in labels):
+            raise ValueError("labels: every row must have as many values as the first row, which names the "
+                             "columns: %d" % len(header))
+    elif header is None and rows and array:
+        raise ValueError("labels: %d rows of %d labels need their columns' names, as the Projector reads several "
+                         "columns only under a line of names: pass metadata_header=[...] (tensorboardX's and "
+                         "torch's) or a first row of names, %d rows in all (mxboard 0.1.0's)"
+                         % (len(labels), len(labels[0]), count + 1))
+    elif header is not None:
+        for row in labels:
+            if not hasattr(row, "__iter__"):
+                raise TypeError("labels: with metadata_header, each label is a row of len(metadata_header) = %d "
+                                "values; got %s" % (len(header), convert.describe(row)))
+        labels = [list(row) for row in labels]
+        if any(len(row) != len(header) for row in labels):
             raise ValueError("labels: every row must have len(metadata_header) = %d values" % len(header))
-        labels = [[_utf8(str(v), "labels") for v in row] for row in rows]
-    elif isinstance(labels, list):
-        labels = [_utf8(str(v), "labels") for v in labels]
-    else:
-        labels = [_utf8(str(v), "labels") for v in convert.to_numpy(labels, "labels").reshape(-1).tolist()]
     if len(labels) != count:
-        raise ValueError("labels must have one per point: %d; got %d" % (count, len(labels)))
-    return labels
+        raise ValueError("labels must have one per point: %d; got %d%s" % (
+            count, len(labels), " (or, mxboard 0.1.0's form, %d rows: the first names the columns)" % (count + 1)
+            if rows and header is None else ""))
+    if header is not None:
+        return [[_utf8(str(v), "labels") for v in row] for row in labels], header
+    return [_utf8(str(v), "labels") for v in labels], None
 
 
 def hparams(hparam_dict: Any, metric_dict: Any, domains: Any,
             declared: bool = False) -> Tuple[Dict[str, Any], Dict[Any, Optional[float]], Dict[str, List[Any]]]:
     """The (values, metrics, domains) of one hyper-parameter run. With `declared`, a metric may be
-    None: a tag that the run logs itself."""
+    None: a tag that the run logs itself.
+
+    An hparam whose value is None is left out, with its domain if it has one, as torch's and
+    tensorboardX's `hparams()` skip it (`if v is None: continue`): Accelerate's `init_trackers`
+    passes a config's unset options so."""
     if not isinstance(hparam_dict, dict) or not hparam_dict:
         raise TypeError("hparam_dict must be a non-empty dict of name -> bool, number or str")
     if not isinstance(metric_dict, dict):
         raise TypeError("metric_dict must be a dict of metric tag -> number")
-    values = {tag(k, "hparam name"): _hparam(v, k) for k, v in hparam_dict.items()}
+    unset = {k for k, v in hparam_dict.items() if v is None}
+    values = {tag(k, "hparam name"): _hparam(v, k) for k, v in hparam_dict.items() if k not in unset}
     metrics = {_metric_key(k, v, declared): None if v is None and declared
                else convert.to_float(v, "metric_dict[%r]" % (k,)) for k, v in metric_dict.items()}
     checked: Dict[str, List[Any]] = {}
     for name, domain in (domains or {}).items():
+        if name in unset:
+            continue
         if name not in values or not isinstance(domain, (list, tuple)) or not domain:
             raise ValueError("hparam_domain_discrete[%r] must be a non-empty list for a hparam in "
                              "hparam_dict" % (name,))

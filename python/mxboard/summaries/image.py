@@ -35,9 +35,14 @@ def to_uint8(array: NDArray[Any]) -> NDArray[np.uint8]:
 
 
 def make_image_grid(images: Any, nrow: int = 8, padding: int = 2, pad_value: float = 0) -> NDArray[Any]:
-    """NCHW images as one CHW grid, `nrow` images per row (mxboard's and torchvision's layout)."""
+    """NCHW images as one CHW grid, `nrow` images per row (mxboard's and torchvision's layout).
+    A batch of one is that image as it is, without the border of `padding`, as mxboard 0.1.0's
+    make_image_grid ("if single image, just return"), tensorboardX's and torch's draw it."""
     images = np.asarray(images)
     count, channels, height, width = images.shape
+    if count == 1:
+        alone: NDArray[Any] = images[0]
+        return alone
     ncol = min(nrow, count)
     nrows = -(-count // ncol)
     grid = np.full((channels, nrows * (height + padding) + padding,

@@ -45,7 +45,8 @@ def write_embedding(storage: "Storage", tag: str, step: Optional[int], matrix: N
     in the config.
 
     Args:
-        labels: N labels (a list or an array), or N rows of labels with `header`.
+        labels: N labels (a list or an array), or N rows of labels with `header` (the columns'
+            names; a header of one column is not written: see `metadata_tsv`).
         images: NCHW thumbnails, floats in [0, 1] or integers in [0, 255].
     """
     if isinstance(labels, np.ndarray):
@@ -108,13 +109,19 @@ def rebuild_config(storage: "Storage") -> None:
 
 def metadata_tsv(labels: Iterable[Any], header: Optional[Sequence[str]] = None) -> bytes:
     """The metadata file: one label per line, or with `header`, rows of labels under a header line
-    (as the Projector expects several columns). Tabs and newlines inside labels become spaces."""
+    (as the Projector expects several columns). Tabs and newlines inside labels become spaces.
+
+    The Projector takes a first line for the names of the columns only where it holds a tab: a
+    header of one column would be read as one more point (which it refuses: "Single column
+    metadata should not have a header row"), so it is left out, and the column is the Projector's
+    "label"."""
     def clean(value: Any) -> str:
         return str(value).replace("\t", " ").replace("\r", " ").replace("\n", " ")
 
     lines: List[str] = []
     if header is not None:
-        lines.append("\t".join(clean(h) for h in header))
+        if len(header) > 1:
+            lines.append("\t".join(clean(h) for h in header))
         lines.extend("\t".join(clean(v) for v in row) for row in labels)
     else:
         lines.extend(clean(v) for v in labels)
