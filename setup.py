@@ -17,13 +17,21 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 # not find `tensorboard`"). Nothing is imported but os and sys, which `site` has already.
 # Its second line runs only in the `tensorboard` command itself: upstream_line.hide keeps upstream's
 # "TensorFlow installation not found" line out of its output (tensorboard_bundle/upstream_line.py).
+# Its third acts only where MXBOARD_PATCH=1 (`python -m mxboard run` sets it for the program's child
+# Pythons): it puts a finder first on sys.meta_path that does nothing until the program imports
+# torch.utils.tensorboard or tensorboardX, and then imports mxboard and patches (mxboard._patch):
+# a child that never imports either never imports mxboard.
 PTH_NAME = "mxboard-tensorboard.pth"
 PTH = ("import os, sys; _d = os.path.join(sys.prefix, 'Scripts' if os.name == 'nt' else 'bin'); "
        "_t = os.path.join(_d, 'tensorboard.exe' if os.name == 'nt' else 'tensorboard'); "
        "_d in os.environ.get('PATH', '').split(os.pathsep) or not os.path.isfile(_t) or "
        "os.environ.setdefault('TENSORBOARD_BINARY', _t); del _d, _t\n"
        "import os, sys; os.path.basename((getattr(sys, 'argv', None) or [''])[0]) in "
-       "('tensorboard', 'tensorboard.exe') and __import__('tensorboard_bundle.upstream_line').upstream_line.hide()\n")
+       "('tensorboard', 'tensorboard.exe') and __import__('tensorboard_bundle.upstream_line').upstream_line.hide()\n"
+       "import os, sys; os.environ.get('MXBOARD_PATCH') == '1' and sys.meta_path.insert(0, type('MXBoardPatchTrigger', "
+       "(), {'find_spec': staticmethod(lambda name, path=None, target=None: __import__('mxboard._patch', "
+       "fromlist=['triggered']).triggered(name, path, target) if name in ('torch.utils.tensorboard', 'tensorboardX') "
+       "else None)})())\n")
 
 
 class build_py_with_patched_tensorboard(build_py):  # noqa: N801 - setuptools' naming

@@ -2,6 +2,7 @@
 without TensorFlow and without blocking the training loop."""
 from ._api.global_writer import GlobalSummaryWriter
 from ._api.writer import SummaryWriter
+from ._patch import patch, unpatch
 from .errors import (
     CorruptRecordWarning,
     DataLossError,
@@ -17,5 +18,5 @@ from .storage import SpoolSettings, UploadPolicy
 
 __all__ = ["CorruptRecordWarning", "DataLossError", "FileDeletedError", "GlobalSummaryWriter", "MXBoardError",
            "MXBoardWarning", "ReportError", "SpoolSettings", "SummaryWriter", "TornRecordWarning", "UploadPolicy",
-           "WriterClosedError", "WriterError"]
+           "WriterClosedError", "WriterError", "patch", "unpatch"]
 __version__ = "0.3.0"

@@ -38,7 +38,8 @@ def _parse(argv: Optional[Sequence[str]]) -> argparse.Namespace:
                                      formatter_class=argparse.RawDescriptionHelpFormatter,
                                      description="MXBoard %s: TensorBoard event files from MXNet and numpy, without "
                                                  "TensorFlow. Log with `from mxboard import SummaryWriter`; this "
-                                                 "command reads a logdir back." % __version__)
+                                                 "command reads a logdir back, or runs a program with its torch "
+                                                 "and tensorboardX writers mxboard's." % __version__)
     parser.add_argument("--version", action="version", version="mxboard %s" % __version__)
     commands = parser.add_subparsers(dest="command", required=True)
     export = commands.add_parser("export", help="a logdir's scalars, histograms, text or hparams as CSV or JSON",
@@ -133,7 +134,8 @@ def _one_line(command: str, formatted: Callable[..., str]) -> Callable[..., str]
 
 def main(argv: Optional[Sequence[str]] = None) -> None:
     given = sys.argv[1:] if argv is None else list(argv)
-    if given[:1] == ["run"]:  # the program's arguments are its own: none is parsed here
+    # `run` hands the program its arguments: none of them is parsed here.
+    if given[:1] == ["run"]:
         from ._patch.program import run
 
         run(given[1:])
