@@ -64,7 +64,7 @@ def _parse(argv: Optional[Sequence[str]]) -> argparse.Namespace:
     report.add_argument("--tags", help="only the tags this regular expression finds (re.search)")
     report.add_argument("--max-points", type=int, default=2000,
                         help="the most points drawn for one scalar series (each stretch keeps its lowest and "
-                             "highest point; a report of many series draws fewer, to stay under about 20 MB): "
+                             "highest point; a report of many series draws fewer, to stay within 18 MB): "
                              "%(default)s")
     # Listed for --help only: main() hands `run` its arguments before anything is parsed.
     commands.add_parser("run", help="run SCRIPT|-m MODULE [ARGS...] as python would, its torch and tensorboardX "

@@ -9,9 +9,9 @@ Distributions dashboards. It names the Graph, Projector and Mesh dashboards as l
 command that shows them. collect.py reads the logdir once (local, or s3://, gs:// or az://), and
 page.py writes the page, whose charts are drawn by a vendored copy of uPlot."""
 import os
-import secrets
-from typing import Iterable, List, Optional
+from typing import List, Optional
 
+from .._format import files
 from ..errors import ReportError
 from .collect import collect, compiled
 from .page import rendered
@@ -24,8 +24,8 @@ def write(logdir: str, output: str = "report.html", runs: Optional[str] = None, 
     """Write the report of `logdir` to `output`.
 
     A file of the logdir that cannot be read leaves out only itself, and a line says so. The output
-    is written whole or not at all: to a temporary file beside it, which is renamed over it, or
-    removed on any failure.
+    is written whole or not at all (`_format.files.replace_whole`): to a new file beside it, which
+    is renamed over it, or removed on any failure. The page holds at most `page.PAGE_BYTES`.
 
     Args:
         logdir: a directory, one event file, or a logdir URL.
@@ -38,9 +38,8 @@ def write(logdir: str, output: str = "report.html", runs: Optional[str] = None, 
         lines start with `note:`).
 
     Raises:
-        FileNotFoundError: a local logdir that does not exist.
-        ValueError: a pattern that is not a regular expression, `max_points` below 2, or a mistyped
-            logdir URL (storage.checked_logdir).
+        ValueError: a local logdir that does not exist, a pattern that is not a regular expression,
+            `max_points` below 2, or a mistyped logdir URL (storage.checked_logdir).
         ImportError: a store's URL whose client package is not installed.
         ReportError: the logdir holds no event file (of the runs that `runs` finds), it cannot be
             listed, or `output` cannot be written.
@@ -48,11 +47,9 @@ def write(logdir: str, output: str = "report.html", runs: Optional[str] = None, 
     from .. import __version__
     from ..storage import checked_logdir
 
-    logdir = checked_logdir(logdir)
+    logdir = checked_logdir(logdir, must_exist=True)
     if max_points < 2:
         raise ValueError("max_points must be 2 or more; got %r" % (max_points,))
-    if "://" not in logdir and not os.path.exists(logdir):
-        raise FileNotFoundError("logdir %s does not exist" % logdir)
     if os.path.isdir(output):
         raise ReportError("cannot write %s: it is a directory (name a file: -o %s)"
                           % (output, os.path.join(output, "report.html")))
@@ -64,27 +61,8 @@ def write(logdir: str, output: str = "report.html", runs: Optional[str] = None, 
         raise ReportError("no event files in %s%s: nothing written" % (logdir, " of the runs --runs %r finds" % runs
                                                                         if runs is not None else ""))
     pieces, said = rendered(found, logdir, max_points, __version__)
-    _write_whole(output, pieces)
-    return said
-
-
-def _write_whole(output: str, pieces: Iterable[str]) -> None:
-    """Write `pieces` as the file `output`, whole or not at all. They go to a new file beside it,
-    created exclusively (never through a link that someone planted), which is then renamed over it."""
-    temporary = os.path.join(os.path.dirname(output), ".%s.%s.part" % (os.path.basename(output), secrets.token_hex(6)))
     try:
-        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o666)
+        files.replace_whole(output, (piece.encode("utf-8") for piece in pieces))
     except OSError as exc:
         raise ReportError("cannot write %s: %s" % (output, exc.strerror or exc)) from exc
-    try:
-        with open(fd, "w", encoding="utf-8") as f:
-            f.writelines(pieces)
-        os.replace(temporary, output)
-    except BaseException as exc:
-        try:
-            os.unlink(temporary)
-        except OSError:
-            pass
-        if isinstance(exc, OSError):
-            raise ReportError("cannot write %s: %s" % (output, exc.strerror or exc)) from exc
-        raise
+    return said

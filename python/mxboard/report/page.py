@@ -1,8 +1,10 @@
-"""Write what was collected as one self-contained HTML file.
+"""Write what was collected as one self-contained HTML file of at most PAGE_BYTES.
 
 The page holds the data as one JSON block (scalars packed as base64 float arrays, and thinned
 where long), the app (app.js, app.css) and uPlot inline. Its Content-Security-Policy lets it fetch
 nothing: each script and style is allowed by its hash, and images and audio only from data: URLs.
+Every run's tag of every kind (a "unit") gets an equal share of the page, thinned to fit it
+(`_allotted`); docs/report.md states the rule.
 
 uPlot (https://github.com/leeoniya/uPlot, MIT; assets/uPlot.LICENSE) is vendored as released and
 pinned by version and SHA-256 (`ASSETS`): a changed file is refused, never inlined."""
@@ -12,23 +14,37 @@ import hashlib
 import html
 import json
 import os
-from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
+from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
 import numpy as np
 
 from ..errors import ReportError
 from .collect import KEEP, LEFT_OUT, Collected, matching, printable
 
-__all__ = ["ASSETS", "UPLOT_VERSION", "asset", "downsampled", "render"]
+__all__ = ["ASSETS", "PAGE_BYTES", "UPLOT_VERSION", "asset", "downsampled", "render"]
 
 UPLOT_VERSION = "1.6.32"
-ASSETS = {  # file -> SHA-256: what npm's uplot@1.6.32 ships in dist/ (and its LICENSE)
+# File -> SHA-256: what npm's uplot@1.6.32 ships in dist/ (and its LICENSE).
+ASSETS = {
     "uPlot.iife.min.js": "19c8d4c6ad88929a79f4ae49d6f7161566dfd0ba3d15cc495e974f787eb78f1f",
     "uPlot.min.css": "df630c6a8d6f8eeaff264b50f73ce5b114f646ffd9a0bb74f049b0a00135fa04",
 }
-POINTS = 800_000  # the most scalar points in a report (about 17 MB); each series gets its share
-MIN_SHARE = 200  # a series' share is never below this, nor above --max-points
+# The most bytes a page holds, whatever the logdir. A mail attachment is sent in base64, 4/3 of its
+# size: 18 MB become 24 MB, within the common limit of 25 MB.
+PAGE_BYTES = 18_000_000
+# The histograms drawn per tag and run in the Histograms dashboard's offset view, and the bins each
+# is drawn in (app.js draws what it is given).
+OFFSET_VIEW = 50
+HISTOGRAM_BINS = 30
+# The bytes kept for the lines on what was thinned, which are made after the page's share-out.
+_NOTES_RESERVE = 64_000
+# The most bytes of each part of the page that is not a unit, and the most notes it shows (the
+# command prints every one).
+_PART_BYTES = {"runs": 1_000_000, "notes": 250_000, "left_out": 250_000, "hparams": 2_000_000,
+               "custom_scalars": 1_000_000}
+_NOTES = 100
 _HERE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "assets")
+_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
 
 
 def asset(name: str) -> str:
@@ -42,20 +58,32 @@ def asset(name: str) -> str:
 
 
 def downsampled(steps: Any, values: Any, walls: Any, most: int) -> Tuple[Any, Any, Any]:
-    """At most about `most` points of a series, for drawing.
+    """At most `most` points of a series, for drawing.
 
-    This is min/max decimation: the series is cut into `most / 2` stretches of neighbouring points,
-    and each keeps its lowest and highest point, in order. The first and the last point are always
-    kept. A spike is therefore never averaged away."""
+    This is min/max decimation. The first and the last point are always kept; the points between
+    them are cut into `(most - 2) / 2` stretches of neighbours, and each keeps its lowest and its
+    highest point, in order. A spike is therefore never averaged away. With `most` 2 or 3, the
+    first and the last point are kept; with `most` 1, the last."""
     n = len(steps)
     if n <= most:
         return steps, values, walls
-    buckets = max(most // 2, 1)
-    bucket = (np.arange(n) * buckets) // n
-    order = np.lexsort((np.nan_to_num(values, nan=np.inf), bucket))  # by bucket, then value (NaN highest)
-    starts = np.flatnonzero(np.r_[True, bucket[order][1:] != bucket[order][:-1]])
-    ends = np.r_[starts[1:], n] - 1
-    keep = np.unique(np.concatenate([order[starts], order[ends], [0, n - 1]]))
+    if most < 2:
+        return steps[-1:], values[-1:], walls[-1:]
+    stretches = (most - 2) // 2
+    inner = n - 2
+    if stretches == 0:
+        keep = np.array([0, n - 1])
+    else:
+        stretch = (np.arange(inner) * stretches) // inner
+        between = values[1:-1]
+        if np.isnan(between).any():
+            between = np.where(np.isnan(between), np.inf, between)
+        # By stretch, then by value (NaN highest): each stretch's first and last are its lowest and highest.
+        order = np.lexsort((between, stretch))
+        ordered = stretch[order]
+        starts = np.flatnonzero(np.concatenate(([True], ordered[1:] != ordered[:-1])))
+        ends = np.append(starts[1:], inner) - 1
+        keep = np.unique(np.concatenate([order[starts] + 1, order[ends] + 1, [0, n - 1]]))
     return steps[keep], values[keep], walls[keep]
 
 
@@ -69,105 +97,457 @@ def _number(value: Any) -> Any:
     return value
 
 
+def _json(value: Any) -> str:
+    """`value` as the page's JSON: compact, and with no `<` (names are the user's: none may close
+    the data block with `</script>`)."""
+    return _ENCODER.encode(value).replace("<", "\\u003c")
+
+
+def _size(text: str) -> int:
+    """The bytes of `text` in UTF-8."""
+    return len(text) if text.isascii() else len(text.encode("utf-8"))
+
+
 def _packed(array: Any, dtype: str) -> str:
     return base64.b64encode(np.ascontiguousarray(array, dtype=dtype).tobytes()).decode("ascii")
 
 
-def _data(found: Collected, logdir: str, max_points: int, version: str) -> Tuple[Dict[str, Any], List[str]]:
-    """The page's data, and the lines on what was left out, which the command prints."""
-    left: List[str] = []
-    _said_kept(found, "images", found.images, left)
-    _said_kept(found, "audio", found.audio, left)
-    # Share the page's bytes: images and audio get up to MEDIA_MOST (more where the scalars leave
-    # room), and the scalars get the rest, each series its share of the points.
-    wanted = min(sum(len(s[0]) for s in found.scalars.values()), POINTS) * POINT_BYTES
-    media = _within(dict([(("images",) + key, items) for key, items in found.images.items()]
-                         + [(("audio",) + key, items) for key, items in found.audio.items()]),
-                    max(MEDIA_MOST, PAGE_BYTES - wanted), left)
-    points = min(POINTS, int((PAGE_BYTES - sum(_media_bytes(i) for items in media.values() for i in items))
-                             / POINT_BYTES))
-    share = max(MIN_SHARE, min(max_points, points // max(len(found.scalars), 1)))
-    scalars: Dict[str, List[Dict[str, Any]]] = {}
-    cut = 0
-    for (run, tag), (steps, values, walls) in sorted(found.scalars.items(), key=lambda item: (item[0][1], item[0][0])):
-        if len(steps) > share:
-            cut += 1
-        total = len(steps)
-        steps, values, walls = downsampled(steps, values, walls, share)
-        start = float(walls[0]) if len(walls) else 0.0
-        scalars.setdefault(tag, []).append({
-            "run": run, "points": total, "start": start, "step": _packed(steps, "<f8"),
-            "value": _packed(values, "<f4"), "wall": _packed(walls - start, "<f4")})
-    if cut:
-        left.append("scalars: %d of %d series had more than %d points: drawn from %d of them (the lowest and the "
-                    "highest of each stretch kept: --max-points draws more)" % (cut, len(found.scalars), share, share))
-    images = _by_tag({key[1:]: items for key, items in media.items() if key[0] == "images"},
-                     lambda step, item: {"step": step, "src": _data_url(item[0], item[1])})
-    audio = _by_tag({key[1:]: items for key, items in media.items() if key[0] == "audio"},
-                    lambda step, item: {"step": step, "src": _data_url(item[0], item[1]), "label": item[2]})
-    texts: Dict[str, Dict[str, List[Dict[str, Any]]]] = {}
-    if found.texts:
-        from tensorboard.plugin_util import markdown_to_safe_html  # TensorBoard's own rendering, sanitized
+def _base64_size(count: int) -> int:
+    return (count + 2) // 3 * 4
 
-        _said_kept(found, "text", found.texts, left)
-        texts = _by_tag(found.texts, lambda step, text: {"step": step, "html": markdown_to_safe_html(text)})
-    _said_kept(found, "histograms", found.histograms, left)
-    histograms = _by_tag(found.histograms, lambda step, item: {
-        "step": step, "buckets": [[_number(float(x)) for x in row] for row in item[1]]}, OFFSET_VIEW)
+
+def _spread(total: int, count: int) -> Any:
+    """The indices of `count` of `total` items in step order, spread evenly: the first and the
+    last are kept, and one item is the last."""
+    if count >= total:
+        return np.arange(total)
+    if count <= 1:
+        return np.array([total - 1])
+    return np.round(np.linspace(0, total - 1, count)).astype(np.int64)
+
+
+class _Unit:
+    """One run's tag of one kind, as the page holds it: `count` of its `most` items (the points of
+    a scalar series; the images, clips, texts, histograms, steps of a distribution or PR curves
+    of the others), at least `least`. `size(count)` bounds its bytes in the page, its keys
+    included, from above."""
+
+    kind = ""
+    most = 0
+    least = 0
+
+    def __init__(self, run: str, tag: str) -> None:
+        self.run, self.tag = run, tag
+        # Its keys in the page: the tag's and the run's, with their colons, braces and commas.
+        self.keys = _size(_json(tag)) + _size(_json(run)) + 6
+
+    def size(self, count: int) -> int:
+        raise NotImplementedError
+
+    def json(self, count: int) -> str:
+        raise NotImplementedError
+
+    def fit(self, allotted: int) -> int:
+        """The most items whose page fits in `allotted` bytes (at least `least`)."""
+        if self.most <= self.least or self.size(self.most) <= allotted:
+            return self.most
+        low, high = self.least, self.most - 1
+        # A guess from the unit's mean item, checked; a binary search where it is wrong.
+        per_item = max((self.size(self.most) - self.size(self.least)) / max(self.most - self.least, 1), 1.0)
+        guess = min(max(self.least + int((allotted - self.size(self.least)) / per_item), low), high)
+        if self.size(guess) <= allotted and (guess == high or self.size(guess + 1) > allotted):
+            return guess
+        while low < high:
+            middle = (low + high + 1) // 2
+            if self.size(middle) <= allotted:
+                low = middle
+            else:
+                high = middle - 1
+        # The sizes of spread choices need not grow with their count: step down to one that fits.
+        while low > self.least and self.size(low) > allotted:
+            low -= 1
+        return low
+
+
+class _Series(_Unit):
+    """A scalar series: its points, packed as base64 (step f8, value f4, wall f4 from its start)."""
+
+    kind = "scalars"
+
+    def __init__(self, run: str, tag: str, series: Tuple[Any, Any, Any], max_points: int) -> None:
+        super().__init__(run, tag)
+        self.steps, self.values, self.walls = series
+        self.total = len(self.steps)
+        self.most = min(self.total, max_points)
+        self.least = min(self.total, 2)
+        # Wall times are packed from the first (a first that is not finite packs them as they are).
+        self.start = float(self.walls[0]) if self.total and np.isfinite(self.walls[0]) else 0.0
+        # {"run":R,"points":N,"start":S,"step":"","value":"","wall":""}, and a comma.
+        self.fixed = self.keys + len('{"run":,"points":,"start":,"step":"","value":"","wall":""},') \
+            + len(str(self.total)) + len(_json(self.start))
+
+    def drawn(self, count: int) -> int:
+        """The points `downsampled` keeps of the series at `count`: the first, the last, and two of
+        each stretch between them (every stretch has two points or more)."""
+        if count >= self.total:
+            return self.total
+        return 1 if count < 2 else 2 + 2 * ((count - 2) // 2)
+
+    def size(self, count: int) -> int:
+        points = self.drawn(count)
+        return self.fixed + _base64_size(8 * points) + 2 * _base64_size(4 * points)
+
+    def fit(self, allotted: int) -> int:
+        if self.size(self.most) <= allotted:
+            return self.most
+        count = min(max(int((allotted - self.fixed - 12) * 3 / 64), self.least), self.most)
+        while count > self.least and self.size(count) > allotted:
+            count -= 1
+        while count < self.most and self.size(count + 1) <= allotted:
+            count += 1
+        return count
+
+    def json(self, count: int) -> str:
+        steps, values, walls = downsampled(self.steps, self.values, self.walls, count)
+        return _json({"run": self.run, "points": self.total, "start": self.start, "step": _packed(steps, "<f8"),
+                      "value": _packed(values, "<f4"), "wall": _packed(walls - self.start, "<f4")})
+
+
+class _Items(_Unit):
+    """The kept items of one run's tag (images, clips, texts, histograms, distribution steps, PR
+    curves): `sizes` bounds each item's bytes with its separator, `fixed` the rest, and `made`
+    makes the page's JSON of the chosen items."""
+
+    def __init__(self, kind: str, run: str, tag: str, items: Sequence[Any], sizes: Sequence[int], fixed: int,
+                 made: Callable[[List[Any]], str]) -> None:
+        super().__init__(run, tag)
+        self.kind, self.items, self.made = kind, items, made
+        self.sizes = np.asarray(sizes, dtype=np.int64)
+        self.fixed = self.keys + fixed
+        self.most = len(items)
+        self.least = min(len(items), 1)
+
+    def size(self, count: int) -> int:
+        return self.fixed + int(self.sizes[_spread(self.most, count)].sum())
+
+    def json(self, count: int) -> str:
+        return self.made([self.items[i] for i in _spread(self.most, count).tolist()])
+
+
+def _listed(kind: str, run: str, tag: str, entries: List[str]) -> _Items:
+    """A unit whose page is a list of JSON entries, made already."""
+    return _Items(kind, run, tag, entries, [_size(e) + 1 for e in entries], 2, lambda chosen: "[%s]" % ",".join(chosen))
+
+
+def _media(kind: str, run: str, tag: str, items: List[Tuple[int, Any]]) -> _Items:
+    """An image's or a clip's unit. Its data: URLs are made as the page is written, so that the
+    logdir's media are never held twice."""
+    def entry(step: int, item: Any) -> Dict[str, Any]:
+        out = {"step": step, "src": _data_url(item[0], item[1])}
+        if kind == "audio":
+            out["label"] = item[2]
+        return out
+
+    def size(step: int, item: Any) -> int:
+        label = ',"label":' + _json(item[2]) if kind == "audio" else ""
+        return (len('{"step":,"src":""},') + len(str(step)) + _size(_json("data:%s;base64," % item[0])) - 2
+                + _base64_size(len(item[1])) + _size(label))
+
+    return _Items(kind, run, tag, items, [size(step, item) for step, item in items], 2,
+                  lambda chosen: "[%s]" % ",".join(_json(entry(step, item)) for step, item in chosen))
+
+
+def _histograms(run: str, tag: str, kept: List[Tuple[int, Any]]) -> _Items:
+    """The offset view's unit: at most OFFSET_VIEW of the kept histograms (spread over the steps,
+    the last always), each rebinned into the HISTOGRAM_BINS equal bins over their common range that
+    the page draws, counts preserved."""
+    chosen = [kept[i] for i in _spread(len(kept), OFFSET_VIEW).tolist()]
+    lo, hi = _common_range([buckets for _, (_, buckets) in chosen])
+    entries = [_json({"step": step, "counts": _numbers(_rebinned(buckets, lo, hi, HISTOGRAM_BINS))})
+               for step, (_, buckets) in chosen]
+    head = '{"lo":%s,"hi":%s,"items":[' % (_json(lo), _json(hi))
+    return _Items("histograms", run, tag, entries, [_size(e) + 1 for e in entries], len(head) + 2,
+                  lambda picked: head + ",".join(picked) + "]}")
+
+
+def _common_range(histograms: List[Any]) -> Tuple[float, float]:
+    """The range the offset view draws histograms over: from the least finite left edge to the
+    greatest finite right edge (a range of no width is widened to 1)."""
+    lefts = np.concatenate([h[:, 0] for h in histograms])
+    rights = np.concatenate([h[:, 1] for h in histograms])
+    lefts, rights = lefts[np.isfinite(lefts)], rights[np.isfinite(rights)]
+    lo = float(lefts.min()) if len(lefts) else 0.0
+    hi = float(rights.max()) if len(rights) else lo + 1.0
+    if not hi > lo:
+        hi = lo + 1.0
+    return lo, hi
+
+
+def _rebinned(buckets: Any, lo: float, hi: float, bins: int) -> Any:
+    """A histogram's (k, 3) buckets as the counts of `bins` equal bins over [lo, hi], as
+    TensorBoard's histogram view rebins: each bucket is cut to the range, and its count shared by
+    the bins it overlaps in proportion to the overlap. A bucket of no width gives its count to the
+    bin that holds it, and a count that is zero or not finite is skipped."""
+    left, right, counts = np.maximum(buckets[:, 0], lo), np.minimum(buckets[:, 1], hi), buckets[:, 2]
+    width = (hi - lo) / bins
+    used = np.isfinite(counts) & (counts != 0) & np.isfinite(left) & np.isfinite(right)
+    out = np.zeros(bins)
+    point = used & ~(right > left)
+    if point.any():
+        where = np.clip(np.floor((left[point] - lo) / width), 0, bins - 1).astype(np.int64)
+        np.add.at(out, where, counts[point])
+    wide = used & (right > left)
+    if wide.any():
+        lefts, rights = left[wide], right[wide]
+        edges = lo + np.arange(bins + 1) * width
+        # Each bucket's share below each edge: the count up to an edge, whose differences are the bins'.
+        below = np.clip((edges[None, :] - lefts[:, None]) / (rights - lefts)[:, None], 0.0, 1.0)
+        out += np.diff(counts[wide] @ below)
+    return out
+
+
+def _distribution(run: str, tag: str, rows: List[Tuple[int, float, List[float]]]) -> _Items:
+    """The Distributions unit: a step's row is its step, its wall time and its nine percentiles,
+    written as columns (step, wall, bands)."""
+    cells = [[step, _number(wall)] + [_number(v) for v in values] for step, wall, values in rows]
+    # Each of a row's 11 values, and its comma.
+    sizes = [sum(_size(_json(v)) for v in cell) + len(cell) for cell in cells]
+
+    def made(chosen: List[List[Any]]) -> str:
+        return _json({"step": [c[0] for c in chosen], "wall": [c[1] for c in chosen],
+                      "bands": [[c[2 + i] for c in chosen] for i in range(9)]})
+
+    return _Items("distributions", run, tag, cells, sizes, len(made([])), made)
+
+
+def _units(found: Collected, max_points: int) -> List[_Unit]:
+    """Every unit of the page, in the page's order: kind, then tag, then run."""
+    units: List[_Unit] = []
+    units.extend(_Series(run, tag, series, max_points) for (run, tag), series in _by_tag(found.scalars))
+    units.extend(_media("images", run, tag, items) for (run, tag), items in _by_tag(found.images))
+    units.extend(_media("audio", run, tag, items) for (run, tag), items in _by_tag(found.audio))
+    if found.texts:
+        # Text as TensorBoard's text plugin serves it (markdown on, as its dashboard asks by default).
+        from tensorboard.plugins.text.text_plugin import text_array_to_html
+
+        for (run, tag), items in _by_tag(found.texts):
+            units.append(_listed("texts", run, tag, [_json({"step": step, "html": text_array_to_html(text, True)})
+                                                     for step, text in items]))
+    units.extend(_histograms(run, tag, items) for (run, tag), items in _by_tag(found.histograms))
+    units.extend(_distribution(run, tag, rows) for (run, tag), rows in _by_tag(found.bands) if rows)
+    units.extend(_listed("pr_curves", run, tag, [_json(dict(step=step, **pr_entry(item[1]))) for step, item in items])
+                 for (run, tag), items in _by_tag(found.pr_curves))
+    return units
+
+
+def _by_tag(kept: Dict[Tuple[str, str], Any]) -> List[Tuple[Tuple[str, str], Any]]:
+    return sorted(kept.items(), key=lambda item: (item[0][1], item[0][0]))
+
+
+def _allotted(units: List[_Unit], budget: int) -> List[int]:
+    """How many items each unit keeps (0: left out), so that together they fit in `budget` bytes.
+
+    Each unit gets an equal share: the most the units can all have, where a unit that needs less
+    leaves the rest to the others, and none gets less than its least (its first and last point,
+    or its latest item). Where even the least of every unit would not fit, units are left out
+    whole, the largest first (of equal ones, the last in the page's order). It takes time linear
+    in the units, apart from one sort where some are left out."""
+    n = len(units)
+    most = np.array([u.size(u.most) for u in units], dtype=np.int64)
+    least = np.array([u.size(u.least) for u in units], dtype=np.int64)
+    counts = np.array([u.most for u in units], dtype=np.int64)
+    if n == 0 or most.sum() <= budget:
+        return [int(c) for c in counts]
+    kept = np.ones(n, bool)
+    if least.sum() > budget:
+        order = np.lexsort((-np.arange(n), -least))
+        gone = order[:int(np.searchsorted(np.cumsum(least[order]), least.sum() - budget)) + 1]
+        kept[gone] = False
+        counts[gone] = 0
+    # Two rounds: the second shares what the first left (each unit rounds its share down to a
+    # whole item) among the units still thinned.
+    floor = least.copy()
+    for _ in range(2):
+        level = _level(floor[kept], most[kept], budget)
+        used = floor.copy()
+        for i in np.flatnonzero(kept & (floor < most)).tolist():
+            share = int(min(most[i], max(floor[i], level)))
+            counts[i] = units[i].fit(share)
+            used[i] = units[i].size(int(counts[i]))
+        floor = used
+    # What is left still (each share rounded down to whole items) gives one more item to each
+    # thinned unit in the page's order, while it lasts.
+    spare = budget - int(floor[kept].sum())
+    for i in np.flatnonzero(kept & (floor < most)).tolist():
+        if spare <= 0:
+            break
+        grown = units[i].size(int(counts[i]) + 1) - int(floor[i])
+        if grown <= spare:
+            counts[i], spare = counts[i] + 1, spare - grown
+    return [int(c) for c in counts]
+
+
+def _level(least: Any, most: Any, budget: int) -> int:
+    """The greatest share such that the units' sizes (each its share, within its least and its
+    most) fit in `budget`, found by halving (each step linear in the units)."""
+    low, high = 0, int(most.max()) if len(most) else 0
+    while low < high:
+        middle = (low + high + 1) // 2
+        if int(np.clip(middle, least, most).sum()) <= budget:
+            low = middle
+        else:
+            high = middle - 1
+    return low
+
+
+NOUNS = {"scalars": "points", "images": "images", "audio": "clips", "texts": "texts",
+         "histograms": "histograms (offset view)", "distributions": "steps of distributions",
+         "pr_curves": "PR curves"}
+
+
+def _said_thinned(units: List[_Unit], counts: List[int], max_points: int) -> List[str]:
+    """The lines on what the page's bound thinned or left out, a few for each kind."""
+    bound = "so that the page stays within its bound of %d MB" % (PAGE_BYTES // 1_000_000)
+    lines = []
+    for kind in NOUNS:
+        mine = [(u, c) for u, c in zip(units, counts) if u.kind == kind]
+        gone = [u for u, c in mine if c == 0]
+        thinned = [(u, c) for u, c in mine if 0 < c < u.most]
+        if kind == "scalars":
+            capped = sum(1 for u, c in mine if c == u.most and isinstance(u, _Series) and u.total > u.most)
+            if capped:
+                lines.append("scalars: %d of %d series had more than %d points: drawn from %d of them (the lowest and "
+                             "the highest of each stretch kept: --max-points draws more)"
+                             % (capped, len(mine), max_points, max_points))
+            if thinned:
+                drawn = [u.drawn(c) for u, c in thinned if isinstance(u, _Series)]
+                lines.append("scalars: %d of %d series drawn from fewer points, %d to %d each (the first and the last, "
+                             "and the lowest and the highest of each stretch, kept), %s: each series has an equal "
+                             "share of it" % (len(thinned), len(mine), min(drawn), max(drawn), bound))
+        elif thinned:
+            lines.append("%s: %d of %d %s left out in %d of %d tags and runs, %s (each tag and run keeps its latest)"
+                         % (kind.replace("_", " "), sum(u.most - c for u, c in thinned), sum(u.most for u, _ in mine),
+                            NOUNS[kind], len(thinned), len(mine), bound))
+        if gone:
+            names = ", ".join("tag %s of run %s" % (_short(u.tag), _short(u.run)) for u in gone[:10])
+            lines.append("%s: %d of %d %s left out whole, %s (even the least of each would pass it): %s%s"
+                         % (kind.replace("_", " "), len(gone), len(mine), "series" if kind == "scalars"
+                            else "tags and runs", bound, names, " and %d more" % (len(gone) - 10)
+                            if len(gone) > 10 else ""))
+    return lines
+
+
+def _short(name: str) -> str:
+    return name if len(name) <= 60 else name[:57] + "..."
+
+
+def _data(found: Collected, logdir: str, max_points: int, version: str, skeleton: int
+          ) -> Tuple[Dict[str, Any], List[str]]:
+    """The page's data, and the lines on what was left out, which the command prints. `skeleton`
+    is the bytes of the page that are not its data block."""
+    left: List[str] = []
+    for kind, kept in (("images", found.images), ("audio", found.audio), ("text", found.texts),
+                       ("histograms", found.histograms), ("pr_curves", found.pr_curves)):
+        _said_kept(found, kind, kept, left)
     if any(len(items) > OFFSET_VIEW for items in found.histograms.values()):
         left.append("histograms: the offset view draws %d histograms per tag and run (spread over the steps, the last "
                     "always); Distributions draws every kept one" % OFFSET_VIEW)
-    bands: Dict[str, Dict[str, Dict[str, Any]]] = {}
-    for (run, tag), histogram_bands in sorted(found.bands.items()):
-        bands.setdefault(tag, {})[run] = {"step": [h[0] for h in histogram_bands],
-                                          "wall": [h[1] for h in histogram_bands],
-                                          "bands": [[_number(h[2][i]) for h in histogram_bands] for i in range(9)]}
-    _said_kept(found, "pr_curves", found.pr_curves, left)
-    pr_curves = _by_tag(found.pr_curves, lambda step, item: dict(step=step, **pr_entry(item[1])))
-    meta = {"logdir": printable(logdir), "made": datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
-            "version": version, "runs": found.runs, "notes": found.notes + left,
-            "left_out": left_out(found), "command": command(logdir)}
-    return {"meta": meta, "scalars": scalars, "images": images, "audio": audio, "texts": texts,
-            "histograms": histograms, "distributions": bands, "pr_curves": pr_curves,
-            "custom_scalars": _custom_scalars(found, sorted(scalars), left), "hparams": _hparams(found)}, left
-
-
-OFFSET_VIEW = 50  # the most histograms per tag and run drawn in the Histograms dashboard's offset view
-PAGE_BYTES = 19_000_000  # the most bytes of scalars and media together (the rest of the page is under 1 MB)
-MEDIA_MOST = 6_000_000  # images and audio get at least this much, where there are that many
-POINT_BYTES = 22  # the bytes of a scalar point in the page: step f8, value f4 and wall f4, in base64
-
-
-def _media_bytes(item: Tuple[int, Any]) -> int:
-    return (len(item[1][1]) + 2) // 3 * 4 + 40  # the length of its data: URL
-
-
-def _within(kept: Dict[Any, List[Tuple[int, Any]]], budget: int, left: List[str]) -> Dict[Any, List[Tuple[int, Any]]]:
-    """The kept images and clips, thinned until their data: URLs fit in `budget` bytes.
-
-    Items are dropped one at a time from the tag and run that has the most, whose first and last
-    items stay longest. Where even the latest item of each would not fit, whole tags and runs are
-    left out, the largest first."""
-    out = {key: list(items) for key, items in kept.items()}
-    total = sum(_media_bytes(item) for items in out.values() for item in items)
-    dropped, gone_keys = 0, []
-    while total > budget and out:
-        key = max(out, key=lambda k: (len(out[k]), sum(_media_bytes(item) for item in out[k])))
-        items = out[key]
-        if len(items) < 2:  # one item each is left: the largest tag and run goes whole
-            key = max(out, key=lambda k: _media_bytes(out[k][-1]))
-            total -= _media_bytes(out.pop(key)[-1])
-            gone_keys.append(key)
+    custom = _custom_scalars(found, sorted({tag for _, tag in found.scalars}), left)
+    parts, trimmed = _parts(found, logdir, version, custom, left)
+    units = _units(found, max_points)
+    # The units share what the rest of the page leaves.
+    rest = skeleton + _size(_json(parts)) + _NOTES_RESERVE + 200
+    counts = _allotted(units, PAGE_BYTES - rest)
+    thinned = _said_thinned(units, counts, max_points)
+    left.extend(thinned + trimmed)
+    parts["meta"]["notes"] = parts["meta"]["notes"] + [_short_note(line) for line in thinned + trimmed]
+    data: Dict[str, Any] = {"meta": parts["meta"], "scalars": {}, "images": {}, "audio": {}, "texts": {},
+                            "histograms": {}, "distributions": {}, "pr_curves": {},
+                            "custom_scalars": parts["custom_scalars"], "hparams": parts["hparams"]}
+    for unit, count in zip(units, counts):
+        if count == 0:
             continue
-        total -= _media_bytes(items.pop(len(items) // 2 - 1 if len(items) > 2 else 0))
-        dropped += 1
-    if dropped or gone_keys:
-        left.append("images and audio: %d more left out%s, so that the page stays under about 20 MB (%.1f MB of "
-                    "them in the page)" % (dropped + len(gone_keys), "" if not gone_keys else ", and every one of %s"
-                                           % ", ".join("%s %s of run %s" % key for key in gone_keys[:10])
-                                           + (" and %d more" % (len(gone_keys) - 10) if len(gone_keys) > 10 else ""),
-                                           total / 1e6))
-    return out
+        placed = _Placed(unit, count)
+        if unit.kind == "scalars":
+            data["scalars"].setdefault(unit.tag, []).append(placed)
+        else:
+            data[unit.kind].setdefault(unit.tag, {})[unit.run] = placed
+    return data, left
+
+
+def _short_note(line: str) -> str:
+    return line if len(line) <= 1000 else line[:997] + "..."
+
+
+def _parts(found: Collected, logdir: str, version: str, custom: List[Dict[str, Any]], left: List[str]
+           ) -> Tuple[Dict[str, Any], List[str]]:
+    """The page's parts that are not units (the header's facts and notes, what was left out, the
+    hparams table, the Custom Scalars layout), each within its share (`_PART_BYTES`): a part
+    over it keeps what fits, and a line says what it left out."""
+    said: List[str] = []
+    notes = [_short_note(line) for line in found.notes + left]
+    shown_notes = notes[:_first_fitting(notes[:_NOTES], _PART_BYTES["notes"])]
+    if len(shown_notes) < len(notes):
+        shown_notes.append("and %d more notes: the command printed every one" % (len(notes) - len(shown_notes)))
+    runs = found.runs[:_first_fitting(found.runs, _PART_BYTES["runs"])]
+    if len(runs) < len(found.runs):
+        said.append("runs: the header names %d of the %d runs" % (len(runs), len(found.runs)))
+    items = left_out(found)
+    for item in items:
+        if len(item["runs"]) > 20:
+            item["runs"] = item["runs"][:20] + ["and %d more" % (len(item["runs"]) - 20)]
+    items = items[:_first_fitting(items, _PART_BYTES["left_out"])]
+    hparams = _hparams(found)
+    rows = _first_fitting(hparams["rows"], _PART_BYTES["hparams"] - _size(_json(hparams["columns"])))
+    if rows < len(hparams["rows"]):
+        said.append("hparams: the table shows %d of the %d runs" % (rows, len(hparams["rows"])))
+        hparams = dict(hparams, rows=hparams["rows"][:rows]) if rows else {"columns": [], "metrics": 0, "rows": []}
+    charts = _first_fitting(custom, _PART_BYTES["custom_scalars"])
+    if charts < len(custom):
+        said.append("custom scalars: %d of the %d categories are shown" % (charts, len(custom)))
+    meta = {"logdir": printable(logdir), "made": datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
+            "version": version, "runs": runs, "notes": shown_notes, "left_out": items, "command": command(logdir)}
+    return {"meta": meta, "hparams": hparams, "custom_scalars": custom[:charts]}, said
+
+
+def _first_fitting(items: List[Any], most: int) -> int:
+    """How many of `items`, from the first, fit in `most` bytes of JSON."""
+    total = 0
+    for i, item in enumerate(items):
+        total += _size(_json(item)) + 1
+        if total > most:
+            return i
+    return len(items)
+
+
+class _Placed:
+    """A unit in the page's data, made into JSON only as the page is written."""
+
+    __slots__ = ("unit", "count")
+
+    def __init__(self, unit: _Unit, count: int) -> None:
+        self.unit, self.count = unit, count
+
+
+def _emitted(value: Any) -> Iterator[str]:
+    """The page's JSON of `value`, in pieces: each unit's as it is made."""
+    if isinstance(value, _Placed):
+        yield value.unit.json(value.count)
+    elif isinstance(value, dict):
+        yield "{"
+        for i, (key, item) in enumerate(value.items()):
+            yield ("," if i else "") + _json(key) + ":"
+            yield from _emitted(item)
+        yield "}"
+    elif isinstance(value, list) and any(isinstance(item, _Placed) for item in value):
+        yield "["
+        for i, item in enumerate(value):
+            if i:
+                yield ","
+            yield from _emitted(item)
+        yield "]"
+    else:
+        yield _json(value)
 
 
 def _said_kept(found: Collected, kind: str, kept: Dict[Any, List[Any]], left: List[str]) -> None:
@@ -175,18 +555,6 @@ def _said_kept(found: Collected, kind: str, kept: Dict[Any, List[Any]], left: Li
     if dropped > 0:
         left.append("%s: %d left out (at most %d per tag and run, the last always kept, as TensorBoard keeps them)"
                     % (kind.replace("_", " "), dropped, KEEP[kind]))
-
-
-def _by_tag(kept: Dict[Tuple[str, str], List[Tuple[int, Any]]], entry: Callable[[int, Any], Dict[str, Any]],
-            most: Optional[int] = None) -> Dict[str, Dict[str, List[Dict[str, Any]]]]:
-    """{tag: {run: [entry(step, item) for each kept item]}}, with at most `most` items spread evenly."""
-    out: Dict[str, Dict[str, List[Dict[str, Any]]]] = {}
-    for (run, tag), items in sorted(kept.items()):
-        if most is not None and len(items) > most:
-            chosen = np.unique(np.round(np.linspace(0, len(items) - 1, most)).astype(int))
-            items = [items[i] for i in chosen]
-        out.setdefault(tag, {})[run] = [entry(step, item) for step, item in items]
-    return out
 
 
 def _data_url(mime: str, data: bytes) -> str:
@@ -197,14 +565,22 @@ def pr_entry(data: Any) -> Dict[str, Any]:
     """A PR curve's points as TensorBoard's PR curves plugin serves them (its `_make_pr_entry`):
     precision and recall at each threshold, without the thresholds at the tail that have no
     positive prediction (TP + FP = 0)."""
-    positives = data[[0, 1], :].astype(int).sum(axis=0)  # TP, FP
+    # TP and FP.
+    positives = data[[0, 1], :].astype(int).sum(axis=0)
     end = len(positives) - 1
     while end > 0 and positives[end] == 0:
         end -= 1
     thresholds = np.linspace(0.0, 1.0, data.shape[1])
-    return {"precision": [_number(float(v)) for v in data[4, :end + 1]],
-            "recall": [_number(float(v)) for v in data[5, :end + 1]],
-            "thresholds": [float(v) for v in thresholds[:end + 1]]}
+    return {"precision": _numbers(data[4, :end + 1]), "recall": _numbers(data[5, :end + 1]),
+            "thresholds": thresholds[:end + 1].tolist()}
+
+
+def _numbers(values: Any) -> List[Any]:
+    """A numeric array as a list for JSON: floats, with the name of any that is not finite."""
+    values = np.asarray(values, dtype=np.float64)
+    if np.isfinite(values).all():
+        return [float(v) for v in values.tolist()]
+    return [_number(v) for v in values.tolist()]
 
 
 def left_out(found: Collected) -> List[Dict[str, Any]]:
@@ -257,7 +633,8 @@ def summary(found: Collected, data: Dict[str, Any]) -> List[str]:
         count = len({tag for _, tag in items})
         return "%s %d tag%s (%s %s)" % (kind, count, "" if count == 1 else "s",
                                         format(found.seen.get(unit, 0), ","), unit.replace("_", " "))
-    parts = ["scalars %d tag%s (%s points)" % (len(data["scalars"]), "" if len(data["scalars"]) == 1 else "s",
+    scalar_tags = len({tag for _, tag in found.scalars})
+    parts = ["scalars %d tag%s (%s points)" % (scalar_tags, "" if scalar_tags == 1 else "s",
                                                 format(sum(len(s[0]) for s in found.scalars.values()), ","))]
     for kind, items, unit in (("histograms", found.histograms, "histograms"), ("images", found.images, "images"),
                               ("audio", found.audio, "audio"), ("text", found.texts, "text"),
@@ -270,7 +647,7 @@ def summary(found: Collected, data: Dict[str, Any]) -> List[str]:
         parts.append("hparams of %d run%s" % (len(found.hparams), "" if len(found.hparams) == 1 else "s"))
     lines = ["read %d run%s in %.1f s: %s" % (len(found.runs), "" if len(found.runs) == 1 else "s", found.seconds,
                                               ", ".join(parts))]
-    for item in data["meta"]["left_out"]:
+    for item in left_out(found):
         lines.append("left out: %s (%s: %s): %s; shown by `%s`" % (
             item["name"], "run" if len(item["runs"]) == 1 else "runs", ", ".join(item["runs"]), item["why"],
             data["meta"]["command"]))
@@ -288,10 +665,8 @@ def render(found: Collected, logdir: str, max_points: int, version: str) -> Tupl
 
 
 def rendered(found: Collected, logdir: str, max_points: int, version: str) -> Tuple[Iterator[str], List[str]]:
-    """The HTML in pieces, and the lines the command prints. The data block is made as it is
-    written, so that a report of many images is never held in memory twice."""
-    data, left = _data(found, logdir, max_points, version)
-    said = summary(found, data) + ["note: %s" % line for line in found.notes + left]
+    """The HTML in pieces, at most PAGE_BYTES in all, and the lines the command prints. The data
+    block is made as it is written, so that a report of many images is never held in memory twice."""
     scripts = [asset("uPlot.iife.min.js"), asset("app.js")]
     style = asset("uPlot.min.css") + "\n" + asset("app.css")
     policy = ("default-src 'none'; script-src %s; style-src %s; img-src data:; media-src data:; base-uri 'none'; "
@@ -304,11 +679,11 @@ def rendered(found: Collected, logdir: str, max_points: int, version: str) -> Tu
             "<script type=\"application/json\" id=\"data\">" % (html.escape(policy), html.escape(title), style))
     tail = ("</script>\n</head><body>\n<div id=\"app\"></div>\n%s\n</body></html>\n"
             % "\n".join("<script>%s</script>" % s for s in scripts))
+    data, left = _data(found, logdir, max_points, version, _size(head) + _size(tail))
+    said = summary(found, data) + ["note: %s" % line for line in found.notes + left]
 
     def pieces() -> Iterator[str]:
         yield head
-        encoder = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
-        for chunk in encoder.iterencode(data):
-            yield chunk.replace("<", "\\u003c")  # names are the user's: none may close the block with `</script>`
+        yield from _emitted(data)
         yield tail
     return pieces(), said

@@ -419,7 +419,11 @@
     img.src = item.src; holder.appendChild(img);
   });
   steppedSection("text", "Text", data.texts, function (holder, item) {
-    var div = el("div", null, "markdown"); div.innerHTML = item.html; holder.appendChild(div);  // sanitized (page.py)
+    // TensorBoard's text plugin's HTML (sanitized by it when the report was made), shown as its
+    // dashboard shows it: a paragraph keeps its line breaks and spaces (tf-markdown-view's
+    // `#markdown p {white-space: break-spaces}`), so that logged JSON reads line by line
+    var div = el("div", null, "markdown"); div.innerHTML = item.html; holder.appendChild(div);
+    Array.prototype.forEach.call(div.querySelectorAll("p"), function (p) { p.style.whiteSpace = "break-spaces"; });
   });
 
   // -- distributions ------------------------------------------------------------------------
@@ -477,11 +481,12 @@
     htags.forEach(function (tag) {
       drawn.histograms[tag] = {};
       Object.keys(data.histograms[tag]).sort().forEach(function (run) {
+        // a tag and run's histograms: {lo, hi, items: [{step, counts}]}
         var items = data.histograms[tag][run], box = el("div", null, "chart histogram");
         box.dataset.tag = tag; box.dataset.run = run;
         box.appendChild(el("h3", tag)); box.appendChild(el("p", run, "run"));
         hgrid.appendChild(box);
-        drawn.histograms[tag][run] = items.map(function (h) { return {step: h.step, buckets: h.buckets}; });
+        drawn.histograms[tag][run] = items;
         var entry = {box: box, items: items, drawn: false};
         histogramBoxes.push(entry);
         whenSeen(box, function () { entry.drawn = true; offsetView(box, items); });
@@ -489,42 +494,19 @@
     });
     app.appendChild(hs);
   }
-  function rebinned(buckets, lo, hi, count) {
-    // a histogram's counts spread into `count` equal bins over [lo, hi], each bucket's count
-    // shared by the bins it overlaps in proportion (as TensorBoard's histogram view rebins)
-    var width = (hi - lo) / count, out = [];
-    for (var i = 0; i < count; i++) out.push([lo + i * width, lo + (i + 1) * width, 0]);
-    buckets.forEach(function (b) {
-      var left = Math.max(lo, b[0]), right = Math.min(hi, b[1]), n = b[2];
-      if (!isFinite(n) || n === 0) return;
-      if (!(right > left)) {  // a bucket of no width: its count in the bin that holds it
-        out[Math.min(count - 1, Math.max(0, Math.floor((left - lo) / width)))][2] += n;
-        return;
-      }
-      var first = Math.max(0, Math.floor((left - lo) / width)), last = Math.min(count - 1, Math.floor((right - lo) / width));
-      for (var k = first; k <= last; k++) {
-        var overlap = Math.min(right, out[k][1]) - Math.max(left, out[k][0]);
-        if (overlap > 0) out[k][2] += n * overlap / (right - left);
-      }
-    });
-    return out;
-  }
-  function offsetView(box, items) {
-    // each histogram is a filled outline of its buckets' counts over x, the first step at the back
-    // (top), the last in front (bottom), as TensorBoard's offset view draws them
-    var overlay = document.getElementById("histogram-mode").value === "overlay";
+  function offsetView(box, unit) {
+    // each histogram is a filled outline of its bins' counts over x, the first step at the back
+    // (top), the last in front (bottom), as TensorBoard's offset view draws them; page.py rebinned
+    // each into equal bins over the range [unit.lo, unit.hi], counts preserved
+    var overlay = document.getElementById("histogram-mode").value === "overlay", items = unit.items;
     Array.prototype.forEach.call(box.querySelectorAll("canvas"), function (c) { c.remove(); });
     box.dataset.mode = overlay ? "overlay" : "offset";
     var width = Math.max(box.clientWidth - 16, 300), height = 280, left = 8, right = 56, top = 8, bottom = 22;
-    var ctx = canvas(box, width, height), lo = Infinity, hi = -Infinity, peak = 0;
-    items.forEach(function (h) {
-      h.buckets.forEach(function (b) {
-        if (isFinite(b[0])) lo = Math.min(lo, b[0]);
-        if (isFinite(b[1])) hi = Math.max(hi, b[1]);
-      });
+    var ctx = canvas(box, width, height), lo = unit.lo, hi = unit.hi, peak = 0;
+    var bins = items.map(function (h) {
+      var binWidth = (hi - lo) / h.counts.length;
+      return h.counts.map(function (c, i) { return [lo + i * binWidth, lo + (i + 1) * binWidth, typeof c === "number" ? c : 0]; });
     });
-    if (!(hi > lo)) { hi = lo + 1; }
-    var bins = items.map(function (h) { return rebinned(h.buckets, lo, hi, 30); });
     bins.forEach(function (b) { b.forEach(function (c) { peak = Math.max(peak, c[2]); }); });
     var plotW = width - left - right, ridge = (height - top - bottom) * (overlay ? 1 : 0.35);
     var offsetH = height - top - bottom - ridge, n = items.length;
@@ -532,12 +514,12 @@
     items.forEach(function (h, i) {
       var base = overlay ? height - bottom : top + ridge + (n > 1 ? i / (n - 1) : 1) * offsetH;
       var shade = n > 1 ? i / (n - 1) : 1;
-      ctx.beginPath(); ctx.moveTo(X(h.buckets.length ? h.buckets[0][0] : lo), base);
+      ctx.beginPath(); ctx.moveTo(X(lo), base);
       bins[i].forEach(function (b) {
         var y = base - (peak > 0 ? b[2] / peak * ridge : 0);
         ctx.lineTo(X((b[0] + b[1]) / 2), y);
       });
-      ctx.lineTo(X(h.buckets.length ? h.buckets[h.buckets.length - 1][1] : hi), base); ctx.closePath();
+      ctx.lineTo(X(hi), base); ctx.closePath();
       if (!overlay) { ctx.fillStyle = "rgba(255,255,255,0.9)"; ctx.fill(); }
       ctx.strokeStyle = "rgba(255,112,67," + (0.35 + 0.65 * shade) + ")"; ctx.lineWidth = 1; ctx.stroke();
       if (!overlay && (i === 0 || i === n - 1)) {
@@ -739,6 +721,17 @@
     });
     runFilter.value = ""; tagFilter.value = ""; runFilter.dispatchEvent(new Event("input"));
     result.histograms = drawn.histograms;
+    result.texts = Array.prototype.map.call(document.querySelectorAll("#text .card"), function (card) {
+      // each paragraph's white-space and the lines it is drawn in (its text's line boxes)
+      var div = card.querySelector(".markdown"), range = document.createRange();
+      return {tag: card.dataset.tag, run: card.dataset.run, html: div.innerHTML,
+              paragraphs: Array.prototype.map.call(div.querySelectorAll("p"), function (p) {
+                range.selectNodeContents(p);
+                var tops = {};
+                Array.prototype.forEach.call(range.getClientRects(), function (r) { if (r.width > 0) tops[Math.round(r.top)] = 1; });
+                return {white_space: getComputedStyle(p).whiteSpace, lines: Object.keys(tops).length};
+              })};
+    });
     var modeSelect = document.getElementById("histogram-mode");
     if (modeSelect) {
       histogramBoxes.forEach(function (h) { if (!h.drawn) { h.drawn = true; offsetView(h.box, h.items); } });
