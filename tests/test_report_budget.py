@@ -283,6 +283,25 @@ def test_a_value_of_any_kind_not_of_its_dashboards_shape_is_named_in_a_line_and_
     assert list(data["texts"]) == ["notes"] and data["images"] == {} and data["audio"] == {}
 
 
+def test_values_past_the_notes_bound_are_counted_in_one_line(tmp_path):
+    """Past MAX_NOTES lines on values that cannot be read, the rest were dropped without a word:
+    now one line counts them."""
+    from mxboard.proto import Summary, TensorProto
+    from mxboard.report.collect import MAX_NOTES
+
+    odd = TensorProto(dtype=1, float_val=[0.5, 0.25])
+    odd.tensor_shape.dim.add(size=2)
+    with SummaryWriter(str(tmp_path / "run")) as w:
+        for step in range(MAX_NOTES + 7):
+            value = Summary.Value(tag="pr", tensor=odd)
+            value.metadata.plugin_data.plugin_name = "pr_curves"
+            w.add_summary(Summary(value=[value]), step)
+    found = collect(str(tmp_path))
+    said = [note for note in found.notes if "cannot be read" in note]
+    assert len(said) == MAX_NOTES
+    assert found.notes[-1] == "7 more values could not be read and are left out (past the first %d notes)" % MAX_NOTES
+
+
 def _texts_logdir(logdir):
     """The texts the issue names, as a newcomer logs them: plain, markdown, the HF Trainer's args
     (JSON with newlines, indented) and a 2-D table of strings."""

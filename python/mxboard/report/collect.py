@@ -176,6 +176,8 @@ class _Reading:
         self.kept = {kind: _Kept(size) for kind, size in KEEP.items()}
         self.layouts: Dict[str, Any] = {}  # run -> its last Custom Scalars layout (a Layout proto)
         self.files = 0
+        # The values that could not be read past the first MAX_NOTES lines: counted, not said.
+        self.unsaid = 0
 
 
 def collect(logdir: str, runs: Optional[Pattern[str]] = None, tags: Optional[Pattern[str]] = None) -> Collected:
@@ -222,6 +224,9 @@ def collect(logdir: str, runs: Optional[Pattern[str]] = None, tags: Optional[Pat
         setattr(out, "texts" if kind == "text" else kind, kept.items())
         out.seen[kind] = kept.seen
     out.layout = _merged_layout(reading.layouts)
+    if reading.unsaid:
+        out.notes.append("%d more values could not be read and are left out (past the first %d notes)"
+                         % (reading.unsaid, MAX_NOTES))
     out.seconds = time.perf_counter() - began
     return out
 
@@ -326,6 +331,8 @@ def _read_event(event: Any, path: str, run: str, place: int, plugins: Dict[str, 
             if len(out.notes) < MAX_NOTES:
                 out.notes.append("%s: %s at step %d: cannot be read (%s: %s); left out"
                                  % (printable(path), printable(tag), step, type(exc).__name__, exc))
+            else:
+                reading.unsaid += 1
 
 
 def _add(value: Any, plugin: Optional[str], run: str, step: int, wall: float, place: int, reading: _Reading) -> None:
