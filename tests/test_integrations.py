@@ -146,7 +146,9 @@ def trainings(request, tmp_path_factory):
         plan.append([str(out / "script.py"), str(out), env])
         found[name] = out
     if plan:
-        run_python(RUNNER, env={"PYTHONWARNINGS": "ignore", "SCRIPTS": json.dumps(plan)}, timeout=540)
+        # Keras's backend torch, whatever this process's environment says (the JAX test has its own child)
+        run_python(RUNNER, env={"PYTHONWARNINGS": "ignore", "KERAS_BACKEND": "torch", "SCRIPTS": json.dumps(plan)},
+                   timeout=540)
     return found
 
 
@@ -218,7 +220,12 @@ other.log_metrics({"loss": 1.0}, 3)
 other.experiment.add_scalar("x", 1.0, 0)
 other.finalize("success")
 rank_zero_only.rank = 0  # the child Python's next scripts are rank zero again
-print(json.dumps({"closed": closed, "failed_dir": ours.log_dir,
+try:
+    Ours(tmp, flush_sec=1)  # a misspelled writer argument
+except TypeError as error:
+    misspelled = str(error)
+Ours(tmp, "named", flush_secs=1)  # Lightning's arguments and the writer's are taken
+print(json.dumps({"closed": closed, "failed_dir": ours.log_dir, "misspelled": misspelled,
                   "rank1": os.path.exists(os.path.join(tmp, "rank1")), "type": type(ours._experiment).__module__}))
 """
 
@@ -247,6 +254,9 @@ def test_lightning_logger_side_by_side(trainings):
     assert found["failed_dir"] == str(out / "failed" / "lightning_logs" / "version_0")
     assert [e.step for e in accumulator(found["failed_dir"]).Scalars("train_loss")] == [1, 3]
     assert not found["rank1"]
+    assert found["misspelled"] == (
+        "mxboard.integrations.lightning.TensorBoardLogger() got an unexpected keyword argument 'flush_sec'. Did you "
+        "mean 'flush_secs'? It takes its own arguments and mxboard.SummaryWriter's.")
 
 
 # -- Hugging Face Trainer --------------------------------------------------------------------------
@@ -291,7 +301,12 @@ state = TrainerState(is_world_process_zero=False)
 args.output_dir = os.path.join(tmp, "rank1")
 other.on_train_begin(args, state, TrainerControl())
 other.on_log(args, state, TrainerControl(), logs={"loss": 1.0})
-print(json.dumps({"closed": closed, "host": socket.gethostname(), "rank1": os.path.exists(args.output_dir)}))
+try:
+    Ours(flush_sec=1)  # a misspelled writer argument
+except TypeError as error:
+    misspelled = str(error)
+print(json.dumps({"closed": closed, "host": socket.gethostname(), "rank1": os.path.exists(args.output_dir),
+                  "misspelled": misspelled}))
 """
 
 
@@ -314,6 +329,8 @@ def test_transformers_callback_side_by_side(trainings):
              for where, run, tag in (("theirs", theirs, "model_config/text_summary"), ("ours", ours, "model_config"))]
     assert texts[1] == texts[0] and b'"num_hidden_layers": 2' in texts[0][0]
     assert found["closed"] and not found["rank1"]
+    assert found["misspelled"].startswith("mxboard.integrations.transformers.TensorBoardCallback() got an unexpected "
+                                          "keyword argument 'flush_sec'. Did you mean 'flush_secs'?")
 
 
 # -- Accelerate ------------------------------------------------------------------------------------
@@ -347,8 +364,13 @@ def train(accelerator):
 
 train(Accelerator(log_with="tensorboard", project_dir=os.path.join(tmp, "theirs")))
 tracker = train(Accelerator(log_with=[Ours("run", os.path.join(tmp, "ours"))]))
+try:
+    Ours("run", tmp, flush_sec=1)  # a misspelled writer argument
+except TypeError as error:
+    misspelled = str(error)
 print(json.dumps({"name": tracker.name, "directory": tracker.requires_logging_directory,
-                  "closed": tracker.tracker.closed, "type": type(tracker.tracker).__module__}))
+                  "closed": tracker.tracker.closed, "type": type(tracker.tracker).__module__,
+                  "misspelled": misspelled}))
 """
 
 
@@ -359,6 +381,8 @@ def test_accelerate_tracker_side_by_side(trainings):
     and values of numbers, a loss tensor, a text and a dict of lines; the writer closed by
     end_training."""
     out, found = train(trainings, "accelerate")
+    assert found.pop("misspelled").startswith("mxboard.integrations.accelerate.TensorBoardTracker() got an unexpected "
+                                              "keyword argument 'flush_sec'. Did you mean 'flush_secs'?")
     assert found == {"name": "tensorboard", "directory": True, "closed": True, "type": "mxboard._api.writer"}
 
     def name(run):  # the hparams' sub-run is named by the time; torch names a line <tag>_<name>, mxboard <tag>/<name>
@@ -379,12 +403,12 @@ def test_accelerate_tracker_side_by_side(trainings):
 KERAS = """
 import json, os, sys
 sys.modules["tensorflow"] = None  # import tensorflow fails, as where it is not installed
-os.environ["KERAS_BACKEND"] = "torch"
+os.environ.setdefault("KERAS_BACKEND", "torch")  # the test on JAX sets "jax"
 import numpy as np
 import keras
 from mxboard.integrations.keras import TensorBoard
 tmp = os.environ["OUT"]
-found = {}
+found = {"backend": keras.backend.backend()}
 try:
     keras.callbacks.TensorBoard(os.path.join(tmp, "keras_own")).set_model(keras.Sequential([keras.Input((1,))]))
 except ImportError as error:
@@ -423,6 +447,25 @@ for bad in ({"profile_batch": 2}, {"profile_batch": "1,3"}, {"update_freq": 0}, 
     except ValueError as error:
         errors.append(str(error))
 found["errors"] = errors
+# a misspelled argument, of the callback's or of the writer's, is refused at construction
+misspelled = []
+for bad in ({"histogram_frq": 1}, {"flush_sec": 1}, {"logdir": tmp}):
+    try:
+        TensorBoard(tmp, **bad)
+    except TypeError as error:
+        misspelled.append(str(error))
+found["misspelled"] = misspelled
+TensorBoard(tmp, flush_secs=1, max_queue=5)  # the writer's arguments are taken
+
+# the op graph of a Functional model: two inputs, a layer called on each, a nested Sequential
+a, b = keras.Input((4,), name="a"), keras.Input((4,), name="b")
+shared = keras.layers.Dense(4, name="shared")
+inner = keras.Sequential([keras.layers.Dense(3, name="inside")], name="inner")
+joined = keras.layers.Concatenate(name="joined")([shared(a), inner(shared(b))])
+functional = keras.Model([a, b], keras.layers.Dense(1, activation="relu", name="out")(joined), name="two_inputs")
+functional.compile("sgd", "mse")
+functional.fit([x, x], x.sum(1, keepdims=True), epochs=1, batch_size=32, verbose=0,
+               callbacks=[TensorBoard(os.path.join(tmp, "functional"))])
 # the fixed training of tools/keras_fixture.py, which made the fixture with Keras's own callback
 sys.path.insert(0, os.path.join(os.environ["ROOT"], "tools"))
 import keras_fixture
@@ -432,18 +475,63 @@ print(json.dumps(found))
 
 
 @needs("keras")
-def test_keras_callback_without_tensorflow(trainings):
+def test_keras_callback_without_tensorflow(trainings, serve):
     """mxboard's Keras callback on the torch backend in a process where `import tensorflow` fails
     (Keras's own callback cannot run there): a fit with validation, histograms, images, steps per
     second and update_freq=2, then an evaluation, write Keras's runs, tags and steps with the values
-    Keras reported (History, evaluate), the final weights' histograms, the model's conceptual graph;
-    embeddings reach the Projector with their labels; profile_batch and a bad update_freq are
-    errors at construction, naming the alternatives. And a fixed training logs what Keras's own
-    callback logged with TensorFlow (tests/fixtures/keras_tensorboard.json, from
-    tools/keras_fixture.py): the same runs, tags, plugins, steps and values."""
+    Keras reported (History, evaluate), the final weights' histograms, the model's conceptual graph
+    and an op graph of its layers, which the bundled server's Graphs dashboard serves (a Functional
+    model's too: two inputs, a shared layer, a nested model); embeddings reach the Projector with
+    their labels; profile_batch, a bad update_freq and a misspelled argument are errors at
+    construction, naming the alternatives. And a fixed training logs what Keras's own callback
+    logged with TensorFlow (tests/fixtures/keras_tensorboard.json, from tools/keras_fixture.py):
+    the same runs, tags, plugins, steps and values."""
+    check_keras_training(*train(trainings, "keras"), serve, "torch")
+
+
+@needs("keras", "jax")
+def test_keras_callback_on_jax(keras_on_jax, serve):
+    """The same on the JAX backend (its own child Python: a process has one Keras backend): the
+    same runs, tags, steps and values as Keras reported, the graphs served, the fixed training
+    the same as Keras's own callback's with TensorFlow."""
+    check_keras_training(*train(keras_on_jax, "keras"), serve, "jax")
+
+
+@pytest.fixture(scope="module")
+def keras_on_jax(tmp_path_factory):
+    """The Keras script run with KERAS_BACKEND=jax, in a child Python of its own; returns
+    {"keras": its folder}."""
+    out = tmp_path_factory.mktemp("keras_jax")
+    (out / "script.py").write_text(textwrap.dedent(KERAS))
+    plan = [[str(out / "script.py"), str(out), {"ROOT": ROOT, "KERAS_BACKEND": "jax"}]]
+    run_python(RUNNER, env={"PYTHONWARNINGS": "ignore", "SCRIPTS": json.dumps(plan)}, timeout=400)
+    return {"keras": out}
+
+
+def served_op_graph(server, run):
+    """{node: (op, inputs, output shapes)} of the run's op graph, as the Graphs dashboard gets it
+    (pbtxt, parsed by TensorBoard's own GraphDef); Keras's numbered input layer names without
+    their number."""
+    from google.protobuf import text_format
+    from tensorboard.compat.proto import graph_pb2
+
+    _, text = server.get("/data/plugin/graphs/graph", {"run": run, "conceptual": "false"})
+    graph = text_format.Parse(text.decode(), graph_pb2.GraphDef())
+
+    def name(node):
+        return re.sub(r"input_layer_\d+", "input_layer", node)
+
+    return {name(node.name): (node.op, [name(i) for i in node.input],
+                              [[d.size for d in shape.dim] for shape in node.attr["_output_shapes"].list.shape])
+            for node in graph.node}
+
+
+def check_keras_training(out, found, serve, backend):
+    """What test_keras_callback_without_tensorflow says, of the Keras script's folder `out` and
+    what it printed, `found`, on `backend`."""
     from conftest import projector_config
 
-    out, found = train(trainings, "keras")
+    assert found["backend"] == backend
     assert "tensorflow" in found["keras_own"]
     history, iterations = found["history"], found["iterations"]
     assert iterations == 18  # 48 training samples, batches of 8, 3 epochs
@@ -496,6 +584,33 @@ def test_keras_callback_without_tensorflow(trainings):
     assert "profile_batch=2" in profile and "torch.profiler" in profile and "jax.profiler" in profile
     assert "profile_batch='1,3'" in profile_range
     assert "update_freq" in zero and "'step'" in step
+    # a misspelled argument: Python's own words, naming the callback and the closest name
+    frq, sec, logdir = found["misspelled"]
+    assert frq == ("mxboard.integrations.keras.TensorBoard() got an unexpected keyword argument 'histogram_frq'. "
+                   "Did you mean 'histogram_freq'? It takes its own arguments and mxboard.SummaryWriter's.")
+    assert "'flush_sec'. Did you mean 'flush_secs'?" in sec and "'logdir'. Did you mean 'log_dir'" in logdir
+    # the Graphs dashboard: each run with a graph has the op graph it opens on, and the conceptual
+    # graph; the op graph a node for each layer, its inputs the edges, its output shape
+    server = serve(out)
+    graphs = server.json("/data/plugin/graphs/info", until=lambda info: {"fit/train", "functional/train"} <= set(info))
+    for run in ("fit/train", "functional/train"):
+        assert graphs[run]["run_graph"] and graphs[run]["tags"]["keras"]["conceptual_graph"], graphs[run]
+    assert served_op_graph(server, "fit/train") == {
+        "net/input_layer": ("InputLayer", [], [[-1, 4]]),
+        "net/dense": ("Dense", ["net/input_layer"], [[-1, 8]]),
+        "net/dense_1": ("Dense", ["net/dense"], [[-1, 1]])}
+    assert served_op_graph(server, "functional/train") == {
+        "two_inputs/a": ("InputLayer", [], [[-1, 4]]),
+        "two_inputs/b": ("InputLayer", [], [[-1, 4]]),
+        "two_inputs/shared": ("Dense", ["two_inputs/a", "two_inputs/b"], [[-1, 4]]),
+        "two_inputs/inner/input_layer": ("InputLayer", ["two_inputs/shared"], [[-1, 4]]),
+        "two_inputs/inner/inside": ("Dense", ["two_inputs/inner/input_layer"], [[-1, 3]]),
+        "two_inputs/joined": ("Concatenate", ["two_inputs/shared", "two_inputs/inner/inside"], [[-1, 7]]),
+        "two_inputs/out": ("Dense", ["two_inputs/joined"], [[-1, 1]])}
+    _, text = server.get("/data/plugin/graphs/graph", {"run": "fit/train", "conceptual": "false"})
+    assert 'key: "activation"' in text.decode() and 's: "relu"' in text.decode()  # the config's values
+    _, text = server.get("/data/plugin/graphs/graph", {"run": "fit/train", "tag": "keras", "conceptual": "true"})
+    assert 'name: "net/dense"' in text.decode()
     # side by side with Keras's own callback (TensorFlow's writer), kept in the fixture
     # tools/keras_fixture.py made: the same runs, tags, plugins, steps, values, counts and sizes
     spec = importlib.util.spec_from_file_location("keras_fixture", os.path.join(ROOT, "tools", "keras_fixture.py"))
@@ -504,6 +619,9 @@ def test_keras_callback_without_tensorflow(trainings):
     with open(os.path.join(ROOT, "tests", "fixtures", "keras_tensorboard.json")) as f:
         theirs = json.load(f)["runs"]
     ours = keras_fixture.summary(str(out / "fixed"))
+    # Keras's own callback writes no op graph under Keras 3 (its train_function is no tf.function
+    # of its own); mxboard's writes one of the layers, as the Graphs dashboard opens on it.
+    assert ours["train"].pop("__run_graph__") == {"plugin": "graphs", "steps": [0, 0]}  # fit's, evaluate's
     assert sorted(ours) == sorted(theirs) == ["train", "validation"]
     for run in theirs:
         assert sorted(ours[run]) == sorted(theirs[run]), run
@@ -513,6 +631,52 @@ def test_keras_callback_without_tensorflow(trainings):
             assert mine.get("counts") == entry.get("counts") and mine.get("sizes") == entry.get("sizes"), (run, tag)
             if "values" in entry and "steps_per_second" not in tag:  # a rate is the machine's
                 assert mine["values"] == pytest.approx(entry["values"], rel=1e-4), (run, tag)
+
+
+# -- a trainer that is missing ---------------------------------------------------------------------
+
+IMPORT = """
+import json, os, sys
+for name in filter(None, os.environ["BLOCK"].split(",")):
+    sys.modules[name] = None  # its import fails, as where it is not installed
+try:
+    __import__(os.environ["MODULE"])
+except ImportError as error:
+    print(json.dumps({"type": type(error).__name__, "name": error.name, "message": str(error)}))
+"""
+
+
+def test_a_missing_trainer_names_the_integration_and_what_to_install():
+    """Importing an integration whose trainer is missing (its import made to fail, as where it is
+    not installed) raises one ModuleNotFoundError line naming the integration, the package and what
+    to install: the trainers extra, or the package alone; torch, for CPU or GPU; Keras's backend,
+    where KERAS_BACKEND is left at TensorFlow's."""
+    def missing(module, block, **env):
+        proc = run_python(IMPORT, env=dict(env, MODULE="mxboard.integrations." + module, BLOCK=",".join(block)))
+        found = json.loads(proc.stdout)
+        assert found["type"] == "ModuleNotFoundError" and "\n" not in found["message"], found
+        assert found["message"].startswith("mxboard.integrations.%s needs " % module), found
+        return found
+
+    for module, package, block in (("lightning", "lightning", ["lightning", "lightning_fabric"]),
+                                   ("transformers", "transformers", ["transformers"]),
+                                   ("accelerate", "accelerate", ["accelerate"]),
+                                   ("keras", "keras", ["keras"])):
+        found = missing(module, block)
+        assert found["name"] == package
+        assert ("needs %s, which is not installed here" % package) in found["message"], found
+        assert "pip install 'mxboard[trainers]'" in found["message"], found
+        assert ("pip install '%s" % package) in found["message"], found
+    for module in ("lightning", "accelerate"):  # transformers' callback imports without torch
+        if importlib.util.find_spec(module):  # its import reaches torch's
+            found = missing(module, ["torch"])
+            assert found["name"] == "torch" and "needs torch, which is not installed here" in found["message"]
+            assert "--index-url https://download.pytorch.org/whl/cpu" in found["message"], found
+    if importlib.util.find_spec("keras"):
+        found = missing("keras", ["tensorflow"], KERAS_BACKEND="tensorflow")
+        assert found["name"] == "tensorflow", found
+        assert "needs Keras's backend, tensorflow" in found["message"], found
+        assert "Set KERAS_BACKEND=torch or KERAS_BACKEND=jax before keras is imported" in found["message"], found
 
 
 # -- docs/integrations.md --------------------------------------------------------------------------

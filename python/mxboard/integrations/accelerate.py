@@ -15,13 +15,17 @@ from __future__ import annotations
 
 import os
 import time
-from typing import Any, Dict, Optional
-
-from accelerate.tracking import TensorBoardTracker as _AccelerateTracker
-from accelerate.tracking import on_main_process
+from typing import Any, Dict, Optional, Union
 
 from .. import SummaryWriter
 from ..storage import is_url
+from ._shared import check_writer_arguments, missing_trainer
+
+try:
+    from accelerate.tracking import TensorBoardTracker as _AccelerateTracker
+    from accelerate.tracking import on_main_process
+except ImportError as error:
+    raise missing_trainer(__name__, "accelerate", error) from None
 
 __all__ = ["TensorBoardTracker"]
 
@@ -35,6 +39,10 @@ class TensorBoardTracker(_AccelerateTracker):  # type: ignore[misc]  # accelerat
         **kwargs: `mxboard.SummaryWriter`'s arguments (`flush_secs`, `max_queue`,
             `upload_policy`, `system_metrics`...).
 
+    Raises:
+        TypeError: a keyword argument that `SummaryWriter` does not take (naming the closest that
+            it does).
+
     Example:
         >>> accelerator = Accelerator(log_with=[TensorBoardTracker("run1", "logs")])
         >>> accelerator.init_trackers("run1")
@@ -42,6 +50,13 @@ class TensorBoardTracker(_AccelerateTracker):  # type: ignore[misc]  # accelerat
     """
 
     writer: SummaryWriter
+
+    def __init__(self, run_name: str, logging_dir: Union[str, "os.PathLike[str]"], **kwargs: Any) -> None:
+        # A misspelled argument is refused here, naming this class, rather than when the writer
+        # is made (in init_trackers, naming SummaryWriter).
+        check_writer_arguments("mxboard.integrations.accelerate.TensorBoardTracker", kwargs,
+                               ["run_name", "logging_dir"])
+        super().__init__(run_name, logging_dir, **kwargs)
 
     @on_main_process  # type: ignore[untyped-decorator]
     def start(self) -> None:

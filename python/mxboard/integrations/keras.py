@@ -6,7 +6,8 @@
 It keeps the arguments, defaults, runs (`log_dir/train`, `log_dir/validation`), tags and steps of
 `keras.callbacks.TensorBoard`: `epoch_<metric>` every epoch, `batch_<metric>` every `update_freq`
 batches, `evaluation_<metric>_vs_iterations` after each evaluation, weight histograms and images
-every `histogram_freq` epochs, and the model's conceptual graph. Embeddings (`embeddings_freq`)
+every `histogram_freq` epochs, and the model's conceptual graph, with an op graph of its layers
+(Keras's callback writes none outside TensorFlow). Embeddings (`embeddings_freq`)
 are written in the form the Projector reads, whereas Keras's own callback saves a `.weights.h5`
 file that the Projector cannot open. Keras's profiler needs TensorFlow's or JAX's, so a
 `profile_batch` other than 0 is an error that names the alternatives. Importing this module
@@ -14,15 +15,32 @@ imports keras.
 """
 from __future__ import annotations
 
+import json
 import os
 import time
+import warnings
 from typing import Any, Dict, List, Optional, Tuple, Union
 
 import numpy as np
-from keras import backend, callbacks, layers, ops, optimizers
 
 from .. import SummaryWriter
-from ..proto import DataType, Summary, SummaryMetadata, TensorProto, TensorShapeProto
+from ..proto import (
+    AttrValue,
+    DataType,
+    GraphDef,
+    NodeDef,
+    Summary,
+    SummaryMetadata,
+    TensorProto,
+    TensorShapeProto,
+    VersionDef,
+)
+from ._shared import check_writer_arguments, missing_trainer
+
+try:
+    from keras import backend, callbacks, layers, ops, optimizers, tree
+except ImportError as error:
+    raise missing_trainer(__name__, "keras", error) from None
 
 __all__ = ["TensorBoard"]
 
@@ -38,14 +56,183 @@ def _keras_model_summary(tag: str, json_config: str) -> Any:
     return Summary(value=[Summary.Value(tag=tag, metadata=plugin, tensor=config)])
 
 
+# The tag under which the Graphs dashboard finds a run's op graph: TensorBoard's loaders turn a
+# GraphDef event into a Summary value of this tag, the plugin `graphs` and one blob, and this
+# callback writes that Summary itself, through SummaryWriter.add_summary.
+RUN_GRAPH_TAG = "__run_graph__"
+
+
+def _op_graph_summary(graph: Any) -> Any:
+    """A run's op graph (a GraphDef) as the Summary that TensorBoard's loaders make of a GraphDef
+    event, which the Graphs dashboard opens on."""
+    blob = TensorProto(dtype=DataType.DT_STRING, tensor_shape=TensorShapeProto(dim=[TensorShapeProto.Dim(size=1)]),
+                       string_val=[graph.SerializeToString()])
+    metadata = SummaryMetadata(plugin_data=SummaryMetadata.PluginData(plugin_name="graphs"),
+                               data_class="DATA_CLASS_BLOB_SEQUENCE")
+    return Summary(value=[Summary.Value(tag=RUN_GRAPH_TAG, metadata=metadata, tensor=blob)])
+
+
+def _layer_graph(model: Any, config: Dict[str, Any]) -> Any:
+    """The op graph of a Functional or Sequential model's layers, from its config (`config`, as
+    `to_json` gives it) and its layers. Each layer is a node named by its scopes (`<model>/<layer>`;
+    a nested model's layers in the nested model's scope), its op the layer's class, its inputs the
+    layers it is called on, `_output_shapes` its output's shape (which the dashboard writes on the
+    edges), and the config's plain values (units, activation...) as attributes."""
+    graph = GraphDef(versions=VersionDef(producer=22))
+    _add_model(graph, model, config, model.name, [])
+    return graph
+
+
+def _is_model(entry: Dict[str, Any]) -> bool:
+    """Whether a layer's config is a model's (Functional or Sequential), which has layers."""
+    return isinstance(entry.get("config"), dict) and isinstance(entry["config"].get("layers"), list)
+
+
+def _entry_name(entry: Dict[str, Any]) -> str:
+    name: str = entry.get("name") or entry["config"]["name"]
+    return name
+
+
+def _references(value: Any) -> List[Tuple[str, int]]:
+    """The (layer, tensor index) of each `[layer, node index, tensor index]` in a Functional
+    config's `input_layers` or `output_layers`, which nest them in lists (or dicts) as the model's
+    inputs and outputs nest."""
+    if isinstance(value, dict):
+        return [ref for item in value.values() for ref in _references(item)]
+    if isinstance(value, list):
+        if len(value) == 3 and isinstance(value[0], str) and isinstance(value[2], int):
+            return [(value[0], value[2])]
+        return [ref for item in value for ref in _references(item)]
+    return []
+
+
+def _histories(value: Any) -> List[Tuple[str, int]]:
+    """The (layer, tensor index) of each tensor in a layer's serialized inbound nodes (its
+    `keras_history`), in order: the tensors the layer was called on."""
+    found: List[Tuple[str, int]] = []
+    if isinstance(value, dict):
+        history = value.get("keras_history")
+        if isinstance(history, list) and len(history) == 3 and isinstance(history[0], str):
+            found.append((history[0], int(history[2])))
+        for item in value.values():
+            found.extend(_histories(item))
+    elif isinstance(value, list):
+        for item in value:
+            found.extend(_histories(item))
+    return found
+
+
+def _output_names(entry: Dict[str, Any], scope: str) -> List[str]:
+    """The graph's names of the outputs of a layer (`scope` its node's name): for a model, those
+    of the layers that give its outputs."""
+    if not _is_model(entry):
+        return [scope]
+    config = entry["config"]
+    nested = {_entry_name(e): e for e in config["layers"] if _is_model(e)}
+    if "output_layers" in config:
+        return [_output_names(nested[name], scope + "/" + name)[index] if name in nested
+                else scope + "/" + name + (":%d" % index if index else "")
+                for name, index in _references(config["output_layers"])]
+    last = config["layers"][-1:] if config["layers"] else []
+    return [name for e in last for name in _output_names(e, scope + "/" + _entry_name(e))]
+
+
+def _add_model(graph: Any, model: Any, config: Dict[str, Any], scope: str, inputs: List[str]) -> List[str]:
+    """Add the nodes of a model's layers to `graph` under `scope`; `inputs` are the graph's names
+    of what the model is called on (none for the model being trained). Returns its outputs'."""
+    live = {layer.name: layer for layer in getattr(model, "layers", None) or []}
+    entries = [e for e in config.get("layers") or [] if isinstance(e, dict)]
+    if "input_layers" not in config:  # a Sequential model: each layer is called on the one before
+        previous = inputs[:1]
+        for entry in entries:
+            name = _entry_name(entry)
+            previous = _add_layer(graph, live.get(name), entry, scope + "/" + name, previous)[:1]
+        return previous
+    # A Functional model: each layer is called on the tensors of its inbound nodes, and an input
+    # layer of a nested model on what the outer model calls that model on.
+    nested = {_entry_name(e): _output_names(e, scope + "/" + _entry_name(e)) for e in entries if _is_model(e)}
+    positions = {name: i for i, (name, _) in enumerate(_references(config.get("input_layers")))}
+
+    def source(name: str, index: int) -> str:
+        if nested.get(name):  # a nested model's output: the layer inside that gives it
+            return nested[name][min(index, len(nested[name]) - 1)]
+        return scope + "/" + name + (":%d" % index if index else "")
+
+    for entry in entries:
+        name = _entry_name(entry)
+        if name in positions:
+            called_on = inputs[positions[name]:positions[name] + 1]
+        else:
+            called_on = [source(*reference) for reference in _histories(entry.get("inbound_nodes"))]
+        _add_layer(graph, live.get(name), entry, scope + "/" + name, called_on)
+    return [source(*reference) for reference in _references(config.get("output_layers"))]
+
+
+def _add_layer(graph: Any, layer: Any, entry: Dict[str, Any], name: str, inputs: List[str]) -> List[str]:
+    """Add a layer's node (a model's nodes, for a nested model) and return its outputs' names."""
+    if _is_model(entry):
+        return _add_model(graph, layer, entry["config"], name, inputs)
+    # A layer called on its own output (a layer shared along a chain) gets no edge to itself, and
+    # a layer called twice on the same tensor one edge.
+    node = NodeDef(name=name, op=str(entry.get("class_name") or "Layer"),
+                   input=[i for i in dict.fromkeys(inputs) if i.split(":")[0] != name])
+    for key, value in sorted((entry.get("config") or {}).items()):
+        attr = _attr_value(key, value)
+        if attr is not None:
+            node.attr[key].CopyFrom(attr)
+    shapes = _output_shapes(layer, entry)
+    if shapes:
+        node.attr["_output_shapes"].CopyFrom(AttrValue(list=AttrValue.ListValue(shape=[
+            TensorShapeProto(dim=[TensorShapeProto.Dim(size=-1 if n is None else int(n)) for n in shape])
+            for shape in shapes])))
+    graph.node.append(node)
+    return [name]
+
+
+def _attr_value(key: str, value: Any) -> Optional[Any]:
+    """A config value as a node's attribute: a number, a str, a bool or a list of ints (a kernel
+    size), and a dtype policy by its name; None for the rest (initializers, regularizers...)."""
+    if key == "name":
+        return None
+    if key == "dtype" and isinstance(value, dict):
+        value = (value.get("config") or {}).get("name")
+    if isinstance(value, bool):
+        return AttrValue(b=value)
+    if isinstance(value, int) and -2 ** 63 <= value < 2 ** 63:
+        return AttrValue(i=value)
+    if isinstance(value, float):
+        return AttrValue(f=value)
+    if isinstance(value, str):
+        return AttrValue(s=value.encode("utf-8"))
+    if isinstance(value, list) and value and all(isinstance(v, int) and not isinstance(v, bool) for v in value):
+        return AttrValue(list=AttrValue.ListValue(i=value))
+    return None
+
+
+def _output_shapes(layer: Any, entry: Dict[str, Any]) -> List[List[Optional[int]]]:
+    """The shapes of a layer's outputs, the batch size None: an input layer's from its config,
+    another's from the output of its first call (none for a layer never called on Keras tensors)."""
+    if entry.get("class_name") == "InputLayer":
+        config = entry.get("config") or {}
+        shape = config.get("batch_shape") or config.get("batch_input_shape")
+        return [list(shape)] if shape else []
+    try:
+        outputs = layer.output
+    except (AttributeError, ValueError):  # never called, or no layer of that name
+        return []
+    return [list(tensor.shape) for tensor in tree.flatten(outputs) if getattr(tensor, "shape", None) is not None]
+
+
 class TensorBoard(callbacks.Callback):  # type: ignore[misc]  # keras's types are not checked here
     """`keras.callbacks.TensorBoard`, written by mxboard.
 
     Args:
         log_dir: where the runs go (a path, or an `s3://`, `gs://` or `az://` URL).
         histogram_freq: epochs between two sets of weight histograms (0 logs none).
-        write_graph: write the model's conceptual graph (a Functional or Sequential model's
-            config, as Keras does). The op graph of a `tf.function` exists only with TensorFlow.
+        write_graph: write a Functional or Sequential model's graphs: the conceptual graph (its
+            config, as Keras does) and the op graph of its layers (a node for each, which the
+            Graphs dashboard opens on). The op graph of a `tf.function` exists only with
+            TensorFlow.
         write_images: with the histograms, each weight as an image.
         write_steps_per_second: log the training steps per second (epoch and batch level).
         update_freq: "epoch", "batch" (every batch) or N, to log `batch_<metric>` every N batches.
@@ -57,6 +244,8 @@ class TensorBoard(callbacks.Callback):  # type: ignore[misc]  # keras's types ar
             `upload_policy`, `spool`...).
 
     Raises:
+        TypeError: a keyword argument that neither `keras.callbacks.TensorBoard` nor
+            `SummaryWriter` takes (naming the closest that one of them does).
         ValueError: a `profile_batch` other than 0, or an `update_freq` that is not "epoch",
             "batch" or an int of 1 or more.
     """
@@ -67,6 +256,9 @@ class TensorBoard(callbacks.Callback):  # type: ignore[misc]  # keras's types ar
                  embeddings_freq: int = 0, embeddings_metadata: Optional[Union[str, Dict[str, str]]] = None,
                  **writer_args: Any) -> None:
         super().__init__()
+        # A misspelled argument is refused here, naming this class, rather than when the writers
+        # are made (at fit, naming SummaryWriter).
+        check_writer_arguments("mxboard.integrations.keras.TensorBoard", writer_args, _OWN_ARGUMENTS)
         if profile_batch not in (0, "0", None):
             raise ValueError(
                 "profile_batch=%r: mxboard's TensorBoard callback does not profile (Keras's profiler needs "
@@ -109,18 +301,33 @@ class TensorBoard(callbacks.Callback):  # type: ignore[misc]  # keras's types ar
 
     # -- Keras's hooks -----------------------------------------------------------------------------
     def set_model(self, model: Any) -> None:
-        """Keep the model, write its conceptual graph and read the embeddings' labels."""
+        """Keep the model, write its graphs and read the embeddings' labels."""
         self._model = model
         self._close_writers()
         if self.write_graph and model.__class__.__name__ in ("Functional", "Sequential"):
-            try:
-                config = model.to_json()
-            except (TypeError, ValueError, NotImplementedError):  # as in Keras, a graph is no reason to fail
-                config = None
-            if config is not None:
-                self._writer("train").add_summary(_keras_model_summary("keras", config), 0)
+            self._write_graphs(model)
         if self.embeddings_freq:
             self._configure_embeddings()
+
+    def _write_graphs(self, model: Any) -> None:
+        """Write the model's conceptual graph (its config, as Keras's callback does) and the op
+        graph of its layers, which the Graphs dashboard opens on. As in Keras, a graph that
+        cannot be made is no reason to fail: the training goes on (an op graph that cannot be made
+        is said in a warning)."""
+        try:
+            config = model.to_json()
+        except (TypeError, ValueError, NotImplementedError):
+            return
+        writer = self._writer("train")
+        writer.add_summary(_keras_model_summary("keras", config), 0)
+        try:
+            graph = _layer_graph(model, json.loads(config)["config"])
+        except (AttributeError, KeyError, IndexError, TypeError, ValueError) as error:
+            warnings.warn("mxboard's Keras callback wrote no op graph of %s (%s: %s); the conceptual graph "
+                          "is written" % (model.name, type(error).__name__, error), RuntimeWarning, stacklevel=2)
+            return
+        if graph.node:  # a model without layers has none to draw
+            writer.add_summary(_op_graph_summary(graph), 0)
 
     def on_train_begin(self, logs: Optional[Dict[str, Any]] = None) -> None:
         self._global_train_batch = 0
@@ -203,6 +410,11 @@ class TensorBoard(callbacks.Callback):  # type: ignore[misc]  # keras's types ar
                 value = ops.convert_to_tensor(weight)
                 if hasattr(value, "detach"):  # torch's Parameter
                     value = value.detach()
+                elif backend.backend() == "jax":
+                    # Keras's JAX trainer donates the weights' buffers to its next step, which
+                    # deletes them before the writer thread reads them: the writer gets a copy
+                    # of its own, made on the device without waiting for it.
+                    value = ops.copy(value)
                 writer.add_histogram(name + "/histogram", value, epoch)
                 if self.write_images:
                     self._log_weight_as_image(writer, weight, name + "/image", epoch)
@@ -257,6 +469,11 @@ class TensorBoard(callbacks.Callback):  # type: ignore[misc]  # keras's types ar
                 labels = rows[:len(points)] if len(rows) >= len(points) else None
                 writer.add_embedding(layer.name, points, labels=labels, global_step=epoch,
                                      metadata_header=header if labels is not None else None)
+
+
+# This callback's own arguments, Keras's callback's: the others go to the writers.
+_OWN_ARGUMENTS = ("log_dir", "histogram_freq", "write_graph", "write_images", "write_steps_per_second", "update_freq",
+                  "profile_batch", "embeddings_freq", "embeddings_metadata")
 
 
 def _read_labels(path: str) -> Tuple[Optional[List[str]], List[Any]]:

@@ -13,10 +13,12 @@ imported, else `pytorch_lightning`, and importing this module imports that packa
 """
 from __future__ import annotations
 
+import inspect
 import os
 from typing import Any, Dict, Mapping, Optional
 
 from .. import SummaryWriter
+from ._shared import check_writer_arguments, missing_trainer
 
 try:
     from lightning.fabric.loggers.logger import rank_zero_experiment
@@ -25,13 +27,19 @@ try:
     from lightning.pytorch.core.saving import save_hparams_to_yaml
     from lightning.pytorch.loggers import TensorBoardLogger as _LightningLogger
     from lightning.pytorch.utilities.rank_zero import rank_zero_only
-except ImportError:  # the standalone package, pytorch_lightning (it names the same pieces)
-    from lightning_fabric.loggers.logger import rank_zero_experiment
-    from lightning_fabric.utilities.cloud_io import _is_dir
-    from lightning_fabric.utilities.logger import _add_prefix, _convert_params, _flatten_dict
-    from pytorch_lightning.core.saving import save_hparams_to_yaml
-    from pytorch_lightning.loggers import TensorBoardLogger as _LightningLogger
-    from pytorch_lightning.utilities.rank_zero import rank_zero_only
+except ImportError as error:  # the standalone package, pytorch_lightning (it names the same pieces)
+    try:
+        from lightning_fabric.loggers.logger import rank_zero_experiment
+        from lightning_fabric.utilities.cloud_io import _is_dir
+        from lightning_fabric.utilities.logger import _add_prefix, _convert_params, _flatten_dict
+        from pytorch_lightning.core.saving import save_hparams_to_yaml
+        from pytorch_lightning.loggers import TensorBoardLogger as _LightningLogger
+        from pytorch_lightning.utilities.rank_zero import rank_zero_only
+    except ImportError as fallback:
+        # Neither is there. The error names `lightning`, the package of the trainers extra, unless
+        # what is missing is torch, which both need.
+        cause = fallback if (fallback.name or "").split(".")[0] == "torch" else error
+        raise missing_trainer(__name__, "lightning", cause) from None
 
 __all__ = ["TensorBoardLogger"]
 
@@ -52,12 +60,24 @@ class TensorBoardLogger(_LightningLogger):  # type: ignore[misc]  # lightning's 
         **kwargs: `mxboard.SummaryWriter`'s arguments (`max_queue`, `flush_secs`,
             `filename_suffix`, `upload_policy`, `spool`, `system_metrics`...).
 
+    Raises:
+        TypeError: a keyword argument that neither Lightning's logger nor `SummaryWriter` takes
+            (naming the closest that one of them does).
+
     Example:
         >>> trainer = Trainer(max_epochs=3, logger=TensorBoardLogger("tb_logs"))
     """
 
     _experiment: Optional[SummaryWriter]  # Lightning's attributes, typed here
     hparams: Any
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        # A misspelled argument is refused here, naming this class, rather than when the writer
+        # is made (at the first log, naming SummaryWriter).
+        own = inspect.signature(_LightningLogger.__init__).parameters
+        check_writer_arguments("mxboard.integrations.lightning.TensorBoardLogger", kwargs,
+                               [name for name, p in own.items() if p.kind is not p.VAR_KEYWORD])
+        super().__init__(*args, **kwargs)
 
     @property
     @rank_zero_experiment  # type: ignore[untyped-decorator]

@@ -18,10 +18,14 @@ import logging
 import os
 from typing import Any, Optional
 
-from transformers.integrations.integration_utils import TensorBoardCallback as _HFCallback
-from transformers.integrations.integration_utils import rewrite_logs
-
 from .. import SummaryWriter
+from ._shared import check_writer_arguments, missing_trainer
+
+try:
+    from transformers.integrations.integration_utils import TensorBoardCallback as _HFCallback
+    from transformers.integrations.integration_utils import rewrite_logs
+except ImportError as error:
+    raise missing_trainer(__name__, "transformers", error) from None
 
 __all__ = ["TensorBoardCallback"]
 
@@ -38,12 +42,19 @@ class TensorBoardCallback(_HFCallback):  # type: ignore[misc]  # transformers' t
             `system_metrics`...). `TENSORBOARD_LOGGING_DIR` may be an `s3://`, `gs://` or `az://`
             URL.
 
+    Raises:
+        TypeError: a keyword argument that `SummaryWriter` does not take (naming the closest that
+            it does).
+
     Example:
         >>> Trainer(model, TrainingArguments("out", report_to="none"), train_dataset=data,
         ...         callbacks=[TensorBoardCallback()]).train()
     """
 
     def __init__(self, tb_writer: Optional[Any] = None, **writer_args: Any) -> None:
+        # A misspelled argument is refused here, naming this class, rather than when the writer
+        # is made (when training starts, naming SummaryWriter).
+        check_writer_arguments("mxboard.integrations.transformers.TensorBoardCallback", writer_args, ["tb_writer"])
         super().__init__(tb_writer)
         self._SummaryWriter = SummaryWriter
         self._writer_args = writer_args
