@@ -14,7 +14,7 @@ import sys
 import textwrap
 
 import pytest
-from test_integrations import assert_same_logdirs
+from test_integrations import assert_same_logdirs, hparams_of
 
 from conftest import accumulator
 
@@ -34,14 +34,14 @@ def python(*args, cwd, timeout=240):
                           timeout=timeout)
 
 
-def side_by_side(tmp_path, script, run=("-m", "mxboard", "run")):
-    """The script run with its library's writer (logdir `own/`), then under `run` (`ours/`);
-    returns (own folder, our folder, what each printed last as JSON)."""
+def side_by_side(tmp_path, script, run=("-m", "mxboard", "run"), timeout=240):
+    """The script run with its library's writer (logdir `own/`), then under `run` (`ours/`),
+    each within `timeout` seconds; returns (own folder, our folder, what each printed last as JSON)."""
     path = tmp_path / "script.py"
     path.write_text(textwrap.dedent(script))
     printed = []
     for name, prefix in (("own", ()), ("ours", run)):
-        done = python(*prefix, str(path), str(tmp_path / name), cwd=tmp_path)
+        done = python(*prefix, str(path), str(tmp_path / name), cwd=tmp_path, timeout=timeout)
         assert done.returncode == 0, (name, done.stdout[-3000:], done.stderr[-3000:])
         printed.append(json.loads(done.stdout.strip().splitlines()[-1]))
     return tmp_path / "own", tmp_path / "ours", printed
@@ -157,6 +157,136 @@ def test_ignite_tensorboard_logger_under_run_writes_what_its_own_writer_does(tmp
         ha, hb = a.Histograms(tag), b.Histograms(tag)
         assert [(e.step, e.histogram_value.num) for e in hb] == [(e.step, e.histogram_value.num) for e in ha]
         assert [e.histogram_value.sum for e in hb] == pytest.approx([e.histogram_value.sum for e in ha], rel=1e-6)
+
+
+# -- skorch -----------------------------------------------------------------------------------------
+
+SKORCH = """
+import json, sys
+import numpy as np
+import torch
+from sklearn.datasets import make_classification
+from skorch import NeuralNetClassifier
+from skorch.callbacks import TensorBoard
+from torch.utils.tensorboard import SummaryWriter
+
+torch.manual_seed(0)
+torch.set_num_threads(1)
+x, y = make_classification(n_samples=400, n_features=10, n_informative=6, random_state=0)
+x, y = x.astype(np.float32), y.astype(np.int64)
+
+
+class Histograms(TensorBoard):
+    # skorch's documented way to log more than its history: the callback's writer, at each epoch's end.
+    def on_epoch_end(self, net, **kwargs):
+        epoch = net.history[-1, "epoch"]
+        self.writer.add_histogram("weights/first", net.module_[0].weight, global_step=epoch)
+        self.writer.add_text("notes", "epoch %d" % epoch, global_step=epoch)
+        super().on_epoch_end(net, **kwargs)
+
+
+# The writer is the script's own, made as skorch's docs make it; skorch's callback closes it after training.
+writer = SummaryWriter(log_dir=sys.argv[1])
+module = torch.nn.Sequential(torch.nn.Linear(10, 16), torch.nn.ReLU(), torch.nn.Linear(16, 2))
+net = NeuralNetClassifier(module, criterion=torch.nn.CrossEntropyLoss, max_epochs=5, lr=0.1, batch_size=32,
+                          iterator_train__shuffle=True, callbacks=[Histograms(writer)], verbose=0)
+net.fit(x, y)
+print(json.dumps({"writer": type(writer).__module__}))
+"""
+
+
+@needs("torch", "skorch", "sklearn")
+@pytest.mark.timeout(120)
+def test_skorch_tensorboard_callback_under_run_writes_what_its_own_writer_does(tmp_path):
+    own, ours, (theirs, mine) = side_by_side(tmp_path, SKORCH, timeout=90)
+    assert theirs["writer"] == "torch.utils.tensorboard.writer"
+    assert mine["writer"] == "mxboard._patch.stand_ins"
+    # Each epoch's duration (`dur`) differs from run to run; the losses and accuracy are seeded.
+    tags = assert_same_logdirs(own, ours, timed=("dur",))
+    assert tags == {".": {"scalars": ["Loss/train_loss", "Loss/valid_acc", "Loss/valid_loss", "dur"],
+                          "histograms": ["weights/first"], "images": [], "tensors": ["notes"]}}
+    steps = [e.step for e in accumulator(ours).Scalars("Loss/valid_loss")]
+    assert steps == [1, 2, 3, 4, 5]
+
+
+# -- Ray Tune ---------------------------------------------------------------------------------------
+
+RAY_TUNE = """
+import json, os, shutil, sys, tempfile
+
+# No token file in the home folder, and no usage report over the network.
+os.environ.update(RAY_AUTH_MODE="disabled", RAY_USAGE_STATS_ENABLED="0")
+import numpy as np
+import ray
+from ray import tune
+from ray.tune.logger import TBXLoggerCallback
+
+root = os.path.abspath(sys.argv[1])
+
+
+def trainable(config):
+    # A linear regression fitted by gradient descent on data made from a seed. This runs in a Ray
+    # worker, a Python the raylet starts (no fork of this one), whose own tensorboardX writer is
+    # mxboard's only through MXBOARD_PATCH=1 and the wheel's .pth file.
+    from tensorboardX import SummaryWriter
+
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(128, 4))
+    y = x @ np.array([1.0, -2.0, 0.5, 3.0]) + 0.1 * rng.normal(size=128)
+    w = np.zeros(4)
+    with SummaryWriter(os.path.join(root, "worker", "lr=%g" % config["lr"])) as writer:
+        for step in range(1, 6):
+            w = w - config["lr"] * 2 * x.T @ (x @ w - y) / len(y)
+            loss = float(np.mean((x @ w - y) ** 2))
+            writer.add_scalar("loss", loss, step)
+            # Tune's TBXLoggerCallback, in the driver, writes a number as a scalar, a list as a
+            # histogram and an array of three dimensions as an image.
+            tune.report({"loss": loss, "w": w.tolist(), "image": np.full((3, 4, 4), step / 5.0),
+                         "writer": type(writer).__module__, "patch": os.environ.get("MXBOARD_PATCH")})
+
+
+# Ray's sockets live in its temporary folder, whose path must stay short (a socket path has at most
+# 107 bytes): one of its own in /tmp, removed at the end, rather than the test's.
+temp = tempfile.mkdtemp(prefix="ray")
+try:
+    ray.init(num_cpus=1, include_dashboard=False, log_to_driver=False, _temp_dir=temp)
+    callback = TBXLoggerCallback()
+    # One worker runs both trials in turn (reuse_actors): one worker's start, not two.
+    tuner = tune.Tuner(trainable, param_space={"lr": tune.grid_search([0.05, 0.1])},
+                       tune_config=tune.TuneConfig(reuse_actors=True,
+                                                   trial_dirname_creator=lambda trial: "lr=%g" % trial.config["lr"]),
+                       run_config=tune.RunConfig(name="tune", storage_path=os.path.join(root, "storage"),
+                                                callbacks=[callback], verbose=0))
+    results = tuner.fit()
+    ray.shutdown()
+finally:
+    shutil.rmtree(temp, ignore_errors=True)
+print(json.dumps({"driver": callback._summary_writer_cls.__module__, "errors": len(results.errors),
+                  "worker": sorted({r.metrics["writer"] for r in results}),
+                  "patch": sorted({str(r.metrics["patch"]) for r in results}),
+                  "apart": all(r.metrics["pid"] != os.getpid() for r in results)}))
+"""
+
+
+@needs("ray", "pyarrow", "tensorboardX")
+@pytest.mark.timeout(150)
+def test_ray_tune_under_run_writes_what_its_own_writers_do_in_the_driver_and_its_workers(tmp_path):
+    """Tune's TBXLoggerCallback in the driver (patched by `run`) and a tensorboardX writer in the
+    trainable, in a Ray worker process (patched through MXBOARD_PATCH=1, which `run` sets)."""
+    own, ours, (theirs, mine) = side_by_side(tmp_path, RAY_TUNE, timeout=120)
+    assert theirs == {"driver": "tensorboardX.writer", "errors": 0, "worker": ["tensorboardX.writer"],
+                      "patch": ["None"], "apart": True}
+    assert mine == {"driver": "mxboard._patch.stand_ins", "errors": 0, "worker": ["mxboard._patch.stand_ins"],
+                    "patch": ["1"], "apart": True}
+    # Tune's `time_this_iter_s` and `time_since_restore` differ from run to run; the rest is seeded.
+    tags = assert_same_logdirs(own, ours, timed=("time_",))
+    assert sorted(tags) == ["storage/tune/lr=0.05", "storage/tune/lr=0.1", "worker/lr=0.05", "worker/lr=0.1"]
+    trial = tags["storage/tune/lr=0.1"]
+    assert "ray/tune/loss" in trial["scalars"] and trial["histograms"] == ["ray/tune/w"]
+    assert trial["images"] == ["ray/tune/image"] and tags["worker/lr=0.1"]["scalars"] == ["loss"]
+    # The trial's hyperparameters, through file_writer.add_summary of tensorboardX's hparams() summaries.
+    assert hparams_of(ours / "storage/tune/lr=0.1")[0] == {"lr": 0.1}
+    assert [e.step for e in accumulator(ours / "storage/tune/lr=0.1").Scalars("ray/tune/loss")] == [1, 2, 3, 4, 5]
 
 
 # -- Plain scripts of tensorboardX and torch ------------------------------------------------------
