@@ -10,9 +10,11 @@ uPlot (https://github.com/leeoniya/uPlot, MIT; assets/uPlot.LICENSE) is vendored
 pinned by version and SHA-256 (`ASSETS`): a changed file is refused, never inlined."""
 import base64
 import datetime
+import functools
 import hashlib
 import html
 import json
+import math
 import os
 from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
@@ -103,6 +105,12 @@ def _json(value: Any) -> str:
     return _ENCODER.encode(value).replace("<", "\\u003c")
 
 
+@functools.lru_cache(maxsize=1 << 16)
+def _name(name: str) -> str:
+    """A run's or a tag's name as the page's JSON, made once for all the units that name it."""
+    return _json(name)
+
+
 def _size(text: str) -> int:
     """The bytes of `text` in UTF-8."""
     return len(text) if text.isascii() else len(text.encode("utf-8"))
@@ -139,7 +147,7 @@ class _Unit:
     def __init__(self, run: str, tag: str) -> None:
         self.run, self.tag = run, tag
         # Its keys in the page: the tag's and the run's, with their colons, braces and commas.
-        self.keys = _size(_json(tag)) + _size(_json(run)) + 6
+        self.keys = _size(_name(tag)) + _size(_name(run)) + 6
 
     def size(self, count: int) -> int:
         raise NotImplementedError
@@ -181,10 +189,11 @@ class _Series(_Unit):
         self.most = min(self.total, max_points)
         self.least = min(self.total, 2)
         # Wall times are packed from the first (a first that is not finite packs them as they are).
-        self.start = float(self.walls[0]) if self.total and np.isfinite(self.walls[0]) else 0.0
+        first = float(self.walls[0]) if self.total else 0.0
+        self.start = first if math.isfinite(first) else 0.0
         # {"run":R,"points":N,"start":S,"step":"","value":"","wall":""}, and a comma.
         self.fixed = self.keys + len('{"run":,"points":,"start":,"step":"","value":"","wall":""},') \
-            + len(str(self.total)) + len(_json(self.start))
+            + len(str(self.total)) + len(repr(self.start))
 
     def drawn(self, count: int) -> int:
         """The points `downsampled` keeps of the series at `count`: the first, the last, and two of
@@ -209,8 +218,11 @@ class _Series(_Unit):
 
     def json(self, count: int) -> str:
         steps, values, walls = downsampled(self.steps, self.values, self.walls, count)
-        return _json({"run": self.run, "points": self.total, "start": self.start, "step": _packed(steps, "<f8"),
-                      "value": _packed(values, "<f4"), "wall": _packed(walls - self.start, "<f4")})
+        # Written out, not encoded: a page can hold 100,000 series, and each is made once. The
+        # start is finite (a float's repr is its JSON), and base64 needs no escape.
+        return '{"run":%s,"points":%d,"start":%r,"step":"%s","value":"%s","wall":"%s"}' % (
+            _name(self.run), self.total, self.start, _packed(steps, "<f8"), _packed(values, "<f4"),
+            _packed(walls - self.start, "<f4"))
 
 
 class _Items(_Unit):
@@ -536,9 +548,12 @@ def _emitted(value: Any) -> Iterator[str]:
     elif isinstance(value, dict):
         yield "{"
         for i, (key, item) in enumerate(value.items()):
-            yield ("," if i else "") + _json(key) + ":"
+            yield ("," if i else "") + _name(key) + ":"
             yield from _emitted(item)
         yield "}"
+    elif isinstance(value, list) and value and all(isinstance(item, _Placed) for item in value):
+        # One tag's runs, made as one piece: a tag holds at most the page's bound.
+        yield "[%s]" % ",".join([item.unit.json(item.count) for item in value])
     elif isinstance(value, list) and any(isinstance(item, _Placed) for item in value):
         yield "["
         for i, item in enumerate(value):
