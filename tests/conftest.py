@@ -1,5 +1,6 @@
 import contextlib
 import os
+import platform
 import signal
 import subprocess
 import sys
@@ -131,6 +132,11 @@ def pytest_collection_modifyitems(items):
     for item in items:
         if SLOW_FIXTURES & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.slow)
+
+
+# Python's platform.processor() runs `uname -p` once a process, and h5py (which importing MXNet
+# imports) asks it: asked here, before any test, the first test to import MXNet starts no process.
+platform.processor()
 
 
 @pytest.fixture(autouse=True)
