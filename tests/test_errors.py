@@ -2,8 +2,12 @@
 `MXBoardWarning`) that keeps its built-in base, and each one caught by `except MXBoardError` where
 a real situation raises it."""
 import ast
+import errno
+import functools
 import os
+import pickle
 import shutil
+import subprocess
 import warnings
 
 import pytest
@@ -13,7 +17,7 @@ from conftest import ROOT, started_worker
 from mxboard import MXBoardError, SummaryWriter, errors, reader, report
 
 PACKAGE = os.path.join(ROOT, "python", "mxboard")
-BASES = {errors.WriterError: RuntimeError, errors.WriterClosedError: RuntimeError,
+BASES = {errors.WriterError: RuntimeError, errors.WriterIOError: OSError, errors.WriterClosedError: RuntimeError,
          errors.FileDeletedError: FileNotFoundError, errors.DataLossError: ValueError, errors.ReportError: Exception}
 
 
@@ -87,9 +91,76 @@ def test_a_writer_whose_logdir_was_deleted_raises_mxboard_errors(logdir):
     w.add_scalar("x", 2.0, 1)
     deleted = _raised(w.flush)  # the write of step 1 found its file gone
     assert type(deleted) is errors.FileDeletedError, repr(deleted)
-    stopped = _raised(lambda: w.add_scalar("x", 3.0, 2))  # and nothing more is written
-    assert type(stopped) is errors.WriterError and stopped.__cause__ is deleted, repr(stopped)
+    # Nothing more is written, and each call says so: an OSError too, of the deletion's errno.
+    stopped = _raised(lambda: w.add_scalar("x", 3.0, 2))
+    assert type(stopped) is errors.WriterIOError and stopped.__cause__ is deleted, repr(stopped)
+    assert stopped.errno == errno.ENOENT and "stopped writing" in str(stopped)
     w.close()
+
+
+@pytest.fixture
+def full_disk(tmp_path):
+    """A 64 KiB tmpfs (root only), unmounted after: a disk that fills for real (ENOSPC)."""
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(disk)],
+                      capture_output=True).returncode != 0:
+        pytest.skip("needs root to mount a small tmpfs")
+    yield disk
+    subprocess.run(["umount", "-l", str(disk)], check=True)
+
+
+def _log_until_raised(w):
+    """Scalars, flushed every 500, until a call raises; what it raised, caught as an MXBoardError."""
+    for step in range(1_000_000):
+        error = _raised(functools.partial(w.add_scalar, "x", float(step), step))
+        if error is None and step % 500 == 0:
+            error = _raised(w.flush)
+        if error is not None:
+            return error
+    raise AssertionError("the disk never filled")
+
+
+@pytest.mark.slow
+def test_a_full_disk_is_first_raised_as_an_mxboard_error_that_is_an_os_error(full_disk):
+    """Issue 69: a full disk reached the caller first as a bare OSError, which `except
+    MXBoardError` missed, and then as a WriterError. Every call now raises one face: a
+    WriterIOError, an MXBoardError and an OSError of the disk's errno, the cause chained."""
+    w = SummaryWriter(str(full_disk / "run"), flush_secs=3600)
+    first = _log_until_raised(w)
+    assert isinstance(first, errors.WriterIOError) and isinstance(first, OSError), repr(first)
+    assert isinstance(first, errors.WriterError) and first.errno == errno.ENOSPC, repr(first)
+    assert first.strerror == os.strerror(errno.ENOSPC) and first.filename.startswith(str(full_disk / "run"))
+    cause = first.__cause__
+    assert type(cause) is OSError and cause.errno == errno.ENOSPC, repr(cause)
+    then = _raised(lambda: w.add_scalar("x", 0.0, 0))
+    assert type(then) is errors.WriterIOError and then.errno == errno.ENOSPC and then.__cause__ is cause
+    assert "stopped writing after an earlier error" in str(then)
+    assert w.close() is None  # told already: close() returns
+    with pytest.raises(OSError) as caught:  # the old `except OSError` still catches it
+        raise first
+    assert caught.value.errno == errno.ENOSPC
+
+
+@pytest.mark.slow
+def test_a_full_disk_that_no_call_heard_of_is_raised_by_close_as_the_same_face(full_disk):
+    """Nothing flushed before close(): the disk fills during close()'s writes, and close() raises
+    it, as the next call would have."""
+    w = SummaryWriter(str(full_disk / "run"), flush_secs=3600)
+    for step in range(8000):  # fewer than a batch (8192): all of it waits for close()
+        w.add_scalar("x", float(step), step)
+    closed = _raised(w.close)
+    assert type(closed) is errors.WriterIOError and closed.errno == errno.ENOSPC, repr(closed)
+    assert type(closed.__cause__) is OSError and closed.__cause__.errno == errno.ENOSPC
+    assert w.close() is None
+
+
+def test_a_writer_io_error_keeps_its_errno_and_filename_through_pickle():
+    """A pool worker's error reaches its parent pickled."""
+    error = errors.WriterIOError(errno.ENOSPC, os.strerror(errno.ENOSPC), "/logs/events")
+    copy = pickle.loads(pickle.dumps(error))
+    assert type(copy) is errors.WriterIOError and str(copy) == str(error)
+    assert (copy.errno, copy.strerror, copy.filename) == (errno.ENOSPC, os.strerror(errno.ENOSPC), "/logs/events")
 
 
 def test_a_corrupt_record_read_strictly_is_an_mxboard_error_and_its_warning_an_mxboard_warning(logdir):

@@ -1,7 +1,8 @@
 """The public API, pinned (as httpx's test_exported_members does): the names of the public
 modules' `__all__` and the writers' public members. A change here is a change users see: it
 belongs in docs/compat.md and the changelog, not in a refactor. The modules below the public
-ones (`mxboard._api.writer_core`, `mxboard.storage`...) may move freely."""
+ones (`mxboard._api.writer_core`, `mxboard.storage`...) may move freely, but for
+`mxboard.storage.is_url`, which integrations and users ask whether a logdir is a URL."""
 import ast
 import os
 
@@ -13,7 +14,8 @@ SUMMARY_WRITER = [
     "add_audio", "add_custom_scalars", "add_custom_scalars_marginchart", "add_custom_scalars_multilinechart",
     "add_embedding", "add_figure", "add_graph", "add_histogram", "add_histogram_raw", "add_hparams", "add_image",
     "add_image_with_boxes", "add_images", "add_mesh", "add_onnx_graph", "add_openvino_graph", "add_pr_curve",
-    "add_pr_curve_raw", "add_scalar", "add_scalars", "add_tensor", "add_text", "add_video", "clear_scalar_dict",
+    "add_pr_curve_raw", "add_scalar", "add_scalars", "add_summary", "add_tensor", "add_text", "add_video",
+    "clear_scalar_dict",
     "close", "closed", "export_scalars", "export_scalars_to_json", "flush", "get_logdir", "log_dir", "logdir",
     "reopen", "use_metadata",
 ]
@@ -28,7 +30,8 @@ def _public(cls):
 def test_the_public_modules_export_what_they_did_and_each_name_exists():
     assert mxboard.__all__ == ["CorruptRecordWarning", "DataLossError", "FileDeletedError", "GlobalSummaryWriter",
                                "MXBoardError", "MXBoardWarning", "ReportError", "SpoolSettings", "SummaryWriter",
-                               "TornRecordWarning", "UploadPolicy", "WriterClosedError", "WriterError"]
+                               "TornRecordWarning", "UploadPolicy", "WriterClosedError", "WriterError",
+                               "WriterIOError", "patch", "unpatch"]
     from mxboard import errors, reader
     from mxboard._writer import intake
     from mxboard.storage import local
@@ -40,7 +43,8 @@ def test_the_public_modules_export_what_they_did_and_each_name_exists():
             and mxboard.TornRecordWarning is reader.TornRecordWarning
             and mxboard.CorruptRecordWarning is reader.CorruptRecordWarning)
     assert errors.__all__ == ["CorruptRecordWarning", "DataLossError", "FileDeletedError", "MXBoardError",
-                              "MXBoardWarning", "ReportError", "TornRecordWarning", "WriterClosedError", "WriterError"]
+                              "MXBoardWarning", "ReportError", "TornRecordWarning", "WriterClosedError", "WriterError",
+                              "WriterIOError"]
     assert sorted(mxboard.reader.__all__) == [
         "CorruptRecordWarning", "DataLossError", "KINDS", "TornRecordWarning", "event_files", "histograms", "hparams",
         "read_events", "read_records", "scalars", "table", "text"]
@@ -65,8 +69,26 @@ def test_the_public_modules_export_what_they_did_and_each_name_exists():
 
 
 def test_the_writers_public_members_are_what_they_were():
+    import inspect
+
     assert _public(mxboard.SummaryWriter) == SUMMARY_WRITER
     assert _public(mxboard.GlobalSummaryWriter) == GLOBAL_SUMMARY_WRITER
+    assert list(inspect.signature(mxboard.SummaryWriter.add_summary).parameters) == [
+        "self", "summary", "global_step", "walltime"]  # tensorboardX's and torch's FileWriter.add_summary
+
+
+def test_whether_a_logdir_is_a_url_is_public():
+    """`mxboard.storage.is_url` is the one answer to "is this logdir in an object store?", as a
+    writer decides it; the old alias `within` of `call_with_timeout` is gone."""
+    import inspect
+
+    from mxboard import storage
+
+    assert "is_url" in storage.__all__ and list(inspect.signature(storage.is_url).parameters) == ["path"]
+    logdirs = ["s3://bucket/run", "gs://b", "az://c/d", "memory://x", "runs/exp1", "/abs/run", "file:///tmp/run",
+               "run:1/x", "C:\\runs", b"s3://bucket", None]
+    assert [storage.is_url(p) for p in logdirs] == [True] * 4 + [False] * 7
+    assert "within" not in storage.__all__ and not hasattr(storage, "within")
 
 
 def test_a_writers_store_settings_are_values_pinned_and_checked(tmp_path):

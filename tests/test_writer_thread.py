@@ -1,4 +1,5 @@
 """The writer thread: flush barrier, bounded queue, errors handed back, exit, GC and fork."""
+import errno
 import gc
 import os
 import threading
@@ -11,7 +12,7 @@ import numpy as np
 import pytest
 
 from conftest import accumulator, event_files, run_python, started_worker, tb_events, tb_scalars
-from mxboard import SummaryWriter, WriterClosedError, WriterError, proto
+from mxboard import MXBoardError, SummaryWriter, WriterClosedError, WriterError, errors, proto
 from mxboard._writer import lifecycle
 from mxboard._writer.intake import Record
 from mxboard.reader import TornRecordWarning, read_events
@@ -108,6 +109,87 @@ def test_an_unreported_error_is_returned_by_close(logdir):
     assert worker.close() is None  # and a second close is quiet
 
 
+def test_a_bad_items_os_error_is_an_mxboard_error_and_writing_goes_on(logdir):
+    """An OSError of one item (not of the file) has the one face too, and stops nothing."""
+    def unreadable():
+        raise PermissionError(errno.EACCES, "Permission denied", "/a/sprite.png")
+
+    worker = started_worker(logdir, flush_secs=3600, max_queue=10)
+    worker.put(Record(None, unreadable, (), 0, 1.0))
+    worker.put(Record(None, _summary, ("after", 1.0), 1, 1.0))
+    worker.flush()
+    with pytest.raises(MXBoardError) as raised:
+        worker.deliver_to_caller()
+    assert type(raised.value) is errors.WriterIOError and raised.value.errno == errno.EACCES
+    assert raised.value.filename == "/a/sprite.png" and type(raised.value.__cause__) is PermissionError
+    worker.deliver_to_caller()  # once: the writer goes on
+    assert worker.close() is None
+    assert accumulator(logdir).Scalars("after")[0].value == 1.0
+
+
+def _faults():
+    from mxboard._writer.faults import Faults
+
+    flags = []
+    return Faults(lambda: flags.append(1)), flags
+
+
+def test_faults_a_stop_is_raised_once_then_every_call_says_the_writer_stopped():
+    faults, flags = _faults()
+    disk_full = OSError(errno.ENOSPC, "No space left on device")
+    faults.stop(disk_full, filename="/logs/events.out.tfevents.1")
+    assert flags == [1]
+    first, more = faults.take()
+    assert type(first) is errors.WriterIOError and first.__cause__ is disk_full and more
+    assert (first.errno, first.filename) == (errno.ENOSPC, "/logs/events.out.tfevents.1")
+    for _ in range(3):
+        then, more = faults.take()
+        assert type(then) is errors.WriterIOError and then.__cause__ is disk_full and more
+        assert then.errno == errno.ENOSPC and "stopped writing after an earlier error" in str(then)
+    faults.begin_close()
+    fault, news = faults.end_close(True)
+    assert type(fault) is errors.WriterIOError and not news  # callers waiting for room get it; close() does not
+
+
+def test_faults_close_raises_what_no_call_raised_and_tells_it_as_the_cause_of_its_own():
+    faults, _ = _faults()
+    gave_up = OSError(errno.EIO, "s3://b/run: the store did not take 5 bytes")
+    faults.stop(gave_up, kept_after=True)
+    faults.begin_close()
+    kept = OSError(errno.EIO, "s3://b/run: the store did not take 5 bytes in time; it is kept in /spool")
+    faults.hold(kept)
+    fault, news = faults.end_close(False)
+    assert news and type(fault) is errors.WriterIOError and str(fault) == str(kept)
+    assert fault.__cause__ is kept and type(kept.__cause__) is errors.WriterIOError
+    assert kept.__cause__.__cause__ is gave_up  # the give-up no call raised: told as the cause
+
+
+def test_faults_a_store_that_took_everything_at_close_makes_its_give_up_moot():
+    faults, _ = _faults()
+    faults.stop(OSError(errno.EIO, "the store did not take 5 bytes"), kept_after=True)
+    faults.begin_close()
+    assert faults.end_close(True) == (None, False)
+    faults, _ = _faults()  # a local file's error is never moot
+    faults.stop(OSError(errno.ENOSPC, "No space left on device"))
+    faults.begin_close()
+    fault, news = faults.end_close(True)
+    assert news and fault.errno == errno.ENOSPC
+
+
+def test_faults_a_deleted_logdir_is_not_news_at_close_and_a_non_os_stop_is_a_writer_error():
+    faults, _ = _faults()
+    faults.stop(errors.FileDeletedError(errno.ENOENT, "deleted", "/logs/e"))
+    faults.begin_close()
+    fault, news = faults.end_close(True)
+    assert type(fault) is errors.FileDeletedError and not news
+    faults, _ = _faults()
+    broken = ValueError("a storage that cannot open a file")
+    faults.stop(broken)
+    first, _ = faults.take()
+    assert type(first) is WriterError and first.__cause__ is broken and not isinstance(first, OSError)
+
+
+
 def test_a_logdir_that_cannot_be_a_directory_fails_at_the_constructor(tmp_path):
     (tmp_path / "taken").write_text("a file")
     with pytest.raises(NotADirectoryError, match="is a file"):
@@ -124,11 +206,14 @@ def test_a_main_file_the_thread_cannot_open_is_raised_by_the_next_call(logdir, m
     open(os.path.join(logdir, taken), "wb").close()
     monkeypatch.setattr(local, "event_file_name", lambda suffix="": taken)  # every name is taken
     w = SummaryWriter(logdir)
-    with pytest.raises(FileExistsError, match="no free event file name"):
+    # An OSError, as ever (its errno EEXIST), and an MXBoardError: the cause chained.
+    with pytest.raises(errors.WriterIOError, match="no free event file name") as raised:
         w.add_scalar("x", 1.0, 0)
         w.flush()
-    with pytest.raises(WriterError, match="stopped writing"):
+    assert raised.value.errno == errno.EEXIST and isinstance(raised.value.__cause__, FileExistsError)
+    with pytest.raises(errors.WriterIOError, match="stopped writing") as stopped:
         w.add_scalar("x", 2.0, 1)
+    assert stopped.value.errno == errno.EEXIST and stopped.value.__cause__ is raised.value.__cause__
     w.close()
     assert os.listdir(logdir) == [taken] and os.path.getsize(os.path.join(logdir, taken)) == 0
 
@@ -146,12 +231,13 @@ try:
         if step % 10_000 == 0:
             w.flush()
     print("no error")
-except OSError as exc:
-    print("raised", type(exc).__name__, exc.errno, "after %.1f s" % (time.time() - start))
+except mxboard.MXBoardError as exc:
+    print("raised", type(exc).__name__, isinstance(exc, OSError), exc.errno, type(exc.__cause__).__name__,
+          exc.__cause__.errno, "after %.1f s" % (time.time() - start))
 try:
     w.add_scalar("x", 0.0, 0)
-except mxboard.WriterError as exc:
-    print("then", type(exc).__name__, type(exc.__cause__).__name__)
+except mxboard.MXBoardError as exc:
+    print("then", type(exc).__name__, isinstance(exc, OSError), exc.errno, type(exc.__cause__).__name__)
 w.close()
 print("closed")
 """
@@ -160,9 +246,12 @@ print("closed")
 @pytest.mark.plain
 @pytest.mark.slow
 def test_a_write_error_surfaces_to_the_caller_and_close_returns(tmp_path):
+    """A file past RLIMIT_FSIZE (EFBIG, as a full disk's ENOSPC; tests/test_errors.py fills a
+    real one): each call raises an MXBoardError that is an OSError of that errno, the cause
+    chained (issue 69: the first was a bare OSError); close() returns, the error told."""
     out = run_python("LOGDIR = %r\n" % str(tmp_path) + IO_ERROR, timeout=60).stdout.splitlines()
-    assert out[0].startswith("raised OSError 27 after")  # EFBIG
-    assert out[1:] == ["then WriterError OSError", "closed"]
+    assert out[0].startswith("raised WriterIOError True 27 OSError 27 after"), out  # EFBIG
+    assert out[1:] == ["then WriterIOError True 27 OSError", "closed"]
     with warnings.catch_warnings():  # the write that failed may have left a torn last record
         warnings.simplefilter("ignore", TornRecordWarning)
         events = list(read_events(str(tmp_path)))  # what was written before is intact
@@ -203,6 +292,31 @@ def test_an_unreferenced_writer_is_collected_and_its_file_completed(logdir):
     assert ref() is None  # freed at once (no cycle): neither the thread nor the exit hook keeps it alive
     assert lifecycle.reaped(10)  # the reaper thread closed it
     assert tb_scalars(event_files(logdir)[0]) == [("x", 1, 1.0)]
+
+
+@pytest.mark.plain
+@pytest.mark.slow
+def test_a_write_error_of_a_writer_collected_unclosed_is_told_on_stderr(tmp_path):
+    """The reaper closes it: close() returns the error no call raised (a WriterIOError, as every
+    I/O error now is), and the reaper says it, since nobody else can."""
+    proc = run_python("LOGDIR = %r\n" % str(tmp_path) + r"""
+import resource, signal, threading, time
+import mxboard
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit fails with EFBIG
+w = mxboard.SummaryWriter(LOGDIR, flush_secs=3600)
+resource.setrlimit(resource.RLIMIT_FSIZE, (64 * 1024, 64 * 1024))
+for step in range(8000):  # fewer than a batch: nothing written until it is closed
+    w.add_scalar("x", float(step), step)
+del w
+deadline = time.monotonic() + 20
+while any(t.name == "mxboard-writer" for t in threading.enumerate()) and time.monotonic() < deadline:
+    time.sleep(0.05)
+time.sleep(1)  # the reaper tells once close() has returned
+print("reaped")
+""", timeout=60)
+    assert proc.stdout.strip() == "reaped"
+    assert "collected unclosed could not write everything" in proc.stderr, proc.stderr
+    assert "WriterIOError(27, 'File too large'" in proc.stderr, proc.stderr
 
 
 @pytest.mark.plain

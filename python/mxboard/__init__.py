@@ -13,10 +13,11 @@ from .errors import (
     TornRecordWarning,
     WriterClosedError,
     WriterError,
+    WriterIOError,
 )
 from .storage import SpoolSettings, UploadPolicy
 
 __all__ = ["CorruptRecordWarning", "DataLossError", "FileDeletedError", "GlobalSummaryWriter", "MXBoardError",
            "MXBoardWarning", "ReportError", "SpoolSettings", "SummaryWriter", "TornRecordWarning", "UploadPolicy",
-           "WriterClosedError", "WriterError", "patch", "unpatch"]
+           "WriterClosedError", "WriterError", "WriterIOError", "patch", "unpatch"]
 __version__ = "0.3.0"

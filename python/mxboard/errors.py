@@ -2,12 +2,13 @@
 
 Every error is an `MXBoardError` and keeps the built-in base it always had (a `WriterError` is
 still a RuntimeError), so `except MXBoardError` catches them all and older `except` clauses still
-work. Every warning is an `MXBoardWarning`. Each name is also importable from `mxboard` and from
+work. An I/O error of the writer thread reaches the caller as a `WriterIOError`, which is an
+OSError too. Every warning is an `MXBoardWarning`. Each name is also importable from `mxboard` and from
 the module that raised it before (`mxboard.reader`, `mxboard.report`, `mxboard.storage.local`).
 """
 
 __all__ = ["CorruptRecordWarning", "DataLossError", "FileDeletedError", "MXBoardError", "MXBoardWarning",
-           "ReportError", "TornRecordWarning", "WriterClosedError", "WriterError"]
+           "ReportError", "TornRecordWarning", "WriterClosedError", "WriterError", "WriterIOError"]
 
 
 class MXBoardError(Exception):
@@ -20,7 +21,17 @@ class MXBoardWarning(UserWarning):
 
 class WriterError(RuntimeError, MXBoardError):
     """The writer thread could not write. The caller's next call raises it, and `__cause__` holds
-    the error that stopped the thread."""
+    the error that stopped the thread. Where that error is an OSError, it is a `WriterIOError`."""
+
+
+class WriterIOError(OSError, WriterError):
+    """The writer thread met an I/O error: a full disk, a store that gave up, an event file that
+    could not be opened. The caller's next call raises it, and every call after it, since nothing
+    more is written; close() raises one for what it could not write or keep. It is an OSError with
+    the cause's `errno`, `strerror` and `filename` (and its message), and `__cause__` is the cause,
+    so `except OSError`, `except WriterError` and `except MXBoardError` all catch it. OSError comes
+    first among its bases: OSError's constructor then sets `errno`, `strerror` and `filename`, and
+    a pickled copy keeps them."""
 
 
 class WriterClosedError(RuntimeError, MXBoardError):

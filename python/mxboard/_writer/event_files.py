@@ -3,8 +3,8 @@ encoded and written with one `write` per file.
 
 Scalar rows are encoded by series, then by call order; other records follow in call order, so
 TensorBoard (which treats a step going backwards as a restart) shows every point, whatever thread
-logged it and whatever its type. A bad item is reported through `hold(exc)` and the rest written;
-after an I/O error (`write_error`) nothing more is written.
+logged it and whatever its type. A bad item is reported to the writer's faults (faults.py) and the
+rest written; after an I/O error (`Faults.stop`) nothing more is written.
 """
 from __future__ import annotations
 
@@ -18,11 +18,12 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 from .._format.events import FILE_VERSION
-from ..errors import FileDeletedError, WriterError
+from ..errors import FileDeletedError
 from ..frameworks.pending import resolve
 from ..proto import Event, SessionLog
 from ..storage import Destination, EventFile, Storage
 from .encoding import ScalarSeries, encode_event, encode_scalar_rows
+from .faults import Faults, face
 from .intake import Batch, Columns, PendingScalar, Record, Task
 
 __all__ = ["EventFiles"]
@@ -33,15 +34,14 @@ log = logging.getLogger("mxboard")
 class EventFiles:
     """`destination`: where event files go (storage.Destination: a directory or an object-store
     URL, or nowhere). `read_scalars(values)`: the floats of PendingScalars' captured
-    values, in order. `hold(exc)`: keep an error for the caller. `main_file`: the (suffix,
+    values, in order. `faults`: where errors are kept for the caller. `main_file`: the (suffix,
     restart_at) of the main event file, which the writer thread opens first (`open_main`); records
     and series whose file is None go there. `verbose`: log each file opened."""
 
     def __init__(self, destination: Destination, read_scalars: Optional[Callable[[List[Any]], List[float]]],
-                 hold: Callable[[BaseException], None], main_file: Tuple[str, Optional[int]] = ("", None),
-                 verbose: bool = False) -> None:
+                 faults: Faults, main_file: Tuple[str, Optional[int]] = ("", None), verbose: bool = False) -> None:
         self._read_scalars = read_scalars or _no_scalars
-        self._hold = hold
+        self._faults = faults
         self._main = main_file
         self._verbose = verbose
         self.main_file: Optional[EventFile] = None
@@ -51,9 +51,6 @@ class EventFiles:
         self._next_file = itertools.count(1)
         self._series: List[ScalarSeries] = []  # by id
         self._lock = threading.Lock()  # callers' threads add series
-        self.write_error: Optional[BaseException] = None  # the I/O error after which nothing more is written
-        self._keeping = False  # write_error is a store's give-up, whose file kept what came after it
-        self.recovered = False  # close(): the store took everything after all (write_error is moot)
         self._closing = False  # close() has begun (interrupt)
         self.storage: Storage = destination.open()  # checked here, on the caller's thread
         self.close_secs = destination.upload.flush_secs  # close()'s default wait for a store's uploads
@@ -109,11 +106,11 @@ class EventFiles:
     def write_batch(self, batch: Batch) -> None:
         """Build, encode and write one batch (intake.py); sync files that keep data back (now, if
         a flush waits for the batch)."""
-        if self.write_error is not None:
-            for _, item, _ in batch.items:  # nothing more is written: a task's caller hears why
+        if self._faults.stopped is not None:
+            # Nothing more is written: a task's caller hears why.
+            for _, item, _ in batch.items:
                 if type(item) is Task and item.outcome is not None:
-                    item.outcome.end(WriterError("the mxboard writer stopped writing after an earlier error: %r"
-                                                 % (self.write_error,)))
+                    item.outcome.end(self._faults.stopped_error())
             self._keep_after_error(batch)
             return
         chunks = batch.chunks + self._resolve(batch.pending)
@@ -159,10 +156,12 @@ class EventFiles:
                     pass
 
     def _failed(self, exc: BaseException, event_file: Optional[EventFile] = None) -> None:
-        self.write_error = exc
-        # a store's give-up: close() retries
-        self._keeping = event_file is not None and event_file.holds_writes_after_error
-        self._hold(exc)
+        """Nothing more is written after `exc`. A store's file that gave up keeps what comes after
+        it, and close() tries the store once more."""
+        if event_file is None:
+            self._faults.stop(exc)
+        else:
+            self._faults.stop(exc, event_file.holds_writes_after_error, event_file.path)
 
     def _encode(self, items: Sequence[Tuple[int, Any, int]], chunks: List[Columns]) -> Dict[EventFile, bytes]:
         """{file: bytes} of one batch, each file's records in call order: scalar rows merged with
@@ -177,7 +176,7 @@ class EventFiles:
                 elif kind is Task:
                     self._perform(item)
             except Exception as exc:  # noqa: BLE001 - a bad item: report it, write the others
-                self._hold(exc)
+                self._faults.hold(exc)
         rows: Dict[Tuple[Optional[int], int], bytes] = {}
         if chunks:
             series, values, steps, walls, seqs = (np.concatenate(c) for c in zip(*chunks)) \
@@ -207,9 +206,9 @@ class EventFiles:
             task.fn(self.storage, *[resolve(a) for a in task.args])
         except Exception as exc:  # noqa: BLE001 - the caller raises it
             if task.outcome is None:
-                self._hold(exc)
+                self._faults.hold(exc)
             else:
-                task.outcome.end(exc)
+                task.outcome.end(face(exc))
         else:
             if task.outcome is not None:
                 task.outcome.end()
@@ -222,7 +221,7 @@ class EventFiles:
         try:
             values = self._read_scalars([item.value for _, item in pending])
         except Exception as exc:  # noqa: BLE001 - reported to the caller
-            self._hold(exc)
+            self._faults.hold(exc)
             return []
         for (_, item), value in zip(pending, values):
             if value - value and item.warn is not None:  # NaN or infinite: logged as given, and said
@@ -238,10 +237,11 @@ class EventFiles:
         for event_file in self.files:
             event_file.interrupt()
 
-    def close(self, deadline: Optional[float] = None) -> None:
+    def close(self, deadline: Optional[float] = None) -> bool:
         """Close every file (a store's wait for their uploads, all until `deadline`, a
-        time.monotonic()); an error is held, the other files still closed. Nothing of a tag is
-        kept: a closed writer holds no memory for the tags it wrote."""
+        time.monotonic()); an error is held, the other files still closed. Returns whether every
+        file closed without an error (a store that gave up then took everything after all).
+        Nothing of a tag is kept: a closed writer holds no memory for the tags it wrote."""
         with self._lock:
             self._series = []
         interrupted: Optional[KeyboardInterrupt] = None
@@ -251,12 +251,12 @@ class EventFiles:
                 event_file.close(deadline if interrupted is None else time.monotonic())
             except OSError as exc:
                 clean = False
-                self._hold(exc)
+                self._faults.hold(exc)
             except KeyboardInterrupt as exc:  # every file is still closed (keeping at once), then it goes on
                 interrupted = interrupted or exc
         if interrupted is not None:
             raise interrupted
-        self.recovered = clean and self._keeping  # the store came back: every record it gave up on is in it
+        return clean
 
     def save_what_waits(self, deadline: float) -> None:
         """A signal ends the process: a store's files wait for their uploads until `deadline`,

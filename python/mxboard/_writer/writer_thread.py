@@ -5,24 +5,24 @@ The caller's side queues items through its methods (`put`, `put_scalar`, `column
 `call`) and names event files by id: no Storage or EventFile leaves this module, and every file
 is opened on the writer thread, in call order. The thread wakes when a batch waits, on `flush()`
 and at least every `flush_secs`, and hands each batch to its event files (event_files.py). An
-error on the thread is kept and raised by the caller's next call, after that call's data is
-queued. docs/architecture.md describes the methods and the states (NEW, OPEN, CLOSED, FORKED).
+error on the thread is kept (faults.py: what the next call and close() raise) and raised by the
+caller's next call, after that call's data is queued. docs/architecture.md describes the methods
+and the states (NEW, OPEN, CLOSED, FORKED).
 """
 from __future__ import annotations
 
 import collections
 import enum
-import logging
 import os
 import threading
 import time
 from typing import TYPE_CHECKING, Any, Callable, Deque, List, Optional, Set, Tuple
 
-from ..errors import FileDeletedError, WriterError
 from ..signal_mask import keep_signals_off_this_thread
-from . import lifecycle
+from . import process
 from .callsite import CallSite, warn_at, warn_at_call
 from .event_files import EventFiles
+from .faults import Faults
 from .intake import (
     MAX_QUEUE_BYTES,
     Intake,
@@ -38,8 +38,6 @@ if TYPE_CHECKING:
     from ..storage import Destination
 
 __all__ = ["State", "WriterThread"]
-
-log = logging.getLogger("mxboard")
 
 
 class State(enum.Enum):
@@ -60,11 +58,12 @@ class WriterThread:
         """`read_scalars(values)`: the floats of PendingScalars' captured values, in order.
         `max_bytes`: array data that may wait. Nothing runs until `start_writing`."""
         self.state = State.NEW
-        # whether a call must call `deliver_to_caller()` once its data is queued: the thread holds an
-        # error or a warning for the caller, or the writer is not OPEN
+        # Whether a call must call `deliver_to_caller()` once its data is queued: the thread holds
+        # an error (in `_faults`) or a warning for the caller, or the writer is not OPEN. The hot
+        # path reads this one flag.
         self.holds_for_caller = False
-        self._error: Optional[BaseException] = None  # the writer thread's error for the caller's next call
-        self._close_error: Optional[BaseException] = None  # an error of close()'s own last writes
+        # The writer thread's errors: what the next call raises, and what close() raises.
+        self._faults = Faults(self._raise_flag)
         self._flush_secs = flush_secs
         self._read_scalars = read_scalars
         self._pid: Optional[int] = None  # the process that started it
@@ -80,16 +79,15 @@ class WriterThread:
         file first (`suffix`, `restart_at`: see `open_file`); return once it has (the file is
         there when a writer's constructor returns; an error opening it is the next call's).
         `verbose`: log each file opened. `hooks`: closed at exit and flushed at SIGTERM and
-        SIGHUP (lifecycle.py; SummaryWriter's process_hooks)."""
-        self._files = EventFiles(destination, self._read_scalars, self._hold_for_caller,
-                              (suffix, restart_at), verbose)
+        SIGHUP (process.py; SummaryWriter's process_hooks)."""
+        self._files = EventFiles(destination, self._read_scalars, self._faults, (suffix, restart_at), verbose)
         self._pid = os.getpid()
         self.state = State.OPEN
         opened = threading.Event()
         self._thread = self._intake.thread = threading.Thread(target=self._loop, args=(opened,), name="mxboard-writer",
                                                               daemon=True)
         self._thread.start()
-        lifecycle.watch(self, hooks)
+        process.watch(self, hooks)
         opened.wait()
 
     # -- the caller's side ------------------------------------------------------------------
@@ -187,34 +185,35 @@ class WriterThread:
             return self._close(deadline)
 
     def _close(self, deadline: Optional[float]) -> Optional[BaseException]:
-        if self.state is not State.OPEN or self._pid != os.getpid():  # not started, done, or a forked child's copy
+        # Not started, closed already, or a forked child's copy: nothing to close.
+        if self.state is not State.OPEN or self._pid != os.getpid():
             return None
         if deadline is None:
             deadline = time.monotonic() + self._files.close_secs
         if self._thread.is_alive():
-            self._files.interrupt()  # a write never waits for room now: the thread drains the rest
-            # written, and the thread told to end (once it took this barrier); the store's wait is
-            # the files' close, below
+            # From now on a write never waits for room: the thread drains the rest.
+            self._files.interrupt()
+            # What is queued is written, and the thread told to end once it took this barrier.
+            # The store's wait is the files' close, below.
             self._intake.flush(sync=False, stop=True)
             self._thread.join()
-        unreported, self._error = self._error, None
+        self._faults.begin_close()
         self.state, self.holds_for_caller = State.CLOSED, True
         fault: Optional[BaseException] = None
+        news = False
+        # The finally also runs after a Ctrl-C in the store's wait: callers waiting for room are
+        # released, and the registry forgets this thread only after the files' close, so that a
+        # SIGTERM meanwhile keeps what they hold.
         try:
-            self._drain()  # calls that raced close(): what they queued before `state` said so
-            self._files.close(deadline)  # a store's files: until the deadline, then kept on disk
-            if self._files.recovered and unreported is self._files.write_error:
-                unreported = None  # a store's give-up no call heard of, and the store took everything at close
-            fault = self._close_error or unreported  # the news first: where close() kept what a store did not take
-            if fault is not None and fault is not unreported and unreported is not None \
-                    and not isinstance(unreported, WriterError) and fault.__cause__ is None:
-                fault.__cause__ = unreported  # the error no call had raised yet: told as its cause
-        finally:  # also after a Ctrl-C in the store's wait: callers waiting for room are released
-            lifecycle.forget(self)  # after the files' close: a SIGTERM meanwhile keeps what they hold
+            # Calls that raced close() queued this before `state` said it was closed.
+            self._drain()
+            # A store's files wait for their uploads until the deadline, then keep the rest on disk.
+            closed_clean = self._files.close(deadline)
+            fault, news = self._faults.end_close(closed_clean)
+        finally:
+            process.forget(self)
             self._intake.close_outcome.end(fault)
-        if isinstance(fault, (WriterError, FileDeletedError)):
-            return None  # nothing new (a WriterError repeats an error raised), or the user's deletion of the logdir
-        return fault
+        return fault if news else None
 
     def write_out(self, timeout: float) -> bool:
         """A signal ends the process: everything queued written to the files (a store's: to
@@ -231,9 +230,9 @@ class WriterThread:
             self._files.save_what_waits(deadline)
 
     def deliver_to_caller(self) -> None:
-        """Raise what the writer thread has to say (once; after an I/O error, a WriterError on
-        every call). Closed: raise if the call's data came too late to be written. (A forked
-        copy, see `forked`, has nothing to say.)"""
+        """Raise what the writer thread has to say (once; after an I/O error, a WriterIOError on
+        every call: faults.py). Closed: raise if the call's data came too late to be written. (A
+        forked copy, see `forked`, has nothing to say.)"""
         if self.state is State.FORKED:
             return
         self.show_warnings()
@@ -242,13 +241,10 @@ class WriterThread:
                 self._intake.clear()
                 raise closed_error()
             return
-        error, self._error = self._error, None
-        write_error = self._files.write_error
-        if write_error is not None:
-            self._error = WriterError("the mxboard writer stopped writing after an earlier error: %r" % (write_error,))
-            self._error.__cause__ = write_error
-        self.holds_for_caller = False  # cleared first: an error the thread holds from now on sets it again
-        if self._error is not None or self._notes:
+        # Cleared first: an error or a warning that the thread holds from now on sets it again.
+        self.holds_for_caller = False
+        error, more = self._faults.take()
+        if more or self._notes:
             self.holds_for_caller = True
         if error is not None:
             raise error
@@ -285,16 +281,12 @@ class WriterThread:
         batch = self._intake.take()
         try:
             self._files.write_batch(batch)
-        except Exception as exc:  # noqa: BLE001 - never let the thread die: the caller hears of it instead
-            self._hold_for_caller(exc)
+        # Never let the thread die: the caller hears of the error instead.
+        except Exception as exc:  # noqa: BLE001
+            self._faults.hold(exc)
         finally:
             self._intake.release(batch)
 
-    def _hold_for_caller(self, exc: BaseException) -> None:
-        if self.state is State.OPEN and self._error is None:
-            self._error = exc
-            self.holds_for_caller = True
-        elif self.state is State.CLOSED and self._close_error is None:  # while close() writes the rest
-            self._close_error = exc
-        else:
-            log.error("mxboard: a further error on the writer thread: %r", exc)
+    def _raise_flag(self) -> None:
+        """Faults holds an error for the caller's next call."""
+        self.holds_for_caller = True
