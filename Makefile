@@ -85,14 +85,16 @@ $(DEMO): $(BASE) pyproject.toml
 
 # the test extra, and torch (coexistence with torch.utils.tensorboard, DLPack input): the CPU
 # build where the machine offers one, never the multi-GB CUDA build from the index, then the
-# trainers of mxboard.integrations beside that torch (pinned: pip keeps it); Azurite, the
-# Azure Blob emulator, from npm into .venv/node
+# trainers of mxboard.integrations beside that torch (pinned: pip keeps it) and JAX's CPU build,
+# Keras's other backend (below Python 3.12 JAX 0.4.30, the last for numpy 1.23, which MXNet
+# needs: a newer one would upgrade numpy); Azurite, the Azure Blob emulator, from npm into .venv/node
 $(TESTS): $(DEMO)
 	$(PY) -m pip install -q '.[test,demo]'
 	if $(PY) -m pip download -q --no-deps --no-index -d $(VENV)/torch-wheel torch==$(TORCH) 2>/dev/null; then \
 	    $(PY) -m pip install -q $(VENV)/torch-wheel/torch-*.whl && rm -rf $(VENV)/torch-wheel && \
-	    $(PY) -m pip install -q '.[trainers]' "torch==$(TORCH)"; \
-	else echo "note: no local CPU build of torch $(TORCH): the tests skip their torch and trainer parts"; fi
+	    $(PY) -m pip install -q "jax[cpu]<0.4.31; python_version < '3.12'" "jax[cpu]; python_version >= '3.12'" && \
+	    $(PY) -m pip install -q '.[trainers,libraries]' "torch==$(TORCH)"; \
+	else echo "note: no local CPU build of torch $(TORCH): the tests skip their torch, trainer and library parts"; fi
 	if command -v npm >/dev/null; then npm install -q --no-audit --no-fund --prefix $(VENV)/node azurite >/dev/null \
 	    || echo "note: npm could not install Azurite: the az:// tests skip"; \
 	else echo "note: no npm (Node.js): the az:// tests skip, saying so"; fi
@@ -110,13 +112,19 @@ test-tools:
 	if [ -n "$$missing" ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
 	    apt-get install -y -qq --no-install-recommends $$missing >/dev/null; fi
 
-# -I: never import this checkout's tensorboard_bundle/ (it has no patched files) over the installed one
+# -I: never import this checkout's tensorboard_bundle/ (it has no patched files) over the installed one.
+# A terminal's Ctrl-C reaches make, the recipe's shell and the demo alike. The demo (or the
+# TensorBoard it became) says in one line what was kept, and exits 130. The trap keeps the shell
+# alive until then and lets it end quietly, so that make, interrupted itself, ends by the signal
+# without a line of its own ("make: *** [demo] Interrupt", or "Error 130"). A demo interrupted
+# alone (kill -INT) still fails the target.
 demo: $(DEMO) $(INSTALLED)
 	@case "$(LOGDIR)" in gs://*) extra=gcs mod=gcsfs;; az://*|abfs*) extra=azure mod=adlfs;; \
 	    *://*) extra=s3 mod="s3fs, boto3";; *) extra=;; esac; \
 	if [ -n "$$extra" ]; then $(PY) -c "import $$mod" 2>/dev/null || $(PY) -m pip install -q ".[demo,$$extra]"; fi
-	@MXBOARD_PORT_HINT="make demo PORT=N" MXBOARD_SERVE_HINT="make tensorboard LOGDIR={}" \
-	    $(PY) -I -m mxboard.demo --logdir $(LOGDIR) --port $(PORT) $(if $(filter 0,$(SERVE)),--no-serve,)
+	@trap 'stopped=1' INT; MXBOARD_PORT_HINT="make demo PORT=N" MXBOARD_SERVE_HINT="make tensorboard LOGDIR={}" \
+	    $(PY) -I -m mxboard.demo --logdir $(LOGDIR) --port $(PORT) $(if $(filter 0,$(SERVE)),--no-serve,); \
+	status=$$?; [ -n "$$stopped" ] || exit $$status
 
 # the demo's hints name this target: the venv's `tensorboard` is not on PATH
 tensorboard: $(INSTALLED)

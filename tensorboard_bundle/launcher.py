@@ -2,12 +2,15 @@
 upstream TensorBoard with the bundle's fixes. Binds 127.0.0.1 unless --host or --bind_all says
 otherwise, reloads every 2 s; needs no TensorFlow and no network; prints one line with the URL,
 the data loader in use and the logdir. A logdir in an object store is served from a local mirror
-by the fast loader (logdirs.py). The command line is parsed once (arguments.py)."""
+by the fast loader (logdirs.py). The command line is parsed once (arguments.py). A Ctrl-C, while
+TensorBoard starts or serves, ends it with one line that says what was kept, and status 130."""
 import contextlib
 import errno
 import importlib
 import logging
 import os
+import signal
+import socketserver
 import sys
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, Callable, Iterator, List, Optional, Sequence, Tuple
@@ -89,8 +92,16 @@ def _use_patched_record_reader() -> None:
 
 def _say_if_missing(logdir: Optional[str]) -> None:
     """A local --logdir that does not exist is said at once: a typo, or a run that has not
-    started yet (otherwise the page only says "No dashboards are active")."""
-    if logdir and "://" not in logdir and not os.path.isdir(os.path.expanduser(logdir)):
+    started yet (otherwise the page only says "No dashboards are active"). It is mxboard's one
+    check of a logdir (`~` expanded, as arguments.py expanded it), where a reader's error is
+    the server's note: TensorBoard serves the runs once they appear."""
+    from mxboard.storage.remote.profiles import checked_logdir
+
+    if not logdir:
+        return
+    try:
+        checked_logdir(logdir, packages=False, must_exist=True)
+    except ValueError:
         sys.stderr.write("note: --logdir %s does not exist (yet): its runs are shown once they appear there\n"
                          % logdir)
 
@@ -144,6 +155,15 @@ def _server_class(program: ModuleType) -> Callable[[Any, Any], Any]:
             with self._taken():
                 super().server_activate()
 
+        def serve_forever(self, poll_interval: float = 0.5) -> None:
+            """werkzeug's, less its catch of a Ctrl-C: the process then ended without a word
+            (under make, only make's "Interrupt" was said). The KeyboardInterrupt reaches main(),
+            which says what was kept."""
+            try:
+                socketserver.BaseServer.serve_forever(self, poll_interval)
+            finally:
+                self.server_close()
+
         @contextlib.contextmanager
         def _taken(self) -> Iterator[None]:
             try:
@@ -158,6 +178,12 @@ def _server_class(program: ModuleType) -> Callable[[Any, Any], Any]:
     scanning = program.with_port_scanning(Server)
 
     def server(wsgi_app: Any, flags: Any) -> Any:
+        bound = _bound(wsgi_app, flags)
+        # Bound and listening, its URL said next: a Ctrl-C from now on stops a serving TensorBoard.
+        _Phase.serving = True
+        return bound
+
+    def _bound(wsgi_app: Any, flags: Any) -> Any:
         try:
             return scanning(wsgi_app, flags)
         except program.TensorBoardPortInUseError:
@@ -211,7 +237,42 @@ def _configure_as_asked(tensorboard: Any, arguments: List[str]) -> Callable[[Lis
     return configure
 
 
+class _Phase:
+    """How far the launch got, for the line that a Ctrl-C prints."""
+
+    serving = False
+
+
+def _say_stopped() -> None:
+    """A Ctrl-C's one line, in place of a traceback: what stopped, and what was kept. A run
+    that the process before this one saved (the demo's, SAVED) is named, with a command that
+    serves it again."""
+    what = "TensorBoard stopped" if _Phase.serving else "stopped while TensorBoard started"
+    saved = os.environ.get(SAVED)
+    if saved:
+        from mxboard._format.commands import serve_command
+
+        line = "%s (Ctrl-C): the run is saved in %s (serve it: %s)" % (
+            what, saved, serve_command(os.path.dirname(saved) or "."))
+    else:
+        line = "%s (Ctrl-C)" % what
+    sys.stderr.write("\n%s\n" % line)
+    sys.stderr.flush()
+
+
 def main(argv: Optional[Sequence[str]] = None) -> None:
+    """The bundle's TensorBoard. A Ctrl-C while it starts or serves ends it with one line and
+    exit status 130, never a traceback. A second Ctrl-C while it ends changes nothing: the exit's
+    hooks (TensorBoard's info file, a mirror's directory) run to their end."""
+    try:
+        _launch(argv)
+    except KeyboardInterrupt:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        _say_stopped()
+        sys.exit(130)
+
+
+def _launch(argv: Optional[Sequence[str]]) -> None:
     argv = list(sys.argv if argv is None else argv)
     asked = argv[1:]
     os.environ["MXBOARD_TENSORBOARD_BUNDLE"] = "1"  # handover.py: this process is the bundle

@@ -3,9 +3,11 @@ own loaders; `make demo SERVE=0 LOGDIR=...` and the serving path."""
 import os
 import re
 import shlex
+import signal
 import subprocess
 import sys
 import threading
+import time
 
 import pytest
 
@@ -154,8 +156,6 @@ def test_gradients_of_the_two_cnns_are_alike(tmp_path):
 def test_ctrl_c_during_training_says_what_was_kept_in_one_line(tmp_path):
     """On a92d861 a Ctrl-C printed a 20-line KeyboardInterrupt traceback ending inside mxboard, and
     nothing said that everything up to then was saved."""
-    import signal
-
     proc = _demo("--logdir", str(tmp_path), "--run", "r", "--epochs", "1000", "--framework", "numpy", "--no-serve")
     lines = []
     for line in proc.stdout:
@@ -220,8 +220,6 @@ PAIRS = stress(3, 20)  # a pair takes 5 s on a quiet machine, 7-25 s beside a bu
 
 def _stop_at_the_first_epoch(proc, kill):
     """Ctrl-C once the first epoch is logged; (every line said, the exit status)."""
-    import signal
-
     lines = []
     for line in proc.stdout:
         lines.append(line)
@@ -249,8 +247,6 @@ def _served(args, cwd, env):
                     return json.loads(answer.read())
         raise AssertionError("no server: %s" % "".join(lines))
     finally:
-        import signal
-
         os.killpg(proc.pid, signal.SIGTERM)
         proc.communicate(timeout=60)
 
@@ -264,9 +260,11 @@ def test_the_ctrl_c_hint_of_make_demo_names_a_make_target_that_serves_the_run(tm
     env = dict(os.environ, PATH="/usr/local/bin:/usr/bin:/bin")  # as a user's shell: the venv not activated
     proc = subprocess.Popen(make + ["demo", "SERVE=0", "LOGDIR=" + str(tmp_path)], stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True, env=env, start_new_session=True)
-    said, _ = _stop_at_the_first_epoch(proc, lambda sig: os.killpg(proc.pid, sig))  # a terminal's Ctrl-C
+    said, status = _stop_at_the_first_epoch(proc, lambda sig: os.killpg(proc.pid, sig))  # a terminal's Ctrl-C
     (stop,) = [line for line in said.splitlines() if "Ctrl-C" in line]
     assert stop.endswith("(serve it: make tensorboard LOGDIR=%s)" % tmp_path), said
+    # make, interrupted itself, ends by the signal and adds no "make: *** [demo] Interrupt"
+    assert "make: ***" not in said and status == -signal.SIGINT, (status, said)
     (run,) = os.listdir(tmp_path)
     assert run in _served(make + ["tensorboard", "LOGDIR=" + str(tmp_path), "PORT=0"], ROOT, env)
 
@@ -295,3 +293,86 @@ def test_the_demo_run_from_the_checkouts_root_serves_with_the_installed_bundle(t
     args = [sys.executable, "-m", "mxboard.demo", "--logdir", str(tmp_path), "--run", "r", "--epochs", "1",
             "--batches", "2", "--framework", "numpy", "--port", "0"]
     assert "r" in _served(args, ROOT, env)
+
+
+# As the Makefile's demo target runs it: its hints in the environment, -I, the installed bundle.
+AS_MAKE_RUNS_IT = {"MXBOARD_PORT_HINT": "make demo PORT=N", "MXBOARD_SERVE_HINT": "make tensorboard LOGDIR={}"}
+
+
+def _in_the_launchers_main(pid):
+    """Whether the process `pid` has become the bundle's TensorBoard (the demo's exec) and runs
+    the launcher's main(): numpy's core, which only main()'s imports load after the exec, is in
+    its memory. TensorBoard's start-up has seconds to go then (its plugins, the data server)."""
+    try:
+        with open("/proc/%d/cmdline" % pid) as f:
+            command = f.read()
+        with open("/proc/%d/maps" % pid) as f:
+            return "tensorboard_bundle" in command and "_multiarray_umath" in f.read()
+    except OSError:
+        return False
+
+
+def _ctrl_c_at(phase, command, cwd):
+    """Run `command` (the demo, serving) in a session of its own, and send its process group a
+    Ctrl-C (SIGINT, as a terminal does: the data server gets it too) once it reaches `phase`:
+    "start-up" (TensorBoard's, after the exec) or "serving" (its URL said). Returns (every line
+    it said, the lines after the phase began, the exit status)."""
+    env = dict(os.environ, **AS_MAKE_RUNS_IT)
+    proc = subprocess.Popen(command, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            start_new_session=True)
+    lines = []
+    try:
+        for line in proc.stdout:
+            lines.append(line)
+            if phase == "start-up" and line.startswith("starting TensorBoard"):
+                deadline = time.monotonic() + 60
+                while not _in_the_launchers_main(proc.pid):
+                    assert proc.poll() is None and time.monotonic() < deadline, "".join(lines)
+                    time.sleep(0.002)
+                break
+            if phase == "serving" and "http://127.0.0.1:" in line:
+                break
+        began = len(lines)
+        os.killpg(proc.pid, signal.SIGINT)
+        rest, _ = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.communicate()
+    said = "".join(lines) + rest
+    return said, [line for line in said.splitlines()[began:] if line.strip()], proc.returncode
+
+
+@pytest.mark.parametrize("phase", ["start-up", "serving"])
+def test_ctrl_c_while_tensorboard_starts_or_serves_says_what_was_kept_in_one_line(tmp_path, phase):
+    """Issue 69: a Ctrl-C during TensorBoard's start-up printed a 40-line KeyboardInterrupt
+    traceback through launcher.py and dataclasses; while serving, nothing at all (werkzeug took
+    the KeyboardInterrupt), and under make only make's "Interrupt". Each says one line now: what
+    stopped, where the run is saved and how to serve it again; the exit status is 130."""
+    command = [sys.executable, "-I", "-m", "mxboard.demo", "--logdir", str(tmp_path), "--epochs", "1", "--batches",
+               "1", "--framework", "numpy", "--port", "0"]
+    said, after, status = _ctrl_c_at(phase, command, str(tmp_path))
+    assert "Traceback" not in said and "KeyboardInterrupt" not in said, said
+    (run,) = os.listdir(tmp_path)
+    what = "TensorBoard stopped" if phase == "serving" else "stopped while TensorBoard started"
+    # nothing after it but that one line: no note of the data server's end, no traceback
+    assert after == ["%s (Ctrl-C): the run is saved in %s (serve it: make tensorboard LOGDIR=%s)"
+                     % (what, os.path.join(str(tmp_path), run), tmp_path)], said
+    assert status == 130, said
+    if phase == "start-up":
+        assert "http://" not in said, said  # stopped before it served
+
+
+def test_ctrl_c_while_make_demo_serves_says_one_line_and_make_nothing(tmp_path):
+    """`make demo`, serving: on a6ab6a5 the only line was `make: *** [Makefile:116: demo]
+    Interrupt`. The demo's line now, and nothing of make's: make ends by the signal, as a
+    terminal's Ctrl-C ends it."""
+    base = ".base-%d.%d" % sys.version_info[:2]
+    keep = [arg for stamp in (base, ".demo", ".mxboard") for arg in ("-o", os.path.join(".venv", stamp))]
+    command = ["make", "-s", "-C", ROOT] + keep + ["PY=" + sys.executable, "demo", "LOGDIR=" + str(tmp_path),
+                                                   "PORT=0"]
+    said, after, status = _ctrl_c_at("serving", command, ROOT)
+    (run,) = os.listdir(tmp_path)
+    assert after == ["TensorBoard stopped (Ctrl-C): the run is saved in %s (serve it: make tensorboard LOGDIR=%s)"
+                     % (os.path.join(str(tmp_path), run), tmp_path)], said
+    assert status == -signal.SIGINT, said

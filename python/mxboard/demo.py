@@ -13,6 +13,7 @@ first. Ctrl-C stops the demo at any point and says what was kept. The demo needs
 import argparse
 import math
 import os
+import signal
 import socket
 import sys
 import time
@@ -216,28 +217,39 @@ class _Progress:
     done = 0  # the epochs finished, each logged whole
     epochs = 0
     logdir = ""
+    # The writer closed: the run is saved whole, and TensorBoard (the launcher) takes over next.
+    saved = False
 
 
 def main(argv: Optional[Sequence[str]] = None) -> None:
     """Run the demo. A Ctrl-C at any point ends it with one line that says what was kept, and exit
-    status 130."""
+    status 130; once TensorBoard has taken over the process, its launcher says that line
+    (tensorboard_bundle/launcher.py). A second Ctrl-C while it ends changes nothing."""
     try:
         _main(argv)
     except KeyboardInterrupt:
-        if _Progress.logdir:
-            if not _Progress.epochs:
-                where = "stopped before training"
-            elif _Progress.done < _Progress.epochs:
-                where = "stopped during epoch %d" % (_Progress.done + 1)
-            else:
-                where = "stopped after training, while logging the finished model"
-            from mxboard._format.commands import serve_command
-
-            print("\n%s (Ctrl-C): everything logged so far is in %s (serve it: %s)"
-                  % (where, _Progress.logdir, serve_command(os.path.dirname(_Progress.logdir) or ".")), flush=True)
-        else:
-            print("\nstopped (Ctrl-C) before anything was logged", flush=True)
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        print("\n" + _stopped_line(), flush=True)
         sys.exit(130)
+
+
+def _stopped_line() -> str:
+    """What a Ctrl-C stopped, and where what was logged is, with a command that serves it."""
+    if not _Progress.logdir:
+        return "stopped (Ctrl-C) before anything was logged"
+    from mxboard._format.commands import serve_command
+
+    serve = serve_command(os.path.dirname(_Progress.logdir) or ".")
+    if _Progress.saved:
+        return "stopped before TensorBoard started (Ctrl-C): the run is saved in %s (serve it: %s)" % (
+            _Progress.logdir, serve)
+    if not _Progress.epochs:
+        where = "stopped before training"
+    elif _Progress.done < _Progress.epochs:
+        where = "stopped during epoch %d" % (_Progress.done + 1)
+    else:
+        where = "stopped after training, while logging the finished model"
+    return "%s (Ctrl-C): everything logged so far is in %s (serve it: %s)" % (where, _Progress.logdir, serve)
 
 
 def _main(argv: Optional[Sequence[str]]) -> None:
@@ -256,6 +268,7 @@ def _main(argv: Optional[Sequence[str]]) -> None:
     _Progress.logdir = os.path.join(args.logdir, run)
     with SummaryWriter(_Progress.logdir) as writer:
         metrics = train(args, writer)
+    _Progress.saved = True
     print("trained in %.0f s: validation accuracy %.3f; logs in %s"
           % (time.time() - start, metrics["accuracy"], _Progress.logdir), flush=True)
     if args.serve:  # this process becomes the bundled server, started as a user would start it
