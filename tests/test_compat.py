@@ -633,9 +633,56 @@ def test_tensorboardx_and_torchs_other_names_work_or_say_why(tmp_path, serve):
         assert 1 <= len(served[0][2]) <= 10 and sum(b[2] for b in served[0][2]) == 1000
     clip = server.json("/data/plugin/images/images", {"run": "mxb2", "tag": "clip"}, until=bool)
     gif = Image.open(io.BytesIO(server.get("/data/plugin/images/individualImage?" + clip[0]["query"])[1]))
-    assert (gif.size, gif.n_frames) == ((6 + 4, 8 + 4), 3)  # W x H (a grid of one, 2 px padding), T frames
+    assert (gif.size, gif.n_frames) == ((6, 8), 3)  # W x H (one video: no border, as tensorboardX), T frames
     (event,) = accumulator(tmp_path / "mxb2").Tensors("table")  # TensorBoard's loader keeps it
     assert event.step == 4 and tensor_util.make_ndarray(event.tensor_proto).tolist() == [[0, 1, 2], [3, 4, 5]]
+
+
+def test_add_summary_writes_a_summary_as_the_peers_file_writer_does(tmp_path):
+    """`SummaryWriter.add_summary` is the peers' `FileWriter.add_summary`: a Summary of mxboard's,
+    tensorboardX's or TensorBoard's protos is written in an event of its own, at its step and
+    walltime, copied at the call, and TensorBoard's loader reads what tensorboardX's writer
+    wrote for the same call. Bytes, other messages and values without a tag are refused at the
+    call, naming the argument, and write nothing."""
+    tensorboardx = pytest.importorskip("tensorboardX")
+    from tensorboard.compat.proto import summary_pb2
+    from tensorboard.util import tensor_util
+    from tensorboardX import summary as tensorboardx_summary
+
+    from conftest import accumulator
+    from mxboard.proto import DataType, Event, Summary, SummaryMetadata, TensorProto, TensorShapeProto
+
+    with tensorboardx.SummaryWriter(str(tmp_path / "tbx")) as w:
+        w.file_writer.add_summary(tensorboardx_summary.scalar("loss", 0.5), 3, 100.0)
+    shape = TensorShapeProto(dim=[TensorShapeProto.Dim(size=1)])
+    ours = Summary(value=[Summary.Value(tag="plugin", tensor=TensorProto(dtype=DataType.DT_FLOAT, tensor_shape=shape,
+                                                                         float_val=[2.5]),
+                                        metadata=SummaryMetadata(plugin_data=SummaryMetadata.PluginData(
+                                            plugin_name="mine", content=b"v1")))])
+    with SummaryWriter(str(tmp_path / "mxb")) as w:
+        w.add_summary(tensorboardx_summary.scalar("loss", 0.5), 3, 100.0)
+        w.add_summary(ours, global_step=4.0, walltime=101)
+        ours.value[0].tensor.float_val[0] = 9.0  # after the call: not what is written
+        w.add_summary(summary_pb2.Summary(value=[summary_pb2.Summary.Value(tag="torch", simple_value=1.5)]))
+        for bad, error, message in (
+                (ours.SerializeToString(), TypeError, r"summary must be a Summary protocol buffer .*got bytes: parse "
+                                                      r"serialized bytes first, with mxboard.proto.Summary.FromString"),
+                (Event(), TypeError, r"summary must be a Summary protocol buffer .*got mxboard.Event$"),
+                ({"loss": 0.5}, TypeError, r"summary must be a Summary protocol buffer .*got dict$"),
+                (Summary(value=[Summary.Value(tag="a", simple_value=1), Summary.Value(simple_value=2)]), ValueError,
+                 r"summary.value\[1\] has no tag")):
+            with pytest.raises(error, match=message):
+                w.add_summary(bad, 5)
+        with pytest.raises(ValueError, match="walltime must be finite"):
+            w.add_summary(ours, 5, float("nan"))
+    theirs, mine = accumulator(tmp_path / "tbx"), accumulator(tmp_path / "mxb")
+    assert [(e.step, e.wall_time, e.value) for e in mine.Scalars("loss")] == \
+        [(e.step, e.wall_time, e.value) for e in theirs.Scalars("loss")] == [(3, 100.0, 0.5)]
+    (plugin,) = mine.Tensors("plugin")
+    assert (plugin.step, plugin.wall_time, tensor_util.make_ndarray(plugin.tensor_proto).tolist()) == (4, 101.0, [2.5])
+    assert mine.SummaryMetadata("plugin").plugin_data.content == b"v1"
+    assert [(e.step, e.value) for e in mine.Scalars("torch")] == [(0, 1.5)]
+    assert sorted(mine.Tags()["scalars"] + mine.Tags()["tensors"]) == ["loss", "plugin", "torch"]
 
 
 @pytest.mark.slow
