@@ -26,7 +26,7 @@ MOST_DOCSTRING_LINES = 15
 # mxboard ("mxboard" itself is the package's __init__.py). Keep this list and that one in step.
 LEVELS: List[List[str]] = [
     ["__main__", "demo", "demo_models", "report", "integrations", "callbacks"],  # programs, add-ons
-    ["mxboard"],  # the public face: SummaryWriter, the errors, UploadPolicy
+    ["mxboard", "_patch"],  # the public face: SummaryWriter, the errors, UploadPolicy; patch() and `run`
     ["_api"],  # the caller's threads: checks, captures, queueing
     ["_writer", "reader", "system_metrics"],  # the writer thread; reading files back; sampling
     ["frameworks", "_reading"],  # captures of MXNet's and GPU arrays; reading event files back
@@ -35,6 +35,20 @@ LEVELS: List[List[str]] = [
     ["_format"],  # what the writer, the reader and the server share: framing, names, scanning
     ["proto", "errors", "signal_mask"],  # leaves: the protos, the exceptions, the signal mask
 ]
+
+# The levels of the modules inside `_writer/` (docs/architecture.md, "The levels inside
+# `_writer/`"), from the top, by the same rule: each module of the folder is on one of them.
+WRITER_LEVELS: List[List[str]] = [
+    # The seam.
+    ["writer_thread"],
+    # A batch's event files; what the process's ends learn of each writer thread.
+    ["event_files", "process"],
+    # Events to bytes, the intake, the failures; the exit and the signals.
+    ["encoding", "intake", "faults", "process_exit", "signals"],
+    # The registry of writer threads; the calls into C; a warning at the user's line.
+    ["lifecycle", "c_calls", "callsite"],
+]
+WRITER_LEVELS_HEADING = "#### The levels inside `_writer/`"
 
 Import = Tuple[str, str, int]  # (importer, imported module, line)
 
@@ -181,10 +195,10 @@ def test_no_imports_among_mxboard_modules_form_a_circle():
     assert circles(found) == []
 
 
-def documented_levels(markdown: str) -> List[List[str]]:
-    """The units of each numbered item under "### The import levels", in order: `x.py` and `x/`
-    name the unit x, `__init__.py` names "mxboard"; other backquoted text is not a unit."""
-    section = markdown.split("### The import levels", 1)[1].split("\n#", 1)[0]
+def documented_levels(markdown: str, heading: str = "### The import levels") -> List[List[str]]:
+    """The units of each numbered item under `heading`, in order: `x.py` and `x/` name the unit
+    x, `__init__.py` names "mxboard"; other backquoted text is not a unit."""
+    section = markdown.split(heading, 1)[1].split("\n#", 1)[0]
     items = re.split(r"^\d+\. ", section, flags=re.M)[1:]
     units = []
     for item in items:
@@ -196,7 +210,28 @@ def documented_levels(markdown: str) -> List[List[str]]:
 
 def test_the_levels_are_the_ones_docs_architecture_lists():
     with open(os.path.join(ROOT, "docs", "architecture.md"), encoding="utf-8") as f:
-        assert documented_levels(f.read()) == LEVELS
+        doc = f.read()
+    assert documented_levels(doc) == LEVELS
+    assert documented_levels(doc, WRITER_LEVELS_HEADING) == WRITER_LEVELS
+
+
+def writer_imports_up(modules: Set[str], found: List[Import]) -> Tuple[Set[str], List[str]]:
+    """The modules of `_writer/` that WRITER_LEVELS does not place, and each import between two
+    of its modules that runs up those levels, as a line to read."""
+    def name(module: str) -> str:
+        parts = module.split(".")
+        return parts[2] if len(parts) == 3 and parts[1] == "_writer" else ""
+
+    level = {unit: i for i, units in enumerate(WRITER_LEVELS) for unit in units}
+    unplaced = {name(m) for m in modules if name(m)} - set(level)
+    up = [f"{importer}:{line} imports {target}" for importer, target, line in found
+          if name(importer) in level and name(target) in level and level[name(target)] < level[name(importer)]]
+    return unplaced, up
+
+
+def test_every_module_of_writer_has_a_level_and_no_import_runs_back_up():
+    modules, found = imports(MXBOARD)
+    assert writer_imports_up(modules, found) == (set(), [])
 
 
 def plant(root, files):
@@ -219,6 +254,11 @@ def test_the_checks_find_a_long_docstring_an_import_up_and_a_circle(tmp_path):
         "_format/events.py": "from . import names\n",
         "_format/names.py": "import mxboard._format.events\n",  # a circle within one unit
         "elsewhere.py": "",
+        # Inside _writer/: an import up its levels, and a module without a level.
+        "_writer/__init__.py": "",
+        "_writer/lifecycle.py": "from . import signals\n",
+        "_writer/signals.py": "from . import lifecycle\n",
+        "_writer/stray.py": "",
     })
     assert long_docstrings(package) == {os.path.join("mxboard", "storage", "__init__.py"): 16}
     modules, found = imports(package)
@@ -226,7 +266,12 @@ def test_the_checks_find_a_long_docstring_an_import_up_and_a_circle(tmp_path):
     assert ("mxboard._api.writer", "mxboard.storage.local", 2) in found
     assert imports_up(found) == [
         "mxboard.storage.local:2 imports mxboard._api.writer (_api is above storage)"]
+    assert writer_imports_up(modules, found) == (
+        {"stray"}, ["mxboard._writer.lifecycle:1 imports mxboard._writer.signals"])
     assert sorted(circles(found)) == [["mxboard._api.writer", "mxboard.storage.local"],
-                                      ["mxboard._format.events", "mxboard._format.names"]]
+                                      ["mxboard._format.events", "mxboard._format.names"],
+                                      ["mxboard._writer.lifecycle", "mxboard._writer.signals"]]
     doc = "### The import levels\n\n1. `a.py` and\n   `b/`.\n2. `__init__.py` (`x`).\n\nThe server, `c/`.\n"
     assert documented_levels(doc) == [["a", "b"], ["mxboard"]] != LEVELS
+    doc += "\n#### The levels inside `_writer/`\n\n1. `x.py`, `y.py`.\n2. `z.py`.\n"
+    assert documented_levels(doc, WRITER_LEVELS_HEADING) == [["x", "y"], ["z"]] != WRITER_LEVELS

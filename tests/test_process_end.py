@@ -1,6 +1,7 @@
 """The process around the writers: Ctrl-C and signal handlers that exit, SIGTERM while the main
 thread waits, writers made in pool workers, many short threads. Each runs in child processes,
 killed in `finally` whatever happens."""
+import importlib.util
 import os
 import random
 import signal
@@ -12,7 +13,7 @@ import warnings
 
 import pytest
 
-from conftest import ROOT, event_files, run_python, stress, tb_scalars
+from conftest import ROOT, accumulator, event_files, run_python, stress, tb_scalars
 from mxboard.reader import TornRecordWarning, read_events
 
 pytestmark = pytest.mark.slow
@@ -585,6 +586,66 @@ def test_a_writer_at_exit_leaves_the_programs_hooks_helpers_files_and_status_alo
                 pass
 
 
+# Exit-time code that logs: a last evaluation in an exit hook, with other exit work before it
+# (longer than flush_secs). The hook is registered before the writer is made, so that it runs
+# after mxboard's own exit hook, or after, so that it runs before it. torch's writer takes the
+# same script.
+EXIT_TIME_CODE = textwrap.dedent(r"""
+    import atexit, sys, time
+    which, order, logdir = sys.argv[1:4]
+    if which == "torch":
+        from torch.utils.tensorboard import SummaryWriter
+    else:
+        from mxboard import SummaryWriter
+
+    def final():
+        time.sleep(1)
+        print("closed before:", getattr(w, "closed", None))
+        w.add_scalar("x", 10.0, 10)
+        w.add_scalar("final/acc", 0.75, 10)
+        w.flush()
+        w.close()
+        print("closed after:", getattr(w, "closed", None))
+
+    if order == "after mxboard's":
+        atexit.register(final)
+    w = SummaryWriter(logdir, flush_secs=0.2)
+    if order == "before mxboard's":
+        atexit.register(final)
+    for step in range(10):
+        w.add_scalar("x", float(step), step)
+""")
+
+
+@pytest.mark.process_end
+@pytest.mark.parametrize("order", ["after mxboard's", "before mxboard's"])
+def test_a_point_logged_by_exit_time_code_is_written_as_torchs_writer_writes_it(tmp_path, order):
+    """Before, a point logged by exit-time code was dropped silently. After mxboard's exit hook had
+    closed the writer behind its back (`closed` still False), `add_scalar` returned, `flush()`
+    raised WriterClosedError and nothing was written. Before it, once the writer thread had woken
+    after the interpreter began to exit (the main thread is then no longer alive), it reclaimed
+    the main thread's scalar columns as a dead thread's, and the rows appended there afterwards
+    were never written, though `flush()` and `close()` returned. torch's writer writes them in
+    both. Now so does mxboard (read back by TensorBoard's loader), and `closed` tells the truth:
+    True once the exit closed the writer, and a call then reopens it, written before it returns."""
+    writers = ["mxboard"] + (["torch"] if importlib.util.find_spec("torch") else [])
+    read = {}
+    for which in writers:
+        child = _child(EXIT_TIME_CODE, which, order, tmp_path / which)
+        try:
+            out, err = child.communicate(timeout=120)
+        finally:
+            _kill([child])
+        assert child.returncode == 0, err
+        if which == "mxboard":
+            assert err == ""
+            assert out.splitlines() == ["closed before: %s" % (order == "after mxboard's"), "closed after: True"]
+        acc = accumulator(tmp_path / which)
+        read[which] = {tag: [(e.step, e.value) for e in acc.Scalars(tag)] for tag in acc.Tags()["scalars"]}
+    assert read["mxboard"] == {"x": [(step, float(step)) for step in range(11)], "final/acc": [(10, 0.75)]}
+    assert all(points == read["mxboard"] for points in read.values()), read
+
+
 CHAINED = textwrap.dedent(r"""
     import signal, sys, time
     import mxboard
@@ -781,6 +842,54 @@ def test_a_writer_made_on_a_thread_is_flushed_at_sigterm_or_told_why_not(tmp_pat
     finally:
         _kill([child])
 
+
+
+CLOSED_ON_A_THREAD = textwrap.dedent(r"""
+    import signal, threading, sys, time
+    import mxboard
+
+    def ours():
+        return [signal.getsignal(s) is not signal.SIG_DFL for s in (signal.SIGTERM, signal.SIGHUP)]
+
+    def within(seconds, done):
+        # The main thread runs Python between short waits: a turn asked of it runs there.
+        deadline = time.monotonic() + seconds
+        while not done() and time.monotonic() < deadline:
+            time.sleep(0.05)
+
+    close = threading.Event()
+
+    def train():
+        w = mxboard.SummaryWriter(sys.argv[1], flush_secs=3600)
+        w.add_scalar("x", 1.0, 0)
+        close.wait()
+        w.close()
+
+    t = threading.Thread(target=train)
+    t.start()
+    within(30, lambda: all(ours()))
+    print("made on a thread, installed:", ours(), flush=True)
+    close.set()
+    within(30, lambda: not t.is_alive() and not any(ours()))
+    print("closed on a thread, installed:", ours(), flush=True)
+""")
+
+
+@pytest.mark.plain
+def test_the_last_writer_closed_on_a_thread_gives_the_handlers_back(tmp_path):
+    """The handlers are undone when the last writer closes (docs/guarantees.md, "What mxboard does
+    to your process"), also where it closes on another thread than the main one, which alone may
+    set a handler: the closing thread asks the main thread for a turn (`Py_AddPendingCall`, as a
+    writer made there does to install them). Without that turn, ours stayed installed for good."""
+    child = _child(CLOSED_ON_A_THREAD, tmp_path)
+    try:
+        out, err = child.communicate(timeout=90)
+        assert child.returncode == 0, err
+        assert out.splitlines() == ["made on a thread, installed: [True, True]",
+                                    "closed on a thread, installed: [False, False]"], err
+        assert _points(tmp_path) == [0]
+    finally:
+        _kill([child])
 
 def _caught(pid, signum):
     """Whether the process `pid` catches `signum` (its handler installed), as Linux says."""

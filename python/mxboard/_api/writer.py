@@ -1,6 +1,8 @@
 """`SummaryWriter`, with every call a user makes in one place.
 
-Each call is a few lines and its docstring. It checks and captures its arguments on the caller's
+Each call is a few lines and its docstring, but for `add_scalar`, the training loop's hot path,
+written out straight through in one function: each further function call would add a few per
+cent to its cost. Each call checks and captures its arguments on the caller's
 thread (checks.py, convert.py), then queues a summary builder (summaries/) or a task
 (projector.py) for the writer thread, through the one `WriterCore` the writer holds
 (writer_core.py). `compat.accepts_tensorboardx` lets the calls take tensorboardX's and torch's
@@ -18,9 +20,11 @@ from time import time as _now
 from typing import Any, Dict, Iterator, Optional, Union
 
 import numpy as np
+from google.protobuf.message import Message as ProtoMessage
 
-from .._format.names import components, is_url
+from .._format.names import components
 from .._writer import lifecycle
+from ..proto import Summary
 from ..storage import SpoolSettings, UploadPolicy, checked_logdir
 from ..summaries import projector
 from ..summaries._common import tensor_summary
@@ -49,6 +53,10 @@ __all__ = ["SummaryWriter"]
 # positional argument is a str (their `comment`; mxboard's `max_queue` cannot be one)
 TENSORBOARDX_ORDER = ("logdir", "comment", "purge_step", "max_queue", "flush_secs", "filename_suffix", "write_to_disk")
 
+# The Summary messages add_summary takes, by their protos' full names: mxboard's, tensorboardX's,
+# TensorBoard's (which torch uses) and TensorFlow's. All have TensorBoard's fields and numbers.
+SUMMARY_TYPES = frozenset({"mxboard.Summary", "tensorboardX.Summary", "tensorboard.Summary", "tensorflow.Summary"})
+
 
 class SummaryWriter:
     """Writes TensorBoard event files into `logdir`, on a background thread.
@@ -57,6 +65,8 @@ class SummaryWriter:
     it: building, encoding and writing happen on the writer thread, so the training loop never
     waits for them. An error of the writer thread is raised by the next call. After `close()`,
     the next call reopens the writer with a new event file, as tensorboardX and torch do.
+    `add_summary` writes a Summary protocol buffer made elsewhere as it is (the `add_summary` of
+    tensorboardX's and torch's FileWriter), for what no `add_*` call makes.
 
     Args:
         logdir: the run's directory, or an object-store URL (`s3://bucket/prefix/run`, any
@@ -89,6 +99,10 @@ class SummaryWriter:
         TypeError, ValueError: an argument of the wrong type or value (named in the message).
         ImportError, PermissionError, ConnectionError: a logdir URL whose package is missing,
             whose store refuses the credentials, or cannot be reached.
+        FileNotFoundError: a logdir URL whose bucket or container does not exist (mxboard
+            creates none).
+        TimeoutError: a logdir URL whose store does not answer the constructor's check within
+            `upload_policy.check_secs` (10 s by default).
 
     Example:
         >>> with SummaryWriter("runs/exp1") as sw:
@@ -128,9 +142,9 @@ class SummaryWriter:
         interval = checks.system_metrics(system_metrics)
         if interval is not None:
             psutil_module()  # missing: an ImportError naming the extra, before any file is made
-        logdir = checked_logdir(os.fspath(logdir))  # a mistyped scheme: refused before anything is made
-        destination = checks.destination(logdir if is_url(logdir) else os.path.expanduser(logdir), write_to_disk,
-                                         upload_policy, spool)
+        # The one check of a logdir (`~` expanded, a mistyped scheme refused before anything is made).
+        logdir = checked_logdir(os.fspath(logdir))
+        destination = checks.destination(logdir, write_to_disk, upload_policy, spool)
         self._core = WriterCore(destination, max_queue, flush_secs, filename_suffix or "", verbose, purge_step, hooks)
         self._system: Optional[SystemMetrics] = None
         if interval is not None:
@@ -141,7 +155,8 @@ class SummaryWriter:
         A later call reopens the writer, with a new event file (as tensorboardX and torch do).
 
         Raises:
-            OSError, WriterError: a writer-thread error that no earlier call has reported.
+            WriterIOError: a writer-thread error that no earlier call has reported (an OSError and a
+                WriterError, its cause chained).
         """
         system, self._system = getattr(self, "_system", None), None
         if system is not None:
@@ -169,7 +184,10 @@ class SummaryWriter:
 
     @property
     def closed(self) -> bool:
-        """Whether `close()` was called (and no call or `reopen()` since)."""
+        """Whether the writer is closed: by `close()`, or by the process's exit, whose hook closes
+        every writer still open (and no call or `reopen()` since). A call made after the exit's
+        close (from an exit hook that runs after mxboard's) reopens the writer and is written
+        before it returns."""
         return self._core.closed
 
     @property
@@ -233,35 +251,42 @@ class SummaryWriter:
             >>> sw.add_scalar("accuracy", {"train": 0.91, "val": 0.87}, global_step=epoch)
         """
         core = self._core
+        scalar = value
         if type(value) is not float or tensorboardx_keywords:
-            value = _scalar_form(value, tensorboardx_keywords)
-            if type(value) is not float and type(value) is not convert.Deferred:
-                core.queue_scalar(tag, value, global_step, walltime)  # named values, a described one
+            scalar = _scalar_form(value, tensorboardx_keywords)
+            if type(scalar) is not float and type(scalar) is not convert.Deferred:
+                # Named values, or a scalar with a display name: each a summary of its own.
+                core.queue_scalar(tag, scalar, global_step, walltime)
                 return
-        while True:  # the hot path: a float, or a device scalar read later; once more after a fork (below)
+        # The hot path: a float, or a device scalar read once its device computed it.
+        scalars = core.scalars
+        try:
+            series = scalars.ids[tag]
+        except (KeyError, TypeError):
+            # A tag seen for the first time, an unhashable one (refused by `series`), or a closed
+            # writer, whose scalars know no tag: the writer is reopened first if it needs to be.
+            core.reopen_if_needed()
             scalars = core.scalars
-            try:
-                series = scalars.ids[tag]
-            except (KeyError, TypeError):
-                core.reopen_if_needed()
-                scalars = core.scalars  # a forked child's own
-                series = scalars.series(tag)
-            if global_step is None:
-                global_step = core.default_step
-            elif type(global_step) is not int or not 0 <= global_step < 0x7FFFFFFFFFFFFFFF:
-                global_step = checks.step(global_step)
-            if walltime is None:
-                walltime = _now() if core.default_wall is None else core.default_wall
-            else:
-                walltime = checks.walltime(walltime)
-            if type(value) is float:
-                if value - value:  # NaN or infinite (a finite value gives 0.0): logged as given, warned about once
-                    scalars.non_finite(tag, value, global_step)
-                held = scalars.append(series, value, global_step, walltime)
-            else:  # its kind decided by convert: copied into its ring's slot, no wait
-                held = scalars.append_device(series, tag, value, global_step, walltime)
-            if not (held and core.deliver_or_reopen()):
-                return  # else a forked child, which now has a worker of its own: once more, into it
+            series = scalars.series(tag)
+        if global_step is None:
+            global_step = core.default_step
+        elif type(global_step) is not int or not 0 <= global_step < 0x7FFFFFFFFFFFFFFF:
+            global_step = checks.step(global_step)
+        if walltime is None:
+            walltime = _now() if core.default_wall is None else core.default_wall
+        else:
+            walltime = checks.walltime(walltime)
+        if type(scalar) is float:
+            # NaN or infinite (a finite value gives 0.0): logged as given, and warned about once.
+            if scalar - scalar:
+                scalars.non_finite(tag, scalar, global_step)
+            held = scalars.append(series, scalar, global_step, walltime)
+        else:
+            held = scalars.append_device(series, tag, scalar, global_step, walltime)
+        if held and core.deliver_or_reopen():
+            # A forked child's first call went to its parent's writer thread, which writes nothing
+            # in the child. The child has a writer thread of its own now: the call again, into it.
+            self.add_scalar(tag, value, global_step, walltime, **tensorboardx_keywords)
 
     def add_scalars(self, main_tag: str, tag_scalar_dict: Mapping[str, Any], global_step: Optional[int] = None,
                     walltime: Optional[float] = None) -> None:
@@ -334,7 +359,8 @@ class SummaryWriter:
 
     def add_images(self, tag: str, img_tensor: Any, global_step: Optional[int] = None,
                    walltime: Optional[float] = None, dataformats: str = "NCHW") -> None:
-        """A batch of images shown as one grid (tensorboardX's add_images).
+        """A batch of images shown as one grid (tensorboardX's add_images), 2 px between the
+        images; a batch of one is drawn as it is, with no border, as tensorboardX and torch draw it.
 
         Args:
             tag: the grid's name.
@@ -607,19 +633,44 @@ class SummaryWriter:
 
         Args:
             tag: the tensor's name.
-            tensor: an array of numbers (or of str).
+            tensor: an array of bools, integers, floats or complex numbers (complex64 and
+                complex128 are written as DT_COMPLEX64 and DT_COMPLEX128, as torch writes them;
+                torch's complex32 as complex64), or of str.
             global_step: the step. Default 0.
             walltime: seconds since the epoch. Default: the time of the call.
 
         Raises:
-            TypeError: an array of another kind.
+            TypeError: an array of another kind, or of a dtype TensorBoard has none for
+                (float128, datetime64, ...), naming it.
 
         Example:
             >>> sw.add_tensor("confusion", confusion_matrix, global_step=epoch)
         """
-        self._core.queue_summary(tensor_summary, tag,
-                                 (checks.tensor_text(convert.capture(tensor, "tensor", numeric=False)),),
-                                 global_step, walltime)
+        self._core.queue_summary(tensor_summary, tag, (checks.tensor(tensor),), global_step, walltime)
+
+    def add_summary(self, summary: Any, global_step: Optional[int] = None, walltime: Optional[float] = None) -> None:
+        """A `Summary` protocol buffer as it is, in an event of its own (the `add_summary` of
+        tensorboardX's and torch's FileWriter): for data no `add_*` call makes, such as a
+        plugin's own. It is copied at the call, so changing it afterwards changes nothing written.
+
+        Args:
+            summary: a `mxboard.proto.Summary`, or a Summary of tensorboardX's, torch's,
+                TensorBoard's or TensorFlow's protos (the same fields).
+            global_step: the step (x axis); an int, or a float taken as int(step). Default 0.
+            walltime: seconds since the epoch. Default: the time of the call.
+
+        Raises:
+            TypeError: not a Summary message (serialized bytes among them: parse them first,
+                with `mxboard.proto.Summary.FromString`).
+            ValueError: a value of the summary without a tag.
+
+        Example:
+            >>> from mxboard.proto import Summary
+            >>> sw.add_summary(Summary(value=[Summary.Value(tag="loss", simple_value=0.25)]), global_step=10)
+        """
+        serialized = _serialized_summary(summary)
+        self._core.reopen_if_needed()
+        self._core.queue_record(Summary.FromString, (serialized,), global_step, walltime)
 
     # -- Graphs, Projector, Mesh ---------------------------------------------------------------
     @accepts_tensorboardx({"model": "net", "input_to_model": "input_shape"})
@@ -697,13 +748,17 @@ class SummaryWriter:
         Args:
             tag: the embedding's name.
             embedding: (N, D) points.
-            labels: N labels, or N rows of labels with `metadata_header` naming the columns.
+            labels: N labels; or N rows of labels with `metadata_header` naming the columns; or
+                N + 1 rows, the first naming the columns (mxboard 0.1.0's 2-D labels). A list of N
+                rows without names is N labels, each row written as str(row) (as the peers do).
             images: (N, C, H, W) thumbnails for the sprite.
             global_step: a step, to keep one embedding per step.
-            metadata_header: the labels' column names.
+            metadata_header: the labels' column names (one column's name is not written: the
+                Projector would read it as a point; it names the column "label").
 
         Raises:
-            TypeError, ValueError: shapes or label counts that disagree.
+            TypeError, ValueError: shapes or label counts that disagree, an array of N rows of
+                several labels without the columns' names.
 
         Example:
             >>> sw.add_embedding("features", features, labels=list(y), images=x[:, None])
@@ -760,7 +815,8 @@ class SummaryWriter:
         global_step)` works as well (a str third argument means its order).
 
         Args:
-            hparam_dict: `{name: bool, number or str}`.
+            hparam_dict: `{name: bool, number or str}`; a name whose value is None is left out
+                (with its domain), as torch and tensorboardX leave it out.
             metric_dict: `{metric tag: number}`. With `in_run`, a number or None; a key
                 `(tag, name)` with None names the run's own `add_scalar(tag, {name: ...})` line.
                 A NaN or infinite metric (or hparam) is logged as given, with one warning per name.
@@ -839,6 +895,21 @@ class SummaryWriter:
             title: the chart's title.
         """
         self.add_custom_scalars({category: {title: ["Margin", list(tags)]}})
+
+
+def _serialized_summary(summary: Any) -> bytes:
+    """The bytes of `summary`, a Summary message of any of the protos that share TensorBoard's
+    fields, once each value is seen to have a tag. Anything else is a TypeError naming it."""
+    kind = summary.DESCRIPTOR.full_name if isinstance(summary, ProtoMessage) else type(summary).__name__
+    if kind not in SUMMARY_TYPES:
+        hint = (": parse serialized bytes first, with mxboard.proto.Summary.FromString(data)"
+                if isinstance(summary, (bytes, bytearray, memoryview)) else "")
+        raise TypeError("summary must be a Summary protocol buffer (mxboard.proto.Summary, or tensorboardX's, "
+                        "torch's, TensorBoard's or TensorFlow's); got %s%s" % (kind, hint))
+    for index, value in enumerate(summary.value):
+        if not value.tag:
+            raise ValueError("summary.value[%d] has no tag: TensorBoard shows a value under its tag" % index)
+    return bytes(summary.SerializeToString())
 
 
 def _scalar_form(value: Any, keywords: Dict[str, Any]) -> Union[float, convert.Named, convert.Deferred, Described]:

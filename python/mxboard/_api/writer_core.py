@@ -5,7 +5,8 @@ queues one item for its writer thread (writer_thread.py), where building, encodi
 happen. After queueing, the call raises the error the writer thread holds for the caller, if
 any, so that a bad item never costs a later call its data. A call on a closed writer reopens it
 with a new event file, as tensorboardX and torch do, and a forked child's first call opens a
-writer thread and files of its own.
+writer thread and files of its own. A writer that the process's exit closed is closed too, and a
+later call (an exit hook's) reopens it, each call then written before it returns.
 """
 from __future__ import annotations
 
@@ -14,10 +15,10 @@ import weakref
 from types import MappingProxyType
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
-from .._writer import lifecycle
+from .._writer import lifecycle, process_exit
 from .._writer.callsite import call_site
 from .._writer.intake import Record
-from .._writer.writer_thread import WriterThread
+from .._writer.writer_thread import State, WriterThread
 from ..frameworks.scalar_slots import DeviceScalarSlots
 from ..storage import Destination
 from . import checks
@@ -40,8 +41,11 @@ class WriterCore:
         self._flush_secs = flush_secs
         self._suffix = suffix
         self._verbose = verbose
-        self._hooks = hooks  # closed at exit and flushed at SIGTERM and SIGHUP by lifecycle.py
-        self.closed = False
+        # Whether the process's ends act on it: closed at exit, flushed at SIGTERM and SIGHUP.
+        self._hooks = hooks
+        # Whether close() was called, and no call or reopen() since (`closed` also says whether
+        # the process's exit closed the writer thread).
+        self._closed = False
         # the step and walltime of calls that give none: use_metadata's, while it lasts
         self.default_step: int = 0
         self.default_wall: Optional[float] = None
@@ -59,17 +63,28 @@ class WriterCore:
         return checks.stamp(self.default_step if global_step is None else global_step,
                             self.default_wall if walltime is None else walltime)
 
+    @property
+    def closed(self) -> bool:
+        """Whether the writer is closed: by `close()`, or by the process's exit, whose hook closes
+        every writer still open (and no call or `reopen()` since)."""
+        return self._closed or self.thread.state is State.CLOSED
+
     def _open(self, purge_step: Optional[int] = None) -> None:
         """Start a writer thread, which opens the main event file, and the scalars over it (again
         after close, or in a forked child). `purge_step`: the main file begins as a restart at
         that step (tensorboardX's and torch's purge_step)."""
         slots = DeviceScalarSlots()  # where device scalars are copied
         self.thread = WriterThread(self._flush_secs, self._max_queue, slots.read)
+        # Opened once the process's exit began (an exit hook logs after mxboard's closed the
+        # writers): no exit hook of mxboard's will close it, so each call is written before it
+        # returns.
+        self._written_through = self._hooks and process_exit.began()
         # nothing of the scalars refers back to the writer: once unreferenced, it is freed at once
-        self.scalars: Union[Scalars, ClosedScalars] = Scalars(self.thread, slots, self._suffix)
+        self.scalars: Union[Scalars, ClosedScalars] = (
+            _WrittenThrough if self._written_through else Scalars)(self.thread, slots, self._suffix)
         # collected unclosed: the reaper thread closes the writer thread (never the collecting
-        # thread, which may be another writer's); at exit, lifecycle.py closes every writer thread
-        # and says on stderr what failed
+        # thread, which may be another writer's); at exit, process_exit.py closes every writer
+        # thread and says on stderr what failed
         self._finalizer = weakref.finalize(self, lifecycle.reap, self.thread)
         self._finalizer.atexit = False
         self.thread.start_writing(self._destination, self._suffix, purge_step, self._verbose, self._hooks)
@@ -150,6 +165,8 @@ class WriterCore:
         the thread holds for the caller."""
         step, wall = self.stamp(global_step, walltime)
         self.thread.put(Record(file, build, tuple(args), step, wall))
+        if self._written_through:
+            self.thread.flush()
         self.deliver_to_caller()
 
     def reopen_if_needed(self) -> None:
@@ -165,9 +182,11 @@ class WriterCore:
 
     def deliver_or_reopen(self) -> bool:
         """The scalar hot path's one check, after queueing: raise what the writer thread has to
-        report (a call racing close() was written, or raises); True in a forked child, which now
-        has a writer thread of its own for the call, to be made once more."""
-        if self.thread.forked:
+        report (a call racing close() was written, or raises). True where the call went to a
+        writer thread that cannot write it, and the writer now has one that can, for the call to
+        be made once more: in a forked child, and after the process's exit closed the writer."""
+        # A writer thread closed though close() was not called: the process's exit closed it.
+        if self.thread.forked or (not self._closed and self.thread.state is State.CLOSED):
             self._reopen_for_call()
             return True
         self.thread.deliver_to_caller()
@@ -176,9 +195,9 @@ class WriterCore:
     def _reopen_for_call(self) -> None:
         """A call after close() reopens the writer (a new event file); a forked child logs to
         files of its own, named with its own pid (closed at its exit, multiprocessing's too:
-        lifecycle.py)."""
+        process_exit.py)."""
         self._finalizer.detach()
-        self.closed = False
+        self._closed = False
         self._open()
 
     def export_scalars(self, path: str) -> None:
@@ -229,11 +248,12 @@ class WriterCore:
         reopens the writer, with a new event file (as tensorboardX and torch do).
 
         Raises:
-            OSError, WriterError: a writer-thread error that no earlier call has reported.
+            WriterIOError: a writer-thread error that no earlier call has reported (an OSError and a
+                WriterError, its cause chained).
         """
-        if self.closed:
+        if self._closed:
             return
-        self.closed = True
+        self._closed = True
         self.scalars = ClosedScalars()  # a later add_scalar misses the hot path's lookup, and reopens
         self._finalizer.detach()
         fault = self.thread.close()
@@ -246,3 +266,26 @@ class WriterCore:
         call does it too)."""
         if self.closed:
             self._reopen_for_call()
+
+
+class _WrittenThrough(Scalars):
+    """The scalars of a writer opened once the process's exit began: each call's rows are
+    written before the call returns (no exit hook of mxboard's will close this writer)."""
+
+    def __init__(self, thread: WriterThread, slots: DeviceScalarSlots, suffix: str) -> None:
+        super().__init__(thread, slots, suffix)
+        self._writer_thread = thread
+
+    def append(self, series: int, value: float, step: int, wall: float) -> bool:
+        super().append(series, value, step, wall)
+        self._writer_thread.flush()
+        return self._writer_thread.holds_for_caller
+
+    def append_device(self, series: int, tag: str, value: Any, step: int, wall: float) -> bool:
+        super().append_device(series, tag, value, step, wall)
+        self._writer_thread.flush()
+        return self._writer_thread.holds_for_caller
+
+    def add(self, tag: str, value: Any, step: int, wall: float) -> None:
+        super().add(tag, value, step, wall)
+        self._writer_thread.flush()

@@ -174,8 +174,12 @@ class ScalarColumns:
         return taken
 
     def abandoned(self) -> bool:
-        """Whether the thread that appends here has ended (and left no row behind)."""
+        """Whether the thread that appends here has ended (and left no row behind). The main
+        thread never has: once the interpreter begins to exit, it is no longer alive, yet it runs
+        the exit hooks, which may log."""
         owner = self._owner()
+        if owner is threading.main_thread():
+            return False
         return (owner is None or not owner.is_alive()) and not len(self.series)
 
 
