@@ -12,6 +12,7 @@ import sys
 import time
 import warnings
 
+import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -235,3 +236,38 @@ def test_the_export_takes_one_event_file_and_a_closed_pipe_ends_it_quietly(tmp_p
         piped = subprocess.run("%s -m mxboard export %s %s | head -c 100" % (sys.executable, tmp_path, fmt),
                                shell=True, capture_output=True, text=True, timeout=120)
         assert len(piped.stdout) == 100 and piped.stderr == "", piped.stderr
+
+
+def test_a_value_not_of_its_kinds_shape_is_skipped_saying_so_and_the_rest_is_read(tmp_path):
+    """A histogram whose tensor is not k x 3, a text of numbers and an empty scalar tensor ended
+    `reader.table` with a traceback: each is skipped with one warning naming it (strict: raised),
+    and every other value is read."""
+    from mxboard import reader
+    from mxboard.proto import Summary, TensorProto
+
+    def odd(tag, plugin, tensor):
+        value = Summary.Value(tag=tag, tensor=tensor)
+        value.metadata.plugin_data.plugin_name = plugin
+        return Summary(value=[value])
+
+    flat = TensorProto(dtype=1, float_val=[1.0, 2.0, 3.0, 4.0])
+    flat.tensor_shape.dim.add(size=4)
+    numbers = TensorProto(dtype=1, float_val=[1.0])
+    empty = TensorProto(dtype=1)
+    empty.tensor_shape.dim.add(size=0)
+    with SummaryWriter(str(tmp_path / "run")) as w:
+        w.add_histogram("good", np.arange(10.0), 1)
+        w.add_text("good", "words", 1)
+        w.add_scalar("good", 0.5, 1)
+        w.add_summary(odd("odd_histogram", "histograms", flat), 2)
+        w.add_summary(odd("odd_text", "text", numbers), 2)
+        w.add_summary(odd("odd_scalar", "scalars", empty), 2)
+    for kind, tag in (("histograms", "odd_histogram"), ("text", "odd_text"), ("scalars", "odd_scalar")):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            table = reader.table(tmp_path, kind)
+        assert table["tag"] == ["good"], (kind, table["tag"])
+        said = [str(w.message) for w in caught if issubclass(w.category, reader.CorruptRecordWarning)]
+        assert len(said) == 1 and "%r at step 2 is not a value of the %s kind" % (tag, kind) in said[0], said
+        with pytest.raises(reader.DataLossError, match=tag):
+            reader.table(tmp_path, kind, strict=True)

@@ -161,7 +161,7 @@ def table(logdir: Union[str, "os.PathLike[str]"], kind: str = "scalars", raw: bo
                 tag = value.tag
                 if value.HasField("metadata"):
                     plugins[tag] = value.metadata.plugin_data.plugin_name or plugins.get(tag)
-                row = _row(kind, value, plugins.get(tag))
+                row = _read_row(kind, value, plugins.get(tag), path, step, strict)
                 if row is not None:
                     rows.append((run, tag, step, wall) + row)
     if kind == "hparams":
@@ -212,7 +212,7 @@ def _scalar_arrays(logdir: str, raw: bool, strict: bool) -> Tuple[List[Tuple[str
                 for value in event.summary.value:
                     if value.HasField("metadata"):
                         plugins[value.tag] = value.metadata.plugin_data.plugin_name or plugins.get(value.tag)
-                    row = _row("scalars", value, plugins.get(value.tag))
+                    row = _read_row("scalars", value, plugins.get(value.tag), path, event.step, strict)
                     if row is not None:
                         rows.append((names.setdefault((run, value.tag), len(names)), base + number, event.step,
                                      event.wall_time, row[0]))
@@ -294,6 +294,19 @@ def _shown(rows: List[Tuple[Any, ...]]) -> List[Tuple[Any, ...]]:
             hidden.add(series.pop()[1])
         series.append((row[2], index))
     return [row for index, row in enumerate(rows) if index not in hidden] if hidden else rows
+
+
+def _read_row(kind: str, value: Any, plugin: Optional[str], path: str, step: int, strict: bool
+              ) -> Optional[Tuple[Any, ...]]:
+    """`_row`, where a value whose tensor has not the shape or type its dashboard needs (a
+    histogram not k x 3, a text of numbers, an empty scalar tensor) is skipped with a
+    CorruptRecordWarning naming it, or raises DataLossError with `strict`."""
+    try:
+        return _row(kind, value, plugin)
+    except (ValueError, TypeError, KeyError, IndexError, AttributeError, DecodeError) as exc:
+        corrupt("%s: %r at step %d is not a value of the %s kind TensorBoard reads (%s: %s); it is skipped"
+                % (path, value.tag, step, kind, type(exc).__name__, exc), strict)
+        return None
 
 
 def _row(kind: str, value: Any, plugin: Optional[str]) -> Optional[Tuple[Any, ...]]:
