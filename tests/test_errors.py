@@ -17,7 +17,8 @@ from conftest import ROOT, started_worker
 from mxboard import MXBoardError, SummaryWriter, errors, reader, report
 
 PACKAGE = os.path.join(ROOT, "python", "mxboard")
-BASES = {errors.WriterError: RuntimeError, errors.WriterIOError: OSError, errors.WriterClosedError: RuntimeError,
+BASES = {errors.WriterError: RuntimeError, errors.WriterIOError: OSError, errors.WriterTimeoutError: TimeoutError,
+         errors.WriterClosedError: RuntimeError,
          errors.FileDeletedError: FileNotFoundError, errors.DataLossError: ValueError, errors.ReportError: Exception}
 
 

@@ -31,7 +31,7 @@ def test_the_public_modules_export_what_they_did_and_each_name_exists():
     assert mxboard.__all__ == ["CorruptRecordWarning", "DataLossError", "FileDeletedError", "GlobalSummaryWriter",
                                "MXBoardError", "MXBoardWarning", "ReportError", "SpoolSettings", "SummaryWriter",
                                "TornRecordWarning", "UploadPolicy", "WriterClosedError", "WriterError",
-                               "WriterIOError", "patch", "unpatch"]
+                               "WriterIOError", "WriterTimeoutError", "patch", "unpatch"]
     from mxboard import errors, reader
     from mxboard._writer import intake
     from mxboard.storage import local
@@ -44,7 +44,7 @@ def test_the_public_modules_export_what_they_did_and_each_name_exists():
             and mxboard.CorruptRecordWarning is reader.CorruptRecordWarning)
     assert errors.__all__ == ["CorruptRecordWarning", "DataLossError", "FileDeletedError", "MXBoardError",
                               "MXBoardWarning", "ReportError", "TornRecordWarning", "WriterClosedError", "WriterError",
-                              "WriterIOError"]
+                              "WriterIOError", "WriterTimeoutError"]
     assert sorted(mxboard.reader.__all__) == [
         "CorruptRecordWarning", "DataLossError", "KINDS", "TornRecordWarning", "event_files", "histograms", "hparams",
         "read_events", "read_records", "scalars", "table", "text"]

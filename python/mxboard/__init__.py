@@ -14,10 +14,12 @@ from .errors import (
     WriterClosedError,
     WriterError,
     WriterIOError,
+    WriterTimeoutError,
 )
 from .storage import SpoolSettings, UploadPolicy
 
 __all__ = ["CorruptRecordWarning", "DataLossError", "FileDeletedError", "GlobalSummaryWriter", "MXBoardError",
            "MXBoardWarning", "ReportError", "SpoolSettings", "SummaryWriter", "TornRecordWarning", "UploadPolicy",
-           "WriterClosedError", "WriterError", "WriterIOError", "patch", "unpatch"]
+           "WriterClosedError", "WriterError", "WriterIOError", "WriterTimeoutError", "patch",
+           "unpatch"]
 __version__ = "0.3.0"

@@ -8,7 +8,8 @@ the module that raised it before (`mxboard.reader`, `mxboard.report`, `mxboard.s
 """
 
 __all__ = ["CorruptRecordWarning", "DataLossError", "FileDeletedError", "MXBoardError", "MXBoardWarning",
-           "ReportError", "TornRecordWarning", "WriterClosedError", "WriterError", "WriterIOError"]
+           "ReportError", "TornRecordWarning", "WriterClosedError", "WriterError", "WriterIOError",
+           "WriterTimeoutError"]
 
 
 class MXBoardError(Exception):
@@ -32,6 +33,11 @@ class WriterIOError(OSError, WriterError):
     so `except OSError`, `except WriterError` and `except MXBoardError` all catch it. OSError comes
     first among its bases: OSError's constructor then sets `errno`, `strerror` and `filename`, and
     a pickled copy keeps them."""
+
+
+class WriterTimeoutError(WriterIOError, TimeoutError):
+    """A WriterIOError whose cause is a TimeoutError (an object store that did not answer within
+    its bound), so that `except TimeoutError` catches it too."""
 
 
 class WriterClosedError(RuntimeError, MXBoardError):

@@ -16,7 +16,7 @@ import logging
 import threading
 from typing import Callable, Optional, Tuple
 
-from ..errors import FileDeletedError, MXBoardError, WriterError, WriterIOError
+from ..errors import FileDeletedError, MXBoardError, WriterError, WriterIOError, WriterTimeoutError
 
 __all__ = ["Faults", "face"]
 
@@ -31,7 +31,10 @@ def face(error: BaseException, filename: Optional[str] = None) -> BaseException:
     message, and `__cause__` the OSError. Any other error stays itself."""
     if isinstance(error, MXBoardError) or not isinstance(error, OSError):
         return error
-    faced = _io_error(error, error.strerror, filename) if error.errno is not None else WriterIOError(*error.args)
+    if error.errno is not None:
+        faced: OSError = _io_error(error, error.strerror, filename)
+    else:
+        faced = (WriterTimeoutError if isinstance(error, TimeoutError) else WriterIOError)(*error.args)
     faced.__cause__ = error
     return faced
 
@@ -43,7 +46,8 @@ def stopped_face(cause: BaseException, filename: Optional[str] = None) -> Writer
     if not isinstance(cause, OSError):
         stopped = WriterError("%s: %r" % (STOPPED, cause))
     elif cause.errno is None:
-        stopped = WriterIOError("%s: %s" % (STOPPED, cause))
+        stopped = (WriterTimeoutError if isinstance(cause, TimeoutError) else WriterIOError)(
+            "%s: %s" % (STOPPED, cause))
     else:
         stopped = _io_error(cause, "%s: %s" % (STOPPED, cause.strerror), filename)
     stopped.__cause__ = cause
@@ -51,13 +55,15 @@ def stopped_face(cause: BaseException, filename: Optional[str] = None) -> Writer
 
 
 def _io_error(cause: OSError, strerror: Optional[str], filename: Optional[str]) -> WriterIOError:
-    """A WriterIOError of `cause`'s errno and filenames (`filename` where it names none)."""
+    """A WriterIOError of `cause`'s errno and filenames (`filename` where it names none); a
+    WriterTimeoutError where the cause is a TimeoutError."""
+    kind = WriterTimeoutError if isinstance(cause, TimeoutError) else WriterIOError
     first = cause.filename if cause.filename is not None else filename
     if first is None:
-        return WriterIOError(cause.errno, strerror)
+        return kind(cause.errno, strerror)
     if cause.filename2 is None:
-        return WriterIOError(cause.errno, strerror, first)
-    return WriterIOError(cause.errno, strerror, first, None, cause.filename2)
+        return kind(cause.errno, strerror, first)
+    return kind(cause.errno, strerror, first, None, cause.filename2)
 
 
 class Faults:
