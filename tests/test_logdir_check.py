@@ -9,6 +9,7 @@ made `./s3:/bucket/x/`, both silently; `S3://` said `Protocol not known: S3`, an
 printed a traceback. On 706ab3a (issue 66, item 5) the writer expanded `~` and the readers did
 not: `reader.table("~/runs/exp")` read nothing, without an error, where `SummaryWriter("~/runs/exp")`
 had written; and a missing logdir gave the reader 0 rows, where its docstring promised ValueError."""
+import importlib.util
 import os
 import pathlib
 import re
@@ -139,7 +140,8 @@ def test_a_logdir_under_home_is_read_where_the_writer_wrote_it(tmp_path, monkeyp
     columns = reader.table("~/runs")
     assert (columns["run"], columns["step"], columns["value"]) == (["exp"], [3], [0.5])
     assert reader.table(pathlib.Path("~/runs/exp"))["value"] == [0.5]
-    assert reader.scalars("~/runs")["value"].tolist() == [0.5]
+    if importlib.util.find_spec("pandas") is not None:
+        assert reader.scalars("~/runs")["value"].tolist() == [0.5]
     assert [e.step for e in reader.read_events("~/runs/exp") if e.HasField("summary")] == [3]
     one_file = os.path.join("~", os.path.relpath(path, str(home)))
     assert list(reader.read_records(one_file)) == list(reader.read_records(path))

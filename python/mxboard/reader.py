@@ -381,6 +381,8 @@ def _ndarray(tensor: Any) -> Any:
 
 
 def _frame(kind: str, logdir: Union[str, "os.PathLike[str]"], raw: bool, strict: bool) -> Any:
+    # A mistyped or missing logdir is said first, with or without pandas.
+    logdir = checked_logdir(os.fspath(logdir), must_exist=True)
     try:
         import pandas as pd
     except ImportError:
@@ -389,7 +391,7 @@ def _frame(kind: str, logdir: Union[str, "os.PathLike[str]"], raw: bool, strict:
     if kind != "scalars":
         return pd.DataFrame(table(logdir, kind, raw=raw, strict=strict))
     # straight from numpy: no Python object a row (2M rows took 5 times the memory as lists)
-    names, series, step, wall, value = _scalar_arrays(checked_logdir(os.fspath(logdir), must_exist=True), raw, strict)
+    names, series, step, wall, value = _scalar_arrays(logdir, raw, strict)
     runs, tags = (np.array([name[i] for name in names], dtype=object) for i in (0, 1))
     return pd.DataFrame({"run": runs[series], "tag": tags[series], "step": step, "wall_time": wall, "value": value})
 
