@@ -9,6 +9,7 @@ Every run's tag of every kind (a "unit") gets an equal share of the page, thinne
 uPlot (https://github.com/leeoniya/uPlot, MIT; assets/uPlot.LICENSE) is vendored as released and
 pinned by version and SHA-256 (`ASSETS`): a changed file is refused, never inlined."""
 import base64
+import binascii
 import datetime
 import functools
 import hashlib
@@ -111,13 +112,19 @@ def _name(name: str) -> str:
     return _json(name)
 
 
+@functools.lru_cache(maxsize=1 << 16)
+def _name_size(name: str) -> int:
+    """The bytes of `_name(name)`."""
+    return _size(_name(name))
+
+
 def _size(text: str) -> int:
     """The bytes of `text` in UTF-8."""
     return len(text) if text.isascii() else len(text.encode("utf-8"))
 
 
 def _packed(array: Any, dtype: str) -> str:
-    return base64.b64encode(np.ascontiguousarray(array, dtype=dtype).tobytes()).decode("ascii")
+    return binascii.b2a_base64(np.ascontiguousarray(array, dtype=dtype).tobytes(), newline=False).decode("ascii")
 
 
 def _base64_size(count: int) -> int:
@@ -147,7 +154,7 @@ class _Unit:
     def __init__(self, run: str, tag: str) -> None:
         self.run, self.tag = run, tag
         # Its keys in the page: the tag's and the run's, with their colons, braces and commas.
-        self.keys = _size(_name(tag)) + _size(_name(run)) + 6
+        self.keys = _name_size(tag) + _name_size(run) + 6
 
     def size(self, count: int) -> int:
         raise NotImplementedError
@@ -217,7 +224,9 @@ class _Series(_Unit):
         return count
 
     def json(self, count: int) -> str:
-        steps, values, walls = downsampled(self.steps, self.values, self.walls, count)
+        steps, values, walls = self.steps, self.values, self.walls
+        if count < self.total:
+            steps, values, walls = downsampled(steps, values, walls, count)
         # Written out, not encoded: a page can hold 100,000 series, and each is made once. The
         # start is finite (a float's repr is its JSON), and base64 needs no escape.
         return '{"run":%s,"points":%d,"start":%r,"step":"%s","value":"%s","wall":"%s"}' % (
@@ -421,8 +430,11 @@ def _said_thinned(units: List[_Unit], counts: List[int], max_points: int) -> Lis
     """The lines on what the page's bound thinned or left out, a few for each kind."""
     bound = "so that the page stays within its bound of %d MB" % (PAGE_BYTES // 1_000_000)
     lines = []
+    by_kind: Dict[str, List[Tuple[_Unit, int]]] = {kind: [] for kind in NOUNS}
+    for unit, count in zip(units, counts):
+        by_kind[unit.kind].append((unit, count))
     for kind in NOUNS:
-        mine = [(u, c) for u, c in zip(units, counts) if u.kind == kind]
+        mine = by_kind[kind]
         gone = [u for u, c in mine if c == 0]
         thinned = [(u, c) for u, c in mine if 0 < c < u.most]
         if kind == "scalars":
