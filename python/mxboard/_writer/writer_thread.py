@@ -18,6 +18,7 @@ import threading
 import time
 from typing import TYPE_CHECKING, Any, Callable, Deque, List, Optional, Set, Tuple
 
+from ..errors import WriterClosedError
 from ..signal_mask import keep_signals_off_this_thread
 from . import process
 from .callsite import CallSite, warn_at, warn_at_call
@@ -86,7 +87,15 @@ class WriterThread:
         opened = threading.Event()
         self._thread = self._intake.thread = threading.Thread(target=self._loop, args=(opened,), name="mxboard-writer",
                                                               daemon=True)
-        self._thread.start()
+        try:
+            self._thread.start()
+        except RuntimeError as exc:
+            # Python 3.12 starts no thread once the interpreter's exit began: an exit hook that
+            # logs after mxboard's closed the writer cannot reopen it there.
+            self.state = State.CLOSED
+            raise WriterClosedError("this writer was closed at the process's exit, and this Python cannot write "
+                                    "again then (%s): log before the exit, or in an exit hook registered after "
+                                    "the writer was made" % exc) from None
         process.watch(self, hooks)
         opened.wait()
 
