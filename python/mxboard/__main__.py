@@ -162,7 +162,8 @@ def _run(args: argparse.Namespace) -> None:
         try:
             _write(columns, args.format, sys.stdout)
             sys.stdout.flush()
-        except BrokenPipeError:  # `| head` stopped reading: end quietly, as shell tools do
+        # `| head` stopped reading: end quietly, as shell tools do.
+        except BrokenPipeError:
             # Python flushes stdout again at exit: point it at /dev/null so that flush cannot fail
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
             sys.exit(1)

@@ -31,7 +31,8 @@ def log_parameters(writer: Any, params: Any, global_step: int, gradients: bool =
         >>> log_parameters(sw, net.collect_params(), global_step=step)
     """
     for name, param in params.items():
-        if param._data is None:  # not initialized yet (deferred initialization)
+        # Not initialized yet (deferred initialization).
+        if param._data is None:
             continue
         writer.add_histogram("weights/" + name, param.data(), global_step)
         if gradients and param.grad_req != "null":
@@ -53,7 +54,8 @@ def _metric_tags(metric: Any) -> Iterator[Tuple[str, Any]]:
             yield name, value
 
 
-class SummaryHandler(TrainBegin, BatchEnd, EpochEnd):  # type: ignore[misc]  # mxnet ships no types
+# MXNet ships no types.
+class SummaryHandler(TrainBegin, BatchEnd, EpochEnd):  # type: ignore[misc]
     """An event handler for `gluon.contrib.estimator.Estimator`.
 
     It logs the batch loss and the training metrics every `log_every` batches; the training and
@@ -76,7 +78,8 @@ class SummaryHandler(TrainBegin, BatchEnd, EpochEnd):  # type: ignore[misc]  # m
         self.writer = writer
         self.log_every = log_every
         self.histogram_every = histogram_every
-        self.priority = priority  # after the estimator's metric and validation handlers
+        # After the estimator's metric and validation handlers.
+        self.priority = priority
         self.batch = self.epoch = 0
 
     def train_begin(self, estimator: Any, *args: Any, **kwargs: Any) -> None:

@@ -74,7 +74,8 @@ def _say_if_busy(port: int) -> None:
                   "printed when training ends" % port, flush=True)
 
 
-Split = Tuple[NDArray[np.float32], NDArray[np.float32]]  # (images, labels)
+# A split is (images, labels).
+Split = Tuple[NDArray[np.float32], NDArray[np.float32]]
 
 
 def _data(seed: int = 0) -> Tuple[Split, Split]:
@@ -146,7 +147,8 @@ def train(args: argparse.Namespace, writer: "SummaryWriter") -> Dict[str, float]
                     "\n".join("| %s | %s |" % item for item in sorted(config.items())))
     writer.add_images("inputs/first_batch", x_train[:args.batch_size].repeat(4, axis=2).repeat(4, axis=3))
     model.log_graph(writer, args.batch_size)
-    writer.add_custom_scalars({"Train vs validation": {  # train and validation are sub-runs, one colour each
+    # Train and validation are sub-runs, one colour each.
+    writer.add_custom_scalars({"Train vs validation": {
         "accuracy": ["Multiline", ["^accuracy$"]],
         "loss": ["Multiline", ["^loss$"]],
     }})
@@ -165,7 +167,8 @@ def train(args: argparse.Namespace, writer: "SummaryWriter") -> Dict[str, float]
             index = order[b * args.batch_size:(b + 1) * args.batch_size]
             logged, batch_loss, batch_right = model.train_step(x_train[index], y_train[index])
             step += 1
-            writer.add_scalar("loss/batch", logged, step)  # Gluon's loss is an NDArray: no wait for the engine
+            # Gluon's loss is an NDArray: no wait for the engine.
+            writer.add_scalar("loss/batch", logged, step)
             if step % args.histogram_every == 0 or step == 1:
                 model.log_parameters(writer, step)
             right, seen, loss_sum = right + batch_right, seen + len(index), loss_sum + batch_loss * len(index)
@@ -191,11 +194,13 @@ def train(args: argparse.Namespace, writer: "SummaryWriter") -> Dict[str, float]
     for digit in range(10):
         writer.add_pr_curve("pr/digit_%d" % digit, y_val == digit, probabilities[:, digit], num_thresholds=200,
                             global_step=args.epochs)
-    features = model.features(x_val)  # the 64-d layer before the classifier
+    # The 64-d layer before the classifier.
+    features = model.features(x_val)
     writer.add_embedding("validation_features", features, labels=[str(int(y)) for y in y_val],
                          images=x_val, global_step=args.epochs)
     centered = features - features.mean(axis=0)
-    cloud = centered @ np.linalg.svd(centered, full_matrices=False)[2][:3].T  # 3-D PCA
+    # The points are a 3-D PCA.
+    cloud = centered @ np.linalg.svd(centered, full_matrices=False)[2][:3].T
     colors = (np.array([[int(c) for c in np.binary_repr(int(y) * 37 % 64, 6)[:3]] for y in y_val]) * 200 + 40)
     writer.add_mesh("validation_features_pca", cloud / max(np.abs(cloud).max(), 1e-9), colors=colors,
                     global_step=args.epochs)
@@ -214,7 +219,8 @@ def train(args: argparse.Namespace, writer: "SummaryWriter") -> Dict[str, float]
 class _Progress:
     """How far the training got, for the line that a Ctrl-C prints."""
 
-    done = 0  # the epochs finished, each logged whole
+    # The epochs finished, each logged whole.
+    done = 0
     epochs = 0
     logdir = ""
     # The writer closed: the run is saved whole, and TensorBoard (the launcher) takes over next.
@@ -271,10 +277,12 @@ def _main(argv: Optional[Sequence[str]]) -> None:
     _Progress.saved = True
     print("trained in %.0f s: validation accuracy %.3f; logs in %s"
           % (time.time() - start, metrics["accuracy"], _Progress.logdir), flush=True)
-    if args.serve:  # this process becomes the bundled server, started as a user would start it
+    # This process becomes the bundled server, started as a user would start it.
+    if args.serve:
         print("starting TensorBoard: open the URL below (Ctrl+C stops it)", flush=True)
         python = [sys.executable] + (["-I"] if sys.flags.isolated else [])
-        os.environ["MXBOARD_SAVED_RUN"] = _Progress.logdir  # the launcher names it if the port is taken
+        # The launcher names it if the port is taken.
+        os.environ["MXBOARD_SAVED_RUN"] = _Progress.logdir
         os.execv(sys.executable, python + ["-m", "tensorboard_bundle", "--logdir", args.logdir,
                                            "--port", str(args.port)])
 

@@ -28,7 +28,8 @@ def mxnet_runs() -> bool:
     """Whether MXNet 1.9.1 imports here (it needs numpy < 1.24: Python 3.11 or older)."""
     try:
         import mxnet  # noqa: F401
-    except Exception:  # noqa: BLE001 - an ImportError, or an AttributeError (np.bool) on numpy 1.24 or later
+    # An ImportError, or an AttributeError (np.bool) on numpy 1.24 or later.
+    except Exception:  # noqa: BLE001
         return False
     return True
 
@@ -55,7 +56,8 @@ class GluonCNN:
                     mx.gluon.nn.Conv2D(32, kernel_size=3, padding=1, activation="relu"),
                     mx.gluon.nn.MaxPool2D(),
                     mx.gluon.nn.Flatten(),
-                    mx.gluon.nn.Dense(64, activation="relu"),  # the features shown in the projector
+                    # The features shown in the projector.
+                    mx.gluon.nn.Dense(64, activation="relu"),
                     mx.gluon.nn.Dense(10))
         net.initialize(mx.init.Xavier())
         net.hybridize()
@@ -77,7 +79,8 @@ class GluonCNN:
         data, label = mx.nd.array(x), mx.nd.array(y)
         with mx.autograd.record():
             output = self.net(data)
-            mean = self.loss_fn(output, label).mean()  # an NDArray: add_scalar does not wait for the engine
+            # An NDArray: add_scalar does not wait for the engine.
+            mean = self.loss_fn(output, label).mean()
         # Back-propagate the batch's mean loss, so that the gradients logged are those of the mean,
         # as in the numpy model. A per-example loss's backward sums them instead: 64 times larger,
         # and rescaled only inside step().
@@ -137,7 +140,8 @@ class NumpyCNN:
         n = len(x)
         padded = np.pad(x[:, 0], ((0, 0), (1, 1), (1, 1)))
         cols = np.lib.stride_tricks.sliding_window_view(padded, (1, 3, 3)).reshape(n, 8, 8, 9)
-        z = cols @ p["digits_conv0_weight"].reshape(16, 9).T + p["digits_conv0_bias"]  # (n, 8, 8, 16)
+        # The shape is (n, 8, 8, 16).
+        z = cols @ p["digits_conv0_weight"].reshape(16, 9).T + p["digits_conv0_bias"]
         a = np.maximum(z, 0)
         blocks = a.reshape(n, 4, 2, 4, 2, 16)
         pooled = blocks.max(axis=(2, 4))
@@ -166,7 +170,8 @@ class NumpyCNN:
         g["digits_dense0_weight"][...] = h0.T @ d_z1
         g["digits_dense0_bias"][...] = d_z1.sum(axis=0)
         d_pooled = (d_z1 @ p["digits_dense0_weight"].T).reshape(n, 4, 4, 16)
-        winners = blocks == pooled[:, :, None, :, None, :]  # the max of each 2x2 block
+        # The max of each 2x2 block.
+        winners = blocks == pooled[:, :, None, :, None, :]
         d_a = (winners * d_pooled[:, :, None, :, None, :]).reshape(n, 8, 8, 16)
         d_z = d_a * (z > 0)
         g["digits_conv0_weight"][...] = (d_z.reshape(-1, 16).T @ cols.reshape(-1, 9)).reshape(16, 1, 3, 3)

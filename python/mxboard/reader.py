@@ -70,7 +70,8 @@ def _remote_event_files(url: str) -> List[str]:
     from .storage import open_filesystem
 
     fs, root = open_filesystem(url, shared=True)
-    fs.invalidate_cache()  # a listing cached earlier in this process may miss new objects
+    # A listing cached earlier in this process may miss new objects.
+    fs.invalidate_cache()
     found = [p for p in fs.find(root) if "tfevents" in posixpath.basename(p)]
     # where nothing is found below it, the URL may name one event file
     if not found and fs.isfile(root):
@@ -108,14 +109,17 @@ def read_events(path: Union[str, "os.PathLike[str]"], strict: bool = False) -> I
 
 
 # -- tables ------------------------------------------------------------------------------------
-KINDS = {  # each kind of table and its columns
+# Each kind of table and its columns.
+KINDS = {
     "scalars": ("run", "tag", "step", "wall_time", "value"),
     "histograms": ("run", "tag", "step", "wall_time", "limits", "counts"),
     "text": ("run", "tag", "step", "wall_time", "text"),
-    "hparams": ("run",),  # then one column per hyper-parameter
+    # Then there is one column per hyper-parameter.
+    "hparams": ("run",),
 }
 _NUMPY = {1: "<f4", 2: "<f8", 3: "<i4", 4: "<u1", 5: "<i2", 6: "<i1", 9: "<i8", 10: "?", 17: "<u2",
-          19: "<f2", 22: "<u4", 23: "<u8"}  # TensorFlow DataType -> numpy dtype
+          # TensorFlow DataType -> numpy dtype.
+          19: "<f2", 22: "<u4", 23: "<u8"}
 
 
 def table(logdir: Union[str, "os.PathLike[str]"], kind: str = "scalars", raw: bool = False,
@@ -152,7 +156,8 @@ def table(logdir: Union[str, "os.PathLike[str]"], kind: str = "scalars", raw: bo
     one_file = not is_url(logdir) and os.path.isfile(logdir)
     for path in event_files(logdir):
         run = "." if one_file else run_of(logdir, path.rsplit("/", 1)[0] if is_url(path) else os.path.dirname(path))
-        plugins: Dict[str, Optional[str]] = {}  # tag -> plugin name, from the metadata of the tag's first value
+        # Tag -> plugin name, from the metadata of the tag's first value.
+        plugins: Dict[str, Optional[str]] = {}
         for event in read_events(path, strict=strict):
             if not event.HasField("summary"):
                 continue
@@ -188,8 +193,10 @@ def _scalar_arrays(logdir: str, raw: bool, strict: bool) -> Tuple[List[Tuple[str
     number of runs and tags."""
     from ._reading.scan import joined, scan_file
 
-    names: Dict[Tuple[str, str], int] = {}  # (run, tag) -> its series' number
-    chunks: List[Tuple[Any, ...]] = []  # (series numbers, places, steps, walls, values), numpy arrays
+    # (run, tag) -> its series' number.
+    names: Dict[Tuple[str, str], int] = {}
+    # (series numbers, places, steps, walls, values), numpy arrays.
+    chunks: List[Tuple[Any, ...]] = []
     one_file = not is_url(logdir) and os.path.isfile(logdir)
     for index, path in enumerate(event_files(logdir)):
         run = "." if one_file else run_of(logdir, path.rsplit("/", 1)[0] if is_url(path) else os.path.dirname(path))
@@ -286,7 +293,8 @@ def _shown(rows: List[Tuple[Any, ...]]) -> List[Tuple[Any, ...]]:
     In each run and tag, a step at or below the last one hides the points from that step on. This
     is the rule of TensorBoard's fast loader: a run resumed from a checkpoint logs its tags again
     from there."""
-    kept: Dict[Tuple[Any, ...], List[Tuple[int, int]]] = {}  # (run, tag) -> [(step, index)], steps rising
+    # (run, tag) -> [(step, index)], steps rising.
+    kept: Dict[Tuple[Any, ...], List[Tuple[int, int]]] = {}
     hidden = set()
     for index, row in enumerate(rows):
         series = kept.setdefault(row[:2], [])
@@ -365,7 +373,8 @@ def _hparam_columns(rows: List[Tuple[Any, ...]]) -> Dict[str, List[Any]]:
 def _ndarray(tensor: Any) -> Any:
     """A TensorProto's values as a numpy array (strings as bytes)."""
     shape = [d.size for d in tensor.tensor_shape.dim]
-    if tensor.dtype == 7:  # DT_STRING
+    # DataType 7 is DT_STRING.
+    if tensor.dtype == 7:
         return np.array(list(tensor.string_val), dtype=object).reshape(shape or -1)
     dtype = np.dtype(_NUMPY[tensor.dtype])
     if tensor.tensor_content:

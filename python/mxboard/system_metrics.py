@@ -42,7 +42,8 @@ class SystemMetrics:
         # a weak reference, so that a writer left unclosed is still collected (and closed by the reaper)
         self._psutil, self._writer, self.interval = psutil, weakref.ref(writer), interval
         self._process = psutil.Process()
-        self._process.cpu_percent(None)  # psutil's first call only starts counting (it returns 0)
+        # psutil's first call only starts counting (it returns 0).
+        self._process.cpu_percent(None)
         psutil.cpu_percent(None)
         self._start = self._last = time.monotonic()
         self._io = self._counters()
@@ -74,7 +75,8 @@ class SystemMetrics:
             try:
                 values["system/gpu%d/utilization_percent" % i] = float(nvml.nvmlDeviceGetUtilizationRates(handle).gpu)
                 values["system/gpu%d/memory_used_mb" % i] = nvml.nvmlDeviceGetMemoryInfo(handle).used / _MB
-            except Exception:  # noqa: BLE001 - a GPU that has gone, or a driver error: its values are skipped
+            # A GPU that has gone, or a driver error: its values are skipped.
+            except Exception:  # noqa: BLE001
                 pass
         return values
 
@@ -86,7 +88,8 @@ class SystemMetrics:
             try:
                 for tag, value in self.sample().items():
                     writer.add_scalar(tag, value, step)
-            except Exception:  # noqa: BLE001 - the writer failed, and its own calls raise that error
+            # The writer failed, and its own calls raise that error.
+            except Exception:  # noqa: BLE001
                 return
             del writer
 
@@ -104,6 +107,7 @@ def _gpus() -> List[Any]:
 
         pynvml.nvmlInit()
         return [(pynvml, pynvml.nvmlDeviceGetHandleByIndex(i)) for i in range(pynvml.nvmlDeviceGetCount())]
-    except Exception:  # noqa: BLE001 - without the package, a driver or a GPU, there are no GPU metrics
+    # Without the package, a driver or a GPU, there are no GPU metrics.
+    except Exception:  # noqa: BLE001
         return []
 

@@ -25,16 +25,21 @@ __all__ = ["stamp", "step", "walltime", "bins", "histogram_raw", "image", "boxes
 
 DATAFORMATS = ("HW", "CHW", "HWC", "NCHW", "NHWC")
 BIN_RULES = ("auto", "fd", "doane", "scott", "stone", "rice", "sturges", "sqrt")
-MAX_BINS = 1 << 16  # more buckets than a histogram chart has pixels
-MAX_SIDE, MAX_PIXELS = 1 << 14, 1 << 26  # the largest image the writer thread draws boxes on, after rescaling
+# More buckets than a histogram chart has pixels.
+MAX_BINS = 1 << 16
+# The largest image the writer thread draws boxes on, after rescaling.
+MAX_SIDE, MAX_PIXELS = 1 << 14, 1 << 26
 _CHANNELS = (1, 3, 4)
-_FLOAT32_MAX = float(np.finfo(np.float32).max)  # a mesh's vertices are sent as float32
-_GIF_LONGEST_FRAME = 655.35  # seconds: a GIF frame's delay is 16 bits of centiseconds
+# A mesh's vertices are sent as float32.
+_FLOAT32_MAX = float(np.finfo(np.float32).max)
+# Seconds: a GIF frame's delay is 16 bits of centiseconds.
+_GIF_LONGEST_FRAME = 655.35
 # What `convert.capture` returns: a numpy array, or a snapshot of a device array that the writer
 # thread resolves. The user's values before it are Any (numbers, lists, NDArrays, anything with __array__).
 Captured = Any
 Check = Callable[[Captured], Captured]
-Say = Callable[[str], None]  # reports a NaN or Inf found, warned about once per tag (WriterCore.said_once)
+# Reports a NaN or Inf found, warned about once per tag (WriterCore.said_once).
+Say = Callable[[str], None]
 
 
 # -- when ------------------------------------------------------------------------------------
@@ -48,7 +53,8 @@ def walltime(value: Any) -> float:
     if value is None:
         return _now()
     wall = convert.to_float(value, "walltime")
-    if not math.isfinite(wall):  # any finite time, 0 included, as tensorboardX and torch take it
+    # Any finite time, 0 included, as tensorboardX and torch take it.
+    if not math.isfinite(wall):
         raise ValueError("walltime must be finite seconds since the epoch; got %r" % (value,))
     return wall
 
@@ -62,7 +68,8 @@ def stamp(global_step: Any, wall: Any) -> Tuple[int, float]:
 def bins(value: Any) -> Union[str, int, Captured]:
     """'default', a numpy rule name, a number of equal-width bins, or increasing finite edges."""
     if isinstance(value, str):
-        if value == "tensorflow":  # tensorboardX's and torch's name for TensorBoard's default buckets
+        # tensorboardX's and torch's name for TensorBoard's default buckets.
+        if value == "tensorflow":
             return "default"
         if value != "default" and value not in BIN_RULES:
             raise ValueError("bins must be 'default' (or 'tensorflow'), %s, an int or bin edges; got %r"
@@ -151,7 +158,8 @@ def dataformats(shape: Tuple[int, ...], formats: object, name: str = "image") ->
                          % (name, formats, len(formats), tuple(shape)))
     if "C" in formats and shape[formats.index("C")] not in _CHANNELS:
         hint = ""
-        if formats.endswith("CHW") and shape[-1] in _CHANNELS:  # channels last, as in a PIL, OpenCV or matplotlib image
+        # Channels last, as in a PIL, OpenCV or matplotlib image.
+        if formats.endswith("CHW") and shape[-1] in _CHANNELS:
             hint = "; channels last? pass dataformats=%r" % (formats[:-3] + "HWC")
         raise ValueError("%s must have 1, 3 or 4 channels (dataformats=%r); got %d in shape %s%s"
                          % (name, formats, shape[formats.index("C")], tuple(shape), hint))
@@ -285,7 +293,8 @@ def audio(value: Any, sample_rate: Any, say: Optional[Say] = None) -> Tuple[Capt
     rate = convert.to_float(sample_rate, "sample_rate")
     if not (rate > 0 and math.isfinite(rate) and rate == int(rate)):
         raise ValueError("sample_rate must be a positive whole number of Hz; got %r" % (sample_rate,))
-    if int(rate) * channels * 2 >= 1 << 32:  # a WAV header's byte rate is 32 bits
+    # A WAV header's byte rate is 32 bits.
+    if int(rate) * channels * 2 >= 1 << 32:
         raise ValueError("sample_rate is too large for a WAV file: %d Hz" % int(rate))
     if isinstance(samples, np.ndarray) and samples.dtype.kind == "f" and _peak(samples) > 1:
         warn_at_call("audio: samples are read in [-1, 1], and some are beyond (clipped): scale them into it")
@@ -445,7 +454,8 @@ def mesh(vertices: Any, colors: Any, faces: Any,
     if faces is not None:
         count = shapes["vertices"][1]
         parts["faces"] = convert.capture(faces, "faces", check=lambda a: _faces(a, count))
-        _faces_dtype(parts["faces"].dtype)  # an MXNet array's too, before its values are computed
+        # An MXNet array's too, before its values are computed.
+        _faces_dtype(parts["faces"].dtype)
         _batched_shape("faces", parts["faces"])
     if "colors" in parts and shapes["colors"][:2] != shapes["vertices"][:2]:
         raise ValueError("colors must have one (B, N) with vertices; got %s and %s"

@@ -54,7 +54,8 @@ def accepts_tensorboardx(aliases: Optional[Dict[str, str]] = None, order: Option
                 args = ()
             for theirs, ours in aliases.items():
                 if theirs in kwargs:
-                    if kwargs[theirs] is None:  # tensorboardX's default, which means not given
+                    # tensorboardX's default, which means not given.
+                    if kwargs[theirs] is None:
                         del kwargs[theirs]
                         continue
                     if ours in kwargs or ours in positions[:len(args)]:
@@ -62,8 +63,10 @@ def accepts_tensorboardx(aliases: Optional[Dict[str, str]] = None, order: Option
                     kwargs[ours] = kwargs.pop(theirs)
             return method(self, *args, **kwargs)
 
-        setattr(call, "__signature__", _signature_with(method, aliases))  # noqa: B010 - help() and IDEs read it
-        return call  # type: ignore[return-value]  # the same signature, with tensorboardX's names added
+        # help() and IDEs read it.
+        setattr(call, "__signature__", _signature_with(method, aliases))  # noqa: B010
+        # The same signature, with tensorboardX's names added.
+        return call  # type: ignore[return-value]
 
     return decorate
 

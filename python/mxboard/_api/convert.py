@@ -25,7 +25,8 @@ __all__ = ["Deferred", "Kind", "Named", "capture", "describe", "histogram_input"
            "to_int", "to_numpy"]
 
 _HOST_TYPES = (np.ndarray, np.generic, int, float, complex, bool, list, tuple, str, bytes, type(None))
-_HOST_DLPACK = (1, 3)  # DLPack device types numpy reads: kDLCPU, kDLCUDAHost (pinned host memory)
+# DLPack device types numpy reads: kDLCPU, kDLCUDAHost (pinned host memory).
+_HOST_DLPACK = (1, 3)
 _ON_DEVICE = frozenset((Kind.TORCH_CUDA, Kind.CUPY, Kind.JAX, Kind.DLPACK, Kind.CUDA_INTERFACE))
 
 
@@ -75,7 +76,8 @@ def kind_of(value: Any) -> Kind:
         try:
             if int(device()[0]) not in _HOST_DLPACK:
                 return Kind.DLPACK
-        except Exception:  # noqa: BLE001 - no usable DLPack device: read it as a host array
+        # No usable DLPack device: read it as a host array.
+        except Exception:  # noqa: BLE001
             pass
     return Kind.HOST
 
@@ -122,7 +124,8 @@ def _snapshot(value: Any, kind: Kind, check: Optional[Callable[[Any], Any]], nam
         return device_capture.CupySnapshot(value, check)
     if kind is Kind.JAX:
         return device_capture.JaxSnapshot(value, check)
-    converted, kind = _readable(value, kind, name)  # a tensor torch placed elsewhere than CUDA: copied at once
+    # A tensor torch placed elsewhere than CUDA: copied at once.
+    converted, kind = _readable(value, kind, name)
     return _snapshot(converted, kind, check, name)
 
 
@@ -162,7 +165,8 @@ def to_numpy(value: Any, name: str = "value", kind: Optional[Kind] = None) -> An
         try:
             return np.asarray(value)
         except (TypeError, ValueError) as exc:
-            if not hasattr(value, "__dlpack__"):  # else (an __array__ that refuses): read by DLPack
+            # Otherwise (an __array__ that refuses), it is read by DLPack.
+            if not hasattr(value, "__dlpack__"):
                 raise TypeError("%s: could not make an array of %s: %s" % (name, describe(value), exc)) from None
     if hasattr(value, "__dlpack__"):
         try:
@@ -184,7 +188,8 @@ def capture(value: Any, name: str = "value", numeric: bool = True, defer: bool =
     kind = kind_of(value) if kind is None else kind
     if defer and (kind is Kind.MXNET or kind in _ON_DEVICE):
         if numeric and kind is not Kind.MXNET:
-            numbers_of(value, name, kind)  # before a copy is queued on the device
+            # Before a copy is queued on the device.
+            numbers_of(value, name, kind)
         array, check = _snapshot(value, kind, check, name), None
     else:
         array = to_numpy(value, name, kind)
@@ -205,7 +210,8 @@ def numbers_of(value: Any, name: str = "value", kind: Optional[Kind] = None) -> 
     elif hasattr(value, "shape") and hasattr(value, "dtype"):
         dtype = np.dtype(value.dtype)
         shape, dtype = tuple(value.shape), dtype if dtype.kind in "biufc" else np.dtype(np.float32)
-    else:  # DLPack alone says neither
+    # DLPack alone says neither.
+    else:
         converted, kind = _readable(value, Kind.DLPACK, name)
         return numbers_of(converted, name, kind)
     if np.dtype(dtype).kind not in "biuf":
@@ -220,7 +226,8 @@ def scalar_value(value: Any, name: str = "value") -> Union[float, Named, Deferre
     mapping, or one `(name, value)` pair or `[name, value]` list), else `one_scalar(value)`."""
     if isinstance(value, (dict, tuple, list, Mapping)):
         if isinstance(value, (tuple, list)):
-            if len(value) != 2 or not isinstance(value[0], str):  # several numbers: no scalar
+            # Several numbers make no scalar.
+            if len(value) != 2 or not isinstance(value[0], str):
                 error = ValueError if len(value) != 2 else TypeError
                 raise error("%s must be one number (an int, a float, a numpy or torch scalar, an array of one "
                             "element) or named numbers (a dict {name: number}, or one (name, number) pair); got "
@@ -250,7 +257,8 @@ def one_scalar(value: Any, name: str = "value") -> Union[float, Deferred]:
                              % (name, "n" if kind is Kind.MXNET else "", type(value).__name__, shape))
         if kind is Kind.TORCH_CUDA and value.dtype.is_complex:
             raise TypeError("%s must be a real number; got dtype %s" % (name, str(value.dtype)[len("torch."):]))
-        if kind is Kind.TORCH_CUDA or shape == (1,):  # copied into a slot of its ring
+        # The value is copied into a slot of its ring.
+        if kind is Kind.TORCH_CUDA or shape == (1,):
             return Deferred(value, shape, kind)
         return Deferred(Snapshot(value), shape, Kind.CAPTURED)
     if kind in _ON_DEVICE:
@@ -278,7 +286,8 @@ def to_float(value: Any, name: str = "value", kind: Optional[Kind] = None) -> fl
         return float(value)
     if isinstance(value, (str, bytes)) or value is None:
         raise TypeError("%s must be a number or a one-element array; got %s" % (name, describe(value)))
-    array = to_numpy(value, name, kind)  # an NDArray waits for the engine here: see writer.add_scalar
+    # An NDArray waits for the engine here: see writer.add_scalar.
+    array = to_numpy(value, name, kind)
     if array.size != 1:
         raise ValueError("%s must be a single number; got an array of shape %s" % (name, array.shape))
     if not (np.issubdtype(array.dtype, np.number) or array.dtype == np.bool_) or np.iscomplexobj(array):

@@ -38,14 +38,16 @@ class GlobalSummaryWriter:
     def __init__(self, logdir: Optional[str] = None, comment: str = "", purge_step: Optional[int] = None,
                  max_queue: int = 10, flush_secs: float = 2, filename_suffix: Optional[str] = None,
                  write_to_disk: bool = True, log_dir: Optional[str] = None, coalesce_process: bool = True) -> None:
-        if log_dir is not None:  # tensorboardX's name
+        # tensorboardX's name.
+        if log_dir is not None:
             if logdir is not None:
                 raise TypeError("GlobalSummaryWriter() got both 'logdir' and 'log_dir' (tensorboardX's name for it)")
             logdir = log_dir
         self.smw = SummaryWriter(logdir, max_queue, flush_secs, filename_suffix, comment=comment,
                                  purge_step=purge_step, write_to_disk=write_to_disk)
         self._lock = threading.Lock()
-        self._calls: collections.Counter[Tuple[str, str]] = collections.Counter()  # (kind, tag) -> calls so far
+        # (kind, tag) -> calls so far.
+        self._calls: collections.Counter[Tuple[str, str]] = collections.Counter()
 
     @property
     def logdir(self) -> str:
@@ -56,7 +58,8 @@ class GlobalSummaryWriter:
         with self._lock:
             step = self._calls[kind, tag]
             getattr(self.smw, kind)(tag, *args, global_step=step, **kwargs)
-            self._calls[kind, tag] = step + 1  # only once the call was taken
+            # Only once the call was taken.
+            self._calls[kind, tag] = step + 1
 
     def add_scalar(self, tag: str, scalar_value: Any, walltime: Optional[float] = None) -> None:
         """A number under `tag`, at the tag's next step (see `SummaryWriter.add_scalar`)."""
@@ -97,7 +100,8 @@ class GlobalSummaryWriter:
         self.close()
 
     @staticmethod
-    def getSummaryWriter() -> GlobalSummaryWriter:  # noqa: N802 - tensorboardX's name
+    # tensorboardX's name.
+    def getSummaryWriter() -> GlobalSummaryWriter:  # noqa: N802
         """The process's GlobalSummaryWriter, made on first use (under runs/<date>_<host>), and
         again after it was closed.
 

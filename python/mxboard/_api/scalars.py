@@ -42,11 +42,16 @@ class Scalars:
         self._thread = thread
         self._slots = slots
         self._suffix = suffix
-        self._lock = threading.Lock()  # guards new series
-        self.ids: dict[str, int] = {}  # tag -> series id in the main file (the hot path reads it directly)
-        self._named: dict[Any, int] = {}  # (tag, name) -> series id in the sub-run's file
-        self._local = threading.local()  # .columns: this thread's ScalarColumns
-        self._warners: dict[str, Callable[[float, int], None]] = {}  # tag -> its device scalars' NaN warning
+        # The lock guards new series.
+        self._lock = threading.Lock()
+        # It maps tag -> series id in the main file (the hot path reads it directly).
+        self.ids: dict[str, int] = {}
+        # It maps (tag, name) -> series id in the sub-run's file.
+        self._named: dict[Any, int] = {}
+        # Its .columns is this thread's ScalarColumns.
+        self._local = threading.local()
+        # It maps tag -> its device scalars' NaN warning.
+        self._warners: dict[str, Callable[[float, int], None]] = {}
 
     def series(self, tag: str) -> int:
         """The series of `tag` in the main file, made on its first use."""
@@ -86,16 +91,19 @@ class Scalars:
         if isinstance(value, convert.Named):
             if not value.values:
                 raise ValueError("value: the dict of named scalars for %r is empty" % tag)
-            named = [(checks.tag(name, "scalar name"), v) for name, v in value.values.items()]  # all, then any queued
+            # All names are checked, then any value is queued.
+            named = [(checks.tag(name, "scalar name"), v) for name, v in value.values.items()]
             for name, v in named:
                 series = self._named_value_series(tag, name)
                 if isinstance(v, float):
                     if v - v:
                         self.non_finite("%s/%s" % (tag, name), v, step)
                     self.append(series, v, step, wall)
-                else:  # read by the writer thread once its device computed it
+                # Read by the writer thread once its device computed it.
+                else:
                     self.append_device(series, "%s/%s" % (tag, name), v, step, wall)
-        else:  # Described: its value a float or a Pending, which the Record resolves
+        # Described: its value a float or a Pending, which the Record resolves.
+        else:
             self._thread.put(Record(None, described_scalar_summary, (tag, value.value, value.display_name,
                                                                      value.description), step, wall))
 
@@ -125,7 +133,8 @@ class Scalars:
     def _named_value_series(self, tag: str, name: str) -> int:
         with self._lock:
             if (tag, name) not in self._named:
-                file = self._thread.open_sub_run_file((tag, name), self._suffix)  # logdir/<tag>/<name>/
+                # The file goes in logdir/<tag>/<name>/.
+                file = self._thread.open_sub_run_file((tag, name), self._suffix)
                 self._named[(tag, name)] = self._thread.add_series(file, tag)
             return self._named[(tag, name)]
 

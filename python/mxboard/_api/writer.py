@@ -121,7 +121,8 @@ class SummaryWriter:
         if comet_config is not None and not (isinstance(comet_config, dict) and comet_config.get("disabled")):
             raise ValueError("comet_config=%r: mxboard logs to TensorBoard only, not to Comet (tensorboardX's "
                              "comet_config={'disabled': True}, its default, is taken)" % (comet_config,))
-        if logdir is None:  # tensorboardX's and torch's default: runs/<date>_<host><comment>
+        # tensorboardX's and torch's default: runs/<date>_<host><comment>.
+        if logdir is None:
             if not isinstance(comment, str):
                 raise TypeError("comment must be a str; got %s" % type(comment).__name__)
             logdir = os.path.join("runs", "%s_%s%s" % (datetime.now().strftime("%b%d_%H-%M-%S"),
@@ -141,7 +142,8 @@ class SummaryWriter:
         hooks = lifecycle.process_hooks(process_hooks)
         interval = checks.system_metrics(system_metrics)
         if interval is not None:
-            psutil_module()  # missing: an ImportError naming the extra, before any file is made
+            # If psutil is missing, an ImportError names the extra, before any file is made.
+            psutil_module()
         # The one check of a logdir (`~` expanded, a mistyped scheme refused before anything is made).
         logdir = checked_logdir(os.fspath(logdir))
         destination = checks.destination(logdir, write_to_disk, upload_policy, spool)
@@ -351,7 +353,8 @@ class SummaryWriter:
         Example:
             >>> sw.add_image("digit", np.random.rand(1, 28, 28), global_step=0)
         """
-        if dataformats == "CHW" and getattr(image, "ndim", None) in (2, 4):  # mxboard took these
+        # mxboard took these.
+        if dataformats == "CHW" and getattr(image, "ndim", None) in (2, 4):
             dataformats = "HW" if image.ndim == 2 else "NCHW"
         step, wall = self._core.stamp(global_step, walltime)
         say = self._core.said_once("add_image(%r)" % (tag,), step)
@@ -377,7 +380,8 @@ class SummaryWriter:
         Example:
             >>> sw.add_images("batch", data.asnumpy()[:16], global_step=step)
         """
-        if isinstance(img_tensor, (list, tuple)):  # tensorboardX stacks a list of images
+        # tensorboardX stacks a list of images.
+        if isinstance(img_tensor, (list, tuple)):
             img_tensor, dataformats = checks.image_list(img_tensor, dataformats)
         step, wall = self._core.stamp(global_step, walltime)
         say = self._core.said_once("add_images(%r)" % (tag,), step)
@@ -538,7 +542,8 @@ class SummaryWriter:
         """
         bins = checks.bins(bins)
         max_bins = None if max_bins is None else checks.max_bins(max_bins)
-        values = convert.histogram_input(values, bins)  # counted on a GPU, or captured for the writer thread
+        # Counted on a GPU, or captured for the writer thread.
+        values = convert.histogram_input(values, bins)
         step, wall = self._core.stamp(global_step, walltime)
         # a NaN the writer thread finds: shown at this call's line, once a tag
         say = self._core.said_once("add_histogram(%r)" % (tag,), step)
@@ -700,13 +705,15 @@ class SummaryWriter:
         from ..frameworks.graph import graph_def, graph_event, is_torch_module, torch_graph_def
 
         self._core.reopen_if_needed()
-        if is_torch_module(net):  # traced here: the module is the caller's, and may change
+        # Traced here: the module is the caller's, and may change.
+        if is_torch_module(net):
             serialized = torch_graph_def(net, input_shape, verbose, use_strict_trace)
         else:
             serialized = graph_def(net, input_shape).SerializeToString()
         self._core.queue_record(graph_event, (serialized,))
 
-    @accepts_tensorboardx({"prototxt": "onnx_model_file"})  # torch's name
+    # This is torch's name.
+    @accepts_tensorboardx({"prototxt": "onnx_model_file"})
     def add_onnx_graph(self, onnx_model_file: Any) -> None:
         """An ONNX model's graph for the Graphs dashboard (needs the `onnx` package).
 
@@ -770,7 +777,8 @@ class SummaryWriter:
         step = None if global_step is None else checks.step(global_step)
         say = self._core.said_once("add_embedding(%r)" % (tag,), step)
         matrix, labels, images, header = checks.embedding(embedding, labels, images, metadata_header, say)
-        self._core.call_in_order(projector.write_embedding, tag, step, matrix, labels, header, images)  # files in place
+        # The projector's files are written in place.
+        self._core.call_in_order(projector.write_embedding, tag, step, matrix, labels, header, images)
         self._core.deliver_to_caller()
 
     def add_mesh(self, tag: str, vertices: Any, colors: Any = None, faces: Any = None,
@@ -843,17 +851,20 @@ class SummaryWriter:
             checks.no_points_on_own_curves(metrics, self._core.scalar_tags(), global_step)
         step, now = self._core.stamp(global_step, None)
         for what, at, numbers in (("hparam_dict", None, values), ("metric_dict", step, metrics)):
-            for name, number in numbers.items():  # logged as given, as scalars are; warned about once per name
+            # Logged as given, as scalars are; warned about once per name.
+            for name, number in numbers.items():
                 if isinstance(number, float) and not math.isfinite(number):
                     self._core.said_once("add_hparams(%s[%r])" % (what, name), at)("%r was logged as given" % number)
-        run_file = None  # in_run: the main file
+        # For in_run, the main file is used.
+        run_file = None
         if not in_run:
             run_name = checks.tag(run_name, "run_name") if run_name is not None else "%.6f" % now
             run_file = self._core.open_sub_run_file(run_name)
         numbers = {tag: value for tag, value in metrics.items() if value is not None}
         self._core.queue_scalars_to_file(run_file, numbers, step, now)
         names = [(key[0], "/".join(components(*key)), "%s (%s)" % key) if isinstance(key, tuple) else key
-                 for key in metrics]  # (tag, name): "accuracy (validation)", not accuracy/validation.accuracy
+                 # (tag, name): "accuracy (validation)", not accuracy/validation.accuracy.
+                 for key in metrics]
         self._core.queue_record(hparams_summary, (values, names, now, now, domains), global_step, now, file=run_file)
 
     def add_custom_scalars(self, layout: Mapping[str, Any]) -> None:
@@ -871,7 +882,8 @@ class SummaryWriter:
         Example:
             >>> sw.add_custom_scalars({"loss": {"train vs val": ["Multiline", ["loss/train", "loss/val"]]}})
         """
-        layout_proto(layout)  # checked as given
+        # The layout is checked as given.
+        layout_proto(layout)
         self._core.add_layout(layout, custom_scalars_summary, layout_proto)
 
     def add_custom_scalars_multilinechart(self, tags: Sequence[str], category: str = "default",
@@ -918,6 +930,7 @@ def _scalar_form(value: Any, keywords: Dict[str, Any]) -> Union[float, convert.N
     described = None
     if keywords:
         value, described = scalar_of_tensorboardx_keywords(value, keywords)
-    if described:  # a summary of its own, with its metadata
+    # A summary of its own, with its metadata.
+    if described:
         return Described(convert.scalar_alone(value), *described)
     return convert.scalar_value(value)

@@ -54,8 +54,10 @@ class WriterCore:
         # step (add_layout), so that the last layout queued holds every call's charts.
         self.layout: Mapping[str, Mapping[str, Any]] = MappingProxyType({})
         self._layout_lock = threading.Lock()
-        self.cleared: Mapping[str, int] = MappingProxyType({})  # event file piece -> where export_scalars starts
-        self._sites: Dict[str, Any] = {}  # a said_once head -> the user's line of its first call
+        # Event file piece -> where export_scalars starts.
+        self.cleared: Mapping[str, int] = MappingProxyType({})
+        # A said_once head -> the user's line of its first call.
+        self._sites: Dict[str, Any] = {}
         self._open(purge_step)
 
     def stamp(self, global_step: Any, walltime: Any) -> Tuple[int, float]:
@@ -73,7 +75,8 @@ class WriterCore:
         """Start a writer thread, which opens the main event file, and the scalars over it (again
         after close, or in a forked child). `purge_step`: the main file begins as a restart at
         that step (tensorboardX's and torch's purge_step)."""
-        slots = DeviceScalarSlots()  # where device scalars are copied
+        # The slots that device scalars are copied into.
+        slots = DeviceScalarSlots()
         self.thread = WriterThread(self._flush_secs, self._max_queue, slots.read)
         # Opened once the process's exit began (an exit hook logs after mxboard's closed the
         # writers): no exit hook of mxboard's will close it, so each call is written before it
@@ -212,8 +215,9 @@ class WriterCore:
         self.flush()
         exported: Dict[str, List[List[float]]] = {}
         for names, run, pieces in self.thread.written():
-            prefix = [self.logdir] + ([run] if run != "." else [])  # mxboard's keys: <logdir>/<tag>, and
-            named = names is not None and len(names) == 2  # <logdir>/<tag>/<name> for named values
+            # mxboard's keys are <logdir>/<tag>, and <logdir>/<tag>/<name> for named values.
+            prefix = [self.logdir] + ([run] if run != "." else [])
+            named = names is not None and len(names) == 2
             for piece, _ in pieces:
                 for payload in read_records(piece, self.cleared.get(piece, 0)):
                     event = Event.FromString(payload)
@@ -254,7 +258,8 @@ class WriterCore:
         if self._closed:
             return
         self._closed = True
-        self.scalars = ClosedScalars()  # a later add_scalar misses the hot path's lookup, and reopens
+        # A later add_scalar misses the hot path's lookup, and reopens.
+        self.scalars = ClosedScalars()
         self._finalizer.detach()
         fault = self.thread.close()
         if fault is not None:

@@ -28,7 +28,8 @@ def _table() -> List[int]:
 _TABLE = _table()
 
 
-def _crc32c_python(data: bytes, _table: List[int] = _TABLE) -> int:  # the table is a local, for a faster loop
+# The table is a local, for a faster loop.
+def _crc32c_python(data: bytes, _table: List[int] = _TABLE) -> int:
     crc = 0xFFFFFFFF
     for byte in data:
         crc = _table[(crc ^ byte) & 0xFF] ^ (crc >> 8)
@@ -112,5 +113,6 @@ def _shifted(width: int) -> npt.NDArray[Any]:
             last = byte_table[last & 0xFF] ^ (last >> 8)
             grown.append(last[None])
         tables = np.concatenate(grown)
-        _SHIFTED[:] = [tables]  # replaced whole: other writer threads see the old or the new, both valid
+        # Replaced whole: other writer threads see the old or the new, both valid.
+        _SHIFTED[:] = [tables]
     return tables

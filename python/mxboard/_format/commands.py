@@ -39,7 +39,8 @@ def _shortest(path: str) -> str:
     absolute = os.path.abspath(path)
     try:
         relative = os.path.relpath(absolute)
-    except ValueError:  # another drive (Windows)
+    # Another drive (Windows).
+    except ValueError:
         return absolute
     if relative.startswith(os.pardir):
         return absolute

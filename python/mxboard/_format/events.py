@@ -20,9 +20,12 @@ __all__ = ["FILE_VERSION", "RECORD_HEADER", "RECORD_TRAILER", "event_file_name",
 
 FILE_VERSION = "brain.Event:2"
 _LENGTH = struct.Struct("<Q")
-RECORD_HEADER = struct.Struct("<QI")  # length, masked CRC32C of the length
-RECORD_TRAILER = struct.Struct("<I")  # masked CRC32C of the payload
-_counter = itertools.count()  # makes names unique within one process, even in one second
+# A header holds the length and the masked CRC32C of the length.
+RECORD_HEADER = struct.Struct("<QI")
+# A trailer holds the masked CRC32C of the payload.
+RECORD_TRAILER = struct.Struct("<I")
+# Makes names unique within one process, even in one second.
+_counter = itertools.count()
 
 
 def record_header(size: int) -> bytes:
@@ -57,14 +60,16 @@ def whole_records(data: Union[bytes, bytearray], limit: int, room: Optional[int]
         whose CRC is wrong); it is None where the rest is an incomplete record or lies past `room`.
     """
     offset, size, unpack = start, len(data), RECORD_HEADER.unpack_from
-    while size - offset >= 12:  # RECORD_HEADER.size
+    # 12 is RECORD_HEADER.size.
+    while size - offset >= 12:
         length, length_crc = unpack(data, offset)
         if length >= check_from:
             if masked_crc32c(bytes(data[offset:offset + 8])) != length_crc:
                 return offset, "a record's header at byte %d fails its checksum" % offset
             if length > limit:
                 return offset, "a record at byte %d claims %d bytes, over the limit of %d" % (offset, length, limit)
-        end = offset + length + 16  # with RECORD_HEADER.size and RECORD_TRAILER.size
+        # 16 adds RECORD_HEADER.size and RECORD_TRAILER.size.
+        end = offset + length + 16
         if end > size or room is not None and end - start > room and not (at_least_one and offset == start):
             break
         offset = end

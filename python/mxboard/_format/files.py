@@ -6,7 +6,8 @@ from typing import Iterable, Optional, Union
 
 try:
     import fcntl
-except ImportError:  # Windows has no advisory locks
+# Windows has no advisory locks.
+except ImportError:
     fcntl = None  # type: ignore[assignment]
 
 __all__ = ["HAVE_LOCKS", "lock", "replace_whole", "unlock"]

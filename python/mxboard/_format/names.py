@@ -12,11 +12,14 @@ from typing import Dict, Iterable, List
 __all__ = ["components", "is_url", "local_names", "part_key", "run_of", "stitched_name"]
 
 _UNSAFE = re.compile(r'[\x00-\x1f\x7f<>:"|?*]')
-_MAX_COMPONENT = 120  # bytes; filesystems allow 255, and the hash suffix and margins need the rest
-_MAX_DEPTH = 8  # the directory levels a name may become; deeper ones are folded into the last
+# Bytes; filesystems allow 255, and the hash suffix and margins need the rest.
+_MAX_COMPONENT = 120
+# The directory levels a name may become; deeper ones are folded into the last.
+_MAX_DEPTH = 8
 _URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
 _PART = re.compile(r"^(.+tfevents.+)\.part(z*)(\d{4,})$")
-_NAME_MAX = 255  # the bytes in a path component that every common local filesystem allows
+# The bytes in a path component that every common local filesystem allows.
+_NAME_MAX = 255
 
 
 def is_url(path: object) -> bool:
@@ -91,7 +94,8 @@ def _holdable(component: str) -> str:
     (loaders look for it)."""
     try:
         encoded = component.encode("utf-8")
-    except UnicodeEncodeError:  # a lone surrogate, which no filesystem name holds
+    # A lone surrogate, which no filesystem name holds.
+    except UnicodeEncodeError:
         encoded = component.encode("utf-8", "replace")
     if len(encoded) <= _NAME_MAX and "\x00" not in component and encoded.decode("utf-8") == component:
         return component

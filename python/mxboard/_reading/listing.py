@@ -25,7 +25,8 @@ from ..errors import MXBoardWarning
 
 __all__ = ["event_files", "is_regular", "walk"]
 
-Say = Callable[[str], None]  # what is done with a line about a loop or an unreadable directory
+# What is done with a line about a loop or an unreadable directory.
+Say = Callable[[str], None]
 
 
 def _warn(line: str) -> None:
@@ -71,7 +72,8 @@ def walk(logdir: str, say: Say = _warn) -> Iterator[Tuple[str, List[str]]]:
     try:
         root = os.stat(logdir)
     except OSError:
-        return  # a logdir that is not there (yet) holds no runs, as for TensorBoard
+        # A logdir that is not there (yet) holds no runs, as for TensorBoard.
+        return
     # Each directory still to list, with the identities (device, inode) and names of the
     # directories on its path from the logdir, itself included: a loop leads back to one of them.
     pending: List[Tuple[str, Tuple[Tuple[Tuple[int, int], str], ...]]] = [
@@ -101,7 +103,8 @@ def walk(logdir: str, say: Say = _warn) -> Iterator[Tuple[str, List[str]]]:
                 if exc.errno == errno.ELOOP:
                     say("%s: a link loop (its links never lead to a file or a directory); not followed, as "
                         "TensorBoard does not follow it" % entry.path)
-                continue  # a dangling link, or a file removed since the listing: TensorBoard says nothing
+                # A dangling link, or a file removed since the listing: TensorBoard says nothing.
+                continue
             if stat.S_ISREG(found.st_mode):
                 files.append(entry.name)
             elif stat.S_ISDIR(found.st_mode):

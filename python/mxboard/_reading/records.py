@@ -37,14 +37,16 @@ def read_records(path: str, offset: int = 0, strict: bool = False) -> Iterator[b
     """
     length_at, unpack_trailer, crc = RECORD_HEADER.unpack_from, RECORD_TRAILER.unpack_from, masked_crc32c
     with open_at(path, offset) as f:
-        data, base, at, more = b"", offset, 0, True  # data[at:] is unparsed and starts at byte base + at
+        # data[at:] is unparsed and starts at byte base + at.
+        data, base, at, more = b"", offset, 0, True
         while True:
             # Frame with the shared framing (events.whole_records), which checks every length's CRC.
             # A length longer than the file is never allocated: the windows read what the file
             # holds, and the record then reads as torn.
             whole, problem = whole_records(data, _NO_LIMIT, start=at, check_from=0)
             while at < whole:
-                end = at + 16 + length_at(data, at)[0]  # 16: RECORD_HEADER.size + RECORD_TRAILER.size
+                # 16: RECORD_HEADER.size + RECORD_TRAILER.size.
+                end = at + 16 + length_at(data, at)[0]
                 payload = data[at + 12:end - 4]
                 if crc(payload) == unpack_trailer(data, end - 4)[0]:
                     yield payload
@@ -63,10 +65,12 @@ def read_records(path: str, offset: int = 0, strict: bool = False) -> Iterator[b
             data, base, at, more = _refill(f, data, base, at, need)
 
 
-_NO_LIMIT = 1 << 64  # above any u64: a record is bounded by what its file holds, not by a size
+# Above any u64: a record is bounded by what its file holds, not by a size.
+_NO_LIMIT = 1 << 64
 
 
-WINDOW = 4 << 20  # the bytes read at a time, so a file of any size is read in about this much memory
+# The bytes read at a time, so a file of any size is read in about this much memory.
+WINDOW = 4 << 20
 
 
 def open_at(path: str, offset: int) -> Any:
@@ -76,7 +80,8 @@ def open_at(path: str, offset: int) -> Any:
         from ..storage import open_filesystem
 
         fs, key = open_filesystem(path, shared=True)
-        fs.invalidate_cache(key)  # read the size the store holds now, not the one an old listing gave
+        # Read the size the store holds now, not the one an old listing gave.
+        fs.invalidate_cache(key)
         f = fs.open(key, "rb", block_size=WINDOW)
     else:
         f = open(path, "rb")

@@ -131,8 +131,10 @@ def _frame(d: Any) -> Optional[Tuple[Any, Any, int]]:
     n = len(d)
     if n < 12:
         return np.zeros(0, np.int64), np.zeros(0, np.int64), 0
-    m = n - 11  # a header at i needs bytes i..i+11
-    at = np.flatnonzero(d[7:m + 7] == 0)  # the length's high bytes are zero: test byte 7 first, then 3 to 6
+    # A header at i needs bytes i..i+11.
+    m = n - 11
+    # The length's high bytes are zero: test byte 7 first, then 3 to 6.
+    at = np.flatnonzero(d[7:m + 7] == 0)
     for high in (6, 5, 4, 3):
         at = at[d[at + high] == 0]
     if not len(at) or at[0] != 0:
@@ -147,12 +149,15 @@ def _frame(d: Any) -> Optional[Tuple[Any, Any, int]]:
     lengths = np.ascontiguousarray(header[valid, :8]).view("<u8").ravel().astype(np.int64)
     ends = starts + 16 + lengths
     fits = ends <= n
-    whole = len(ends) if fits.all() else int(np.argmin(fits))  # the first record that is not whole in `d`
+    # The first record that is not whole in `d`.
+    whole = len(ends) if fits.all() else int(np.argmin(fits))
     if whole > 1 and not np.array_equal(starts[1:whole], ends[:whole - 1]):
-        return None  # a header found inside a payload, or a corrupt one missing: the records do not chain
+        # A header found inside a payload, or a corrupt one missing: the records do not chain.
+        return None
     consumed = int(ends[whole - 1]) if whole else 0
     if n - consumed >= 12 and (whole == len(starts) or starts[whole] != consumed):
-        return None  # a header there that fails its checksum, or a length of 2**24 or more
+        # A header there that fails its checksum, or a length of 2**24 or more.
+        return None
     return starts[:whole], lengths[:whole], consumed
 
 
@@ -252,18 +257,22 @@ def _scalar_tensor(p: bytes, at: int, end: int) -> Optional[int]:
     while at < end:
         key = p[at]
         at += 1
-        if key == 0x08:  # dtype
+        # Field 1 is dtype.
+        if key == 0x08:
             dtype, at = _varint(p, at)
-        elif key == 0x12:  # tensor_shape: a scalar's is empty
+        # Field 2 is tensor_shape: a scalar's is empty.
+        elif key == 0x12:
             size, at = _varint(p, at)
             if size:
                 return None
-        elif key in (0x2A, 0x22) and value is None:  # float_val packed, tensor_content: 4 bytes
+        # Field 5 (float_val, packed) or field 4 (tensor_content) holds 4 bytes.
+        elif key in (0x2A, 0x22) and value is None:
             size, at = _varint(p, at)
             if size != 4:
                 return None
             value, at = at, at + 4
-        elif key == 0x2D and value is None:  # float_val, one fixed32
+        # Field 5 is float_val, one fixed32.
+        elif key == 0x2D and value is None:
             value, at = at, at + 4
         else:
             return None

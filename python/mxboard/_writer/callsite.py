@@ -8,14 +8,16 @@ from typing import Any, Dict, NamedTuple, Optional, Type
 
 __all__ = ["CallSite", "call_site", "warn_at", "warn_at_call"]
 
-_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep  # all of mxboard
+# This is the folder of all of mxboard.
+_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 
 
 class CallSite(NamedTuple):
     filename: str
     lineno: int
     module: Optional[str]
-    registry: Dict[Any, Any]  # the module's __warningregistry__: "once a line" as Python keeps it
+    # The module's __warningregistry__: "once a line" as Python keeps it.
+    registry: Dict[Any, Any]
 
 
 def call_site() -> Optional[CallSite]:

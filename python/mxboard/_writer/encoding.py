@@ -68,20 +68,25 @@ def _records(prefixes: Sequence[bytes], tags: npt.NDArray[np.intp], values: npt.
     of `segments`, where given: a run never spans two). Each
     record parses as `Event(wall_time, step, summary{value{tag, simple_value}})`; the step is
     always written, also when 0 (valid protobuf, the same message)."""
-    unsigned = np.asarray(steps, dtype=np.int64).view(np.uint64)  # int64 varints: two's complement
+    # int64 varints are two's complement.
+    unsigned = np.asarray(steps, dtype=np.int64).view(np.uint64)
     step_len = 1 + np.searchsorted(_VARINT_LIMITS, unsigned, side="right")
-    with np.errstate(over="ignore", invalid="ignore"):  # beyond float32: infinity, as protobuf does it
+    # Beyond float32: infinity, as protobuf does it.
+    with np.errstate(over="ignore", invalid="ignore"):
         value_bytes = np.asarray(values, dtype=np.float64).astype("<f4").view(np.uint8).reshape(-1, 4)
     wall_bytes = np.asarray(walls, dtype="<f8").view(np.uint8).reshape(-1, 8)
     prefix_len = np.array([len(p) for p in prefixes], dtype=np.int64)
-    table = np.zeros((len(prefixes), int(prefix_len.max())), dtype=np.uint8)  # a tag's prefix a row
+    # The table holds one tag's prefix in each row.
+    table = np.zeros((len(prefixes), int(prefix_len.max())), dtype=np.uint8)
     for i, prefix in enumerate(prefixes):
         table[i, :len(prefix)] = np.frombuffer(prefix, np.uint8)
-    layout = prefix_len[tags] * 16 + step_len  # varints are at most 10 bytes
+    # Varints are at most 10 bytes, so 16 separates the layouts.
+    layout = prefix_len[tags] * 16 + step_len
     changes = np.diff(tags) | np.diff(layout)
     if segments is not None:
         changes |= np.diff(segments)
-    starts = np.flatnonzero(changes) + 1  # runs of one tag and one layout (and segment)
+    # Runs of one tag and one layout (and segment).
+    starts = np.flatnonzero(changes) + 1
     runs = np.concatenate(([0], starts, [len(tags)]))
     blocks: Dict[int, npt.NDArray[np.uint8]] = {}
     for key in np.unique(layout).tolist():
@@ -102,19 +107,23 @@ def _layout_records(table: npt.NDArray[np.uint8], prefix_len: npt.NDArray[np.int
                     wall_bytes: npt.NDArray[np.uint8]) -> npt.NDArray[np.uint8]:
     """Records of rows that share a layout: prefixes of `size_of_prefix` bytes, steps whose
     varint is `step_len` bytes."""
-    size = 9 + 1 + step_len + size_of_prefix + 4  # wall_time, step, summary, value
+    # The size adds up wall_time, step, summary and value.
+    size = 9 + 1 + step_len + size_of_prefix + 4
     records = np.empty((len(steps), 12 + size + 4), dtype=np.uint8)
     records[:, :12] = np.frombuffer(record_header(size), np.uint8)
     payload = records[:, 12:12 + size]
-    payload[:, 0] = 0x09  # field 1, fixed64: wall_time
+    # Field 1, fixed64: wall_time.
+    payload[:, 0] = 0x09
     payload[:, 1:9] = wall_bytes
-    payload[:, 9] = 0x10  # field 2, varint: step
+    # Field 2, varint: step.
+    payload[:, 9] = 0x10
     for j in range(step_len):
         payload[:, 10 + j] = ((steps >> np.uint64(7 * j)) & np.uint64(0x7F)) | (0x80 if j < step_len - 1 else 0)
     start = 10 + step_len
     present, which = np.unique(tags, return_inverse=True)
     payload[:, start:size - 4] = 0
-    tag_part = crc32c_linear_rows(table[present, :size_of_prefix], after=4)[which]  # once a tag
+    # The tag's part is computed once for each tag.
+    tag_part = crc32c_linear_rows(table[present, :size_of_prefix], after=4)[which]
     payload[:, size - 4:] = value_bytes
     varying = list(range(1, 9)) + list(range(10, start)) + list(range(size - 4, size))
     crc = masked_crc32c_rows(payload, varying, extra=tag_part)
@@ -157,7 +166,8 @@ def encode_scalar_rows(series: Sequence[ScalarSeries], ids: npt.NDArray[np.int64
                 segments[rows] = np.searchsorted(cuts[event_file], seqs[rows])
     if segments is None and len(present) == 1 and not (np.diff(seqs) < 0).any():
         order: Any = slice(None)
-    else:  # by file, then segment, then tag, then call
+    # Otherwise rows are sorted by file, then segment, then tag, then call.
+    else:
         order = np.lexsort((seqs, tags) + (() if segments is None else (segments,)) + (file_of[tags],))
         tags = tags[order]
         if segments is not None:
@@ -169,4 +179,5 @@ def encode_scalar_rows(series: Sequence[ScalarSeries], ids: npt.NDArray[np.int64
         key = (int(file_of[tags[first]]), 0 if segments is None else int(segments[first]))
         pieces.setdefault(key, []).append(block)
     for (index, segment), blocks in pieces.items():
-        yield files[index], segment, b"".join(blocks)  # type: ignore[arg-type]  # an ndarray is a buffer
+        # An ndarray is a buffer.
+        yield files[index], segment, b"".join(blocks)  # type: ignore[arg-type]

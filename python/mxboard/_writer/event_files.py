@@ -45,21 +45,30 @@ class EventFiles:
         self._main = main_file
         self._verbose = verbose
         self.main_file: Optional[EventFile] = None
-        self.files: List[EventFile] = []  # every EventFile opened, closed with the writer thread
-        self._sub_run_files: Dict[int, EventFile] = {}  # a sub-run's file by its id (`new_file_id`)
-        self._names: Dict[int, Tuple[str, ...]] = {}  # id(EventFile) -> its sub-run's names
+        # Every EventFile opened, closed with the writer thread.
+        self.files: List[EventFile] = []
+        # A sub-run's file by its id (`new_file_id`).
+        self._sub_run_files: Dict[int, EventFile] = {}
+        # id(EventFile) -> its sub-run's names.
+        self._names: Dict[int, Tuple[str, ...]] = {}
         self._next_file = itertools.count(1)
-        self._series: List[ScalarSeries] = []  # by id
-        self._lock = threading.Lock()  # callers' threads add series
-        self._closing = False  # close() has begun (interrupt)
-        self.storage: Storage = destination.open()  # checked here, on the caller's thread
-        self.close_secs = destination.upload.flush_secs  # close()'s default wait for a store's uploads
+        # The series, by id.
+        self._series: List[ScalarSeries] = []
+        # The lock is there because callers' threads add series.
+        self._lock = threading.Lock()
+        # This says that close() has begun (interrupt).
+        self._closing = False
+        # The storage is checked here, on the caller's thread.
+        self.storage: Storage = destination.open()
+        # close()'s default wait for a store's uploads.
+        self.close_secs = destination.upload.flush_secs
 
     def open_main(self) -> None:
         """On the writer thread, first: the main event file (an error is held for the caller)."""
         try:
             self.main_file = self.open_file(None, *self._main)
-        except Exception as exc:  # noqa: BLE001 - whatever it is, the caller hears it (and nothing is written)
+        # Whatever it is, the caller hears it (and nothing is written).
+        except Exception as exc:  # noqa: BLE001
             self._failed(exc)
 
     def new_file_id(self) -> int:
@@ -101,7 +110,8 @@ class EventFiles:
         """An id for the scalar rows of `tag` in the file `file` (a sub-run's id; None: the main file)."""
         with self._lock:
             self._series.append(ScalarSeries(file, tag))
-            return len(self._series) - 1  # appended before any row names it
+            # Appended before any row names it.
+            return len(self._series) - 1
 
     def write_batch(self, batch: Batch) -> None:
         """Build, encode and write one batch (intake.py); sync files that keep data back (now, if
@@ -118,14 +128,16 @@ class EventFiles:
             try:
                 event_file.write(data)
             except FileDeletedError as exc:
-                if self._closing:  # deleted by a tear-down before close(): nothing to keep, nothing to say
+                # Deleted by a tear-down before close(): nothing to keep, nothing to say.
+                if self._closing:
                     continue
                 self._failed(exc)
                 return
             except OSError as exc:
                 self._failed(exc, event_file)
                 return
-        for event_file in self.files:  # an object store's files upload when it is time (storage/remote/)
+        # An object store's files upload when it is time (storage/remote/).
+        for event_file in self.files:
             try:
                 event_file.sync(any(barrier.sync for barrier in batch.barriers))
             except OSError as exc:
@@ -146,13 +158,15 @@ class EventFiles:
             if event_file in keeping:
                 try:
                     event_file.write(data)
-                except OSError:  # the error already held: the data is kept all the same
+                # The error already held: the data is kept all the same.
+                except OSError:
                     pass
         if any(barrier.sync for barrier in batch.barriers):
             for event_file in keeping:
                 try:
                     event_file.sync(True)
-                except OSError:  # still down: kept, the error already held
+                # Still down: kept, the error already held.
+                except OSError:
                     pass
 
     def _failed(self, exc: BaseException, event_file: Optional[EventFile] = None) -> None:
@@ -175,7 +189,8 @@ class EventFiles:
                     records[item.file].append((seq, encode_event(message, item.step, item.wall)))
                 elif kind is Task:
                     self._perform(item)
-            except Exception as exc:  # noqa: BLE001 - a bad item: report it, write the others
+            # A bad item: report it, write the others.
+            except Exception as exc:  # noqa: BLE001
                 self._faults.hold(exc)
         rows: Dict[Tuple[Optional[int], int], bytes] = {}
         if chunks:
@@ -188,11 +203,13 @@ class EventFiles:
         files: Dict[EventFile, bytes] = {}
         for file in set(records) | {f for f, _ in rows}:
             target = self.main_file if file is None else self._sub_run_files.get(file)
-            if target is None:  # the file could not be opened (the caller heard why)
+            # The file could not be opened (the caller heard why).
+            if target is None:
                 continue
             own = records.get(file, [])
             pieces = []
-            for segment in range(len(own) + 1):  # rows before the first record, between two, after the last
+            # Rows before the first record, between two, after the last.
+            for segment in range(len(own) + 1):
                 if (file, segment) in rows:
                     pieces.append(rows[file, segment])
                 if segment < len(own):
@@ -204,7 +221,8 @@ class EventFiles:
         """A task, whose caller waits for it and hears what it raised."""
         try:
             task.fn(self.storage, *[resolve(a) for a in task.args])
-        except Exception as exc:  # noqa: BLE001 - the caller raises it
+        # The caller raises it.
+        except Exception as exc:  # noqa: BLE001
             if task.outcome is None:
                 self._faults.hold(exc)
             else:
@@ -220,11 +238,13 @@ class EventFiles:
             return []
         try:
             values = self._read_scalars([item.value for _, item in pending])
-        except Exception as exc:  # noqa: BLE001 - reported to the caller
+        # Reported to the caller.
+        except Exception as exc:  # noqa: BLE001
             self._faults.hold(exc)
             return []
         for (_, item), value in zip(pending, values):
-            if value - value and item.warn is not None:  # NaN or infinite: logged as given, and said
+            # NaN or infinite: logged as given, and said.
+            if value - value and item.warn is not None:
                 item.warn(value, item.step)
         series, steps, walls, seqs = zip(*[(item.series, item.step, item.wall, seq) for seq, item in pending])
         return [[np.array(series, np.int64), np.array(values, np.float64), np.array(steps, np.int64),
@@ -247,12 +267,14 @@ class EventFiles:
         interrupted: Optional[KeyboardInterrupt] = None
         clean = True
         for event_file in self.files:
-            try:  # after a Ctrl-C, no more waiting: the other files keep what waits at once
+            # After a Ctrl-C, no more waiting: the other files keep what waits at once.
+            try:
                 event_file.close(deadline if interrupted is None else time.monotonic())
             except OSError as exc:
                 clean = False
                 self._faults.hold(exc)
-            except KeyboardInterrupt as exc:  # every file is still closed (keeping at once), then it goes on
+            # Every file is still closed (keeping at once), then it goes on.
+            except KeyboardInterrupt as exc:
                 interrupted = interrupted or exc
         if interrupted is not None:
             raise interrupted

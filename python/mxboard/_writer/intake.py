@@ -27,10 +27,14 @@ from ..errors import WriterClosedError, WriterError
 __all__ = ["Batch", "Intake", "Outcome", "PendingScalar", "Pulse", "Record", "ScalarColumns", "Task", "WriterError",
            "WAKE_EVERY", "closed_error"]
 
-WAKE_EVERY = 8192  # scalars a thread queues before it wakes the writer thread
-RECLAIM_EVERY = 256  # threads' scalar columns registered before the writer thread reclaims ended ones
-MAX_QUEUE_BYTES = 64 << 20  # array data waiting for the writer thread, at most (one larger item alone)
-SLOT_BYTES, SLOT_SHARES = 1 << 20, 64  # a `max_queue` slot: one item of 1 MiB or more, or smaller
+# Scalars a thread queues before it wakes the writer thread.
+WAKE_EVERY = 8192
+# Threads' scalar columns registered before the writer thread reclaims ended ones.
+RECLAIM_EVERY = 256
+# Array data waiting for the writer thread, at most (one larger item alone).
+MAX_QUEUE_BYTES = 64 << 20
+# A `max_queue` slot: one item of 1 MiB or more, or smaller.
+SLOT_BYTES, SLOT_SHARES = 1 << 20, 64
 # ones sharing it by size, each taking at least 1/64 (16 KiB): a step's few dozen small histograms
 # fit in a slot or two instead of blocking the training loop at the tenth
 
@@ -66,8 +70,10 @@ class Task(NamedTuple):
     outcome: Optional[Outcome]
 
 
-Item = Union[Record, Task]  # what `Intake.put` queues
-Columns = List[npt.NDArray[Any]]  # scalar rows: series, values, steps, walls, seqs
+# What `Intake.put` queues.
+Item = Union[Record, Task]
+# Scalar rows: series, values, steps, walls, seqs.
+Columns = List[npt.NDArray[Any]]
 
 
 class Pulse:
@@ -114,7 +120,8 @@ class Outcome:
 
 class _Barrier(NamedTuple):
     done: Pulse
-    sync: bool  # whether the files are to wait for their store (a flush), or only be written (close)
+    # Whether the files are to wait for their store (a flush), or only be written (close).
+    sync: bool
 
 
 class Batch(NamedTuple):
@@ -153,7 +160,8 @@ class ScalarColumns:
             steps(step)
             walls(wall)
             seqs(next_seq())
-            series(row_series)  # last: see the class
+            # The series go last: see the class.
+            series(row_series)
 
         self.append = append
         self._owner = weakref.ref(threading.current_thread())
@@ -162,7 +170,8 @@ class ScalarColumns:
         """Remove and return the complete rows numbered below `limit` as numpy columns (series,
         values, steps, walls, seqs), or None."""
         count = len(self.series)
-        if count and self.seqs[count - 1] >= limit:  # rows queued after the batch began wait
+        # Rows queued after the batch began wait for the next one.
+        if count and self.seqs[count - 1] >= limit:
             count = bisect.bisect_left(self.seqs, limit, 0, count)
         if not count:
             return None
@@ -196,18 +205,24 @@ class Intake:
         self._held = held
         self.max_scalars = max(max_queue, 1) * WAKE_EVERY
         self._max_shares, self._max_bytes = max(max_queue, 1) * SLOT_SHARES, max_bytes
-        self._next_seq = itertools.count().__next__  # call order, shared by rows and items
-        self._items: Deque[Tuple[int, Union[Item, _Barrier], int]] = collections.deque()  # (seq, item, bytes)
+        # The call order, shared by rows and items.
+        self._next_seq = itertools.count().__next__
+        # Each item is (seq, item, bytes).
+        self._items: Deque[Tuple[int, Union[Item, _Barrier], int]] = collections.deque()
         self._scalars: Deque[Tuple[int, PendingScalar]] = collections.deque()
-        self._columns: List[ScalarColumns] = []  # one per producing thread
-        self._lock = threading.Lock()  # guards registering columns, and `_queued` (a C lock: `with`
-        # takes it in one C call, which a signal cannot split from its release)
-        self._queued = [0, 0]  # slot shares, bytes put and not yet written
+        # There is one per producing thread.
+        self._columns: List[ScalarColumns] = []
+        # The lock guards registering columns, and `_queued`. It is a C lock: `with` takes it in one C call,
+        # which a signal cannot split from its release.
+        self._lock = threading.Lock()
+        # Slot shares, bytes put and not yet written.
+        self._queued = [0, 0]
         self.wake = Pulse()
         self.progress = Pulse()
         self.thread: Optional[threading.Thread] = None
         self.stopping = False
-        self.close_outcome = Outcome()  # what close() raised: for callers it found waiting for room
+        # What close() raised: for callers it found waiting for room.
+        self.close_outcome = Outcome()
 
     def columns(self) -> ScalarColumns:
         """New scalar columns for the calling thread (keep them per thread: only their thread
@@ -237,7 +252,8 @@ class Intake:
         queued = self._queued
         if self.wait_for_writer(lambda: queued[0] > 0 and (queued[0] + shares > self._max_shares
                                                            or queued[1] + size > self._max_bytes)) and self.stopping:
-            self.raise_close_outcome()  # it waited for room, and close() came: it raises what close() raises
+            # It waited for room, and close() came: it raises what close() raises.
+            self.raise_close_outcome()
         # queued, then counted: a signal between the two can only undercount (never block a
         # later call for room that is free); concurrent callers may pass the bound by one item each
         self._items.append((self._next_seq(), item, size))
@@ -272,7 +288,8 @@ class Intake:
         busy machine the thread may set it, and end, between the two."""
         while not done.wait(0.5):
             if not self.writer_alive():
-                if done.wait(0):  # set, and the thread ended, after the wait ran out
+                # Set, and the thread ended, after the wait ran out.
+                if done.wait(0):
                     return True
                 raise _ended()
             if deadline is not None and time.monotonic() > deadline:
@@ -287,20 +304,24 @@ class Intake:
         while blocked():
             waited = True
             self.wake.set()
-            if not self.progress.wait(0.05):  # one waiter takes a pulse: others look again soon
+            # One waiter takes a pulse: others look again soon.
+            if not self.progress.wait(0.05):
                 if self.stopping:
                     return True
                 if not self.writer_alive():
-                    if self.stopping or not blocked():  # close() began, or room was made, and the
-                        return True                      # thread ended, after the wait ran out
+                    # close() began, or room was made, and the thread ended, after the wait ran out.
+                    if self.stopping or not blocked():
+                                return True
                     raise _ended()
         return waited
 
     def raise_close_outcome(self) -> None:
         """Raise what close() raises (a closed-writer error if nothing), once it has returned."""
-        while not self.close_outcome.done.wait(1):  # close() is bounded
+        # close() is bounded.
+        while not self.close_outcome.done.wait(1):
             pass
-        self.close_outcome.done.set()  # for the next caller waiting for it
+        # For the next caller waiting for it.
+        self.close_outcome.done.set()
         raise self.close_outcome.error or closed_error()
 
     def writer_alive(self) -> bool:

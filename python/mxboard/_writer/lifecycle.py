@@ -116,7 +116,8 @@ def tell(message: str) -> None:
     try:
         sys.stderr.write(message + "\n")
         sys.stderr.flush()
-    except Exception:  # noqa: BLE001 - stderr closed: nothing more to do
+    # With stderr closed, there is nothing more to do.
+    except Exception:  # noqa: BLE001
         pass
 
 
@@ -155,7 +156,8 @@ def _reap_loop() -> None:
         # close() returns only what no call has raised yet: nobody else can tell it.
         try:
             fault = writer_thread.close()
-        except Exception as exc:  # noqa: BLE001 - nobody to raise to: told here
+        # Nobody to raise to: told here.
+        except Exception as exc:  # noqa: BLE001
             fault = exc
         if fault is not None:
             tell("mxboard: a SummaryWriter collected unclosed could not write everything: %r" % (fault,))

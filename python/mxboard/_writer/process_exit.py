@@ -69,7 +69,8 @@ def _at_exit() -> None:
     for writer_thread in lifecycle.hooked():
         try:
             fault = writer_thread.close(time.monotonic() if interrupted else deadline)
-        except Exception as exc:  # noqa: BLE001 - every writer gets its turn
+        # Every writer gets its turn.
+        except Exception as exc:  # noqa: BLE001
             fault = exc
         except KeyboardInterrupt:
             # A Ctrl-C: the other writers are still closed, each keeping what waits at once.
@@ -101,7 +102,8 @@ def _end_with_status(status: int) -> None:
         # It runs once: where it runs already (our exit is among its finalizers), it does nothing.
         try:
             exit_function()
-        except Exception as exc:  # noqa: BLE001 - the status must still be given
+        # The status must still be given.
+        except Exception as exc:  # noqa: BLE001
             lifecycle.tell("mxboard: multiprocessing's exit function failed: %r" % (exc,))
     logging.shutdown()
     for stream in (sys.stdout, sys.stderr):

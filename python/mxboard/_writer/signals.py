@@ -146,7 +146,8 @@ def _main_thread_turn() -> None:
             watch()
         else:
             _default_where_ours()
-    except Exception as exc:  # noqa: BLE001 - a pending call must not fail
+    # A pending call must not fail.
+    except Exception as exc:  # noqa: BLE001
         lifecycle.tell("mxboard: could not install the SIGTERM and SIGHUP handlers on the main thread: %r" % (exc,))
     finally:
         asked = _SIGNALS.turn_asked
@@ -199,7 +200,8 @@ def _warn_off_main(site: Optional[CallSite], thread: str, why: str) -> None:
                % (thread, why))
     try:
         warn_at(site, message, RuntimeWarning)
-    except Exception:  # noqa: BLE001 - an "error" filter: never raised into a writer's start or our thread
+    # An "error" filter: never raised into a writer's start or our thread.
+    except Exception:  # noqa: BLE001
         lifecycle.tell(message)
 
 
@@ -312,7 +314,8 @@ def _write_out(writer_threads: List[lifecycle.Watched], signum: int, deadline: f
         except WriterError:
             # Closed meanwhile, or its thread's error: its close or its next call tells it.
             pass
-        except Exception as exc:  # noqa: BLE001 - every writer gets its turn
+        # Every writer gets its turn.
+        except Exception as exc:  # noqa: BLE001
             lifecycle.tell("mxboard: could not write every event at %s: %r" % (name, exc))
 
 

@@ -42,10 +42,13 @@ __all__ = ["State", "WriterThread"]
 
 
 class State(enum.Enum):
-    NEW = "new"  # not started: nothing to write, nothing to close
+    # Not started: nothing to write, nothing to close.
+    NEW = "new"
     OPEN = "open"
-    CLOSED = "closed"  # close() ran: a call's data can no longer be written
-    FORKED = "forked"  # a forked child's copy of its parent's writer thread: it writes nothing
+    # close() ran: a call's data can no longer be written.
+    CLOSED = "closed"
+    # A forked child's copy of its parent's writer thread: it writes nothing.
+    FORKED = "forked"
 
 
 class WriterThread:
@@ -67,10 +70,13 @@ class WriterThread:
         self._faults = Faults(self._raise_flag)
         self._flush_secs = flush_secs
         self._read_scalars = read_scalars
-        self._pid: Optional[int] = None  # the process that started it
+        # The process that started it.
+        self._pid: Optional[int] = None
         self._closing = threading.Lock()
-        self._notes: Deque[Tuple[Optional[CallSite], str]] = collections.deque()  # warnings for the caller
-        self._warned: Set[Any] = set()  # the keys of the warnings given once (warner, warn_once)
+        # Warnings for the caller.
+        self._notes: Deque[Tuple[Optional[CallSite], str]] = collections.deque()
+        # The keys of the warnings given once (warner, warn_once).
+        self._warned: Set[Any] = set()
         self._intake = Intake(max_queue, max_bytes, held=lambda: self.holds_for_caller)
 
     def start_writing(self, destination: Destination, suffix: str = "", restart_at: Optional[int] = None,
@@ -190,7 +196,8 @@ class WriterThread:
         """Write what is queued, stop the thread, close the files (a store's wait for their
         uploads until `deadline`, time.monotonic(); by default the upload policy's flush_secs from now). Returns the
         writer thread's error that no call has reported yet (or None). Safe to call twice."""
-        with self._closing:  # the reaper, the exit hook and a caller may close at once
+        # The reaper, the exit hook and a caller may close at once.
+        with self._closing:
             return self._close(deadline)
 
     def _close(self, deadline: Optional[float]) -> Optional[BaseException]:
@@ -281,7 +288,8 @@ class WriterThread:
             intake.wake.wait(self._flush_secs)
             self._drain()
             intake.progress.set()
-            if intake.stopping and not intake.waiting(rows=False):  # rows may come for ever
+            # Rows may come for ever.
+            if intake.stopping and not intake.waiting(rows=False):
                 return
 
     def _drain(self) -> None:

@@ -140,7 +140,8 @@ class CupySnapshot(Pending):
         self._host = importlib.import_module("cupyx").empty_pinned(self.shape, self.dtype)
         try:
             array.get(stream=stream, out=self._host, blocking=False)
-        except TypeError:  # CuPy < 13: a copy given a stream is asynchronous already
+        # CuPy < 13: a copy given a stream is asynchronous already.
+        except TypeError:
             array.get(stream=stream, out=self._host)
         self._event = stream.record()
         self._check = check
@@ -236,8 +237,10 @@ class TorchScalarSlots:
         self._size = size
         self._cuda = cuda
         self._rings: List[Any] = []
-        self._views: List[Any] = []  # each ring's numpy view
-        self._free: collections.deque[TorchSlot] = collections.deque()  # appends and pops are atomic
+        # Each ring's numpy view.
+        self._views: List[Any] = []
+        # Appends and pops are atomic.
+        self._free: collections.deque[TorchSlot] = collections.deque()
         self._growing = threading.Lock()
 
     def hold(self, tensor: Any) -> TorchSlot:
@@ -255,7 +258,8 @@ class TorchScalarSlots:
     def _grow(self, cuda: Cuda) -> TorchSlot:
         torch = sys.modules["torch"]
         ring = cuda.pinned((self._size,), torch.float64)
-        with self._growing:  # two threads growing at once: each ring its own number
+        # Two threads growing at once: each ring its own number.
+        with self._growing:
             number = len(self._rings)
             self._rings.append(ring)
             self._views.append(ring.numpy())
@@ -275,7 +279,8 @@ class TorchScalarSlots:
 
 
 # -- histograms counted on the device --------------------------------------------------------
-_EDGES: Dict[Tuple[str, Any], Any] = {}  # (device, dtype) -> the default edges there, rounded up
+# (device, dtype) -> the default edges there, rounded up.
+_EDGES: Dict[Tuple[str, Any], Any] = {}
 
 
 def _default_edges(cuda: Cuda, values: Any) -> Any:
@@ -326,9 +331,11 @@ class TorchHistogram(Pending):
             size = len(self._edges) - 1
             edges = cuda.upload(self._edges, values.device)
             index = torch.searchsorted(edges, values, right=True) - 1
-            index = torch.where(values == edges[-1], size - 1, index)  # numpy's last bucket holds its right edge
+            # numpy's last bucket holds its right edge.
+            index = torch.where(values == edges[-1], size - 1, index)
             valid = finite & (index >= 0) & (index < size)
-        index = torch.where(valid, index.clamp(0, size - 1), size)  # the rest into a bucket past the end
+        # The rest into a bucket past the end.
+        index = torch.where(valid, index.clamp(0, size - 1), size)
         counts = torch.zeros(size + 1, dtype=torch.int64, device=values.device)
         counts.index_add_(0, index, torch.ones(1, dtype=torch.int64, device=values.device).expand(len(index)))
         kept = torch.where(finite, values, 0)

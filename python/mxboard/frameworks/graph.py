@@ -12,7 +12,8 @@ from ..proto import AttrValue, Event, GraphDef, Message, NodeDef, TensorShapePro
 
 __all__ = ["graph_def", "graph_event", "is_torch_module", "onnx_graph_def", "symbol_of", "torch_graph_def"]
 
-_BLOCK = re.compile(r"^[A-Za-z]+\d+$")  # an MXNet block or op instance name: conv0, dense1, fc1
+# An MXNet block or op instance name: conv0, dense1, fc1.
+_BLOCK = re.compile(r"^[A-Za-z]+\d+$")
 
 
 # the frameworks' objects (MXNet symbols and blocks, ONNX models, torch modules) are Any here:
@@ -21,12 +22,14 @@ def symbol_of(net: Any) -> Tuple[Any, List[str]]:
     """(symbol, input names) of a Symbol or HybridBlock. A HybridBlock gives the graph it cached
     when it was hybridized and run forward; else it is traced with a symbolic input."""
     kind = type(net).__name__
-    if hasattr(net, "tojson") and hasattr(net, "list_arguments"):  # mx.sym.Symbol
+    # This is an mx.sym.Symbol.
+    if hasattr(net, "tojson") and hasattr(net, "list_arguments"):
         arguments = net.list_arguments()
         data = [n for n in arguments if n == "data" or n.endswith("_data") or re.match(r"data\d+$", n)]
         labels = [n for n in arguments if n == "label" or n.endswith("_label")]
         return net, (data or arguments[:1]) + labels
-    if hasattr(net, "hybrid_forward") or hasattr(net, "_cached_graph"):  # gluon.HybridBlock
+    # This is a gluon.HybridBlock.
+    if hasattr(net, "hybrid_forward") or hasattr(net, "_cached_graph"):
         cached = getattr(net, "_cached_graph", None)
         if cached:
             inputs, symbol = cached
@@ -150,7 +153,8 @@ def onnx_graph_def(model: Any) -> Message:
         raise TypeError("onnx_model_file must be a path or an onnx.ModelProto; got %s" % type(model).__name__)
     graph = model.graph
     weights = {init.name: list(init.dims) for init in graph.initializer}
-    source: Dict[str, str] = {}  # tensor name -> the graph's name of what produces it (node[:output index])
+    # Tensor name -> the graph's name of what produces it (node[:output index]).
+    source: Dict[str, str] = {}
     out = GraphDef(versions=VersionDef(producer=22))
     for value in graph.input:
         source[value.name] = value.name

@@ -32,7 +32,8 @@ class Snapshot(Pending):
         self.dtype = dtype = np.dtype(array.dtype)
         if shape:
             self._copy = _copy(mx, array, mx.cpu())
-        else:  # MXNet copies a 0-d array only with NumPy's shape semantics on (else () is "unknown")
+        # MXNet copies a 0-d array only with NumPy's shape semantics on (else () is "unknown").
+        else:
             with mx.util.np_shape(True):
                 self._copy = _copy(mx, array, mx.cpu())
         self._check = check
@@ -41,7 +42,8 @@ class Snapshot(Pending):
         self.nbytes = self.size * dtype.itemsize
 
     def result(self) -> Any:
-        array = self._copy.asnumpy()  # waits for the copy, and reads it
+        # Waits for the copy, and reads it.
+        array = self._copy.asnumpy()
         return array if self._check is None else self._check(array)
 
 
@@ -119,7 +121,8 @@ class MxnetScalarSlots:
     def _grow(self) -> Tuple[int, int, _IntoView]:
         mx = sys.modules["mxnet"]
         ring = mx.nd.zeros((self._size,), ctx=mx.cpu(), dtype=np.float64)
-        with self._growing:  # two threads growing at once: each ring its own number
+        # Two threads growing at once: each ring its own number.
+        with self._growing:
             number = len(self._rings)
             self._rings.append(ring)
         slots = [(number, i, _IntoView(ring[i:i + 1])) for i in range(self._size)]
@@ -133,7 +136,8 @@ class MxnetScalarSlots:
         values: List[float] = []
         for number, index, _ in slots:
             if number not in rings:
-                rings[number] = self._rings[number].asnumpy()  # waits for the copies into it
+                # Waits for the copies into it.
+                rings[number] = self._rings[number].asnumpy()
             values.append(float(rings[number][index]))
         self._free.extend(slots)
         return values
@@ -159,14 +163,17 @@ class MxnetHistogram(Pending):
         self._edges: Union[int, NDArray[Any]]
         with mx.autograd.pause():
             data = array.reshape(-1)
-            if data.dtype not in (np.float32, np.float64):  # float16 would overflow the edges
+            # float16 would overflow the edges.
+            if data.dtype not in (np.float32, np.float64):
                 data = data.astype(np.float32)
             finite = nd.contrib.isfinite(data)
             inf = nd.full(data.shape, np.inf, ctx=data.context, dtype=data.dtype)
-            clean = nd.where(finite, data, inf)  # beyond every edge
+            # Beyond every edge.
+            clean = nd.where(finite, data, inf)
             low = nd.min(clean)
             high = nd.max(nd.where(finite, data, -inf))
-            if isinstance(bins, str):  # TensorBoard's default buckets
+            # TensorBoard's default buckets.
+            if isinstance(bins, str):
                 self._edges = default_edges()
                 # from a logarithm, settled against the edges (see histogram.default_layout)
                 log_first, per_step, positive, middle = default_layout()
@@ -174,12 +181,15 @@ class MxnetHistogram(Pending):
                 index = (middle + 1 + steps) - (clean < 0) * (3 + 2 * steps)
                 edges = self._device(nd, self._edges, data)
                 index = self._settle(nd, nd.clip(index, 0, len(self._edges) - 2), clean, edges)
-            elif isinstance(bins, int):  # equal-width between min and max, as numpy
+            # Equal-width between min and max, as numpy.
+            elif isinstance(bins, int):
                 self._edges = bins
                 span = nd.maximum(high - low, nd.full((1,), 1e-30, ctx=data.context, dtype=data.dtype))
                 index = nd.floor(nd.broadcast_div(nd.broadcast_sub(clean, low), span) * bins)
-                index = nd.clip(index, 0, bins - 1)  # the max goes in the last bin, as numpy
-            else:  # explicit edges: few, searched
+                # The max goes in the last bin, as numpy.
+                index = nd.clip(index, 0, bins - 1)
+            # Explicit edges: few, searched.
+            else:
                 self._edges = np.asarray(bins, dtype=np.float64)
                 edges = self._device(nd, self._edges, data)
                 counts, _ = nd.histogram(clean, bins=edges)

@@ -12,15 +12,22 @@ class Kind(enum.IntEnum):
     """The kinds of input that mxboard reads differently. _api/convert.py's `kind_of` is the one
     place that tells them apart; everything after it is given the kind."""
 
-    HOST = 0  # a number, a numpy array or scalar, a list, or any other array in host memory
-    MXNET = 1  # an MXNet NDArray (on any context)
-    TORCH = 2  # a torch tensor in host memory
-    TORCH_CUDA = 3  # a torch tensor on a GPU
+    # A number, a numpy array or scalar, a list, or any other array in host memory.
+    HOST = 0
+    # An MXNet NDArray (on any context).
+    MXNET = 1
+    # A torch tensor in host memory.
+    TORCH = 2
+    # A torch tensor on a GPU.
+    TORCH_CUDA = 3
     CUPY = 4
     JAX = 5
-    DLPACK = 6  # another array in device memory that speaks DLPack
-    CUDA_INTERFACE = 7  # another array in device memory that offers the CUDA array interface only
-    CAPTURED = 8  # a Pending made at the call: a device scalar read on its own, not from a ring
+    # Another array in device memory that speaks DLPack.
+    DLPACK = 6
+    # Another array in device memory that offers the CUDA array interface only.
+    CUDA_INTERFACE = 7
+    # A Pending made at the call: a device scalar read on its own, not from a ring.
+    CAPTURED = 8
 
 
 class Pending:

@@ -30,7 +30,8 @@ except ImportError as error:
 __all__ = ["TensorBoardTracker"]
 
 
-class TensorBoardTracker(_AccelerateTracker):  # type: ignore[misc]  # accelerate's types are not checked here
+# Accelerate's types are not checked here.
+class TensorBoardTracker(_AccelerateTracker):  # type: ignore[misc]
     """Accelerate's `TensorBoardTracker`, whose writer is an `mxboard.SummaryWriter`.
 
     Args:
@@ -71,8 +72,9 @@ class TensorBoardTracker(_AccelerateTracker):  # type: ignore[misc]  # accelerat
         if not is_url(self.logging_dir):
             super().store_init_configuration(values)
             return
+        # PyYAML is a dependency of Accelerate.
         import fsspec
-        import yaml  # Accelerate's dependency
+        import yaml
 
         self.writer.add_hparams(values, metric_dict={})
         self.writer.flush()

@@ -44,7 +44,8 @@ except ImportError as error:
 
 __all__ = ["TensorBoard"]
 
-MAX_IMAGES = 3  # tf.summary.image's max_outputs, which Keras's callback leaves at its default
+# tf.summary.image's max_outputs, which Keras's callback leaves at its default.
+MAX_IMAGES = 3
 
 
 def _keras_model_summary(tag: str, json_config: str) -> Any:
@@ -142,7 +143,8 @@ def _add_model(graph: Any, model: Any, config: Dict[str, Any], scope: str, input
     of what the model is called on (none for the model being trained). Returns its outputs'."""
     live = {layer.name: layer for layer in getattr(model, "layers", None) or []}
     entries = [e for e in config.get("layers") or [] if isinstance(e, dict)]
-    if "input_layers" not in config:  # a Sequential model: each layer is called on the one before
+    # A Sequential model: each layer is called on the one before.
+    if "input_layers" not in config:
         previous = inputs[:1]
         for entry in entries:
             name = _entry_name(entry)
@@ -154,7 +156,8 @@ def _add_model(graph: Any, model: Any, config: Dict[str, Any], scope: str, input
     positions = {name: i for i, (name, _) in enumerate(_references(config.get("input_layers")))}
 
     def source(name: str, index: int) -> str:
-        if nested.get(name):  # a nested model's output: the layer inside that gives it
+        # A nested model's output: the layer inside that gives it.
+        if nested.get(name):
             return nested[name][min(index, len(nested[name]) - 1)]
         return scope + "/" + name + (":%d" % index if index else "")
 
@@ -218,12 +221,14 @@ def _output_shapes(layer: Any, entry: Dict[str, Any]) -> List[List[Optional[int]
         return [list(shape)] if shape else []
     try:
         outputs = layer.output
-    except (AttributeError, ValueError):  # never called, or no layer of that name
+    # Never called, or no layer of that name.
+    except (AttributeError, ValueError):
         return []
     return [list(tensor.shape) for tensor in tree.flatten(outputs) if getattr(tensor, "shape", None) is not None]
 
 
-class TensorBoard(callbacks.Callback):  # type: ignore[misc]  # keras's types are not checked here
+# Keras's types are not checked here.
+class TensorBoard(callbacks.Callback):  # type: ignore[misc]
     """`keras.callbacks.TensorBoard`, written by mxboard.
 
     Args:
@@ -326,7 +331,8 @@ class TensorBoard(callbacks.Callback):  # type: ignore[misc]  # keras's types ar
             warnings.warn("mxboard's Keras callback wrote no op graph of %s (%s: %s); the conceptual graph "
                           "is written" % (model.name, type(error).__name__, error), RuntimeWarning, stacklevel=2)
             return
-        if graph.node:  # a model without layers has none to draw
+        # A model without layers has none to draw.
+        if graph.node:
             writer.add_summary(_op_graph_summary(graph), 0)
 
     def on_train_begin(self, logs: Optional[Dict[str, Any]] = None) -> None:
@@ -375,7 +381,8 @@ class TensorBoard(callbacks.Callback):  # type: ignore[misc]  # keras's types ar
     # -- what is logged ----------------------------------------------------------------------------
     def _learning_rates(self) -> Dict[str, float]:
         optimizer = self.model.optimizer
-        optimizer = getattr(optimizer, "inner_optimizer", optimizer)  # the one a LossScaleOptimizer wraps
+        # The one a LossScaleOptimizer wraps.
+        optimizer = getattr(optimizer, "inner_optimizer", optimizer)
         if hasattr(optimizer, "optimizers"):
             return {"learning_rate_" + opt.name: float(ops.convert_to_numpy(opt.learning_rate))
                     for opt in optimizer.optimizers}
@@ -408,7 +415,8 @@ class TensorBoard(callbacks.Callback):  # type: ignore[misc]  # keras's types ar
             for weight in layer.weights:
                 name = weight.path.replace(":", "_")
                 value = ops.convert_to_tensor(weight)
-                if hasattr(value, "detach"):  # torch's Parameter
+                # Torch's Parameter.
+                if hasattr(value, "detach"):
                     value = value.detach()
                 elif backend.backend() == "jax":
                     # Keras's JAX trainer donates the weights' buffers to its next step, which
@@ -443,7 +451,8 @@ class TensorBoard(callbacks.Callback):  # type: ignore[misc]  # keras's types ar
             pixels = np.clip(pixels[:MAX_IMAGES], 0, 1)
             if len(pixels) == 1:
                 writer.add_image(tag, pixels[0], epoch, dataformats="HWC")
-            else:  # tf.summary.image's samples (3 at most), side by side in one grid image
+            # tf.summary.image's samples (3 at most), side by side in one grid image.
+            else:
                 writer.add_images(tag, pixels, epoch, dataformats="NHWC")
 
     def _configure_embeddings(self) -> None:

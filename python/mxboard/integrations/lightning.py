@@ -27,7 +27,8 @@ try:
     from lightning.pytorch.core.saving import save_hparams_to_yaml
     from lightning.pytorch.loggers import TensorBoardLogger as _LightningLogger
     from lightning.pytorch.utilities.rank_zero import rank_zero_only
-except ImportError as error:  # the standalone package, pytorch_lightning (it names the same pieces)
+# The standalone package, pytorch_lightning (it names the same pieces).
+except ImportError as error:
     try:
         from lightning_fabric.loggers.logger import rank_zero_experiment
         from lightning_fabric.utilities.cloud_io import _is_dir
@@ -44,7 +45,8 @@ except ImportError as error:  # the standalone package, pytorch_lightning (it na
 __all__ = ["TensorBoardLogger"]
 
 
-class TensorBoardLogger(_LightningLogger):  # type: ignore[misc]  # lightning's types are not checked here
+# Lightning's types are not checked here.
+class TensorBoardLogger(_LightningLogger):  # type: ignore[misc]
     """Lightning's `TensorBoardLogger`, whose `experiment` is an `mxboard.SummaryWriter`.
 
     Args:
@@ -68,7 +70,8 @@ class TensorBoardLogger(_LightningLogger):  # type: ignore[misc]  # lightning's 
         >>> trainer = Trainer(max_epochs=3, logger=TensorBoardLogger("tb_logs"))
     """
 
-    _experiment: Optional[SummaryWriter]  # Lightning's attributes, typed here
+    # Lightning's attributes, typed here.
+    _experiment: Optional[SummaryWriter]
     hparams: Any
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -132,7 +135,8 @@ class TensorBoardLogger(_LightningLogger):  # type: ignore[misc]  # lightning's 
         `hparams.yaml` is written."""
         params = _convert_params(params)
         try:
-            from omegaconf import Container, OmegaConf  # as Lightning keeps an OmegaConf config
+            # As Lightning keeps an OmegaConf config.
+            from omegaconf import Container, OmegaConf
         except ImportError:
             Container = None  # noqa: N806
         if Container is not None and isinstance(params, Container):

@@ -32,7 +32,8 @@ __all__ = ["TensorBoardCallback"]
 _log = logging.getLogger(__name__)
 
 
-class TensorBoardCallback(_HFCallback):  # type: ignore[misc]  # transformers' types are not checked here
+# Transformers' types are not checked here.
+class TensorBoardCallback(_HFCallback):  # type: ignore[misc]
     """transformers' `TensorBoardCallback`, whose writer is an `mxboard.SummaryWriter`.
 
     Args:
@@ -60,7 +61,8 @@ class TensorBoardCallback(_HFCallback):  # type: ignore[misc]  # transformers' t
         self._writer_args = writer_args
         self.logging_dir: Optional[str]
         url = os.getenv("TENSORBOARD_LOGGING_DIR")
-        if url is not None and "://" in url:  # an object store's URL, not a path for expanduser
+        # An object store's URL, not a path for expanduser.
+        if url is not None and "://" in url:
             self.logging_dir = url
 
     def _init_summary_writer(self, args: Any) -> None:

@@ -37,11 +37,14 @@ def _message(full_name: str) -> Any:
 
 
 def _class(descriptor: Any) -> Any:
-    if hasattr(message_factory, "GetMessageClass"):  # protobuf >= 4.22
+    # Protobuf >= 4.22.
+    if hasattr(message_factory, "GetMessageClass"):
         cls = message_factory.GetMessageClass(descriptor)
-    else:  # protobuf 3.20 - 4.21
+    # Protobuf 3.20 - 4.21.
+    else:
         cls = message_factory.MessageFactory(POOL).GetPrototype(descriptor)  # type: ignore[attr-defined]
-    for nested in descriptor.nested_types:  # older runtimes do not attach the nested classes
+    # Older runtimes do not attach the nested classes.
+    for nested in descriptor.nested_types:
         if not nested.GetOptions().map_entry and not hasattr(cls, nested.name):
             setattr(cls, nested.name, _class(nested))
     return cls
@@ -84,7 +87,8 @@ MultilineChartContent = _message("mxboard.MultilineChartContent")
 MarginChartContent = _message("mxboard.MarginChartContent")
 
 
-class hparams:  # noqa: N801 - a namespace, like a generated module
+# A namespace, like a generated module.
+class hparams:  # noqa: N801
     Experiment = _message("mxboard.hparams.Experiment")
     HParamInfo = _message("mxboard.hparams.HParamInfo")
     Interval = _message("mxboard.hparams.Interval")
@@ -100,7 +104,8 @@ class hparams:  # noqa: N801 - a namespace, like a generated module
     Value = _message("google.protobuf.Value")
 
 
-class projector_config:  # noqa: N801 - as TensorBoard's projector_config_pb2
+# As TensorBoard's projector_config_pb2.
+class projector_config:  # noqa: N801
     ProjectorConfig = _message("mxboard.projector.ProjectorConfig")
     EmbeddingInfo = _message("mxboard.projector.EmbeddingInfo")
     SpriteMetadata = _message("mxboard.projector.SpriteMetadata")

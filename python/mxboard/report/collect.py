@@ -27,8 +27,10 @@ __all__ = ["Collected", "collect", "KEEP", "printable"]
 
 # the items kept per run and tag, as TensorBoard's server keeps them
 KEEP = {"images": 10, "audio": 10, "text": 10, "histograms": 500, "pr_curves": 100}
-MAX_NOTES = 100  # the most lines about values that could not be read (a file full of them gives its first)
-LEFT_OUT = {  # what TensorBoard draws and the report does not: the dashboard, and why
+# The most lines about values that could not be read (a file full of them gives its first).
+MAX_NOTES = 100
+# What TensorBoard draws and the report does not: the dashboard, and why.
+LEFT_OUT = {
     "graphs": ("Graph", "an interactive graph explorer, too big for a page"),
     "projector": ("Projector", "embeddings in 3-D, too big for a page"),
     "mesh": ("Mesh", "3-D point clouds and meshes, drawn with WebGL"),
@@ -174,7 +176,8 @@ class _Reading:
         self.out, self.tags = out, tags
         self.points = _Points()
         self.kept = {kind: _Kept(size) for kind, size in KEEP.items()}
-        self.layouts: Dict[str, Any] = {}  # run -> its last Custom Scalars layout (a Layout proto)
+        # Run -> its last Custom Scalars layout (a Layout proto).
+        self.layouts: Dict[str, Any] = {}
         self.files = 0
         # The values that could not be read past the first MAX_NOTES lines: counted, not said.
         self.unsaid = 0
@@ -204,8 +207,10 @@ def collect(logdir: str, runs: Optional[Pattern[str]] = None, tags: Optional[Pat
             seen_runs.setdefault(run)
             try:
                 _read_file(path, printable(run), reading)
-            except OSError as exc:  # only this file is lost from here on; what it gave is kept
-                if isinstance(exc, TimeoutError) and "://" in path:  # a store that hangs will send no more
+            # Only this file is lost from here on; what it gave is kept.
+            except OSError as exc:
+                # A store that hangs will send no more.
+                if isinstance(exc, TimeoutError) and "://" in path:
                     raise TimeoutError(errno.ETIMEDOUT, "the store did not answer within %g s (reading %s)"
                                        % (_policy().request_secs, printable(path))) from None
                 out.notes.append("%s: cannot be read (%s); left out from there, every other file is reported"
@@ -327,7 +332,8 @@ def _read_event(event: Any, path: str, run: str, place: int, plugins: Dict[str, 
             continue
         try:
             _add(value, plugin, run, step, wall, place, reading)
-        except Exception as exc:  # noqa: BLE001 (any error in one value leaves out that value only)
+        # Any error in one value leaves out that value only.
+        except Exception as exc:  # noqa: BLE001
             if len(out.notes) < MAX_NOTES:
                 out.notes.append("%s: %s at step %d: cannot be read (%s: %s); left out"
                                  % (printable(path), printable(tag), step, type(exc).__name__, exc))
@@ -510,7 +516,8 @@ def printable(name: str) -> str:
     surrogate escapes) become `\\xe9` and the like, and everything else stays as it is."""
     try:
         raw = name.encode("utf-8", "surrogateescape")
-    except UnicodeEncodeError:  # a surrogate that no file name decodes to
+    # A surrogate that no file name decodes to.
+    except UnicodeEncodeError:
         return name.encode("utf-8", "backslashreplace").decode("utf-8")
     return raw.decode("utf-8", "backslashreplace")
 

@@ -52,7 +52,8 @@ def _on_a_watchdog(seconds: float, method: Callable[..., T], args: Any, kwargs: 
         keep_signals_off_this_thread()
         try:
             outcome.append(method(*args, **kwargs))
-        except BaseException as exc:  # noqa: BLE001 - handed to the caller
+        # Handed to the caller.
+        except BaseException as exc:  # noqa: BLE001
             error[0] = exc
         finally:
             done.set()

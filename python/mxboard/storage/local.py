@@ -18,7 +18,8 @@ if TYPE_CHECKING:
 __all__ = ["FileDeletedError", "LocalEventFile", "LocalStorage", "Nowhere"]
 
 
-_TRIES = 1000  # names tried for a new event file
+# Names tried for a new event file.
+_TRIES = 1000
 
 
 class LocalEventFile:
@@ -32,11 +33,13 @@ class LocalEventFile:
         self.directory: Optional[str] = directory
         self.path: Optional[str] = None
         self._fd: Optional[int] = None
-        for _ in range(_TRIES):  # a name taken already (a restarted container: same host, pid,
-            path = self.path = os.path.join(directory, event_file_name(suffix))  # second): the next one
+        # A name taken already (a restarted container: same host, pid, second) moves on to the next one.
+        for _ in range(_TRIES):
+            path = self.path = os.path.join(directory, event_file_name(suffix))
             try:
                 self._fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0),
-                                   0o666)  # as the umask allows, like any file
+                                   # The mode is as the umask allows, like any file's.
+                                   0o666)
                 return
             except FileExistsError:
                 continue
@@ -45,7 +48,8 @@ class LocalEventFile:
     def write(self, data: bytes) -> None:
         if self._fd is None:
             raise ValueError("write to a closed event file: %s" % self.path)
-        if os.fstat(self._fd).st_nlink == 0:  # deleted (the logdir removed): writes would vanish
+        # Deleted (the logdir removed): writes would vanish.
+        if os.fstat(self._fd).st_nlink == 0:
             raise FileDeletedError(errno.ENOENT, "the event file was deleted while being written", self.path)
         view = memoryview(data)
         while view:
@@ -94,7 +98,8 @@ class LocalStorage:
     def subdir(self, *names: str) -> str:
         path = os.path.join(self.root, *components(*names))
         root = os.path.realpath(self.root)
-        if os.path.commonpath([root, os.path.realpath(path)]) != root:  # a link out of the logdir
+        # This is a link out of the logdir.
+        if os.path.commonpath([root, os.path.realpath(path)]) != root:
             raise ValueError("%r would leave the logdir %r" % ("/".join(names), self.root))
         return path
 

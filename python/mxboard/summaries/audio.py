@@ -63,6 +63,7 @@ def audio_summary(tag: str, audio: Any, sample_rate: int) -> Message:
     (clipped) or int16."""
     frames = as_frames(np.asarray(audio))
     content = AudioPluginData(version=0, encoding=AudioPluginData.WAV).SerializeToString()
-    meta = metadata(PLUGIN, content)  # without a data_class, TensorBoard leaves out the labels
+    # Without a data_class, TensorBoard leaves out the labels.
+    meta = metadata(PLUGIN, content)
     data = np.array([[encode_wav(frames, sample_rate), b""]], dtype=object)
     return summary(tag, meta, tensor=tensor(data))

@@ -67,8 +67,10 @@ def default_layout() -> Tuple[float, float, int, int]:
     return float(np.log(limits[positive + 1])), float(1.0 / np.log(1.1)), positive, positive + 1
 
 
-_SHIFT = 12  # a cell: float32 patterns alike in their top 20 bits (sign, exponent, 11 mantissa bits)
-_COARSE = 16  # the cells the table is built from: alike in their top 16 bits
+# A cell: float32 patterns alike in their top 20 bits (sign, exponent, 11 mantissa bits).
+_SHIFT = 12
+# The cells the table is built from: alike in their top 16 bits.
+_COARSE = 16
 
 
 @functools.lru_cache(maxsize=2)
@@ -83,7 +85,8 @@ def _cells(rounded: bool) -> Tuple[NDArray[np.int16], NDArray[np.intp], NDArray[
     times as wide, only the few of those that hold an edge (or NaN) split finer."""
     nb = len(default_edges()) - 1
     low, high, finite = _ends(np.arange(1 << (32 - _COARSE), dtype=np.uint32), _COARSE, rounded)
-    uniform = finite & (low == high)  # then so are the 16 fine cells inside
+    # Then so are the 16 fine cells inside.
+    uniform = finite & (low == high)
     split = 1 << (_COARSE - _SHIFT)
     bucket = np.repeat(np.where(uniform, low, nb).astype(np.int16), split)
     fine = (np.flatnonzero(~uniform)[:, None] * split) + np.arange(split)
@@ -102,8 +105,10 @@ def _ends(cells: NDArray[np.uint32], shift: int,
     first = cells << shift
     last = first | ((1 << shift) - 1)
     if rounded:
-        first, last = first - 1, last + 1  # NaN beyond both ends of the patterns
-    with np.errstate(invalid="ignore"):  # signalling-NaN patterns raise "invalid" as they widen
+        # NaN beyond both ends of the patterns.
+        first, last = first - 1, last + 1
+    # Signalling-NaN patterns raise "invalid" as they widen.
+    with np.errstate(invalid="ignore"):
         low, high = (end.view(np.float32).astype(np.float64) for end in (first, last))
     return _reference_index(low), _reference_index(high), np.isfinite(low) & np.isfinite(high)
 
@@ -114,7 +119,8 @@ def _reference_index(values: NDArray[Any]) -> NDArray[np.intp]:
     return np.clip(np.searchsorted(edges, values, side="right") - 1, 0, len(edges) - 2)
 
 
-_BLOCK = 1 << 16  # values binned a step: every temporary stays in cache and is never page-faulted
+# Values binned a step: every temporary stays in cache and is never page-faulted.
+_BLOCK = 1 << 16
 
 
 def default_bucket_counts(values: Any) -> Tuple[NDArray[np.int64], float, float, int]:
@@ -128,9 +134,11 @@ def default_bucket_counts(values: Any) -> Tuple[NDArray[np.int64], float, float,
     values = np.asarray(values).reshape(-1)
     nb = len(default_edges()) - 1
     native = values.dtype == np.float32
-    bucket, edge_cells, lower, edge = _cells(not (native or values.dtype == np.float16))  # float16 widens exactly
+    # float16 widens exactly.
+    bucket, edge_cells, lower, edge = _cells(not (native or values.dtype == np.float16))
     counts = np.zeros(nb + 1, np.int64)
-    keys = np.empty(min(_BLOCK, len(values)), np.intp)  # an intp index: numpy's gather casts no copy
+    # An intp index: numpy's gather casts no copy.
+    keys = np.empty(min(_BLOCK, len(values)), np.intp)
     straddling: List[Tuple[NDArray[Any], NDArray[np.intp]]] = []
     for start in range(0, len(values), _BLOCK):
         part = values[start:start + _BLOCK]
@@ -153,13 +161,16 @@ def default_bucket_counts(values: Any) -> Tuple[NDArray[np.int64], float, float,
         cells = np.concatenate([key for _, key in straddling])
         at = np.minimum(np.searchsorted(edge_cells, cells), len(edge_cells) - 1)
         one = edge_cells[at] == cells
-        with np.errstate(invalid="ignore"):  # a signalling NaN among the values widens quietly
+        # A signalling NaN among the values widens quietly.
+        with np.errstate(invalid="ignore"):
             others = rest[~one].astype(np.float64)
         finite = np.isfinite(others)
         dropped = len(others) - int(np.count_nonzero(finite))
-        settled = lower[at[one]] + (rest[one] >= edge[at[one]])  # compared in float64
+        # Compared in float64.
+        settled = lower[at[one]] + (rest[one] >= edge[at[one]])
         counts += np.bincount(np.concatenate([settled, _reference_index(others[finite])]), minlength=nb)
-    if dropped == values.size:  # nothing finite (or nothing at all)
+    # Nothing finite (or nothing at all).
+    if dropped == values.size:
         return counts, 0.0, 0.0, dropped
     kept = values[np.isfinite(values)] if dropped else values
     return counts, float(kept.min()), float(kept.max()), dropped
@@ -175,7 +186,8 @@ def trimmed_buckets(edges: NDArray[Any], counts: NDArray[Any], low: float, high:
     lefts = np.array(edges[first:last + 1], dtype=np.float64)
     rights = np.array(edges[first + 1:last + 2], dtype=np.float64)
     lefts[0], rights[-1] = low, high
-    if high == low:  # one value: a bucket of width 1 around it
+    # One value: a bucket of width 1 around it.
+    if high == low:
         lefts[0], rights[-1] = low - 0.5, high + 0.5
     return np.stack([lefts, rights, np.asarray(counts[first:last + 1], np.float64)], axis=1)
 
@@ -222,14 +234,17 @@ def histogram_of(tag: str, values: Any, bins: Any = "default", max_bins: Optiona
     binned: they are dropped, and `warn(message)` says so (None: a RuntimeWarning here; the
     writer's shows at the user's call). With `max_bins`, neighbouring buckets are merged into at
     most that many."""
-    stats = None  # an MXNet device histogram's: estimated from its buckets
+    # An MXNet device histogram's: estimated from its buckets.
+    stats = None
     if isinstance(values, tuple):
         edges, counts, low, high, dropped, stats = values
-        if not counts.sum():  # nothing finite
+        # Nothing finite.
+        if not counts.sum():
             buckets = np.zeros((0, 3))
         elif isinstance(bins, str):
             buckets = trimmed_buckets(edges, counts, low, high)
-        elif isinstance(bins, int) and low == high:  # as numpy does it: (v - 0.5, v + 0.5)
+        # As numpy does it: (v - 0.5, v + 0.5).
+        elif isinstance(bins, int) and low == high:
             buckets = histogram_buckets(np.full(int(counts.sum()), low), bins)
         else:
             buckets = np.stack([edges[:-1], edges[1:], counts.astype(np.float64)], axis=1)

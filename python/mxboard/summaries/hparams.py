@@ -19,7 +19,8 @@ SESSION_END_INFO_TAG = "_hparams_/session_end_info"
 _NULL_TENSOR = np.zeros((0,), dtype=np.float32)
 
 
-HParam = Union[bool, float, str]  # an hparam's value, as hparam_value returns it
+# An hparam's value, as hparam_value returns it.
+HParam = Union[bool, float, str]
 
 
 def hparam_value(value: Any, name: str) -> HParam:

@@ -92,16 +92,20 @@ def encode_png(hwc: NDArray[np.uint8]) -> bytes:
     height, width, channels = hwc.shape
     flat = hwc.reshape(height, width * channels)
     rows = np.empty((height, width * channels + 1), dtype=np.uint8)
-    rows[:, 0] = 2  # each row's filter is Up
+    # Each row's filter is Up.
+    rows[:, 0] = 2
     rows[0, 1:] = flat[0]
-    np.subtract(flat[1:], flat[:-1], out=rows[1:, 1:])  # modulo 256, as PNG wants
+    # Modulo 256, as PNG wants.
+    np.subtract(flat[1:], flat[:-1], out=rows[1:, 1:])
     deflate = zlib.compressobj(1, zlib.DEFLATED, 15, 9, zlib.Z_RLE)
-    data = deflate.compress(rows) + deflate.flush()  # type: ignore[arg-type]  # an ndarray is a buffer
+    # An ndarray is a buffer.
+    data = deflate.compress(rows) + deflate.flush()  # type: ignore[arg-type]
     header = struct.pack(">IIBBBBB", width, height, 8, _COLOR_TYPE[channels], 0, 0, 0)
     return b"".join((b"\x89PNG\r\n\x1a\n", _chunk(b"IHDR", header), _chunk(b"IDAT", data), _chunk(b"IEND", b"")))
 
 
-_COLOR_TYPE = {1: 0, 3: 2, 4: 6}  # grey, RGB, RGBA
+# PNG's colour types of grey, RGB and RGBA.
+_COLOR_TYPE = {1: 0, 3: 2, 4: 6}
 
 
 def _chunk(kind: bytes, data: bytes) -> bytes:

@@ -22,7 +22,8 @@ __all__ = ["CONFIG_NAME", "folder", "write_embedding", "sprite", "metadata_tsv"]
 
 CONFIG_NAME = "projector_config.pbtxt"
 ENTRIES = ".mxboard-projector"
-MAX_SPRITE = 8192  # pixels per side: the largest sprite the Projector's WebGL textures can load
+# Pixels per side: the largest sprite the Projector's WebGL textures can load.
+MAX_SPRITE = 8192
 
 
 def folder(storage: "Storage", tag: str, step: Optional[int] = None) -> str:
@@ -32,7 +33,8 @@ def folder(storage: "Storage", tag: str, step: Optional[int] = None) -> str:
     if step is not None:
         return storage.subdir("%s_%06d" % (tag, step))
     if _STEP_LIKE.search(tag):
-        return storage.subdir(tag + "\0")  # no name holds "\0", so subdir cleans it and adds a hash
+        # No name holds "\0", so subdir cleans it and adds a hash.
+        return storage.subdir(tag + "\0")
     return storage.subdir(tag)
 
 

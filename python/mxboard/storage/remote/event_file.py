@@ -32,7 +32,8 @@ class RemoteEventFile:
     """An event file as objects in a store: the writer thread `write`s whole records, and an
     uploader thread of the file's own puts them."""
 
-    holds_writes_after_error = True  # records written after the uploader gave up wait for a retry (event_files.py)
+    # Records written after the uploader gave up wait for a retry (event_files.py).
+    holds_writes_after_error = True
 
     def __init__(self, fs: Any, url: Callable[[str], str], policy: UploadPolicy, spool: SpoolSettings,
                  directory: str, suffix: str = "") -> None:
@@ -43,15 +44,23 @@ class RemoteEventFile:
         self.directory: Optional[str] = directory
         self._parts = Parts(directory, suffix, policy.first_part)
         self.path: Optional[str] = url(self._parts.base)
-        self.lock = threading.Condition(threading.Lock())  # guards everything below
-        self._unsent = Unsent(self._parts.base, self.path, spool)  # whole records not yet in a put, in order
-        self._wants_room = False  # the writer thread waits for room in memory (no spool takes its batch)
-        self._interrupted = False  # close() is coming: a write never waits for room
+        # The lock guards everything below.
+        self.lock = threading.Condition(threading.Lock())
+        # Whole records not yet in a put, in order.
+        self._unsent = Unsent(self._parts.base, self.path, spool)
+        # The writer thread waits for room in memory (no spool takes its batch).
+        self._wants_room = False
+        # close() is coming: a write never waits for room.
+        self._interrupted = False
         self._logged = 0
-        self.flushes = 0  # forced uploads asked for
-        self._flushing = 0  # flushes (or close()) waiting now: each put follows the last, not upload_secs
-        self._error: Optional[OSError] = None  # the OSError after which the uploader gave up
-        self.closing = False  # close(): the uploader stops once nothing is left
+        # The count of forced uploads asked for.
+        self.flushes = 0
+        # The flushes (or close()) waiting now: each put follows the last, not upload_secs.
+        self._flushing = 0
+        # The OSError after which the uploader gave up.
+        self._error: Optional[OSError] = None
+        # close(): the uploader stops once nothing is left.
+        self.closing = False
         self._uploader: Optional[threading.Thread] = None
 
     # -- the writer thread's side -----------------------------------------------------------
@@ -63,21 +72,25 @@ class RemoteEventFile:
         enough (memory stays bounded, one batch past max_unsent at most)."""
         with self.lock:
             unsent = self._unsent
-            if self._error is not None:  # given up: kept all the same (close() keeps it), the error raised
+            # Given up: kept all the same (close() keeps it), the error raised.
+            if self._error is not None:
                 unsent.add_without_waiting(data)
                 self._raise_error()
             if unsent.memory + len(data) <= self._policy.max_unsent or not self._spooled(data):
                 while unsent.memory and unsent.memory + len(data) > self._policy.max_unsent and not self._interrupted:
                     self._raise_error()
-                    self._wants_room = True  # the uploader puts now, not at its next upload
+                    # The uploader puts now, not at its next upload.
+                    self._wants_room = True
                     self.lock.notify_all()
-                    self.lock.wait(1)  # the uploader makes room
+                    # The uploader makes room meanwhile.
+                    self.lock.wait(1)
                 self._wants_room = False
                 unsent.add_to_memory(data)
             self._logged += len(data)
             if self._uploader is None:
                 self._start_uploader()
-            self.lock.notify_all()  # the uploader: at its time, or now if a part's worth waits
+            # The uploader: at its time, or now if a part's worth waits.
+            self.lock.notify_all()
 
     def _spooled(self, data: bytes) -> bool:
         """Whether `data` went to the spool; while the spool is full, wait for room (under the
@@ -85,8 +98,9 @@ class RemoteEventFile:
         spool = self._unsent.usable_spool(len(data))
         if spool is None:
             return False
-        while not spool.room_for(len(data)) and not self._interrupted:  # at close, the last batches
-            self._raise_error()                                             # pass the bound: kept
+        # At close, the last batches pass the bound: they are kept.
+        while not spool.room_for(len(data)) and not self._interrupted:
+            self._raise_error()
             self.lock.wait(1)
         return self._unsent.add_to_spool(data)
 
@@ -94,7 +108,8 @@ class RemoteEventFile:
         """After the uploader gave up, a flush or close() tries the store once more (under the
         lock): a store that is back takes what waits, which is better than keeping it."""
         self._error = None
-        self._start_uploader()  # its link measured afresh: one counted as down may be back (a hang is no slow link)
+        # Its link measured afresh: one counted as down may be back (a hang is no slow link).
+        self._start_uploader()
 
     def _start_uploader(self) -> None:
         uploader = Uploader(self, self._policy)
@@ -125,10 +140,12 @@ class RemoteEventFile:
                 deadline = time.monotonic() + self._policy.flush_secs if deadline is None else deadline
                 try:
                     while self.pending() and time.monotonic() < deadline:
-                        if self._error is not None:  # gave up meanwhile (a request of the outage failing late)
+                        # Gave up meanwhile (a request of the outage failing late).
+                        if self._error is not None:
                             if retried or self.closing:
                                 break
-                            self._try_again()  # once more: the store may be back by now
+                            # Once more: the store may be back by now.
+                            self._try_again()
                             retried = True
                         self.lock.wait(deadline - time.monotonic())
                 finally:
@@ -146,9 +163,11 @@ class RemoteEventFile:
         failed: Optional[OSError] = None
         try:
             self.sync(force=True, deadline=deadline)
-        except OSError as exc:  # the uploader gave up: what waits is kept all the same
+        # The uploader gave up: what waits is kept all the same.
+        except OSError as exc:
             failed = exc
-        except BaseException:  # Ctrl-C during the wait: nothing accepted is lost
+        # Ctrl-C during the wait: nothing accepted is lost.
+        except BaseException:
             kept = self._stop_and_save()
             if kept is not None:
                 log.warning("mxboard: %s", kept)
@@ -165,11 +184,13 @@ class RemoteEventFile:
         warning. The file stays usable: records written later wait for the store, in memory or
         in the spool."""
         with self.lock:
-            self._interrupted = True  # no write waits for room any more
+            # No write waits for room any more.
+            self._interrupted = True
         try:
             self.sync(force=True, deadline=deadline)
         except OSError:
-            pass  # given up again: kept below
+            # Given up again: kept below.
+            pass
         with self.lock:
             kept = self._save_or_drop_spool()
         if kept is not None:
@@ -238,10 +259,12 @@ class RemoteEventFile:
         """(part, body, all the bytes taken so far) of the next put (under the lock): whole
         records taken from the unsent ones into the current or the next part (Parts.body), within
         what the link carries in a put; spooled ones read back first, as many as that holds."""
-        if not self._parts.unconfirmed():  # a part put again takes nothing: nothing read
+        # A part put again takes nothing: nothing read.
+        if not self._parts.unconfirmed():
             self._unsent.read_back(cap)
         part, body, taken = self._parts.body(self._unsent.pieces, self._unsent.size, self._logged,  # type: ignore[arg-type]
                                              cap)
         upto = self._unsent.taken(taken)
-        self.lock.notify_all()  # room for the writer thread
+        # Room for the writer thread.
+        self.lock.notify_all()
         return part, body, upto

@@ -59,7 +59,8 @@ def _write_objects(directory: str, parts: Parts, contents: Iterable[bytes], max_
                     paths.append(path)
                     keys.append(parts.key(part))
                 taken = take_records(data, max_object - size, at_least_one=not size)
-                if not taken:  # the next record does not fit: the next part
+                # The next record does not fit: the next part.
+                if not taken:
                     kept.close()
                     kept, size, part = None, 0, part + 1
                     continue

@@ -11,7 +11,8 @@ from ..._format.names import part_key
 
 __all__ = ["Parts", "take_records"]
 
-MAX_OBJECT_RECORD = 1 << 62  # the writer's own records: any length it wrote is whole
+# The writer's own records: any length it wrote is whole.
+MAX_OBJECT_RECORD = 1 << 62
 
 
 class Parts:
@@ -23,11 +24,13 @@ class Parts:
     and the acknowledged size of each part. Its owner's lock guards it."""
 
     def __init__(self, directory: str, suffix: str, first_part: int = 1) -> None:
-        self._first = first_part  # the number of the second object
+        # The number of the second object.
+        self._first = first_part
         self.base = posixpath.join(directory, event_file_name(suffix, token=".%s" % secrets.token_hex(8)))
         self._part, self._object, self._confirmed = 0, b"", True
         self._sizes: List[int] = []
-        self._uploaded = 0  # bytes put, for the 2x budget
+        # Bytes put, for the 2x budget.
+        self._uploaded = 0
 
     def abandon(self) -> None:
         """In a forked child: nothing left to confirm (the parent uploads it)."""
@@ -47,7 +50,8 @@ class Parts:
             return self._part, self._object, 0
         extend = len(self._object) + waiting_bytes
         if self._object and (extend > cap or self._uploaded + extend > 2 * logged):
-            self._part, self._object = self._part + 1, b""  # the current part stays as it is
+            # The current part stays as it is.
+            self._part, self._object = self._part + 1, b""
         taken = take_records(waiting, cap - len(self._object), at_least_one=not self._object)
         self._object = self._object + b"".join(taken)
         self._confirmed = False

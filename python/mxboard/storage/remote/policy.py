@@ -55,4 +55,5 @@ _WHOLE = ("max_object", "max_unsent", "first_part")
 _MAY_BE_ZERO = ("upload_secs", "max_unsent", "retry_secs", "give_up_secs")
 
 
-DEFAULT_POLICY = UploadPolicy()  # a writer's policy when none is given, and the readers' bound on one request
+# A writer's policy when none is given, and the readers' bound on one request.
+DEFAULT_POLICY = UploadPolicy()

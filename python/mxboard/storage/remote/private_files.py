@@ -16,8 +16,10 @@ from ..._format import files
 
 __all__ = ["NEW_FILE", "NO_FOLLOW", "create_locked", "create_private", "private_dir", "uid"]
 
-NO_FOLLOW = getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)  # flags to open an existing file with
-NEW_FILE = os.O_CREAT | os.O_EXCL | NO_FOLLOW | getattr(os, "O_BINARY", 0)  # flags to make a new file with
+# Flags to open an existing file with.
+NO_FOLLOW = getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+# Flags to make a new file with.
+NEW_FILE = os.O_CREAT | os.O_EXCL | NO_FOLLOW | getattr(os, "O_BINARY", 0)
 
 
 def uid() -> int:
@@ -48,7 +50,8 @@ def private_dir(directory: str, named: str, fix_mode: bool = True) -> str:
             raise PermissionError(errno.EPERM, "%s is open to other users (mode %o): what waits there is yours "
                                   "alone" % (named, stat.S_IMODE(info.st_mode)), directory)
         try:
-            os.chmod(directory, 0o700)  # mxboard's own: what waits there (images, text) is the user's alone
+            # Mxboard's own: what waits there (images, text) is the user's alone.
+            os.chmod(directory, 0o700)
         except OSError as exc:
             raise type(exc)(exc.errno, "%s cannot be made private: %s" % (named, exc.strerror), directory) from None
     if not os.access(directory, os.W_OK):
@@ -74,10 +77,12 @@ def create_locked(directory: str, parts: List[str]) -> IO[Any]:
     hidden = parts[:-1] + [".new-%s" % secrets.token_hex(8)]
     file = create_private(directory, hidden)
     try:
-        if not files.lock(file.fileno(), wait=False):  # a file of its own, new: no one else's
+        # A file of its own, new: no one else's.
+        if not files.lock(file.fileno(), wait=False):
             raise BlockingIOError(errno.EWOULDBLOCK, "locked by another process", hidden[-1])
         folder = os.path.join(directory, *parts[:-1])
-        os.link(os.path.join(folder, hidden[-1]), os.path.join(folder, parts[-1]))  # never over an existing name
+        # Never over an existing name.
+        os.link(os.path.join(folder, hidden[-1]), os.path.join(folder, parts[-1]))
     except BaseException:
         file.close()
         raise

@@ -27,7 +27,8 @@ from typing import Any, Callable, Dict, Mapping, Optional, Tuple
 __all__ = ["Profile", "PROFILES", "OTHER", "S3", "GCS", "AZURE", "S3_REQUESTS", "checked_logdir", "open_filesystem",
            "profile_of", "scheme_of"]
 
-LIBRARY_READ_SECS = 60  # the client libraries' own bound on a stalled answer, above mxboard's (a fallback)
+# The client libraries' own bound on a stalled answer, above mxboard's (a fallback).
+LIBRARY_READ_SECS = 60
 # botocore's settings for every S3 request of the writer and the server's mirror: an unreachable
 # endpoint fails in seconds, and each request is tried once (each caller retries on its own clock)
 S3_REQUESTS: Dict[str, Any] = {"connect_timeout": 5, "read_timeout": 20,
@@ -150,7 +151,8 @@ def profile_of(url: str) -> Profile:
     return _BY_SCHEME.get(scheme_of(url), OTHER)
 
 
-_SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]+):(/{0,2})(.*)$", re.DOTALL)  # 2 letters or more: not C:/
+# 2 letters or more: not C:/.
+_SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]+):(/{0,2})(.*)$", re.DOTALL)
 
 
 def _fsspec_protocols() -> Optional[Tuple[str, ...]]:
@@ -195,7 +197,8 @@ def checked_logdir(logdir: str, packages: bool = True, must_exist: bool = False)
         why = "URL schemes are lower case" if scheme != lower else "a URL has two slashes after its scheme"
         raise ValueError("logdir %r: %s: did you mean %s?" % (logdir, why, fixed))
     if slashes != "//":
-        return _local(logdir, logdir, must_exist)  # a local name with a colon (`run:1/x`)
+        # A local name with a colon (`run:1/x`).
+        return _local(logdir, logdir, must_exist)
     if lower == "file":
         parsed = urllib.parse.urlsplit(logdir)
         if parsed.netloc not in ("", "localhost"):
@@ -240,7 +243,8 @@ def open_filesystem(url: str, shared: bool = False) -> Tuple[Any, str]:
         raise ValueError("logdir %r: unknown URL scheme %r (fsspec knows %s)"
                          % (url, scheme + "://", ", ".join(sorted(fsspec.available_protocols())[:12]) + "..."))
     profile = profile_of(url)
-    options: Dict[str, Any] = {key: dict(value) if isinstance(value, dict) else value  # each filesystem its own
+    # Each filesystem its own.
+    options: Dict[str, Any] = {key: dict(value) if isinstance(value, dict) else value
                                for key, value in profile.options.items()}
     options["skip_instance_cache"] = not shared
     try:

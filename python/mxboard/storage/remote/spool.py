@@ -20,7 +20,8 @@ from .private_files import create_locked
 __all__ = ["HEADER", "MAGIC", "Spool", "Spooled"]
 
 MAGIC = b"mxbspool"
-HEADER = 16  # a spool file's first bytes: MAGIC, then the offset up to which its records are in the store
+# A spool file's first bytes: MAGIC, then the offset up to which its records are in the store.
+HEADER = 16
 
 
 class _SpooledBytes:
@@ -55,12 +56,16 @@ class Spool:
         (`checked_settings`)."""
         self.directory, self.limit = directory, limit
         parts = key.split("/")
-        parts[-1] = parts[-1].replace("tfevents", "spooling")  # never served as an event file
+        # Never served as an event file.
+        parts[-1] = parts[-1].replace("tfevents", "spooling")
         self.path = os.path.join(directory, *parts)
         self._file = create_locked(directory, parts)
-        self._end = HEADER  # where the next append goes
-        self.waiting = 0  # bytes appended and not yet read back
-        self.generation = 0  # how often the file started over (marks of an earlier one mean nothing)
+        # Where the next append goes.
+        self._end = HEADER
+        # Bytes appended and not yet read back.
+        self.waiting = 0
+        # How often the file started over (marks of an earlier one mean nothing).
+        self.generation = 0
         self._mark(HEADER)
 
     def room_for(self, size: int) -> bool:
@@ -87,7 +92,8 @@ class Spool:
             raise OSError(errno.EIO, "%s: %d bytes at %d are gone" % (self.path, piece.length, piece.offset))
         self.waiting -= piece.length
         _SPOOLED.add(-piece.length)
-        if not self.waiting:  # all read back: the file starts over
+        # All read back: the file starts over.
+        if not self.waiting:
             os.ftruncate(self._file.fileno(), HEADER)
             self._end = HEADER
             self.generation += 1

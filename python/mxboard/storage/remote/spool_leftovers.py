@@ -26,30 +26,37 @@ def keep_leftovers(directory: str) -> None:
     """Spool files whose process is gone (no lock held on them: a live Spool holds its file's
     from before its name exists) renamed `...tfevents....left`: an event file of the records its
     store never took, to serve or upload. Empty ones are removed. Said once, in a warning."""
-    if not files.HAVE_LOCKS:  # a live writer's file cannot be told apart: none is taken
+    # A live writer's file cannot be told apart: none is taken.
+    if not files.HAVE_LOCKS:
         return
     import socket
 
-    ours = ".%s." % socket.gethostname()  # a file of another host's: its flock may not reach here (NFS)
+    # A file of another host's: its flock may not reach here (NFS).
+    ours = ".%s." % socket.gethostname()
     kept = []
-    for folder, _, names in os.walk(directory):  # symlinks to folders are not followed
+    # Symlinks to folders are not followed.
+    for folder, _, names in os.walk(directory):
         for name in names:
             if "spooling" not in name or ours not in name:
                 continue
             path = os.path.join(folder, name)
             try:
                 fd = os.open(path, os.O_RDONLY | NO_FOLLOW)
-            except OSError:  # gone meanwhile (its writer closed, another scan took it), or a symlink
+            # Gone meanwhile (its writer closed, another scan took it), or a symlink.
+            except OSError:
                 continue
-            if not files.lock(fd, wait=False):  # a live writer's
+            # A live writer's.
+            if not files.lock(fd, wait=False):
                 os.close(fd)
                 continue
             try:
                 start, size = _unstored(fd), os.fstat(fd).st_size
-                if size <= start:  # nothing its store did not take
+                # Nothing its store did not take.
+                if size <= start:
                     os.remove(path)
                     continue
-                named = os.path.join(folder, name.replace("spooling", "tfevents", 1))  # the name only, never a folder's
+                # The name only, never a folder's.
+                named = os.path.join(folder, name.replace("spooling", "tfevents", 1))
                 target = _copy_new(fd, start, size, named)
                 if target is None:
                     continue

@@ -27,8 +27,10 @@ __all__ = ["SpoolSettings", "byte_limit", "checked_settings", "spool_directory"]
 log = logging.getLogger("mxboard")
 
 _DEFAULT_MAX = 16 << 30
-_PLACE_LOCK = threading.Lock()  # guards _PLACE
-_PLACE: Dict[str, Optional[str]] = {}  # the default directory -> where the spool is (None: memory only)
+# Guards _PLACE.
+_PLACE_LOCK = threading.Lock()
+# The default directory -> where the spool is (None: memory only).
+_PLACE: Dict[str, Optional[str]] = {}
 
 
 @dataclass(frozen=True)
@@ -80,7 +82,8 @@ def checked_settings(settings: SpoolSettings) -> SpoolSettings:
     try:
         info = os.lstat(default)
     except OSError:
-        return settings  # made when first needed
+        # Made when first needed.
+        return settings
     if stat.S_ISDIR(info.st_mode) and info.st_uid == uid() and not info.st_mode & 0o077:
         keep_leftovers(default)
     return settings
@@ -137,7 +140,8 @@ def _in_named(directory: str, source: str) -> str:
     named = "the spool directory %s (%s)" % (directory, source)
     try:
         os.makedirs(directory, mode=0o700, exist_ok=True)
-        info = os.stat(directory)  # a link the user named is followed: what is made below it is checked
+        # A link the user named is followed: what is made below it is checked.
+        info = os.stat(directory)
     except OSError as exc:
         raise type(exc)(exc.errno, "%s cannot be made: %s" % (named, exc.strerror), directory) from None
     if not stat.S_ISDIR(info.st_mode):

@@ -36,11 +36,13 @@ class RemoteStorage:
         check(self.fs, self.root, url, profile_of(url).bucketed, self.policy.check_secs)
 
     def url(self, path: str) -> str:
-        written = str(self.fs.unstrip_protocol(path))  # adlfs says abfs:// for az://
+        # adlfs says abfs:// for az://.
+        written = str(self.fs.unstrip_protocol(path))
         return self._scheme + written[written.index("://"):] if "://" in written else written
 
     def subdir(self, *names: str) -> str:
-        return "/".join([self.root] + components(*names))  # no links to leave the logdir by
+        # A store has no links to leave the logdir by.
+        return "/".join([self.root] + components(*names))
 
     def join(self, base: str, *names: str) -> str:
         return posixpath.join(base, *names)
@@ -65,10 +67,12 @@ class RemoteStorage:
         return [posixpath.basename(p.rstrip("/")) for p in listed]
 
     def makedirs(self, path: str) -> None:
-        pass  # objects need no directories
+        # Objects need no directories, so nothing is made.
+        pass
 
     def lock(self, path: str) -> ContextManager[None]:
-        return contextlib.nullcontext()  # no locks in object stores: see projector.rebuild_config
+        # No locks in object stores: see projector.rebuild_config.
+        return contextlib.nullcontext()
 
 
 def check(fs: Any, root: str, url: str, bucketed: bool, seconds: float) -> None:
@@ -87,13 +91,15 @@ def check(fs: Any, root: str, url: str, bucketed: bool, seconds: float) -> None:
         try:
             call_with_timeout(deadline - time.monotonic(), fs.ls, root, detail=False)
         except FileNotFoundError:
-            pass  # an object store has no directories until something is written under them
+            # An object store has no directories until something is written under them.
+            pass
     except FileNotFoundError:
         raise
     except TimeoutError:
         raise TimeoutError(errno.ETIMEDOUT, "logdir %r: the store did not answer within %g s" % (url, seconds)) \
             from None
-    except Exception as exc:  # noqa: BLE001 - the endpoint's own errors vary by library
+    # The endpoint's own errors vary by library.
+    except Exception as exc:  # noqa: BLE001
         if refused(exc):
             raise PermissionError(errno.EACCES, "logdir %r: the store refused the credentials or the access (%s: %s)"
                                   % (url, type(exc).__name__, _first_line(exc))) from None

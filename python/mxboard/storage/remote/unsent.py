@@ -41,8 +41,10 @@ class Unsent:
         self.size = 0
         self.memory = 0
         self.spool: Optional[Spool] = None
-        self._spool_failed = False  # the spool could not take a batch (its disk full): memory only from then on
-        self._taken = 0  # bytes ever taken from the front into puts
+        # The spool could not take a batch (its disk full): memory only from then on.
+        self._spool_failed = False
+        # Bytes ever taken from the front into puts.
+        self._taken = 0
         # (position in that stream, spool, its generation, offset): where a read-back spooled piece ends
         self._marks: Deque[Tuple[int, Spool, int, int]] = collections.deque()
 
@@ -59,8 +61,10 @@ class Unsent:
             return None
         if self.spool is None:
             try:
-                directory = spool_directory(self._settings)  # made now, the first time one is needed
-                if directory is None:  # no directory on disk (a warning said so): memory only
+                # Made now, the first time one is needed.
+                directory = spool_directory(self._settings)
+                # No directory on disk (a warning said so): memory only.
+                if directory is None:
                     self._spool_failed = True
                     return None
                 limit = byte_limit(self._settings, directory)
@@ -78,7 +82,8 @@ class Unsent:
     def add_to_spool(self, data: bytes) -> bool:
         """Append `data` to the spool, which has room for it. False where the spool failed (said
         once): `data` then goes to memory, and so does everything after it."""
-        if self.spool is None:  # closed meanwhile, by the end of the process keeping what waited
+        # Closed meanwhile, by the end of the process keeping what waited.
+        if self.spool is None:
             return False
         try:
             self.pieces.extend(_pieces_of(self.spool.append(data), data))
@@ -115,7 +120,8 @@ class Unsent:
                 spool, end = piece.spool, piece.offset + piece.length
                 piece = self.pieces[i] = spool.read(piece)
                 self.memory += len(piece)
-                if spool.waiting:  # not emptied (and started over) by this read
+                # Not emptied (and started over) by this read.
+                if spool.waiting:
                     self._marks.append((self._taken + front + len(piece), spool, spool.generation, end))
             front += len(piece)
 
@@ -135,7 +141,8 @@ class Unsent:
         if last is not None and last[1] is self.spool:
             try:
                 last[1].stored(last[3], last[2])
-            except OSError as exc:  # a leftover would hold more than it must: said, never fatal
+            # A leftover would hold more than it must: said, never fatal.
+            except OSError as exc:
                 log.debug("mxboard: %s: could not mark the spool: %s", self._path, exc)
 
     def directory_to_keep(self) -> Optional[str]:
@@ -164,7 +171,8 @@ class Unsent:
         """In a forked child: drop the parent's pieces and spool (the parent uploads them)."""
         self.pieces.clear()
         self.size = self.memory = 0
-        self.spool = None  # the parent's (its file, its count)
+        # The parent's (its file, its count).
+        self.spool = None
 
 
 def _pieces_of(piece: Spooled, data: bytes) -> List[Spooled]:

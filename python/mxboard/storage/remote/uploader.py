@@ -28,11 +28,16 @@ __all__ = ["ASSUMED_RATE", "Link", "MIN_PUT", "State", "Uploader", "Uploads"]
 
 log = logging.getLogger("mxboard")
 
-PUT_SECS = 10  # a put carries about this many seconds of the link's measured throughput...
-MIN_PUT = 256 << 10  # ...but never fewer bytes than this (a slow link's objects: smaller, never tiny)
-ASSUMED_RATE = 256 << 10  # bytes a second a link is taken to carry before a put measured it
-FLOOR_RATE = 16 << 10  # the slowest link a put waits for (a MIN_PUT put's bound: request_secs + 32 s)
-MEASURED_FROM = 64 << 10  # a put of at least this many bytes measures the link
+# A put carries about this many seconds of the link's measured throughput...
+PUT_SECS = 10
+# ...but never fewer bytes than this (a slow link's objects: smaller, never tiny).
+MIN_PUT = 256 << 10
+# Bytes a second a link is taken to carry before a put measured it.
+ASSUMED_RATE = 256 << 10
+# The slowest link a put waits for (a MIN_PUT put's bound: request_secs + 32 s).
+FLOOR_RATE = 16 << 10
+# A put of at least this many bytes measures the link.
+MEASURED_FROM = 64 << 10
 MAX_BACKOFF_SECS = 60
 
 
@@ -74,9 +79,12 @@ class Uploads(Protocol):
     """The event file's side of its uploader: each method and attribute under `lock` but `put`."""
 
     path: Optional[str]
-    lock: Any  # a threading.Condition
-    closing: bool  # close() stops the uploader once nothing is left
-    flushes: int  # forced uploads asked for so far
+    # A threading.Condition.
+    lock: Any
+    # close() stops the uploader once nothing is left.
+    closing: bool
+    # Forced uploads asked for so far.
+    flushes: int
 
     def pending(self) -> int:
         """Bytes not yet stored."""
@@ -116,9 +124,11 @@ class Uploader:
         self.state = State.WAITING
         self._failures = 0
         self._failing_since: Optional[float] = None
-        self._next_try = 0.0  # the backoff's end
+        # The backoff's end.
+        self._next_try = 0.0
         self._last_upload = float("-inf")
-        self._flushes = 0  # the file's flushes seen so far
+        # The file's flushes seen so far.
+        self._flushes = 0
         self._body: Tuple[int, bytes, int] = (0, b"", 0)
 
     def run(self) -> None:
@@ -130,7 +140,8 @@ class Uploader:
         try:
             while self.state is not State.STOPPED:
                 self.state = steps[self.state]()
-        except BaseException as exc:  # noqa: BLE001 - held for the caller, never a dead thread's traceback
+        # Held for the caller, never a dead thread's traceback.
+        except BaseException as exc:  # noqa: BLE001
             self.state = State.STOPPED
             error = OSError(errno.EIO, "%s: uploads stopped: %s: %s" % (self._file.path, type(exc).__name__, exc))
             error.__cause__ = exc
@@ -150,7 +161,8 @@ class Uploader:
                     file.lock.wait()
                     continue
                 if file.flushes != self._flushes:
-                    when = 0.0  # a flush, or close(): one more try now, whatever the backoff
+                    # A flush, or close(): one more try now, whatever the backoff.
+                    when = 0.0
                 elif file.urgent(self.link.cap()):
                     when = self._next_try
                 else:
@@ -169,7 +181,8 @@ class Uploader:
         started = time.monotonic()
         try:
             self._file.put(part, body, self.link.bound(len(body)))
-        except Exception as exc:  # noqa: BLE001 - any failure of the store is retried
+        # Any failure of the store is retried.
+        except Exception as exc:  # noqa: BLE001
             return self._failed(exc, len(body), started)
         self.link.took(len(body), time.monotonic() - started)
         with self._file.lock:
