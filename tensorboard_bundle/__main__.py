@@ -33,6 +33,7 @@ if _installed_elsewhere():
     sys.stdout.flush()
     os.execv(sys.executable, [sys.executable, "-c", _LAUNCH] + sys.argv[1:])
 
-from tensorboard_bundle.launcher import main  # noqa: E402 - after the check above
+# The import comes after the check above.
+from tensorboard_bundle.launcher import main  # noqa: E402
 
 main()

@@ -39,14 +39,18 @@ object store (s3://, gs://, az://) from a local mirror, with flags of its own:
                           the data server allocate what it claims)
 
 TensorBoard's own flags:"""
-_OWN = ("mirror_dir", "mirror_max_bytes", "mirror_interval", "mirror_max_record_bytes")  # taken off
-_READ = ("logdir", "logdir_spec", "load_fast", "port", "host", "reload_interval")  # read, left for TensorBoard
-_SWITCHES = ("bind_all",)  # no value
+# The bundle's own flags, taken off before TensorBoard reads the rest.
+_OWN = ("mirror_dir", "mirror_max_bytes", "mirror_interval", "mirror_max_record_bytes")
+# Flags the bundle reads, and leaves for TensorBoard.
+_READ = ("logdir", "logdir_spec", "load_fast", "port", "host", "reload_interval")
+# Flags that take no value.
+_SWITCHES = ("bind_all",)
 
 
 @dataclasses.dataclass
 class Launch:
-    rest: List[str]  # TensorBoard's arguments, less the bundle's own flags and --logdir, --logdir_spec
+    # TensorBoard's arguments, less the bundle's own flags and --logdir, --logdir_spec.
+    rest: List[str]
     logdir: Optional[str] = None
     logdir_spec: Optional[str] = None
     load_fast: Optional[str] = None
@@ -97,7 +101,8 @@ def parse(argv: List[str]) -> Launch:
         if name in _OWN + _READ:
             if not has_value and i + 1 < len(argv):
                 value, i = argv[i + 1], i + 1
-            elif not has_value:  # a flag without its value: TensorBoard says so
+            # A flag without its value: TensorBoard says so.
+            elif not has_value:
                 rest.append(arg)
                 i += 1
                 continue
@@ -110,7 +115,8 @@ def parse(argv: List[str]) -> Launch:
             rest.append(arg)
         i += 1
     if "logdir" in found and "logdir_spec" in found:
-        sys.exit("Error: May not specify both --logdir and --logdir_spec")  # upstream's words
+        # These are upstream's words.
+        sys.exit("Error: May not specify both --logdir and --logdir_spec")
     try:
         launch = Launch(
             rest=rest, logdir=_logdir(found.get("logdir")), logdir_spec=found.get("logdir_spec"),
@@ -120,7 +126,8 @@ def parse(argv: List[str]) -> Launch:
             mirror_max_bytes=_bytes(found, "mirror_max_bytes"),
             mirror_interval=_seconds(found.get("mirror_interval", "2")),
             mirror_max_record_bytes=_bytes(found, "mirror_max_record_bytes"))
-        for path, group in launch.spec_entries().items():  # refused as --logdir is; TensorBoard reads file:// itself
+        # Refused as --logdir is; TensorBoard reads file:// itself.
+        for path, group in launch.spec_entries().items():
             _logdir(path)
             if group and group.lower() in _STORE_SCHEMES and path.startswith("/") and not path.startswith("//"):
                 # `s3:/bucket/x`: TensorBoard would read the group "s3" of the local directory /bucket/x
@@ -155,8 +162,9 @@ def _every_flag() -> Tuple[str, ...]:
 
     parser = argparse.ArgumentParser(add_help=False)
     core_plugin.CorePluginLoader().define_flags(parser)
-    return tuple(option[2:] for action in parser._actions for option in action.option_strings  # argparse lists
-                 if option.startswith("--")) + _OWN  # no public accessor of its options
+    # argparse lists its options only in a private list: it has no public accessor of them.
+    return tuple(option[2:] for action in parser._actions for option in action.option_strings
+                 if option.startswith("--")) + _OWN
 
 
 def _bytes(found: Dict[str, str], name: str) -> Optional[int]:

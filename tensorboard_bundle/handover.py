@@ -25,7 +25,8 @@ _LAUNCH = ("import sys; sys.path[:] = [p for p in sys.path if p]; sys.argv[0] = 
            "from tensorboard_bundle.launcher import main; main()")
 
 
-class Handover(base_plugin.TBLoader):  # type: ignore[misc]  # tensorboard ships no types
+# tensorboard ships no types.
+class Handover(base_plugin.TBLoader):  # type: ignore[misc]
     """A loader of no plugin: TensorBoard skips what `load` returns as None."""
 
     def load(self, context: Any) -> None:
@@ -48,7 +49,8 @@ def _erase_upstream_line() -> bool:
         end = size - len(_UPSTREAM_LINE)
         if end < 0:
             return False
-        reader = os.open("/proc/self/fd/%d" % fd, os.O_RDONLY)  # stderr itself is open for writing only
+        # stderr itself is open for writing only.
+        reader = os.open("/proc/self/fd/%d" % fd, os.O_RDONLY)
         try:
             last = os.pread(reader, len(_UPSTREAM_LINE), end)
         finally:
@@ -57,7 +59,8 @@ def _erase_upstream_line() -> bool:
             return False
         os.ftruncate(fd, end)
         os.lseek(fd, end, os.SEEK_SET)
-    except (OSError, ValueError, AttributeError):  # no /proc (macOS, Windows), no descriptor
+    # There is no /proc (macOS, Windows), or no descriptor.
+    except (OSError, ValueError, AttributeError):
         return False
     return True
 

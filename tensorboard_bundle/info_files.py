@@ -11,9 +11,12 @@ from mxboard._format import files
 
 __all__ = ["forget_dead_servers", "record_writer"]
 
-KEY = "mxboard_writer"  # our key in the info file's JSON: upstream's reader ignores unknown keys
-INITIAL_PID_NAMESPACE = 0xEFFFFFFC  # the kernel's inode of the initial PID namespace (PROC_PID_INIT_INO)
-_MOST = 1 << 16  # an info file is about 400 bytes
+# Our key in the info file's JSON: upstream's reader ignores unknown keys.
+KEY = "mxboard_writer"
+# The kernel's inode of the initial PID namespace (PROC_PID_INIT_INO).
+INITIAL_PID_NAMESPACE = 0xEFFFFFFC
+# An info file is about 400 bytes.
+_MOST = 1 << 16
 
 
 class _View(NamedTuple):
@@ -45,7 +48,8 @@ def _start_ticks(pid: int) -> Optional[int]:
             text = f.read()
     except (FileNotFoundError, ProcessLookupError):
         return None
-    return int(text[text.rindex(b")") + 2:].split()[19])  # field 3 (the state) is the first after the name
+    # Field 3 (the state) is the first after the name.
+    return int(text[text.rindex(b")") + 2:].split()[19])
 
 
 def _record() -> Optional[Dict[str, Any]]:
@@ -70,13 +74,15 @@ def record_writer() -> None:
     from tensorboard import manager
 
     def write_info_file(info: Any) -> None:
-        payload = manager._info_to_string(info)  # upstream's checks first
+        # Upstream's checks run first.
+        payload = manager._info_to_string(info)
         record = _record()
         if record is not None:
             fields = json.loads(payload)
             fields[KEY] = record
             payload = json.dumps(fields, sort_keys=True, indent=4)
-        files.replace_whole(manager._get_info_file_path(), (payload + "\n").encode(), 0o600)  # owner only
+        # Only the owner may read it.
+        files.replace_whole(manager._get_info_file_path(), (payload + "\n").encode(), 0o600)
 
     manager.write_info_file = write_info_file
 
@@ -92,7 +98,8 @@ def _namespace_in_use(namespace: int) -> bool:
                     nested = any(line.startswith(b"NSpid:") and len(line.split()) > 2 for line in f)
                 if nested and os.stat("/proc/%s/ns/pid" % name).st_ino == namespace:
                     return True
-            except FileNotFoundError:  # ended meanwhile
+            # The process ended meanwhile.
+            except FileNotFoundError:
                 continue
             except OSError:
                 return True
@@ -101,8 +108,10 @@ def _namespace_in_use(namespace: int) -> bool:
 
 def _gone(path: str, pid: int, view: Optional[_View]) -> bool:
     """Whether the server that wrote `path` (`pid-PID.info`) has provably ended."""
-    if view is None:  # no /proc to judge by: only where no PID namespaces exist may a signal say
-        if sys.platform != "darwin":  # elsewhere os.kill(pid, 0) may cross a jail, or end the process (Windows)
+    # No /proc to judge by: only where no PID namespaces exist may a signal say.
+    if view is None:
+        # Elsewhere os.kill(pid, 0) may cross a jail, or end the process (Windows).
+        if sys.platform != "darwin":
             return False
         try:
             os.kill(pid, 0)
@@ -116,12 +125,15 @@ def _gone(path: str, pid: int, view: Optional[_View]) -> bool:
             fields = json.loads(f.read(_MOST))
         record = fields.get(KEY) if isinstance(fields, dict) else None
         if not isinstance(record, dict) or fields.get("pid") != pid:
-            return False  # upstream's own tensorboard, or an older bundle: who wrote it is unknown
+            # Upstream's own tensorboard, or an older bundle: who wrote it is unknown.
+            return False
         boot_id, namespace, ticks = record["boot_id"], record["pid_namespace"], record["start_ticks"]
         if boot_id != view.boot_id:
-            return False  # another machine sharing the directory (or an earlier boot)
+            # Another machine sharing the directory (or an earlier boot).
+            return False
         if namespace == view.namespace:
-            return bool(_start_ticks(pid) != ticks)  # no such process, or another one under its pid
+            # No such process, or another one under its pid.
+            return bool(_start_ticks(pid) != ticks)
         # another PID namespace: gone with it, which only the initial namespace can see
         return view.namespace == INITIAL_PID_NAMESPACE and not _namespace_in_use(namespace)
     except (OSError, ValueError, KeyError, TypeError):
@@ -139,7 +151,8 @@ def forget_dead_servers() -> None:
     PID namespaces, asks `kill(pid, 0)`."""
     from tensorboard import manager
 
-    if not hasattr(os, "getuid"):  # Windows: whose file it is cannot be told
+    # On Windows, whose file it is cannot be told.
+    if not hasattr(os, "getuid"):
         return
     try:
         directory = manager._get_info_dir()

@@ -52,7 +52,8 @@ def _use_patched_s3() -> None:
     from mxboard.storage.remote.profiles import S3
 
     gfile = patched("gfile")
-    if gfile.S3_ENABLED:  # without boto3 upstream registers none either
+    # Without boto3 upstream registers none either.
+    if gfile.S3_ENABLED:
         upstream.register_filesystem(S3.schemes[0], gfile.S3FileSystem())
 
 
@@ -60,7 +61,8 @@ def _watched(program: ModuleType) -> Any:
     """TensorBoard whose fast data loader is watched (watchdog.py): if its process dies, the
     Python loader serves from then on."""
 
-    class TensorBoard(program.TensorBoard):  # type: ignore[misc,name-defined]  # a module known at run time
+    # A module known at run time.
+    class TensorBoard(program.TensorBoard):  # type: ignore[misc,name-defined]
         def _make_data_provider(self) -> Tuple[Any, Any]:
             provider, multiplexer = super()._make_data_provider()
             if not getattr(self, "data_loader", "").startswith("fast"):
@@ -70,7 +72,8 @@ def _watched(program: ModuleType) -> Any:
             from tensorboard_bundle.watchdog import Watched
 
             def python_loader() -> Any:
-                if self.flags.reload_multifile is None:  # as patches/0001: every file of a run polled
+                # As patches/0001: every file of a run polled.
+                if self.flags.reload_multifile is None:
                     self.flags.reload_multifile = True
                 ingester = data_ingester.LocalDataIngester(self.flags)
                 ingester.start()
@@ -106,8 +109,10 @@ def _say_if_missing(logdir: Optional[str]) -> None:
                          % logdir)
 
 
-PORT_HINT = "MXBOARD_PORT_HINT"  # how the user picks a port, in their terms (`make demo PORT=N`); default --port N
-SAVED = "MXBOARD_SAVED_RUN"  # a run the process that started this server saved (the demo's), said if the port is busy
+# How the user picks a port, in their terms (`make demo PORT=N`); default --port N.
+PORT_HINT = "MXBOARD_PORT_HINT"
+# A run the process that started this server saved (the demo's), said if the port is busy.
+SAVED = "MXBOARD_SAVED_RUN"
 
 
 def _check_port(launch: "Launch") -> None:
@@ -122,7 +127,8 @@ def _check_port(launch: "Launch") -> None:
         return
     try:
         socket.create_server((host, int(port))).close()
-    except socket.gaierror:  # a host name that does not resolve: TensorBoard says so itself
+    # A host name that does not resolve: TensorBoard says so itself.
+    except socket.gaierror:
         return
     except OSError as exc:
         if exc.errno == errno.EADDRINUSE:
@@ -142,7 +148,8 @@ def _server_class(program: ModuleType) -> Callable[[Any, Any], Any]:
     same moment or before), binds a free one instead and says so, in the user's terms: two
     servers started together never collide."""
 
-    class Server(program.WerkzeugServer):  # type: ignore[misc,name-defined]  # a module known at run time
+    # A module known at run time.
+    class Server(program.WerkzeugServer):  # type: ignore[misc,name-defined]
         """Upstream's server, whose bind and listen report a taken port as TensorBoard's own error
         (upstream checks the port with a connect first, which a server that has bound it but not
         started listening passes: werkzeug then printed two lines and exited, status 1)."""
@@ -151,7 +158,8 @@ def _server_class(program: ModuleType) -> Callable[[Any, Any], Any]:
             with self._taken():
                 super().server_bind()
 
-        def server_activate(self) -> None:  # listen(): where two binds with SO_REUSEADDR met, the second fails here
+        # listen(): where two binds with SO_REUSEADDR met, the second fails here.
+        def server_activate(self) -> None:
             with self._taken():
                 super().server_activate()
 
@@ -211,14 +219,16 @@ def _raise_open_file_limit() -> None:
     (the soft one is often 1024, which a logdir of 1,500 runs passes)."""
     try:
         import resource
-    except ImportError:  # not on this platform
+    # The resource module is not on this platform.
+    except ImportError:
         return
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     want = min(1 << 20, hard if hard != resource.RLIM_INFINITY else 1 << 20)
     if soft != resource.RLIM_INFINITY and soft < want:
         try:
             resource.setrlimit(resource.RLIMIT_NOFILE, (want, hard))
-        except (ValueError, OSError):  # a platform's own bound (macOS): keep the soft limit
+        # A platform's own bound (macOS): keep the soft limit.
+        except (ValueError, OSError):
             pass
 
 
@@ -275,7 +285,8 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
 def _launch(argv: Optional[Sequence[str]]) -> None:
     argv = list(sys.argv if argv is None else argv)
     asked = argv[1:]
-    os.environ["MXBOARD_TENSORBOARD_BUNDLE"] = "1"  # handover.py: this process is the bundle
+    # This tells handover.py that this process is the bundle.
+    os.environ["MXBOARD_TENSORBOARD_BUNDLE"] = "1"
     import absl.logging
     from absl import app
     from tensorboard.plugins import base_plugin
@@ -292,7 +303,8 @@ def _launch(argv: Optional[Sequence[str]]) -> None:
         binary, why_not = locate.data_server_binary()
         if binary:
             os.environ["TENSORBOARD_DATA_SERVER_BINARY"] = binary
-        else:  # the banner then names the Python loader; this says why there is no other
+        # The banner then names the Python loader; this says why there is no other.
+        else:
             sys.stderr.write("note: no fast data loader: %s\n" % why_not)
     _use_patched_s3()
     _use_patched_record_reader()
@@ -301,7 +313,8 @@ def _launch(argv: Optional[Sequence[str]]) -> None:
     info_files.forget_dead_servers()
     info_files.record_writer()
     if any(arg in ("-h", "--help", "--helpfull") for arg in asked):
-        print(arguments.HELP, flush=True)  # then TensorBoard's usage
+        # Then TensorBoard's usage follows.
+        print(arguments.HELP, flush=True)
     _check_port(launch)
     logdir, spec = logdirs.serve_remote(launch)
     _say_if_missing(logdir or launch.logdir)

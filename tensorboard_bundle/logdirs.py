@@ -24,7 +24,8 @@ from tensorboard_bundle.arguments import Launch
 
 __all__ = ["serve_remote"]
 
-FIRST_PASS_SECS = 10  # the server starts once the mirrors' first passes ended, or after this long
+# The server starts once the mirrors' first passes ended, or after this long.
+FIRST_PASS_SECS = 10
 
 
 def _mirrored(path: str) -> bool:
@@ -49,7 +50,8 @@ def serve_remote(launch: Launch) -> Tuple[Optional[str], Optional[str]]:
     for url, why in missing.items():
         if _python_loader_reads(url):
             sys.stderr.write("note: no mirror of %s, the Python loader reads it: %s\n" % (url, why))
-        elif entries:  # upstream's reloader would die of it, and serve nothing
+        # Upstream's reloader would die of it, and serve nothing.
+        elif entries:
             sys.stderr.write("note: %s is left out of --logdir_spec, nothing here reads it: %s\n" % (url, why))
             del entries[url]
         else:
@@ -59,7 +61,8 @@ def serve_remote(launch: Launch) -> Tuple[Optional[str], Optional[str]]:
     left_out = [url for url in urls if url not in entries and url != launch.logdir]
     urls = [url for url in urls if url not in left_out]
     missing = {url: why for url, why in missing.items() if url in urls}
-    if len(missing) == len(urls):  # nothing to mirror
+    # There is nothing to mirror.
+    if len(missing) == len(urls):
         return (None, _spec_text(entries)) if left_out else (None, None)
     from tensorboard_bundle.mirror import MAX_RECORD_BYTES, Mirror
 
@@ -87,7 +90,8 @@ def serve_remote(launch: Launch) -> Tuple[Optional[str], Optional[str]]:
     for m in mirrors:
         m.start()
     deadline = time.monotonic() + FIRST_PASS_SECS
-    for m in mirrors:  # the loader's first look finds what the store holds, unless that takes long
+    # The loader's first look finds what the store holds, unless that takes long.
+    for m in mirrors:
         m.first_pass.wait(max(0.0, deadline - time.monotonic()))
     return served
 
@@ -130,11 +134,13 @@ def _spec(entries: Dict[str, Optional[str]], root: str, mirror: Callable[[str, s
             raise ValueError("--logdir_spec names two logdirs %r" % name)
         places[where] = path
     linked = [where for where, path in places.items() if not _mirrored(path)]
-    mirrored = sorted((where for where, path in places.items() if _mirrored(path)), key=len)  # outer ones first
+    # Outer ones come first.
+    mirrored = sorted((where for where, path in places.items() if _mirrored(path)), key=len)
     if any(_below(where, link) for where in places for link in linked):
         sys.stderr.write("note: an entry of --logdir_spec is named inside a local one's directory, which is never "
                          "written: the spec is read by the Python loader\n")
-    elif places:  # one tree, served by the fast loader: the mirrors first, then the links (never inside them)
+    # One tree, served by the fast loader: the mirrors first, then the links (never inside them).
+    elif places:
         for where in mirrored:
             mirror(places[where], where, [os.path.relpath(other, where).replace(os.sep, "/") for other in places
                                             if _below(other, where)])
@@ -153,7 +159,8 @@ def _spec_text(entries: Mapping[str, Optional[str]]) -> str:
 
 
 def _exit_on_hangup(signum: int, frame: Any) -> None:
-    signal.signal(signum, signal.SIG_DFL)  # a second one while exiting ends the process
+    # A second one while exiting ends the process.
+    signal.signal(signum, signal.SIG_DFL)
     sys.stderr.write("TensorBoard caught SIGHUP; exiting...\n")
     sys.exit(0)
 

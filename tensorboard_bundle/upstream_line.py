@@ -13,8 +13,10 @@ from typing import Any, List, Mapping, Optional, TextIO
 __all__ = ["LINE", "RUNNING", "OPT_OUT", "hands_over", "hide", "was_hidden"]
 
 LINE = "TensorFlow installation not found - running with reduced feature set.\n"
-RUNNING = "MXBOARD_TENSORBOARD_BUNDLE"  # set in the bundle's own process, so it never hands over twice
-OPT_OUT = "MXBOARD_NO_HANDOVER"  # 1, true, yes or on: the `tensorboard` command stays upstream's own
+# Set in the bundle's own process, so it never hands over twice.
+RUNNING = "MXBOARD_TENSORBOARD_BUNDLE"
+# 1, true, yes or on: the `tensorboard` command stays upstream's own.
+OPT_OUT = "MXBOARD_NO_HANDOVER"
 _KEEPS_HANDOVER = ("", "0", "false", "no", "off")
 
 
@@ -39,7 +41,8 @@ class _FirstLineFilter:
             return self._stream.write(text)
         self._held += text
         if "\n" not in self._held and LINE.startswith(self._held):
-            return len(text)  # it may still become upstream's line
+            # It may still become upstream's line.
+            return len(text)
         held, self._held = self._held, ""
         self.give_back()
         if held.startswith(LINE):
@@ -72,7 +75,8 @@ def hide() -> None:
     global _FILTER
     if _FILTER is None and sys.stderr is not None and hands_over(sys.argv, os.environ):
         _FILTER = _FirstLineFilter(sys.stderr)
-        sys.stderr = _FILTER  # a stand-in: write() of its own, the rest the real stream's
+        # A stand-in: write() of its own, the rest the real stream's.
+        sys.stderr = _FILTER
 
 
 def was_hidden() -> bool:

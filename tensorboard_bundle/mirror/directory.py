@@ -10,7 +10,8 @@ from typing import Callable, Set
 
 __all__ = ["Directory", "ChangedError", "STAGING", "NOFOLLOW", "remove"]
 
-STAGING = ".mxboard-mirror-new"  # other files being fetched whole, before they replace theirs
+# Other files being fetched whole, before they replace theirs.
+STAGING = ".mxboard-mirror-new"
 NOFOLLOW = getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
 
 
@@ -31,7 +32,8 @@ class Directory:
 
     def __init__(self, path: str) -> None:
         self.path = path
-        self._checked: Set[str] = set()  # directories checked this pass
+        # The directories checked this pass.
+        self._checked: Set[str] = set()
 
     def new_pass(self) -> None:
         """Check every directory again (one may have been replaced since)."""
@@ -96,7 +98,8 @@ class Directory:
         path = os.path.join(self.path, STAGING)
         try:
             if not stat.S_ISDIR(os.lstat(path).st_mode):
-                os.unlink(path)  # removes a link itself, never what it points to
+                # Removes a link itself, never what it points to.
+                os.unlink(path)
                 raise FileNotFoundError(path)
         except FileNotFoundError:
             os.mkdir(path, 0o700)
@@ -105,7 +108,8 @@ class Directory:
     def put_in_place(self, staged: str, local: str) -> None:
         """Replace `local` by the staged file (which must still be a regular file: one planted
         there since is never put in place)."""
-        if not os.path.lexists(staged):  # an empty object
+        # An empty object left no staged file: an empty one is made.
+        if not os.path.lexists(staged):
             self.append(staged, 0, b"")
         if not stat.S_ISREG(os.lstat(staged).st_mode):
             raise OSError(errno.ELOOP, "not a file the mirror wrote (a symlink?)", staged)

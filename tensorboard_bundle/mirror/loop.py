@@ -20,14 +20,22 @@ __all__ = ["Mirror", "MAX_RECORD_BYTES"]
 
 log = logging.getLogger("tensorboard_bundle")
 
-MAX_CPU_SHARE = 0.02  # of a core, for the passes
-MAX_INTERVAL = 60  # seconds between passes at most, however costly their listings are
-SAVE_SECS = 10  # the manifest is written at most this often (and at stop)
-BATCH_BYTES = 64 << 20  # fetched in one batch of concurrent requests at most (memory)
-MAX_RECORD_BYTES = 1 << 30  # a record claiming more ends its file's copy
-RETRY_SECS = 300  # the longest wait before a file that failed locally is tried again
-VERIFY_BYTES = 64  # of a copy's end, read again where its object grew: the same object, grown?
-OWN = (MANIFEST, LOCK, STAGING)  # the directory's own names: never a run's
+# The share of a core that the passes may take.
+MAX_CPU_SHARE = 0.02
+# Seconds between passes at most, however costly their listings are.
+MAX_INTERVAL = 60
+# The manifest is written at most this often (and at stop).
+SAVE_SECS = 10
+# The bytes fetched in one batch of concurrent requests at most (for memory).
+BATCH_BYTES = 64 << 20
+# A record claiming more ends its file's copy.
+MAX_RECORD_BYTES = 1 << 30
+# The longest wait before a file that failed locally is tried again.
+RETRY_SECS = 300
+# The bytes of a copy's end read again where its object grew: is it the same object, grown?
+VERIFY_BYTES = 64
+# The directory's own names: never a run's.
+OWN = (MANIFEST, LOCK, STAGING)
 
 
 class Mirror:
@@ -42,18 +50,27 @@ class Mirror:
         self._store = open_reader(url)
         self._root: str = self._store.root
         self._dir = Directory(directory)
-        self._manifest = Manifest(self._dir, url)  # the directory is this server's from now on
-        self._files: Dict[str, Entry] = self._manifest.files  # name in the store -> what is copied
-        self._used = 0  # bytes on disk, counted at the start of a pass that fetches, plus what it took
-        self._full: Union[bool, str] = False  # max_bytes was reached: "to say" at the pass's end, then True
-        self._said: Set[str] = set()  # excluded paths and ended files, said once
-        self._retry: Dict[str, Tuple[int, float]] = {}  # name -> (local failures in a row, time of the next try)
+        # The directory is this server's from now on.
+        self._manifest = Manifest(self._dir, url)
+        # It maps a name in the store -> what is copied.
+        self._files: Dict[str, Entry] = self._manifest.files
+        # Bytes on disk, counted at the start of a pass that fetches, plus what it took.
+        self._used = 0
+        # When max_bytes is reached, it is "to say" at the pass's end, then True.
+        self._full: Union[bool, str] = False
+        # Excluded paths and ended files, each said once.
+        self._said: Set[str] = set()
+        # It maps a name -> (local failures in a row, time of the next try).
+        self._retry: Dict[str, Tuple[int, float]] = {}
         self._failing_since: Optional[float] = None
-        self._settled: Optional[Dict[str, Any]] = None  # the listing of the last pass, if it copied all it wanted
-        self._poll_cpu = 0.0  # CPU seconds the last listing took
+        # The listing of the last pass, if it copied all it wanted.
+        self._settled: Optional[Dict[str, Any]] = None
+        # The CPU seconds the last listing took.
+        self._poll_cpu = 0.0
         self._unsaved, self._saved_at = False, 0.0
         self._stop = threading.Event()
-        self.first_pass = threading.Event()  # set when the first pass ended (done or failed)
+        # Set when the first pass ended (done or failed).
+        self.first_pass = threading.Event()
         self._thread: Optional[threading.Thread] = None
         for name in self._manifest.stale():
             self._drop(name)
@@ -78,7 +95,8 @@ class Mirror:
         while not self._stop.is_set():
             try:
                 self.sync()
-            except Exception as exc:  # noqa: BLE001 - a store's errors vary by library: all are an outage
+            # A store's errors vary by library: all are an outage.
+            except Exception as exc:  # noqa: BLE001
                 if self._failing_since is None:
                     self._failing_since = time.time()
                     log.warning("mirror: %s cannot be listed (%s: %s); serving what was mirrored, retrying",
@@ -103,7 +121,8 @@ class Mirror:
         if io_thread is not None and io_thread.ident is not None:
             try:
                 spent += time.clock_gettime(time.pthread_getcpuclockid(io_thread.ident))
-            except (AttributeError, OSError):  # not on this platform, or the thread is gone
+            # Not on this platform, or the thread is gone.
+            except (AttributeError, OSError):
                 pass
         return spent
 
@@ -113,10 +132,12 @@ class Mirror:
         cpu = self._cpu()
         listing: Dict[str, Any] = self._store.listing()
         settled_before = listing == self._settled
-        self._poll_cpu = self._cpu() - cpu  # what watching costs, whether or not anything is new
+        # What watching costs, whether or not anything is new.
+        self._poll_cpu = self._cpu() - cpu
         now = time.monotonic()
         if settled_before and not any(at <= now for _, at in self._retry.values()):
-            return  # nothing changed since a pass that left nothing to do
+            # Nothing changed since a pass that left nothing to do.
+            return
         self._dir.new_pass()
         wanted = self._plan(listing)
         places = local_names(wanted)
@@ -180,16 +201,19 @@ class Mirror:
                         f.seek(max(0, entry.copied - VERIFY_BYTES))
                         verify = f.read(VERIFY_BYTES)
                 except OSError:
-                    verify = b""  # gone: append says so
+                    # The object is gone: append says so.
+                    verify = b""
                 return Job(name, pieces, entry.local, entry.copied, verify)
         if not event:
             return Job(name, pieces, local, 0)
-        generation = entry.generation + 1 if entry else 0  # a new name: nothing rewritten under the loader
+        # A new name: nothing rewritten under the loader.
+        generation = entry.generation + 1 if entry else 0
         path = local if not generation else "%s.~%d" % (local, generation)
         try:
             if entry:
                 self._dir.unlink(entry.local)
-            self._dir.unlink(path)  # what an earlier server wrote and never recorded
+            # What an earlier server wrote and never recorded.
+            self._dir.unlink(path)
         except OSError as exc:
             return self._failed(Job(name, pieces, path, 0), pieces[0][0], exc)
         self._files[name] = Entry(local, path, generation, pieces, 0, False)
@@ -204,22 +228,27 @@ class Mirror:
         self._used = sum(entry.copied for entry in self._files.values())
         fetches = [fetch for job in jobs for fetch in job.ranges()]
         for batch in self._batches(fetches):
-            if self._stop.is_set():  # the server is exiting (and may remove the directory)
+            # The server is exiting (and may remove the directory).
+            if self._stop.is_set():
                 return False
             results = self._store.read_ranges([f[1] for f in batch], [f[2] for f in batch], [f[3] for f in batch])
             for (job, key, start, end), data in zip(batch, results):
                 if job.failed or job.ended:
                     continue
-                if isinstance(data, BaseException):  # refused (403: archived, a key it may not use), gone, late
-                    self._failed(job, key, data)  # said once, tried again backing off, the run shows the rest
+                # A read refused (403: archived, a key it may not use), gone or late is said once and tried again
+                # backing off; the run shows the rest.
+                if isinstance(data, BaseException):
+                    self._failed(job, key, data)
                     continue
                 if len(data) != end - start:
-                    job.failed = True  # changed under the read: copied anew at the next pass
+                    # Changed under the read: copied anew at the next pass.
+                    job.failed = True
                     continue
                 self._manifest.bytes_read += len(data)
                 try:
                     self._take(job, key, data)
-                except ChangedError:  # copied anew, under a new name, at the next pass
+                # Copied anew, under a new name, at the next pass.
+                except ChangedError:
                     job.failed = True
                     self._files[job.name].pieces, self._files[job.name].done = [], False
                 except OSError as exc:
@@ -292,7 +321,8 @@ class Mirror:
 
     def _finish(self, job: Job) -> None:
         if is_event_file(job.name):
-            if not job.copied:  # an empty object: the file is there all the same
+            # An empty object: the file is there all the same.
+            if not job.copied:
                 self._dir.append(self._dir.place(job.local), 0, b"")
             entry = self._files[job.name]
             entry.pieces, entry.done, entry.ended = job.pieces, True, job.ended

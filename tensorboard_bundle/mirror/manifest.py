@@ -60,7 +60,8 @@ class Manifest:
                              "choose: name a directory of your own" % (path, owner))
         data: Dict[str, Any] = {}
         if os.path.lexists(os.path.join(path, MANIFEST)):
-            with os.fdopen(os.open(os.path.join(path, MANIFEST), os.O_RDONLY | NOFOLLOW)) as f:  # a link: ELOOP
+            # A link raises ELOOP.
+            with os.fdopen(os.open(os.path.join(path, MANIFEST), os.O_RDONLY | NOFOLLOW)) as f:
                 data = json.load(f)
             if data.get("url") != url:
                 raise ValueError("%s mirrors %s, not %s: name another directory" % (path, data.get("url"), url))
@@ -72,7 +73,8 @@ class Manifest:
         self.files: Dict[str, Entry] = {}
         try:
             self.files = {str(name): Entry.from_json(entry) for name, entry in (data.get("files") or {}).items()}
-        except (AttributeError, KeyError, TypeError, ValueError):  # an older mirror's: its files are fetched anew
+        # An older mirror's manifest: its files are fetched anew.
+        except (AttributeError, KeyError, TypeError, ValueError):
             for name in data.get("files") or ():
                 directory.unlink(str(name))
 

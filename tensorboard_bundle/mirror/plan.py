@@ -17,9 +17,11 @@ from mxboard.storage.remote.profiles import OTHER
 
 __all__ = ["Piece", "Plan", "Job", "plan", "extends", "is_event_file", "RANGE_BYTES"]
 
-RANGE_BYTES = 16 << 20  # one request reads at most this much
+# One request reads at most this much.
+RANGE_BYTES = 16 << 20
 
-Piece = Tuple[str, int, str]  # an object: (its key, its size, its version's tag)
+# An object: (its key, its size, its version's tag).
+Piece = Tuple[str, int, str]
 
 
 def is_event_file(name: str) -> bool:
@@ -27,9 +29,12 @@ def is_event_file(name: str) -> bool:
 
 
 class Plan(NamedTuple):
-    wanted: Dict[str, List[Piece]]  # local name -> its objects, in reading order
-    refused: List[str]  # keys that are no path below the logdir
-    excluded: Set[str]  # excluded paths (with a trailing /) that held objects
+    # It maps a local name -> its objects, in reading order.
+    wanted: Dict[str, List[Piece]]
+    # The keys that are no path below the logdir.
+    refused: List[str]
+    # Excluded paths (with a trailing /) that held objects.
+    excluded: Set[str]
 
 
 def plan(listing: Mapping[str, Mapping[str, Any]], root: str, exclude: Sequence[str] = (),
@@ -81,10 +86,13 @@ class Job:
     def __init__(self, name: str, pieces: List[Piece], local: str, start: int, verify: bytes = b"") -> None:
         self.name, self.pieces, self.local, self.start = name, pieces, local, start - len(verify)
         self.verify = bytearray(verify)
-        self.copied = start  # bytes in the local (or staging) file
-        self.carry = bytearray()  # an event file's record still incomplete
+        # The bytes in the local (or staging) file.
+        self.copied = start
+        # An event file's record that is still incomplete.
+        self.carry = bytearray()
         self.failed = False
-        self.ended: Optional[str] = None  # why an event file's copy ended
+        # Why an event file's copy ended.
+        self.ended: Optional[str] = None
 
     def ranges(self, most: Optional[int] = None) -> List[Tuple["Job", str, int, int]]:
         """(job, key, start, end) of each range read, in order, each within `most` bytes

@@ -29,14 +29,20 @@ __all__ = ["open_reader", "Reader", "FsspecReader", "S3Reader"]
 
 log = logging.getLogger("tensorboard_bundle")
 
-REQUEST_SECS = 30  # one request at most, as a whole
-CONCURRENT = 32  # range reads in flight at once
-EXPIRES_SECS = 600  # presigned requests are sent at once: any validity will do
-PAGE_TRIES = 3  # a listing page is asked this often at most, a second apart
-BOTOCORE_SERVICE = "s3"  # botocore's name of the S3 API: a service's name, not a URL scheme (profiles.py has those)
+# One request takes this long at most, as a whole.
+REQUEST_SECS = 30
+# The range reads in flight at once.
+CONCURRENT = 32
+# Presigned requests are sent at once: any validity will do.
+EXPIRES_SECS = 600
+# A listing page is asked this often at most, a second apart.
+PAGE_TRIES = 3
+# botocore's name of the S3 API: a service's name, not a URL scheme (profiles.py has those).
+BOTOCORE_SERVICE = "s3"
 
 
-Listing = Dict[str, Dict[str, Any]]  # {key: {"type", "size", and a tag: "ETag" or a time}}
+# A listing is {key: {"type", "size", and a tag: "ETag" or a time}}.
+Listing = Dict[str, Dict[str, Any]]
 
 
 class Reader(Protocol):
@@ -57,14 +63,16 @@ def open_reader(url: str) -> Reader:
         try:
             return S3Reader(url)
         except ImportError:
-            pass  # without botocore or aiohttp: fsspec's way (which will say what is missing)
+            # Without botocore or aiohttp: fsspec's way (which will say what is missing).
+            pass
     return FsspecReader(url)
 
 
 class FsspecReader:
     def __init__(self, url: str) -> None:
         self.fs, self.root = open_filesystem(url)
-        self._known = 0  # objects the last listing found
+        # The objects the last listing found.
+        self._known = 0
 
     def listing(self) -> Listing:
         """Bounded (a listing of many pages: REQUEST_SECS a thousand objects known): a hung store
@@ -86,7 +94,8 @@ class FsspecReader:
 
 class S3Reader:
     def __init__(self, url: str) -> None:
-        import aiohttp  # noqa: F401 - s3fs's dependency: checked here, used in read_ranges
+        # s3fs's dependency: checked here, used in read_ranges.
+        import aiohttp  # noqa: F401
         import botocore.session
         from botocore.config import Config
 
@@ -96,9 +105,12 @@ class S3Reader:
         self.root = (self.bucket + "/" + self._prefix).rstrip("/")
         self._client = botocore.session.get_session().create_client(BOTOCORE_SERVICE, config=Config(
             signature_version="s3v4", **S3_REQUESTS))
-        self._fallback: Optional[FsspecReader] = None  # fsspec's reader, made at the first refusal
-        self._refused = False  # this pass's listing was refused: this pass reads through fsspec
-        self._pages: Dict[int, Tuple[bytes, Listing, Optional[str]]] = {}  # page -> (its bytes, entries, next token)
+        # fsspec's reader, made at the first refusal.
+        self._fallback: Optional[FsspecReader] = None
+        # This pass's listing was refused: this pass reads through fsspec.
+        self._refused = False
+        # It maps a page -> (its bytes, entries, next token).
+        self._pages: Dict[int, Tuple[bytes, Listing, Optional[str]]] = {}
 
     def _presign(self, operation: str, **params: str) -> str:
         url: str = self._client.generate_presigned_url(operation, Params=dict(params, Bucket=self.bucket),
@@ -118,7 +130,8 @@ class S3Reader:
                 if 400 <= exc.code < 500 and exc.code != 404 and not found and token is None:
                     return self._fall_back(exc)
                 raise
-            if page not in self._pages or self._pages[page][0] != raw:  # a page as last time is not parsed again
+            # A page as last time is not parsed again.
+            if page not in self._pages or self._pages[page][0] != raw:
                 self._pages[page] = (raw,) + self._parse(raw)
             _, entries, token = self._pages[page]
             found.update(entries)
@@ -135,7 +148,8 @@ class S3Reader:
             except urllib.error.HTTPError as exc:
                 if exc.code < 500 or attempt == PAGE_TRIES - 1:
                     raise
-            except OSError:  # refused, reset, timed out: the store may be restarting
+            # Refused, reset, timed out: the store may be restarting.
+            except OSError:
                 if attempt == PAGE_TRIES - 1:
                     raise
             time.sleep(1)
@@ -145,13 +159,15 @@ class S3Reader:
         """(entries, the next page's token or None) of a ListObjectsV2 answer."""
         tree = ElementTree.fromstring(raw)
         ns = tree.tag[:tree.tag.index("}") + 1] if tree.tag.startswith("{") else ""
-        url_encoded = tree.findtext(ns + "EncodingType") == "url"  # botocore asks for it: keys arrive escaped
+        # botocore asks for it: keys arrive escaped.
+        url_encoded = tree.findtext(ns + "EncodingType") == "url"
         entries: Listing = {}
         for item in tree.iter(ns + "Contents"):
             key = item.findtext(ns + "Key") or ""
             if url_encoded:
                 key = urllib.parse.unquote_plus(key)
-            if key and not key.endswith("/"):  # a "directory" marker is no file
+            # A "directory" marker is no file.
+            if key and not key.endswith("/"):
                 entries["%s/%s" % (self.bucket, key)] = {"type": "file", "size": int(item.findtext(ns + "Size") or 0),
                                                          "ETag": item.findtext(ns + "ETag")}
         truncated = tree.findtext(ns + "IsTruncated") == "true"
