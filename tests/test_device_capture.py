@@ -286,7 +286,8 @@ def test_a_device_scalars_nan_is_logged_with_one_warning_at_the_users_line(logdi
             w.add_scalar("lr", 0.1, 9)  # shows what the writer thread found
     said = [c for c in caught if "loss" in str(c.message)]
     assert [str(c.message) for c in said] == [
-        "add_scalar('loss'): nan at step 1, logged as given (TensorBoard marks it on the curve); said once a tag"]
+        "add_scalar('loss'): nan at step 1, logged as given (TensorBoard marks it on the curve); "
+        "said once for this tag"]
     assert said[0].filename == __file__ and said[0].category is RuntimeWarning
     from conftest import event_files
 
@@ -315,11 +316,11 @@ def test_device_pixels_and_samples_say_nan_once_a_tag_at_the_users_line_and_vert
     said = {str(c.message): (c.filename, c.lineno, c.category) for c in caught}
     assert said == {
         "add_image('i'): NaN or infinite pixels were drawn black (NaN, -Inf) or white (+Inf) at step 1; "
-        "said once a tag": (__file__, image, RuntimeWarning),
+        "said once for this tag": (__file__, image, RuntimeWarning),
         "add_video('v'): NaN or infinite pixels were drawn black (NaN, -Inf) or white (+Inf) at step 0; "
-        "said once a tag": (__file__, video, RuntimeWarning),
+        "said once for this tag": (__file__, video, RuntimeWarning),
         "add_audio('a'): NaN or infinite samples were written as silence (NaN) or full scale (+-Inf) at step 0; "
-        "said once a tag": (__file__, audio, RuntimeWarning)}
+        "said once for this tag": (__file__, audio, RuntimeWarning)}
     acc = plugin_accumulator(logdir)
     assert [len(acc.Tensors(tag)) for tag in ("i", "v", "a")] == [3, 3, 3]
     assert "m_VERTEX" not in acc.Tags()["tensors"]

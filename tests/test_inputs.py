@@ -347,9 +347,9 @@ def test_nan_and_inf_scalars_are_logged_as_given_with_one_warning_a_tag_naming_t
             w.add_scalars("pair", {"a": np.float32(value), "b": 1.0}, step)
     said = [str(c.message) for c in caught]
     assert said == ["add_scalar('loss'): nan at step 1, logged as given (TensorBoard marks it on the curve); "
-                    "said once a tag",
+                    "said once for this tag",
                     "add_scalar('pair/a'): nan at step 1, logged as given (TensorBoard marks it on the curve); "
-                    "said once a tag"]
+                    "said once for this tag"]
     assert all(c.filename == __file__ and c.category is RuntimeWarning for c in caught)
     logged = [v for tag, _, v in tb_scalars(event_files(logdir)[0]) if tag == "loss"]
     assert logged[0] == 1.0 and np.isnan(logged[1]) and logged[2:] == [np.inf, 2.0, -np.inf]
@@ -365,8 +365,10 @@ def test_a_histogram_drops_nan_and_inf_with_one_warning_a_tag_naming_the_first_s
             w.add_histogram("v", np.array([np.inf, 1.0]), step)
             w.flush()
     assert sorted(str(c.message) for c in caught) == [
-        "add_histogram('v'): NaN or infinite values were dropped (they cannot be binned) at step 0; said once a tag",
-        "add_histogram('w'): NaN or infinite values were dropped (they cannot be binned) at step 2; said once a tag"]
+        "add_histogram('v'): NaN or infinite values were dropped (they cannot be binned) at step 0; "
+        "said once for this tag",
+        "add_histogram('w'): NaN or infinite values were dropped (they cannot be binned) at step 2; "
+        "said once for this tag"]
     assert [values[:, 2].sum() for _, values in tensor_values(plugin_accumulator(logdir), "w")] == [3, 3, 2, 2]
 
 

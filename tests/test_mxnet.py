@@ -373,6 +373,6 @@ def test_ndarray_pixels_and_samples_say_nan_once_a_tag_at_the_users_line(logdir)
     said = {str(c.message): (c.filename, c.lineno, c.category) for c in caught if c.category is not DeprecationWarning}
     assert said == {
         "add_image('i'): NaN or infinite pixels were drawn black (NaN, -Inf) or white (+Inf) at step 0; "
-        "said once a tag": (__file__, image, RuntimeWarning),
+        "said once for this tag": (__file__, image, RuntimeWarning),
         "add_audio('a'): NaN or infinite samples were written as silence (NaN) or full scale (+-Inf) at step 0; "
-        "said once a tag": (__file__, audio, RuntimeWarning)}
+        "said once for this tag": (__file__, audio, RuntimeWarning)}

@@ -73,9 +73,9 @@ def test_values_whose_float32_pattern_is_a_signalling_nan_are_dropped_quietly_wi
             w.add_histogram("h64", wide, 1)
             w.flush()
     assert [str(c.message) for c in caught] == ["add_histogram('h'): NaN or infinite values were dropped (they "
-                                                "cannot be binned) at step 0; said once a tag",
+                                                "cannot be binned) at step 0; said once for this tag",
                                                 "add_histogram('h64'): NaN or infinite values were dropped (they "
-                                                "cannot be binned) at step 1; said once a tag"]
+                                                "cannot be binned) at step 1; said once for this tag"]
     columns = reader.table(logdir, "histograms")
     assert [sum(counts) for counts in columns["counts"]] == [2, 2]
 

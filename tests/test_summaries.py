@@ -403,8 +403,8 @@ def test_nan_and_inf_pixels_are_drawn_black_and_white_with_one_warning_a_tag(log
             getattr(w, method)("late", bad if step else good, step); late = sys._getframe().f_lineno  # noqa: E702
             getattr(w, method)("early", bad, step); early = sys._getframe().f_lineno  # noqa: E702
     how = "NaN or infinite pixels were drawn black (NaN, -Inf) or white (+Inf)"
-    _one_warning_a_tag(caught, {"%s('late'): %s at step 1; said once a tag" % (method, how): (__file__, late),
-                                "%s('early'): %s at step 0; said once a tag" % (method, how): (__file__, early)})
+    _one_warning_a_tag(caught, {"%s('late'): %s at step 1; said once for this tag" % (method, how): (__file__, late),
+                                "%s('early'): %s at step 0; said once for this tag" % (method, how): (__file__, early)})
     acc = plugin_accumulator(logdir)
     assert [_first_picture(method, value).tolist() for _, value in tensor_values(acc, "late")] == [
         [[0, 0], [0, 0]], [[128, 0], [255, 0]], [[128, 0], [255, 0]]]
@@ -423,8 +423,9 @@ def test_nan_pixels_of_a_boxed_image_and_of_embedding_thumbnails_are_said_once_a
             w.add_image_with_boxes("b", np.full((1, 8, 8), np.inf), [[0, 0, 2, 2]], step); boxed = sys._getframe().f_lineno  # noqa: E702,E501
             w.add_embedding("e", np.eye(2), images=thumbnails, global_step=step); embedded = sys._getframe().f_lineno  # noqa: E702
     how = "NaN or infinite pixels were drawn black (NaN, -Inf) or white (+Inf)"
-    _one_warning_a_tag(caught, {"add_image_with_boxes('b'): %s at step 0; said once a tag" % how: (__file__, boxed),
-                                "add_embedding('e'): %s at step 0; said once a tag" % how: (__file__, embedded)})
+    _one_warning_a_tag(caught, {
+        "add_image_with_boxes('b'): %s at step 0; said once for this tag" % how: (__file__, boxed),
+        "add_embedding('e'): %s at step 0; said once for this tag" % how: (__file__, embedded)})
     picture = np.asarray(_png(tensor_values(plugin_accumulator(logdir), "b")[0][1])[2].convert("RGB"))
     assert picture[7, 7].tolist() == [255, 255, 255]  # +Inf: white, outside the red box
 
@@ -440,7 +441,7 @@ def test_nan_and_inf_audio_is_silence_and_full_scale_with_one_warning_a_tag(logd
             w.add_audio("a", samples, sample_rate=8000, global_step=step); line = sys._getframe().f_lineno  # noqa: E702
             w.add_audio("fine", np.array([0.5, 0.25]), sample_rate=8000, global_step=step)
     _one_warning_a_tag(caught, {"add_audio('a'): NaN or infinite samples were written as silence (NaN) or full scale "
-                                "(+-Inf) at step 0; said once a tag": (__file__, line)})
+                                "(+-Inf) at step 0; said once for this tag": (__file__, line)})
     for _, value in tensor_values(plugin_accumulator(logdir), "a"):
         with wave.open(io.BytesIO(value.reshape(-1)[0])) as wav:
             assert np.frombuffer(wav.readframes(4), "<i2").tolist() == [16384, 0, 32767, -32767]
@@ -476,9 +477,10 @@ def test_nan_and_inf_hparams_are_logged_as_given_with_one_warning_a_name(logdir)
             metrics = {"acc": float("inf"), "loss": float("nan") if step else 1.0}
             w.add_hparams(hparams, metrics, run_name="r%d" % step, global_step=step); line = sys._getframe().f_lineno  # noqa: E702
     _one_warning_a_tag(caught, {
-        "add_hparams(hparam_dict['lr']): nan was logged as given; said once a tag": (__file__, line),
-        "add_hparams(metric_dict['acc']): inf was logged as given at step 0; said once a tag": (__file__, line),
-        "add_hparams(metric_dict['loss']): nan was logged as given at step 1; said once a tag": (__file__, line)})
+        "add_hparams(hparam_dict['lr']): nan was logged as given; said once for this tag": (__file__, line),
+        "add_hparams(metric_dict['acc']): inf was logged as given at step 0; said once for this tag": (__file__, line),
+        "add_hparams(metric_dict['loss']): nan was logged as given at step 1; said once for this tag":
+            (__file__, line)})
     for step in range(2):
         acc = plugin_accumulator(os.path.join(logdir, "r%d" % step))
         assert tensor_values(acc, "acc")[0][1] == np.inf

@@ -21,8 +21,8 @@ __all__ = ["Described", "ClosedScalars", "Scalars", "non_finite_message"]
 
 
 def non_finite_message(tag: str, value: float, step: int) -> str:
-    return ("add_scalar(%r): %s at step %d, logged as given (TensorBoard marks it on the curve); said once a tag"
-            % (tag, value, step))
+    return ("add_scalar(%r): %s at step %d, logged as given (TensorBoard marks it on the curve); "
+            "said once for this tag" % (tag, value, step))
 
 
 class Described(NamedTuple):

@@ -545,7 +545,7 @@ class SummaryWriter:
         # Counted on a GPU, or captured for the writer thread.
         values = convert.histogram_input(values, bins)
         step, wall = self._core.stamp(global_step, walltime)
-        # a NaN the writer thread finds: shown at this call's line, once a tag
+        # A NaN the writer thread finds is shown at this call's line, once for each tag.
         say = self._core.said_once("add_histogram(%r)" % (tag,), step)
         self._core.queue_summary(histogram_of, tag, (values, bins, max_bins, say), step, wall)
 

@@ -120,7 +120,7 @@ class WriterCore:
 
     def said_once(self, head: str, step: Optional[int], site: Any = None) -> Callable[[str], None]:
         """The NaN and Inf policy's warning for an array kind (docs/guarantees.md): `say(what)`
-        keeps one RuntimeWarning "<head>: <what> at step <step>; said once a tag" the first time
+        keeps one RuntimeWarning "<head>: <what> at step <step>; said once for this tag" the first time
         this writer meets `head` (a call and its tag, "add_image('x')"), shown at `site` (None:
         the line of this writer's first call of `head`, found once: a later call walks no
         frames). A check may call it on the caller's thread (numpy: shown as the call returns)
@@ -132,7 +132,7 @@ class WriterCore:
                 site = self._sites[head] = call_site()
         thread = self.thread
         where = "" if step is None else " at step %d" % step
-        return lambda what: thread.warner(site, head)("%s: %s%s; said once a tag" % (head, what, where))
+        return lambda what: thread.warner(site, head)("%s: %s%s; said once for this tag" % (head, what, where))
 
     def call_in_order(self, fn: Callable[..., Any], *args: Any) -> None:
         """`fn(storage, *args)` on the writer thread after everything queued; returns once it ran
