@@ -117,8 +117,8 @@ KINDS = {
     # Then there is one column per hyper-parameter.
     "hparams": ("run",),
 }
+# TensorFlow DataType -> numpy dtype.
 _NUMPY = {1: "<f4", 2: "<f8", 3: "<i4", 4: "<u1", 5: "<i2", 6: "<i1", 9: "<i8", 10: "?", 17: "<u2",
-          # TensorFlow DataType -> numpy dtype.
           19: "<f2", 22: "<u4", 23: "<u8"}
 
 
