@@ -134,6 +134,18 @@ def pytest_collection_modifyitems(items):
             item.add_marker(pytest.mark.slow)
 
 
+def small_tmpfs(tmp_path, size):
+    """A tmpfs of `size` ("64k", "16m") mounted at tmp_path/disk (root only; the test skips
+    without), unmounted after: a disk that fills for real (ENOSPC)."""
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=" + size, "tmpfs", str(disk)],
+                      capture_output=True).returncode != 0:
+        pytest.skip("needs root to mount a small tmpfs")
+    yield disk
+    subprocess.run(["umount", "-l", str(disk)], check=True)
+
+
 # Python's platform.processor() runs `uname -p` once a process, and h5py (which importing MXNet
 # imports) asks it: asked here, before any test, the first test to import MXNet starts no process.
 platform.processor()

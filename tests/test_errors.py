@@ -7,13 +7,12 @@ import functools
 import os
 import pickle
 import shutil
-import subprocess
 import warnings
 
 import pytest
 
 import mxboard
-from conftest import ROOT, started_worker
+from conftest import ROOT, small_tmpfs, started_worker
 from mxboard import MXBoardError, SummaryWriter, errors, reader, report
 
 PACKAGE = os.path.join(ROOT, "python", "mxboard")
@@ -102,13 +101,7 @@ def test_a_writer_whose_logdir_was_deleted_raises_mxboard_errors(logdir):
 @pytest.fixture
 def full_disk(tmp_path):
     """A 64 KiB tmpfs (root only), unmounted after: a disk that fills for real (ENOSPC)."""
-    disk = tmp_path / "disk"
-    disk.mkdir()
-    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(disk)],
-                      capture_output=True).returncode != 0:
-        pytest.skip("needs root to mount a small tmpfs")
-    yield disk
-    subprocess.run(["umount", "-l", str(disk)], check=True)
+    yield from small_tmpfs(tmp_path, "64k")
 
 
 def _log_until_raised(w):

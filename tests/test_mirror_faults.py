@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from conftest import event_files, served_losses
+from conftest import event_files, served_losses, small_tmpfs
 from mxboard import SummaryWriter, UploadPolicy
 from mxboard.storage import remote
 
@@ -187,13 +187,7 @@ def test_a_hangup_removes_the_temporary_mirror(bucket, serve):
 @pytest.fixture
 def small_disk(tmp_path):
     """A 16 MiB tmpfs (root only), unmounted after."""
-    disk = tmp_path / "disk"
-    disk.mkdir()
-    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=16m", "tmpfs", str(disk)],
-                      capture_output=True).returncode != 0:
-        pytest.skip("needs root to mount a small tmpfs")
-    yield disk
-    subprocess.run(["umount", "-l", str(disk)], check=True)
+    yield from small_tmpfs(tmp_path, "16m")
 
 
 def test_a_moment_of_full_disk_under_the_mirror_is_caught_up(bucket, serve, small_disk):
