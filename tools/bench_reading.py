@@ -32,6 +32,16 @@ seconds = time.perf_counter() - t0
 count = int(said[0].split("(")[1].split(" ")[0].replace(",", ""))
 extra = {"page_mb": os.path.getsize(os.path.join(OUT, "report.html")) / 1e6}
 """,
+    # The report's reading alone (what `report` reads before it writes its page), so that the
+    # page's work, which grows with the series it draws, is told apart from the reading.
+    "mxboard report, reading only": """
+import importlib
+collect = importlib.import_module("mxboard.report.collect")
+t0 = time.perf_counter()
+found = collect.collect(LOGDIR)
+seconds = time.perf_counter() - t0
+count = sum(len(series[0]) for series in found.scalars.values())
+""",
     "mxboard.reader.table": """
 import mxboard.reader
 t0 = time.perf_counter()
