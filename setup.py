@@ -21,6 +21,11 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 # Pythons): it puts a finder first on sys.meta_path that does nothing until the program imports
 # torch.utils.tensorboard or tensorboardX, and then imports mxboard and patches (mxboard._patch):
 # a child that never imports either never imports mxboard.
+# Its fourth puts a finder on sys.meta_path (once: a venv's lib64 link may have `site` read this
+# file twice) that does nothing until tensorboard.manager or
+# tensorboard.notebook is imported (a Jupyter kernel's %tensorboard, TensorBoard itself), and then,
+# once the real module has run, imports tensorboard_bundle.notebook: TensorBoard's info files go to
+# a directory only the user can write, and the notebook's frame carries the server's token.
 PTH_NAME = "mxboard-tensorboard.pth"
 PTH = ("import os, sys; _d = os.path.join(sys.prefix, 'Scripts' if os.name == 'nt' else 'bin'); "
        "_t = os.path.join(_d, 'tensorboard.exe' if os.name == 'nt' else 'tensorboard'); "
@@ -31,7 +36,11 @@ PTH = ("import os, sys; _d = os.path.join(sys.prefix, 'Scripts' if os.name == 'n
        "import os, sys; os.environ.get('MXBOARD_PATCH') == '1' and sys.meta_path.insert(0, type('MXBoardPatchTrigger', "
        "(), {'find_spec': staticmethod(lambda name, path=None, target=None: __import__('mxboard._patch', "
        "fromlist=['triggered']).triggered(name, path, target) if name in ('torch.utils.tensorboard', 'tensorboardX') "
-       "else None)})())\n")
+       "else None)})())\n"
+       "import sys; any(type(f).__name__ == 'MXBoardNotebookTrigger' for f in sys.meta_path) or "
+       "sys.meta_path.insert(0, type('MXBoardNotebookTrigger', (), {'find_spec': staticmethod(lambda name, "
+       "path=None, target=None: __import__('tensorboard_bundle.notebook', fromlist=['triggered']).triggered(name, "
+       "path, target) if name in ('tensorboard.manager', 'tensorboard.notebook') else None)})())\n")
 
 
 class build_py_with_patched_tensorboard(build_py):  # noqa: N801 - setuptools' naming

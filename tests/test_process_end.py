@@ -2,6 +2,7 @@
 thread waits, writers made in pool workers, many short threads. Each runs in child processes,
 killed in `finally` whatever happens."""
 import importlib.util
+import json
 import os
 import random
 import signal
@@ -340,7 +341,8 @@ def _stderr_of(child):
 
 
 # -- a server that ends cleans up after itself -------------------------------------------------
-# TensorBoard writes <tmp>/.tensorboard-info/pid-N.info while it serves and removes it at exit;
+# TensorBoard writes its info file (the bundle's: <tmp>/.tensorboard-info-UID/pid-N-NS.info) while
+# it serves and removes it at exit;
 # Jupyter's %tensorboard reuses an info file with matching arguments without checking that its
 # process lives. On b621f0a the demo, ended by SIGTERM, left its file: the writer's SIGTERM
 # handler, still installed after the writer closed, re-raised the signal under TensorBoard's own.
@@ -387,7 +389,11 @@ def test_a_server_ended_by_a_signal_removes_its_info_file(tmp_path, how, signum)
     logdir = str(tmp_path / "logs")
     os.makedirs(logdir)
     starter = _start_server(how, logdir, env)
-    info_dir = tmp / ".tensorboard-info"
+    info_dir = tmp / (".tensorboard-info-%d" % os.getuid())
+
+    def pid_of(info):
+        return json.loads(info.read_text())["pid"]
+
     try:
         deadline = time.monotonic() + 180
         infos = []
@@ -395,7 +401,7 @@ def test_a_server_ended_by_a_signal_removes_its_info_file(tmp_path, how, signum)
             time.sleep(0.2)
             infos = sorted(info_dir.glob("pid-*.info")) if info_dir.is_dir() else []
         assert infos, "no info file after 180 s: %s" % (starter.stderr.read() if starter.poll() is not None else "")
-        pid = int(infos[0].name[4:-5])
+        pid = pid_of(infos[0])
         os.kill(pid, signum)
         assert _gone(pid, 30), "%s still serving 30 s after %s" % (how, signal.Signals(signum).name)
         assert sorted(info_dir.glob("pid-*.info")) == [], "%s left its info file after %s" % (
@@ -406,8 +412,8 @@ def test_a_server_ended_by_a_signal_removes_its_info_file(tmp_path, how, signum)
         starter.communicate()
         for info in info_dir.glob("pid-*.info") if info_dir.is_dir() else ():
             try:
-                os.kill(int(info.name[4:-5]), signal.SIGKILL)
-            except OSError:
+                os.kill(pid_of(info), signal.SIGKILL)
+            except (OSError, ValueError):
                 pass
 
 
