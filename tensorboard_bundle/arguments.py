@@ -20,14 +20,24 @@ from typing import Dict, List, Optional, Tuple
 
 from mxboard._format.sizes import parse_bytes
 from mxboard.storage.remote.profiles import PROFILES, checked_logdir
+from tensorboard_bundle.access import allowed_names, is_loopback
 
 __all__ = ["HELP", "Launch", "parse"]
 
 _STORE_SCHEMES = frozenset(scheme for profile in PROFILES for scheme in profile.schemes)
 
 HELP = """mxboard's TensorBoard bundle: no TensorFlow needed, every dashboard served. It listens on
-127.0.0.1 only (--bind_all or --host for more), reloads every 2 s, and serves a logdir in an
-object store (s3://, gs://, az://) from a local mirror, with flags of its own:
+127.0.0.1 only (--bind_all or --host for more), asks for a token (the URL it prints carries it),
+reloads every 2 s, and serves a logdir in an object store (s3://, gs://, az://) from a local
+mirror, with flags of its own:
+  --auth token|none       token (the default): a random token, or MXBOARD_TOKEN's, or
+                          --token_file's; none: anyone who reaches the server reads (refused
+                          with --bind_all or a --host other than this machine's loopback)
+  --token_file PATH       the token, from a file of your own that no one else may read
+  --allow_host NAME       a name the server answers to besides localhost, its loopback
+                          addresses, this machine's names and --host (repeat, or NAME,NAME)
+  --certfile PATH         serve HTTPS with this certificate (PEM), and --keyfile PATH its key
+  --sock PATH             listen on a Unix socket of mode 0600 instead of a port (for proxies)
   --mirror_dir DIR        keep the mirror in DIR (empty, or a mirror of the same logdir, which
                           is then reused); by default a temporary directory, removed at exit
   --mirror_max_bytes N    the most the mirror may hold on disk (suffixes K, M, G, T); by default
@@ -40,7 +50,8 @@ object store (s3://, gs://, az://) from a local mirror, with flags of its own:
 
 TensorBoard's own flags:"""
 # The bundle's own flags, taken off before TensorBoard reads the rest.
-_OWN = ("mirror_dir", "mirror_max_bytes", "mirror_interval", "mirror_max_record_bytes")
+_OWN = ("mirror_dir", "mirror_max_bytes", "mirror_interval", "mirror_max_record_bytes", "auth", "token_file",
+        "allow_host", "certfile", "keyfile", "sock")
 # Flags the bundle reads, and leaves for TensorBoard.
 _READ = ("logdir", "logdir_spec", "load_fast", "port", "host", "reload_interval")
 # Flags that take no value.
@@ -62,6 +73,13 @@ class Launch:
     mirror_max_bytes: Optional[int] = None
     mirror_interval: float = 2.0
     mirror_max_record_bytes: Optional[int] = None
+    # None: no token asked (--auth none).
+    auth: str = "token"
+    token_file: Optional[str] = None
+    allow_hosts: Tuple[str, ...] = ()
+    certfile: Optional[str] = None
+    keyfile: Optional[str] = None
+    sock: Optional[str] = None
 
     def spec_entries(self) -> Dict[str, Optional[str]]:
         """{path: name or None} of --logdir_spec, parsed as TensorBoard parses it."""
@@ -75,7 +93,7 @@ class Launch:
         logdir, logdir_spec = (logdir, logdir_spec) if logdir or logdir_spec else (self.logdir, self.logdir_spec)
         argv = [program] + self.rest
         argv += ["--logdir", logdir] if logdir else ["--logdir_spec", logdir_spec] if logdir_spec else []
-        if not (self.bind_all or self.host):
+        if not (self.bind_all or self.host or self.sock):
             argv += ["--host", "127.0.0.1"]
         if not self.reload_interval:
             argv += ["--reload_interval", "2"]
@@ -86,17 +104,28 @@ class Launch:
         """The host the server binds ("" with --bind_all: every address)."""
         return "" if self.bind_all else self.host or "127.0.0.1"
 
+    @property
+    def on_network(self) -> bool:
+        """Whether the server listens where other machines may reach it."""
+        return not self.sock and (self.bind_all or not is_loopback(self.listens_on))
+
 
 def parse(argv: List[str]) -> Launch:
     """One pass over `argv` (argv[0] the program): `--name value` and `--name=value` alike.
     A bad value of the bundle's own flags ends the launch with one line."""
     found: Dict[str, str] = {}
+    allow_hosts: List[str] = []
     rest: List[str] = []
     switches = set()
     i = 1
     while i < len(argv):
         arg = argv[i]
         name, has_value, value = arg[2:].partition("=") if arg.startswith("--") else ("", False, "")
+        if name == "token":
+            # Not taken for --token_file, its one match: a token's value there is in argv, which
+            # `ps` shows to every user.
+            sys.exit("Error: there is no --token: every user of this machine sees a command line (ps). Set "
+                     "MXBOARD_TOKEN in the environment, or put the token in a file of mode 0600: --token_file PATH")
         name = _full_name(name)
         if name in _OWN + _READ:
             if not has_value and i + 1 < len(argv):
@@ -107,6 +136,8 @@ def parse(argv: List[str]) -> Launch:
                 i += 1
                 continue
             found[name] = value
+            if name == "allow_host":
+                allow_hosts.append(value)
             if name in _READ and name not in ("logdir", "logdir_spec"):
                 rest += ["--" + name, value]
         else:
@@ -125,7 +156,11 @@ def parse(argv: List[str]) -> Launch:
             mirror_dir=found.get("mirror_dir"),
             mirror_max_bytes=_bytes(found, "mirror_max_bytes"),
             mirror_interval=_seconds(found.get("mirror_interval", "2")),
-            mirror_max_record_bytes=_bytes(found, "mirror_max_record_bytes"))
+            mirror_max_record_bytes=_bytes(found, "mirror_max_record_bytes"),
+            auth=found.get("auth", "token"), token_file=found.get("token_file"),
+            allow_hosts=tuple(sorted(allowed_names(allow_hosts))), certfile=found.get("certfile"),
+            keyfile=found.get("keyfile"), sock=found.get("sock"))
+        _check_access(launch, found)
         # Refused as --logdir is; TensorBoard reads file:// itself.
         for path, group in launch.spec_entries().items():
             _logdir(path)
@@ -135,6 +170,26 @@ def parse(argv: List[str]) -> Launch:
     except ValueError as exc:
         sys.exit("Error: %s" % exc)
     return launch
+
+
+def _check_access(launch: Launch, found: Dict[str, str]) -> None:
+    """The access flags, together: each refusal is one line (ValueError) naming the flags."""
+    if launch.auth not in ("token", "none"):
+        raise ValueError("--auth %s: token (the default) or none" % launch.auth)
+    if launch.auth == "none" and launch.token_file:
+        raise ValueError("--auth none asks for no token: leave out --token_file, or --auth none")
+    if launch.keyfile and not launch.certfile:
+        raise ValueError("--keyfile needs --certfile, the certificate it is the key of")
+    if launch.sock:
+        others = [flag for flag in ("port", "host", "certfile") if flag in found] + (["bind_all"] if launch.bind_all
+                                                                                     else [])
+        if others:
+            raise ValueError("--sock listens on a Unix socket instead of a port: leave out %s"
+                             % ", ".join("--" + flag for flag in others))
+    if launch.auth == "none" and launch.on_network:
+        raise ValueError("--auth none with %s would let anyone who reaches this machine read every run: keep the "
+                         "token (leave out --auth none), or listen on 127.0.0.1 only"
+                         % ("--bind_all" if launch.bind_all else "--host " + (launch.host or "")))
 
 
 def _logdir(logdir: Optional[str]) -> Optional[str]:

@@ -4,16 +4,13 @@ otherwise, reloads every 2 s; needs no TensorFlow and no network; prints one lin
 the data loader in use and the logdir. A logdir in an object store is served from a local mirror
 by the fast loader (logdirs.py). The command line is parsed once (arguments.py). A Ctrl-C, while
 TensorBoard starts or serves, ends it with one line that says what was kept, and status 130."""
-import contextlib
-import errno
 import importlib
 import logging
 import os
 import signal
-import socketserver
 import sys
 from types import ModuleType
-from typing import TYPE_CHECKING, Any, Callable, Iterator, List, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Any, Callable, List, Optional, Sequence, Tuple
 
 if TYPE_CHECKING:
     from tensorboard_bundle.arguments import Launch
@@ -57,12 +54,24 @@ def _use_patched_s3() -> None:
         upstream.register_filesystem(S3.schemes[0], gfile.S3FileSystem())
 
 
-def _watched(program: ModuleType) -> Any:
-    """TensorBoard whose fast data loader is watched (watchdog.py): if its process dies, the
-    Python loader serves from then on."""
+def _tensorboard(program: ModuleType, launch: "Launch") -> Any:
+    """TensorBoard whose fast data loader answers no other user (data_server.py) and is watched
+    (watchdog.py): if its process dies, the Python loader serves from then on. A server on a
+    Unix socket writes no info file (it has no port, which the file must name, and no notebook
+    could show it)."""
 
     # A module known at run time.
     class TensorBoard(program.TensorBoard):  # type: ignore[misc,name-defined]
+        def _register_info(self, server: Any) -> None:
+            if not launch.sock:
+                super()._register_info(server)
+
+        # The fast loader's data server, private to this process (data_server.py).
+        def _start_subprocess_data_ingester(self) -> Any:
+            from tensorboard_bundle import data_server
+
+            return data_server.start_ingester(self)
+
         def _make_data_provider(self) -> Tuple[Any, Any]:
             provider, multiplexer = super()._make_data_provider()
             if not getattr(self, "data_loader", "").startswith("fast"):
@@ -109,109 +118,30 @@ def _say_if_missing(logdir: Optional[str]) -> None:
                          % logdir)
 
 
-# How the user picks a port, in their terms (`make demo PORT=N`); default --port N.
-PORT_HINT = "MXBOARD_PORT_HINT"
-# A run the process that started this server saved (the demo's), said if the port is busy.
-SAVED = "MXBOARD_SAVED_RUN"
+def _access(launch: "Launch") -> Tuple[Optional[str], Any, Any]:
+    """The token (None with --auth none), the TLS context (or None) and the bound Unix socket (or
+    None) the flags ask for, each said in a line where it leaves a door open; a bad flag, file or
+    path ends the launch with one line."""
+    import atexit
 
+    from tensorboard_bundle import access, serving
 
-def _check_port(launch: "Launch") -> None:
-    """An explicit --port that cannot be used for another reason than a server on it (a port
-    below 1024, a host that is not this machine's) ends the launch with one line and a way out.
-    A port in use is taken care of when the server binds (`_server_class`): a check now could
-    not hold it until then."""
-    import socket
-
-    port, host = launch.port, launch.listens_on
-    if not port or not port.isdigit() or int(port) == 0:
-        return
     try:
-        socket.create_server((host, int(port))).close()
-    # A host name that does not resolve: TensorBoard says so itself.
-    except socket.gaierror:
-        return
-    except OSError as exc:
-        if exc.errno == errno.EADDRINUSE:
-            return
-        where = "port %s%s" % (port, " on " + host if host else "")
-        sys.exit("Error: %s cannot be used (%s): %s, or 0 for a free one"
-                 % (where, os.strerror(exc.errno) if exc.errno else exc, _port_hint()))
-
-
-def _port_hint() -> str:
-    return os.environ.get(PORT_HINT) or "pass another --port N"
-
-
-def _server_class(program: ModuleType) -> Callable[[Any, Any], Any]:
-    """TensorBoard's server factory (upstream's port scanning where no --port was given) that,
-    where the port asked for is taken when the server binds (another TensorBoard, started at the
-    same moment or before), binds a free one instead and says so, in the user's terms: two
-    servers started together never collide."""
-
-    # A module known at run time.
-    class Server(program.WerkzeugServer):  # type: ignore[misc,name-defined]
-        """Upstream's server, whose bind and listen report a taken port as TensorBoard's own error
-        (upstream checks the port with a connect first, which a server that has bound it but not
-        started listening passes: werkzeug then printed two lines and exited, status 1)."""
-
-        def server_bind(self) -> None:
-            with self._taken():
-                super().server_bind()
-
-        # listen(): where two binds with SO_REUSEADDR met, the second fails here.
-        def server_activate(self) -> None:
-            with self._taken():
-                super().server_activate()
-
-        def serve_forever(self, poll_interval: float = 0.5) -> None:
-            """werkzeug's, less its catch of a Ctrl-C: the process then ended without a word
-            (under make, only make's "Interrupt" was said). The KeyboardInterrupt reaches main(),
-            which says what was kept."""
-            try:
-                socketserver.BaseServer.serve_forever(self, poll_interval)
-            finally:
-                self.server_close()
-
-        @contextlib.contextmanager
-        def _taken(self) -> Iterator[None]:
-            try:
-                yield
-            except OSError as exc:
-                if exc.errno == errno.EADDRINUSE:
-                    port = self.server_address[1]
-                    raise program.TensorBoardPortInUseError(
-                        "TensorBoard could not bind to port %d, it was already in use" % port) from exc
-                raise
-
-    scanning = program.with_port_scanning(Server)
-
-    def server(wsgi_app: Any, flags: Any) -> Any:
-        bound = _bound(wsgi_app, flags)
-        # Bound and listening, its URL said next: a Ctrl-C from now on stops a serving TensorBoard.
-        _Phase.serving = True
-        return bound
-
-    def _bound(wsgi_app: Any, flags: Any) -> Any:
-        try:
-            return scanning(wsgi_app, flags)
-        except program.TensorBoardPortInUseError:
-            import argparse
-
-            free = argparse.Namespace(**vars(flags))
-            free.port = 0
-            bound = Server(wsgi_app, free)
-            where = "port %d%s" % (flags.port, " on " + flags.host if flags.host else "")
-            message = ("note: %s is in use (another TensorBoard?): serving on port %d instead (to choose: %s)\n"
-                       % (where, bound.server_port, _port_hint().replace("pass another ", "")))
-            saved = os.environ.get(SAVED)
-            if saved:
-                message += ("note: the run is saved in %s: a TensorBoard already serving its logdir shows it too\n"
-                            % saved)
-            sys.stderr.write(message)
-            sys.stderr.flush()
-            return bound
-
-    return server
+        token = None if launch.auth == "none" else access.read_token(launch.token_file, dict(os.environ))
+        tls = serving.tls_context(launch.certfile, launch.keyfile) if launch.certfile else None
+        sock = serving.bind_unix(launch.sock) if launch.sock else None
+    except ValueError as exc:
+        sys.exit("Error: %s" % exc)
+    if sock is not None:
+        atexit.register(serving.remove_socket, sock.getsockname(), os.stat(sock.getsockname()).st_ino)
+    if token is None:
+        who = ("only you (and root) can connect to %s (mode 0600)" % launch.sock if launch.sock else
+               "every user of this machine, and any web page through a name of this machine, can read these runs")
+        sys.stderr.write("note: --auth none: no token is asked: %s\n" % who)
+    elif launch.on_network and tls is None:
+        sys.stderr.write("note: no --certfile/--keyfile: the token and the runs cross the network in clear (http); "
+                         "anyone on the way can read them\n")
+    return token, tls, sock
 
 
 def _raise_open_file_limit() -> None:
@@ -258,6 +188,8 @@ def _say_stopped() -> None:
     that the process before this one saved (the demo's, SAVED) is named, with a command that
     serves it again."""
     what = "TensorBoard stopped" if _Phase.serving else "stopped while TensorBoard started"
+    from tensorboard_bundle.serving import SAVED
+
     saved = os.environ.get(SAVED)
     if saved:
         from mxboard._format.commands import serve_command
@@ -291,7 +223,7 @@ def _launch(argv: Optional[Sequence[str]]) -> None:
     from absl import app
     from tensorboard.plugins import base_plugin
 
-    from tensorboard_bundle import arguments, info_files, locate, logdirs
+    from tensorboard_bundle import access, arguments, info_files, locate, logdirs, serving
 
     # What tensorboard.main_lib.global_init does, less its TensorFlow notice: this bundle
     # needs no TensorFlow, and says which data loader it uses instead.
@@ -310,17 +242,30 @@ def _launch(argv: Optional[Sequence[str]]) -> None:
     _use_patched_record_reader()
     _raise_open_file_limit()
     launch = arguments.parse(argv)
-    info_files.forget_dead_servers()
-    info_files.record_writer()
-    if any(arg in ("-h", "--help", "--helpfull") for arg in asked):
+    helping = any(arg in ("-h", "--help", "--helpfull") for arg in asked)
+    if helping:
         # Then TensorBoard's usage follows.
         print(arguments.HELP, flush=True)
-    _check_port(launch)
+    token, tls, sock = (None, None, None) if helping else _access(launch)
+    info_files.forget_dead_servers()
+    info_files.record_writer(token)
+    if not launch.sock:
+        serving.check_port(launch.port, launch.listens_on)
     logdir, spec = logdirs.serve_remote(launch)
     _say_if_missing(logdir or launch.logdir)
     program = patched("program")
-    tensorboard = _watched(program)(plugins=plugins(), assets_zip_provider=locate.assets_zip_provider(),
-                                    server_class=_server_class(program))
+    hosts = None if launch.sock else access.Hosts(launch.host, launch.allow_hosts)
+
+    def guard(wsgi_app: Any, cookie: str, path_prefix: str) -> Any:
+        return access.Guard(wsgi_app, token, hosts, cookie, path_prefix or "/", secure=tls is not None)
+
+    def bound() -> None:
+        # Bound and listening, its URL said next: a Ctrl-C from now on stops a serving TensorBoard.
+        _Phase.serving = True
+
+    server_class = serving.factory(program, guard, token, tls, sock, bound)
+    tensorboard = _tensorboard(program, launch)(plugins=plugins(), assets_zip_provider=locate.assets_zip_provider(),
+                                                server_class=server_class)
     try:
         app.run(tensorboard.main, argv=launch.argv(argv[0], logdir, spec),
                 flags_parser=_configure_as_asked(tensorboard, asked))

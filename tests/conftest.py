@@ -10,6 +10,8 @@ import time
 
 import pytest
 
+from served import authorized, banner_url, token_header, with_token
+
 # Every test's bound fails that test alone, its stacks shown (tests/timeouts.py, over pytest-timeout);
 # make test's workers take a file, or a group of long tests first (tests/scheduling.py)
 pytest_plugins = ["timeouts", "scheduling"]
@@ -200,10 +202,11 @@ UPSTREAM = [sys.executable, "-m", "tensorboard.main"]  # upstream's launcher, to
 class Server:
     """A real TensorBoard serving `logdir`, on a port of its choosing; the bundle's unless
     `command` says otherwise (it binds 127.0.0.1 by itself; upstream is told to); logdir None: the
-    `extra` arguments say what it serves (--logdir_spec); `popen`: more of Popen's arguments."""
+    `extra` arguments say what it serves (--logdir_spec); `popen`: more of Popen's arguments.
+    `url` is its base URL (no `/` at the end), `token` the token of its banner (None without one)
+    and `headers` the header that carries it, which each of its requests here sends."""
 
     def __init__(self, logdir, *extra, command=BUNDLE, env=None, cwd=None, **popen):
-        import re
         import threading
 
         args = command + (["--logdir", str(logdir)] if logdir is not None else [])
@@ -217,14 +220,14 @@ class Server:
         self.output = []
         found = threading.Event()
 
-        self.url = None
+        self.url = self.token = None
 
         def pump():
             for line in self.proc.stdout:
                 self.output.append(line)
-                match = re.search(r"(http://[^ ]+?)/? ", line)
-                if match and not found.is_set():
-                    self.url = match.group(1)
+                served = banner_url(line)
+                if served and not found.is_set():
+                    self.url, self.token = served
                     found.set()
             found.set()  # the process ended
 
@@ -236,14 +239,22 @@ class Server:
 
     @property
     def banner(self):
-        return next(line for line in self.output if "http://" in line)
+        return next(line for line in self.output if banner_url(line))
+
+    @property
+    def headers(self):
+        return token_header(self.token)
+
+    def browser_url(self, path="/"):
+        """The URL of `path` that a browser opens (the token in it, as the banner prints it)."""
+        return with_token(self.url + path, self.token)
 
     def get(self, path, params=None):
         import urllib.parse
         import urllib.request
 
         url = self.url + path + ("?" + urllib.parse.urlencode(params) if params else "")
-        with urllib.request.urlopen(url, timeout=30) as response:
+        with urllib.request.urlopen(authorized(url, self.token), timeout=30) as response:
             return response.headers.get("Content-Type"), response.read()
 
     def status(self, path):
@@ -270,8 +281,8 @@ class Server:
         import json
         import urllib.request
 
-        request = urllib.request.Request(self.url + path, data=json.dumps(body).encode(),
-                                         headers={"Content-Type": "application/json"})
+        request = authorized(self.url + path, self.token, data=json.dumps(body).encode(),
+                             headers={"Content-Type": "application/json"})
         with urllib.request.urlopen(request, timeout=30) as response:
             return json.loads(response.read())
 

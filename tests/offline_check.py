@@ -1,7 +1,8 @@
 """Run inside a network namespace with no network (`unshare -n`): bring loopback up, prove there
 is no other route, log a run with mxboard, serve it with the bundled `tensorboard` given on the
 command line, read it back over the HTTP API and screenshot the scalars dashboard with headless
-Chromium. Prints a JSON report on its last line.
+Chromium, which opens the printed URL (its token then in a cookie). Prints a JSON report on its
+last line.
 
     unshare -n PYTHON tests/offline_check.py "TENSORBOARD COMMAND" WORKDIR
 """
@@ -17,6 +18,10 @@ import urllib.request
 import numpy as np
 
 import mxboard
+
+# served.py, beside this file (a script run with PYTHONSAFEPATH has no directory of its own on sys.path)
+sys.path.append(os.path.dirname(os.path.abspath(__file__)))
+from served import authorized, banner_url, with_token
 
 
 def main():
@@ -42,14 +47,14 @@ def main():
                               cwd=work, env=dict(os.environ, XDG_CACHE_HOME=os.path.join(work, "cache")))
     try:
         # upstream's `tensorboard` command prints its TensorFlow notice before it hands over
-        report["banner"] = next(line for line in server.stdout if "http://" in line).strip()
-        base = "http://127.0.0.1:6006"
+        report["banner"] = next(line for line in server.stdout if banner_url(line)).strip()
+        base, token = banner_url(report["banner"])
 
         def get(path, until=lambda d: True):
             deadline = time.monotonic() + 30
             while True:
                 try:
-                    with urllib.request.urlopen(base + path, timeout=10) as r:
+                    with urllib.request.urlopen(authorized(base + path, token), timeout=10) as r:
                         data = json.loads(r.read())
                     if until(data) or time.monotonic() > deadline:
                         return data
@@ -68,7 +73,7 @@ def main():
             ["chromium", "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
              "--disable-background-networking", "--disable-component-update", "--disable-sync",
              "--hide-scrollbars", "--user-data-dir=" + os.path.join(work, "chrome"), "--window-size=1200,900",
-             "--virtual-time-budget=20000", "--screenshot=" + shot, base + "/#scalars"],
+             "--virtual-time-budget=20000", "--screenshot=" + shot, with_token(base + "/#scalars", token)],
             capture_output=True, text=True, timeout=120)
         report["screenshot"] = shot if os.path.exists(shot) else chrome.stderr[-2000:]
     finally:

@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 
 from conftest import BUNDLE, ROOT, UPSTREAM, Server, ServerDidNotStartError, needs, served_losses, stress
 from mxboard import SummaryWriter
+from served import authorized, banner_url
 
 
 def _env(**extra):
@@ -398,12 +399,13 @@ def test_the_tensorboard_command_on_a_busy_port_serves_on_a_free_one_and_says_so
             if "http://" in line:
                 break
         served = int(re.search(r"http://127\.0\.0\.1:(\d+)/", lines[-1]).group(1))
+        base, token = banner_url(lines[-1])
         assert served != port
         # stderr is a pipe: upstream's TensorFlow line, printed before any plugin loads, is kept
         # out by the wheel's .pth file (on 53780db it came, with the bundle's excuse for it)
         assert lines[:-1] == ["note: port %d on 127.0.0.1 is in use (another TensorBoard?): serving on port %d instead "
                               "(to choose: --port N)" % (port, served)]
-        with urllib.request.urlopen("http://127.0.0.1:%d/data/runs" % served, timeout=30) as answer:
+        with urllib.request.urlopen(authorized(base + "/data/runs", token), timeout=30) as answer:
             assert answer.status == 200
     finally:
         busy.close()
@@ -540,29 +542,51 @@ def test_the_opt_out_variable_reads_as_it_says(value, hands_over):
     assert upstream_line.hands_over(["/venv/bin/tensorboard"], {upstream_line.OPT_OUT: value}) is hands_over
 
 
-def _own_info_dir(tmp_path, monkeypatch):
-    """A TensorBoard info directory of the test's own: TMPDIR for the servers it starts, and
-    tempfile's for `tensorboard.manager` here (`notebook.list()` reads it through `get_all`)."""
+def _own_tmp(tmp_path, monkeypatch, shared=None):
+    """A temporary directory of the test's own (`shared`, or one in tmp_path): TMPDIR for the
+    servers it starts, and tempfile's here, where `tensorboard.manager` is as the notebook sees it
+    (the wheel's .pth file patches it at its import). Returns it and the servers' environment."""
     import tempfile
 
+    if shared is None:
+        shared = tmp_path / "tmp"
+        shared.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(shared))
+    return shared, _env(TMPDIR=str(shared))
+
+
+def _own_info_dir(tmp_path, monkeypatch, shared=None):
+    """This user's TensorBoard info directory in a temporary directory of the test's own
+    (`_own_tmp`), as `tensorboard.manager` names it here, and the servers' environment."""
     from tensorboard import manager
 
-    shared = tmp_path / "tmp"
-    shared.mkdir()
-    monkeypatch.setattr(tempfile, "tempdir", str(shared))
-    return manager._get_info_dir(), _env(TMPDIR=str(shared))
+    shared, env = _own_tmp(tmp_path, monkeypatch, shared)
+    directory = manager._get_info_dir()
+    assert directory == str(shared / (".tensorboard-info-%d" % os.getuid()))
+    return directory, env
 
 
-def _written(path, timeout=30):
-    """Wait (bounded) for a server's info file, which it writes once it serves; it must be whole
-    the moment it exists (upstream's was empty for a moment: a server killed then left it so)."""
+def _written(directory, pid, count=1, timeout=30):
+    """Wait (bounded) for `count` info files of servers of that pid (in as many PID namespaces),
+    which each writes once it serves; each must be whole the moment it exists (upstream's was empty
+    for a moment: a server killed then left it so). Their paths, sorted."""
     deadline = time.monotonic() + timeout
-    while not os.path.exists(path):
-        assert time.monotonic() < deadline, "no info file %s after %d s" % (path, timeout)
+    while True:
+        paths = sorted(str(p) for p in pathlib.Path(directory).glob("pid-%d-*.info" % pid))
+        if len(paths) >= count:
+            break
+        assert time.monotonic() < deadline, "%d info files of pid %d after %d s: %s" % (
+            len(paths), pid, timeout, os.listdir(directory))
         time.sleep(0.005)
-    with open(path) as f:
-        assert json.loads(f.read())["pid"] == int(os.path.basename(path)[4:-5]), path
-    return path
+    for path in paths:
+        with open(path) as f:
+            assert json.loads(f.read())["pid"] == pid, path
+    return paths
+
+
+def _name(pid):
+    """The info file's name of a server of that pid in this test's PID namespace."""
+    return "pid-%d-%d.info" % (pid, os.stat("/proc/self/ns/pid").st_ino)
 
 
 def _port(server):
@@ -574,20 +598,100 @@ def test_info_files_of_dead_servers_are_forgotten_so_notebook_list_names_live_on
                                                                                     monkeypatch):
     """On a92d861 `tensorboard.notebook.list()` showed servers killed long ago (upstream removes
     its info file at a clean exit only) as "Known TensorBoard instances". A server killed by
-    SIGKILL leaves its file; the next one started removes it."""
+    SIGKILL leaves its file; the next one started removes it, and an older bundle's (`pid-N.info`
+    in upstream's shared directory) too."""
     from tensorboard import manager
 
     directory, env = _own_info_dir(tmp_path, monkeypatch)
     killed = serve(logdir, env=env)
-    dead = _written(os.path.join(directory, "pid-%d.info" % killed.proc.pid))
+    [dead] = _written(directory, killed.proc.pid)
+    assert os.path.basename(dead) == _name(killed.proc.pid)
     killed.proc.kill()
     killed.proc.wait(30)
     assert os.path.exists(dead)
+    older = tmp_path / "tmp" / ".tensorboard-info" / ("pid-%d.info" % killed.proc.pid)
+    older.parent.mkdir()
+    shutil.copyfile(dead, older)
     server = serve(logdir, env=env)
-    _written(os.path.join(directory, "pid-%d.info" % server.proc.pid))
+    _written(directory, server.proc.pid)
     live = {info.pid: info.port for info in manager.get_all()}
     assert killed.proc.pid not in live and live.get(server.proc.pid) == _port(server)
-    assert not os.path.exists(dead)
+    assert not os.path.exists(dead) and not older.exists()
+
+
+@pytest.mark.slow
+def test_the_info_file_is_the_users_alone_and_holds_the_token_for_the_notebook(logdir, serve, tmp_path,
+                                                                               monkeypatch):
+    """Issue 67: upstream keeps its info files in <tmp>/.tensorboard-info, mode 0777 without the
+    sticky bit, where any user may replace one, or plant one that points a notebook (which now
+    sends the token) at a port of their own. The bundle's is <tmp>/.tensorboard-info-UID, mode
+    0700, its file 0600; the file holds the token, which upstream's reader ignores; another uid
+    reads nothing of it (here in a temporary directory like /tmp: sticky, open to all)."""
+    import tempfile
+
+    from tensorboard import manager
+
+    shared = pathlib.Path(tempfile.mkdtemp(dir="/tmp", prefix="mxboard-test-tmp-"))
+    try:
+        os.chmod(shared, 0o1777)
+        directory, env = _own_info_dir(tmp_path, monkeypatch, shared)
+        server = serve(logdir, env=env)
+        [path] = _written(directory, server.proc.pid)
+        assert os.path.basename(path) == _name(server.proc.pid)
+        assert stat.S_IMODE(os.lstat(directory).st_mode) == 0o700 and os.lstat(directory).st_uid == os.getuid()
+        assert stat.S_IMODE(os.lstat(path).st_mode) == 0o600
+        with open(path) as f:
+            text = f.read()
+        assert server.token and json.loads(text)["mxboard_token"] == server.token
+        # upstream's own reader takes the file as it is
+        assert manager._info_from_string(text).port == _port(server)
+        assert not (shared / ".tensorboard-info").exists()
+        if os.geteuid() != 0 or shutil.which("setpriv") is None:
+            pytest.skip("reading as another uid needs root and util-linux's setpriv")
+        for what in (["cat", path], ["ls", directory]):
+            other = subprocess.run(["setpriv", "--reuid", "65534", "--regid", "65534", "--clear-groups"] + what,
+                                   capture_output=True, text=True, timeout=30)
+            assert other.returncode != 0 and "Permission denied" in other.stderr, (what, other.stderr)
+            assert server.token not in other.stdout + other.stderr
+    finally:
+        shutil.rmtree(shared, ignore_errors=True)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("planted", ["another user's", "writable by its group", "a link"])
+def test_a_planted_info_directory_is_refused_in_one_line_and_the_server_serves(logdir, serve, tmp_path, monkeypatch,
+                                                                              capsys, planted):
+    """Someone made this user's info directory before them: no info file is written there (its
+    token would be theirs to read, its name theirs to replace), one line says why, and the server
+    serves on. The notebook here reads nothing there either, and says so in the same line."""
+    from tensorboard import manager
+
+    shared, env = _own_tmp(tmp_path, monkeypatch)
+    directory = shared / (".tensorboard-info-%d" % os.getuid())
+    inside = directory
+    if planted == "a link":
+        inside = tmp_path / "elsewhere"
+        inside.mkdir(mode=0o700)
+        directory.symlink_to(inside)
+        why = "is a link"
+    elif planted == "another user's":
+        if os.geteuid() != 0:
+            pytest.skip("giving a directory to another user needs root")
+        directory.mkdir(mode=0o700)
+        os.chown(directory, 65534, 65534)
+        why = "belongs to uid 65534"
+    else:
+        directory.mkdir()
+        os.chmod(directory, 0o770)
+        why = "is writable by its group or others (mode 770)"
+    server = serve(logdir, env=env)
+    # answered: TensorBoard's program has written its info file (or not) before it serves
+    assert server.status("/data/environment") == 200
+    said = [line for line in server.output if "info directory" in line]
+    assert len(said) == 1 and "%s %s" % (directory, why) in said[0], server.output
+    assert os.listdir(inside) == []
+    assert manager.get_all() == [] and manager.get_all() == []
+    assert capsys.readouterr().err.count("%s %s" % (directory, why)) == 1
 
 
 def _can_make_pid_namespaces():
@@ -629,9 +733,9 @@ def test_a_server_in_another_pid_namespace_keeps_its_info_file_until_its_namespa
                                     'echo %d > /proc/sys/kernel/ns_last_pid; "$@"; exit $?' % (pid - 1), "sh"]
                    + BUNDLE, env=env)
     try:
-        kept = _written(os.path.join(directory, "pid-%d.info" % pid))
+        [kept] = _written(directory, pid)
         outside = serve(logdir, env=env)
-        _written(os.path.join(directory, "pid-%d.info" % outside.proc.pid))
+        _written(directory, outside.proc.pid)
         assert os.path.exists(kept)
         assert {info.port for info in manager.get_all()} == {_port(inside), _port(outside)}
         assert inside.status("/data/environment") == 200
@@ -650,6 +754,38 @@ def test_a_server_in_another_pid_namespace_keeps_its_info_file_until_its_namespa
 
 
 @pytest.mark.slow
+def test_two_servers_each_pid_1_of_a_pid_namespace_keep_two_info_files(logdir, serve, tmp_path, monkeypatch):
+    """Issue 67: two containers share /tmp, the server pid 1 in each. On ad573b6 both wrote
+    `pid-1.info`: the second replaced the first's while the first served, and the notebook listed
+    one. Now a file's name says its PID namespace too: both stay, the notebook lists both, and the
+    one that ends (cleanly: SIGTERM) removes its own file and no other."""
+    import signal
+
+    psutil = pytest.importorskip("psutil")
+    from tensorboard import manager
+
+    _can_make_pid_namespaces()
+    directory, env = _own_info_dir(tmp_path, monkeypatch)
+    container = ["unshare", "--pid", "--fork", "--mount-proc", "--kill-child"]
+    first = serve(logdir, command=container + BUNDLE, env=env)
+    _written(directory, 1)
+    second = serve(logdir, command=container + BUNDLE, env=env)
+    ports = {}
+    for path in _written(directory, 1, count=2):
+        with open(path) as f:
+            ports[json.loads(f.read())["port"]] = path
+    assert sorted(ports) == sorted([_port(first), _port(second)])
+    assert {info.port for info in manager.get_all()} == {_port(first), _port(second)}
+    assert first.status("/data/environment") == 200 and second.status("/data/environment") == 200
+    [pid_1] = psutil.Process(first.proc.pid).children()
+    # the signal from outside reaches pid 1 of a namespace because TensorBoard handles it
+    os.kill(pid_1.pid, signal.SIGTERM)
+    first.proc.wait(30)
+    assert sorted(os.listdir(directory)) == [os.path.basename(ports[_port(second)])]
+    assert {info.port for info in manager.get_all()} == {_port(second)}
+
+
+@pytest.mark.slow
 def test_an_info_file_whose_pid_names_another_process_now_is_forgotten_and_a_live_ones_kept(tmp_path, monkeypatch):
     """A server killed by SIGKILL leaves its file, and its pid is given to another process (pids
     are reused; in a container's namespace soon): on a6ab6a5 `kill(pid, 0)` found that process
@@ -663,7 +799,7 @@ def test_an_info_file_whose_pid_names_another_process_now_is_forgotten_and_a_liv
     echo 99 > /proc/sys/kernel/ns_last_pid; "$0" -c "$1" 0                 # pid 100 writes its file, ends
     echo 99 > /proc/sys/kernel/ns_last_pid; sleep 60 & reused=$!           # pid 100 again: another process
     echo 199 > /proc/sys/kernel/ns_last_pid; "$0" -c "$1" 60 & live=$!     # pid 200 writes its file, runs on
-    while [ ! -e "$2/pid-200.info" ]; do sleep 0.1; done
+    until ls "$2"/pid-200-*.info > /dev/null 2>&1; do sleep 0.1; done
     "$0" -c "from tensorboard_bundle import info_files; info_files.forget_dead_servers()"
     echo "pids: $reused $live"
     kill $reused $live
@@ -672,7 +808,7 @@ def test_an_info_file_whose_pid_names_another_process_now_is_forgotten_and_a_liv
                            textwrap.dedent(script), sys.executable, STAND_IN, directory], env=env, cwd=tmp_path,
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0 and "pids: 100 200" in done.stdout, done.stdout + done.stderr
-    assert sorted(os.listdir(directory)) == ["pid-200.info"]
+    assert [re.sub(r"-\d+\.info$", "", name) for name in os.listdir(directory)] == ["pid-200"]
 
 
 @pytest.mark.slow
@@ -744,11 +880,17 @@ import json, os, socket, subprocess, sys, time
 subprocess.run(["ip", "link", "set", "lo", "up"], check=True)
 subprocess.run(["ip", "addr", "add", "192.0.2.10/32", "dev", "lo"], check=True)  # this namespace's 2nd address
 os.makedirs(LOGDIR, exist_ok=True)
-results = {}
+results, notes = {}, {}
 for name, extra in (("default", []), ("bind_all", ["--bind_all"]), ("host", ["--host", "192.0.2.10"])):
     server = subprocess.Popen(BUNDLE + ["--logdir", LOGDIR, "--port", "6006"] + extra,
                               stderr=subprocess.PIPE, text=True)
-    banner = server.stderr.readline()
+    # The lines before the banner: beyond the loopback, that the token crosses the network in clear.
+    said = []
+    for line in server.stderr:
+        if " at http" in line:
+            break
+        said.append(line.strip())
+    notes[name] = said
     reach = {}
     for address in ("127.0.0.1", "192.0.2.10"):
         try:
@@ -759,7 +901,7 @@ for name, extra in (("default", []), ("bind_all", ["--bind_all"]), ("host", ["--
     results[name] = reach
     server.terminate()
     server.wait(10)
-print(json.dumps(results))
+print(json.dumps([results, notes]))
 """
 
 
@@ -772,10 +914,13 @@ def test_the_server_listens_on_127_0_0_1_unless_told_otherwise(tmp_path):
     proc = subprocess.run(["unshare", "-n", sys.executable, "-c", code], capture_output=True, text=True,
                           timeout=180, cwd=str(tmp_path))
     assert proc.returncode == 0, proc.stderr
-    results = json.loads(proc.stdout.strip().splitlines()[-1])
+    results, notes = json.loads(proc.stdout.strip().splitlines()[-1])
     assert results["default"] == {"127.0.0.1": True, "192.0.2.10": False}
     assert results["bind_all"] == {"127.0.0.1": True, "192.0.2.10": True}
     assert results["host"] == {"127.0.0.1": False, "192.0.2.10": True}
+    clear = ("note: no --certfile/--keyfile: the token and the runs cross the network in clear (http); anyone on "
+             "the way can read them")
+    assert notes == {"default": [], "bind_all": [clear], "host": [clear]}
 
 
 @pytest.mark.slow

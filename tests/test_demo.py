@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from conftest import ROOT, plugin_accumulator, projector_config, stress, tensor_values
+from conftest import ROOT, authorized, banner_url, plugin_accumulator, projector_config, stress, tensor_values
 from mxboard._format.commands import SERVE_HINT
 
 pytest.importorskip("mxnet")
@@ -103,10 +103,10 @@ def test_the_demo_serves_its_run_and_prints_the_url_on_a_free_port(tmp_path):
         import urllib.request
 
         printed = "".join(lines)
-        url = re.search(r"(http://127\.0\.0\.1:\d+)", printed).group(1)
-        assert url != "http://127.0.0.1:%d" % port
+        url, token = banner_url(next(line for line in lines if "http://127.0.0.1:" in line))
+        assert url.startswith("http://127.0.0.1:") and url != "http://127.0.0.1:%d" % port
         assert printed.index("port %d is busy" % port) < printed.index("epoch 1:") < printed.index(url)  # in order
-        with urllib.request.urlopen(url + "/data/runs", timeout=30) as response:
+        with urllib.request.urlopen(authorized(url + "/data/runs", token), timeout=30) as response:
             runs = json.loads(response.read())
         assert any(re.fullmatch(r"lr0\.01_seed\d+_\d{8}-\d{6}", run) for run in runs), runs  # a run with a name
     finally:
@@ -196,14 +196,14 @@ def test_two_demos_started_together_both_serve_on_ports_of_their_own(tmp_path):
             for i, demo in enumerate(demos):
                 for line in demo.stdout:
                     said[i] += line
-                    found = re.search(r"(http://127\.0\.0\.1:(\d+))/", line)
+                    found = banner_url(line) if "http://127.0.0.1:" in line else None
                     if found:
-                        urls.append(found.group(1))
+                        urls.append(found)
                         break
                 assert found, said[i]
-            assert len(set(urls)) == 2, said
-            for url in urls:
-                with urllib.request.urlopen(url + "/data/runs", timeout=30) as response:
+            assert len({url for url, _ in urls}) == 2, said
+            for url, token in urls:
+                with urllib.request.urlopen(authorized(url + "/data/runs", token), timeout=30) as response:
                     assert json.loads(response.read())
             moved = [s for s in said if "is in use" in s]
             assert len(moved) == 1 and "(to choose: make demo PORT=N)" in moved[0], said
@@ -241,9 +241,10 @@ def _served(args, cwd, env):
         lines = []
         for line in proc.stdout:
             lines.append(line)
-            url = re.search(r"(http://[^ ]+?)/? ", line)
-            if url:
-                with urllib.request.urlopen(url.group(1) + "/data/runs", timeout=30) as answer:
+            served = banner_url(line)
+            if served:
+                url, token = served
+                with urllib.request.urlopen(authorized(url + "/data/runs", token), timeout=30) as answer:
                     return json.loads(answer.read())
         raise AssertionError("no server: %s" % "".join(lines))
     finally:

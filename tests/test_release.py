@@ -19,7 +19,7 @@ import zipfile
 
 import pytest
 
-from conftest import ROOT
+from conftest import ROOT, authorized, banner_url
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]  # fresh venvs, builds, the installer
 
@@ -81,13 +81,13 @@ def serve_a_logged_run(venv, work):
                               cwd=str(work), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                               env=dict(os.environ, XDG_CACHE_HOME=str(work / "cache")))
     try:
-        banner = next(line for line in server.stdout if "http://" in line)
-        url = banner.split("http://", 1)[1].split()[0].rstrip("/")
+        banner = next(line for line in server.stdout if banner_url(line))
+        url, token = banner_url(banner)
         deadline = time.monotonic() + 60
         while True:
             try:
-                page = "http://%s/data/plugin/scalars/scalars?run=.&tag=loss" % url
-                with urllib.request.urlopen(page, timeout=10) as r:
+                page = url + "/data/plugin/scalars/scalars?run=.&tag=loss"
+                with urllib.request.urlopen(authorized(page, token), timeout=10) as r:
                     points = json.loads(r.read())
                 if len(points) == 20 or time.monotonic() > deadline:
                     return banner, points

@@ -335,16 +335,18 @@ def test_images_as_served_are_decoded_by_chromium_pixel_for_pixel(logdir, serve,
         w.add_image("photo", picture, 0, dataformats="HWC")
     server = serve(logdir)
     entries = server.json("/data/plugin/images/images", {"run": ".", "tag": "photo"}, until=lambda e: e)
-    page = tmp_path / "page.html"  # the image alone at (0, 0), as the dashboard's <img> loads it
-    page.write_text('<html><body style="margin:0"><img src="%s/data/plugin/images/individualImage?%s">'
-                    % (server.url, entries[0]["query"]))
+    # Chromium opens the image's own URL, its token in it as in the printed URL (the server trades
+    # it for a cookie): a page of another origin (file:) could not send that cookie for an <img>.
+    # Chromium shows an image alone in the middle of its window.
     shot = tmp_path / "shot.png"
     subprocess.run(["chromium", "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                     "--disable-background-networking", "--disable-component-update", "--disable-sync",
                     "--hide-scrollbars", "--force-device-scale-factor=1", "--user-data-dir=" + str(tmp_path / "chrome"),
                     "--window-size=400,300", "--virtual-time-budget=10000", "--screenshot=" + str(shot),
-                    page.as_uri()], capture_output=True, timeout=120, check=True)
-    drawn = np.asarray(Image.open(shot).convert("RGB"))[:48, :80]
+                    server.browser_url("/data/plugin/images/individualImage?" + entries[0]["query"])],
+                   capture_output=True, timeout=120, check=True)
+    top, left = (300 - 48) // 2, (400 - 80) // 2
+    drawn = np.asarray(Image.open(shot).convert("RGB"))[top:top + 48, left:left + 80]
     assert np.array_equal(drawn, picture)  # (a window under ~300 px high is cut short by headless Chromium)
 
 

@@ -41,6 +41,9 @@ interpreter per library, on the installed packages. What is measured:
 - serving (tools/bench_serving.py): 100 and 10,000 runs in s3://, and 100 in gs:// and az://
   (fake-gcs-server, Azurite), served by the bundled server from its mirror, beside the same runs
   on local disk and the old path (the Python loader).
+- serving, who may read (tools/bench_access.py): a scalars request to the bundle as it starts by
+  default (the token; its fast loader private), with --auth none, with --load_fast=false, and to
+  upstream's launcher; the token check alone, and its share of a scalars request (target: 1%).
 - trainers (tools/bench_integrations.py): a training step's time with Lightning, the Hugging
   Face Trainer, Accelerate and Keras logging every step through mxboard.integrations, beside the
   trainer's own TensorBoard writer and no logger.
@@ -48,6 +51,7 @@ interpreter per library, on the installed packages. What is measured:
 import argparse
 import json
 import os
+import secrets
 import socket
 import statistics
 import subprocess
@@ -309,6 +313,17 @@ def run(library, body, n=0, calls=0):
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
+# The bundled server answers only a request that carries its token: each server here is given this
+# one (MXBOARD_TOKEN), and each request sends it.
+TOKEN = secrets.token_urlsafe(32)
+
+
+def _scalars_request(port, run, tag):
+    """A request for the points of `tag` in `run` from the bundled server on `port`, with the token."""
+    url = "http://127.0.0.1:%d/data/plugin/scalars/scalars?run=%s&tag=%s" % (port, run, tag)
+    return urllib.request.Request(url, headers={"Authorization": "token " + TOKEN})
+
+
 def liveness():
     """Seconds from add_scalar (default settings) to the bundled server serving the point."""
     logdir = tempfile.mkdtemp(prefix="bench-live-")
@@ -316,10 +331,10 @@ def liveness():
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     server = subprocess.Popen([sys.executable, "-m", "tensorboard_bundle", "--logdir", logdir, "--port", str(port)],
-                              stderr=subprocess.PIPE, text=True)
+                              stderr=subprocess.PIPE, text=True, env=dict(os.environ, MXBOARD_TOKEN=TOKEN))
     try:
         server.stderr.readline()
-        url = "http://127.0.0.1:%d/data/plugin/scalars/scalars?run=.&tag=live" % port
+        request = _scalars_request(port, ".", "live")
         from mxboard import SummaryWriter
 
         writer = SummaryWriter(logdir)
@@ -328,7 +343,7 @@ def liveness():
         writer.add_scalar("live", 1.0, 1)
         while time.monotonic() - start < 30:
             try:
-                with urllib.request.urlopen(url, timeout=5) as response:
+                with urllib.request.urlopen(request, timeout=5) as response:
                     if json.loads(response.read()):
                         break
             except OSError:
@@ -361,7 +376,8 @@ def remote(seconds=60):
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     server = subprocess.Popen([sys.executable, "-m", "tensorboard_bundle", "--logdir", "s3://%s/exp" % bucket,
-                               "--port", str(port)], stderr=subprocess.PIPE, text=True)
+                               "--port", str(port)], stderr=subprocess.PIPE, text=True,
+                              env=dict(os.environ, MXBOARD_TOKEN=TOKEN))
     try:
         server.stderr.readline()
         import numpy as np
@@ -373,7 +389,7 @@ def remote(seconds=60):
         os.environ["AWS_ENDPOINT_URL"] = proxy.endpoint
         writer = SummaryWriter("s3://%s/exp/run" % bucket)
         os.environ["AWS_ENDPOINT_URL"] = store.env["AWS_ENDPOINT_URL"]
-        url = "http://127.0.0.1:%d/data/plugin/scalars/scalars?run=run&tag=loss" % port
+        request = _scalars_request(port, "run", "loss")
         start = time.monotonic()
         writer.add_scalar("loss", 0.0, 0)
         served_after = None
@@ -387,7 +403,7 @@ def remote(seconds=60):
                     writer.add_histogram("layer%d" % layer, rng.normal(size=10_000), step)
             if served_after is None:
                 try:
-                    with urllib.request.urlopen(url, timeout=5) as response:
+                    with urllib.request.urlopen(request, timeout=5) as response:
                         if json.loads(response.read()):
                             served_after = time.monotonic() - start
                 except OSError:
@@ -545,6 +561,10 @@ def main():
     print("serving (the bundled server; targets: 100 runs in a store within 1.5x local disk, 10,000 within 30 s, "
           "idle <= 2% of a core, a new point within 5 s, <= 1.1x the logdir read):")
     results["serving"] = bench_serving.main()
+    import bench_access
+
+    print("serving, who may read (the token check: target <= 1% of a scalars request):")
+    results["serving access"] = bench_access.main()
     import bench_integrations
 
     print("trainers (mxboard.integrations): a step's time with no logger, mxboard's integration, the trainer's own:")

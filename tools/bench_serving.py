@@ -16,6 +16,7 @@ of 100 points.
 import json
 import os
 import re
+import secrets
 import shutil
 import socket
 import statistics
@@ -29,6 +30,9 @@ import urllib.request
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TAGS = ("loss", "accuracy", "lr")
 POINTS = 100
+# The bundled server answers only a request that carries its token: each server here is given this
+# one (MXBOARD_TOKEN), and each request sends it.
+TOKEN = secrets.token_urlsafe(32)
 
 
 def make_runs(directory, count):
@@ -69,13 +73,15 @@ class Server:
         self.started = time.monotonic()
         self.proc = subprocess.Popen([sys.executable, "-m", "tensorboard_bundle", "--logdir", logdir, "--port",
                                       str(self.port)] + list(extra), stderr=subprocess.PIPE, text=True,
-                                     env=dict(os.environ, PYTHONSAFEPATH="1"))
+                                     env=dict(os.environ, PYTHONSAFEPATH="1", MXBOARD_TOKEN=TOKEN))
         self.output = []
         threading.Thread(target=lambda: self.output.extend(self.proc.stderr), daemon=True).start()
         self.peak_rss = 0
 
     def get(self, path):
-        with urllib.request.urlopen("http://127.0.0.1:%d%s" % (self.port, path), timeout=60) as response:
+        request = urllib.request.Request("http://127.0.0.1:%d%s" % (self.port, path),
+                                         headers={"Authorization": "token " + TOKEN})
+        with urllib.request.urlopen(request, timeout=60) as response:
             return json.loads(response.read())
 
     def tree(self):

@@ -5,6 +5,7 @@ the bundled server, for the README (docs/*.png, reduced to a small palette).
 """
 import argparse
 import os
+import secrets
 import subprocess
 import sys
 import tempfile
@@ -37,20 +38,25 @@ def main():
     args = parser.parse_args()
     if not os.path.isdir(args.logdir):
         subprocess.run([sys.executable, "-m", "mxboard.demo", "--logdir", args.logdir, "--no-serve"], check=True)
+    # The server answers only with its token: it is given one (MXBOARD_TOKEN), which this process
+    # sends, and Chromium opens the URL with the token in it, as a user opens the printed one.
+    token = secrets.token_urlsafe(32)
     server = subprocess.Popen([sys.executable, "-m", "tensorboard_bundle", "--logdir", args.logdir,
-                               "--port", str(args.port)], stderr=subprocess.PIPE, text=True)
+                               "--port", str(args.port)], stderr=subprocess.PIPE, text=True,
+                              env=dict(os.environ, MXBOARD_TOKEN=token))
     try:
         print(server.stderr.readline().strip())
         url = "http://127.0.0.1:%d" % args.port
+        tags = urllib.request.Request(url + "/data/plugin/scalars/tags", headers={"Authorization": "token " + token})
         for _ in range(100):  # until the run is loaded: its last tags are there
-            with urllib.request.urlopen(url + "/data/plugin/scalars/tags") as response:
+            with urllib.request.urlopen(tags) as response:
                 if b"/loss/validation" in response.read():  # the sub-run of the last scalars
                     break
             time.sleep(0.2)
         os.makedirs(args.out, exist_ok=True)
         for dashboard in args.dashboards:
             path = os.path.join(args.out, dashboard + ".png")
-            screenshot("%s/#%s" % (url, dashboard), path)
+            screenshot("%s/?token=%s#%s" % (url, token, dashboard), path)
             Image.open(path).convert("RGB").quantize(64).save(path, optimize=True)
             print(path, os.path.getsize(path))
     finally:
