@@ -1,9 +1,11 @@
 """`python -m tensorboard_bundle` (and `tensorboard`, which hands over to it: handover.py):
 upstream TensorBoard with the bundle's fixes. Binds 127.0.0.1 unless --host or --bind_all says
-otherwise, reloads every 2 s; needs no TensorFlow and no network; prints one line with the URL,
-the data loader in use and the logdir. A logdir in an object store is served from a local mirror
-by the fast loader (logdirs.py). The command line is parsed once (arguments.py). A Ctrl-C, while
-TensorBoard starts or serves, ends it with one line that says what was kept, and status 130."""
+otherwise, answers only whoever holds its token (access.py; where it listens: serving.py),
+reloads every 2 s; needs no TensorFlow and no network; prints one line with the URL (its token
+in it), the data loader in use and the logdir. A logdir in an object store is served from a
+local mirror by the fast loader (logdirs.py). The command line is parsed once (arguments.py). A
+Ctrl-C, while TensorBoard starts or serves, ends it with one line that says what was kept, and
+status 130."""
 import importlib
 import logging
 import os
@@ -187,9 +189,9 @@ def _say_stopped() -> None:
     """A Ctrl-C's one line, in place of a traceback: what stopped, and what was kept. A run
     that the process before this one saved (the demo's, SAVED) is named, with a command that
     serves it again."""
-    what = "TensorBoard stopped" if _Phase.serving else "stopped while TensorBoard started"
     from tensorboard_bundle.serving import SAVED
 
+    what = "TensorBoard stopped" if _Phase.serving else "stopped while TensorBoard started"
     saved = os.environ.get(SAVED)
     if saved:
         from mxboard._format.commands import serve_command
