@@ -190,8 +190,9 @@ class Guard:
         header = environ.get("HTTP_AUTHORIZATION")
         if header:
             scheme, _, value = header.strip().partition(" ")
-            if scheme.lower() in ("token", "bearer"):
-                return hmac.compare_digest(value.strip().encode(), self._token_bytes)
+            # A header of another scheme (a proxy's Basic) or another token: the cookie may still hold.
+            if scheme.lower() in ("token", "bearer") and hmac.compare_digest(value.strip().encode(), self._token_bytes):
+                return True
         cookies = environ.get("HTTP_COOKIE")
         if cookies and self._cookie in cookies:
             for pair in cookies.split(";"):
