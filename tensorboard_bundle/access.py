@@ -45,7 +45,8 @@ def read_token(token_file: Optional[str], environ: Dict[str, str]) -> str:
     if token_file:
         path = os.path.expanduser(token_file)
         try:
-            descriptor = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+            # Never through a link, and never waiting on a named pipe for a writer.
+            descriptor = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
         except OSError as exc:
             raise ValueError("--token_file %s: %s" % (token_file, exc.strerror or exc)) from None
         with os.fdopen(descriptor, "rb") as f:

@@ -251,7 +251,7 @@ def test_the_user_may_give_the_token(run, serve, tmp_path, how):
 
 @pytest.mark.parametrize("case", ["shared file", "short", "a space", "auth none with a file",
                                   "bind_all without a token", "host without a token", "sock with a port", "bad auth",
-                                  "missing file", "a token in argv"])
+                                  "missing file", "a token in argv", "a named pipe"])
 def test_a_door_left_open_or_a_bad_token_ends_the_launch_in_one_line(run, tmp_path, case):
     path = tmp_path / "token"
     path.write_text("t" * 40)
@@ -260,6 +260,9 @@ def test_a_door_left_open_or_a_bad_token_ends_the_launch_in_one_line(run, tmp_pa
         path.write_text("short")
     if case == "a space":
         path.write_text("a token of the user's own")
+    if case == "a named pipe":
+        path.unlink()
+        os.mkfifo(path, 0o600)
     args = {"shared file": ["--token_file", str(path)],
             "short": ["--token_file", str(path)],
             "a space": ["--token_file", str(path)],
@@ -269,7 +272,8 @@ def test_a_door_left_open_or_a_bad_token_ends_the_launch_in_one_line(run, tmp_pa
             "sock with a port": ["--sock", str(tmp_path / "s"), "--port", "0"],
             "bad auth": ["--auth", "password"],
             "missing file": ["--token_file", str(tmp_path / "nothing")],
-            "a token in argv": ["--token", "t" * 40]}[case]
+            "a token in argv": ["--token", "t" * 40],
+            "a named pipe": ["--token_file", str(path)]}[case]
     said = _launch("--logdir", run, *args)
     assert said.returncode == 1 and "Traceback" not in said.stderr, said.stderr
     lines = said.stderr.strip().splitlines()
@@ -279,7 +283,8 @@ def test_a_door_left_open_or_a_bad_token_ends_the_launch_in_one_line(run, tmp_pa
                 "auth none with a file": "asks for no token", "bind_all without a token": "anyone who reaches",
                 "host without a token": "anyone who reaches", "sock with a port": "leave out --port",
                 "bad auth": "token (the default) or none", "missing file": "No such file",
-                "a token in argv": "there is no --token: every user of this machine sees a command line"}[case]
+                "a token in argv": "there is no --token: every user of this machine sees a command line",
+                "a named pipe": "is not a regular file"}[case]
     assert expected in lines[0], lines[0]
 
 
