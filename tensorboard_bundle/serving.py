@@ -12,7 +12,7 @@ import stat
 import sys
 import urllib.parse
 from types import ModuleType
-from typing import Any, Callable, Iterator, Optional
+from typing import Any, Callable, Iterator, Optional, Tuple, cast
 
 __all__ = ["PORT_HINT", "SAVED", "bind_unix", "check_port", "factory", "remove_socket", "tls_context"]
 
@@ -107,6 +107,18 @@ def _with_token(url: str, token: Optional[str]) -> str:
     return url + "?" + urllib.parse.urlencode({"token": token}) if token else url
 
 
+class _ServingUntilCtrlC(socketserver.BaseServer):
+    """werkzeug's serve_forever, less its catch of a Ctrl-C: the process then ended without a word
+    (under make, only make's "Interrupt" was said). The KeyboardInterrupt reaches main(), which
+    says what was kept. First among a server's bases."""
+
+    def serve_forever(self, poll_interval: float = 0.5) -> None:
+        try:
+            socketserver.BaseServer.serve_forever(self, poll_interval)
+        finally:
+            self.server_close()
+
+
 def factory(program: ModuleType, guard: Callable[[_App, str, str], _App], token: Optional[str],
             tls: Optional[ssl.SSLContext], sock: Optional[socket.socket],
             on_bound: Callable[[], None]) -> Callable[[Any, Any], Any]:
@@ -120,7 +132,7 @@ def factory(program: ModuleType, guard: Callable[[_App, str, str], _App], token:
     together never collide."""
 
     # A module known at run time.
-    class Server(program.WerkzeugServer):  # type: ignore[misc,name-defined]
+    class Server(_ServingUntilCtrlC, program.WerkzeugServer):  # type: ignore[misc,name-defined]
         """Upstream's server, whose bind and listen report a taken port as TensorBoard's own error
         (upstream checks the port with a connect first, which a server that has bound it but not
         started listening passes: werkzeug then printed two lines and exited, status 1)."""
@@ -155,22 +167,13 @@ def factory(program: ModuleType, guard: Callable[[_App, str, str], _App], token:
             url = super().get_url()
             return _with_token("https" + url[len("http"):] if tls is not None else url, token)
 
-        def serve_forever(self, poll_interval: float = 0.5) -> None:
-            """werkzeug's, less its catch of a Ctrl-C: the process then ended without a word
-            (under make, only make's "Interrupt" was said). The KeyboardInterrupt reaches main(),
-            which says what was kept."""
-            try:
-                socketserver.BaseServer.serve_forever(self, poll_interval)
-            finally:
-                self.server_close()
-
         @contextlib.contextmanager
         def _taken(self) -> Iterator[None]:
             try:
                 yield
             except OSError as exc:
                 if exc.errno == errno.EADDRINUSE:
-                    port = self.server_address[1]
+                    port = cast(Tuple[str, int], self.server_address)[1]
                     raise program.TensorBoardPortInUseError(
                         "TensorBoard could not bind to port %d, it was already in use" % port) from exc
                 raise
@@ -227,20 +230,11 @@ def _on_socket(program: ModuleType, sock: socket.socket, app: _App, token: Optio
 
     path = sock.getsockname()
 
-    class SocketServer(serving.ThreadedWSGIServer):
+    class SocketServer(_ServingUntilCtrlC, serving.ThreadedWSGIServer):
         daemon_threads = True
 
         def get_url(self) -> str:
             return _with_token("http+unix://%s/" % urllib.parse.quote(path, safe=""), token)
-
-        def print_serving_message(self) -> None:
-            pass
-
-        def serve_forever(self, poll_interval: float = 0.5) -> None:
-            try:
-                socketserver.BaseServer.serve_forever(self, poll_interval)
-            finally:
-                self.server_close()
 
     server = SocketServer("unix://" + path, 0, app, program._WSGIRequestHandler, fd=sock.fileno())
     # werkzeug listens on a duplicate of the descriptor.
