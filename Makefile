@@ -6,6 +6,8 @@
 # make tensorboard serve LOGDIR (runs/demo) with the bundled TensorBoard of the venv make built, on PORT
 # make torch       add torch's CPU build to that venv (TORCH=2.13.0: a file of it on this disk, else
 #                  PyTorch's CPU index; never PyPI's multi-GB CUDA build), for your own torch script
+# make libraries   make torch, then the libraries `python -m mxboard run` is tested with (Stable-Baselines3,
+#                  Ignite, skorch, Ray Tune: docs/any-library.md) into that venv
 # make test        set up .venv with what the tests need (idempotent), lint (ruff, mypy --strict), run the test suite,
 #                  then make test-plain
 # make test-plain  the suite where most users are: Pythons 3.9, 3.10, 3.12, 3.13 (PLAIN=...) each in a venv
@@ -53,7 +55,7 @@ PORT ?= 6006
 # passes -I, which older ones know too)
 export PYTHONSAFEPATH := 1
 
-.PHONY: setup demo tensorboard torch test test-fast test-stress test-plain lint test-tools bench bench-gpu gpu-check gpu-wheels screenshots protos wheel wheelhouse clean
+.PHONY: setup demo tensorboard torch libraries test test-fast test-stress test-plain lint test-tools bench bench-gpu gpu-check gpu-wheels screenshots protos wheel wheelhouse clean
 
 setup: $(TESTS) $(INSTALLED)
 
@@ -103,6 +105,7 @@ $(TESTS): $(DEMO)
 # mxboard itself, installed as users get it (a wheel: the build vendors the patched TensorBoard
 # files into it, which an editable install would not have), again whenever a source changes
 $(INSTALLED): $(DEMO) $(SOURCES)
+	@echo "Installing mxboard from this checkout into $(VENV) (a wheel, with TensorBoard's patched files: about 20 s)"
 	@$(PY) -m pip install -q --no-deps --no-build-isolation --force-reinstall .
 	@touch $@
 
@@ -127,9 +130,11 @@ demo: $(DEMO) $(INSTALLED)
 	    $(PY) -I -m mxboard.demo --logdir $(LOGDIR) --port $(PORT) $(if $(filter 0,$(SERVE)),--no-serve,); \
 	status=$$?; [ -n "$$stopped" ] || exit $$status
 
-# the demo's hints name this target: the venv's `tensorboard` is not on PATH
+# the demo's hints name this target: the venv's `tensorboard` is not on PATH. A Ctrl-C ends it as
+# it ends the demo (above): TensorBoard's one line, and nothing of make's.
 tensorboard: $(INSTALLED)
-	@MXBOARD_PORT_HINT="make tensorboard PORT=N" $(VENV)/bin/tensorboard --logdir $(LOGDIR) --port $(PORT)
+	@trap 'stopped=1' INT; MXBOARD_PORT_HINT="make tensorboard PORT=N" $(VENV)/bin/tensorboard --logdir $(LOGDIR) \
+	    --port $(PORT); status=$$?; [ -n "$$stopped" ] || exit $$status
 
 # torch for a user's own script (README's "PyTorch users"): the CPU build, as the tests' (above)
 torch: $(INSTALLED)
@@ -140,6 +145,16 @@ torch: $(INSTALLED)
 	    echo "make: pip could not install torch $(TORCH) into $(VENV): its output is above, and in $(VENV)/pip.log" >&2; \
 	    exit 1; }; rm -rf $(VENV)/torch-wheel
 	@$(PY) -c 'import torch; print("torch %s in $(VENV): run your script with $(PY)" % torch.__version__)'
+
+# the libraries `python -m mxboard run` is tested with (docs/any-library.md), beside torch's CPU build
+# (above), into that venv: torch pinned, so that pip keeps the build it has
+libraries: torch
+	@echo "Installing the libraries tested with mxboard run (Stable-Baselines3, Ignite, skorch, Ray Tune) into $(VENV)"
+	@$(PY) -m pip install '.[libraries]' "torch==$$($(PY) -c 'import torch; print(torch.__version__.split("+")[0])')" \
+	    >$(VENV)/pip.log 2>&1 || { cat $(VENV)/pip.log >&2; \
+	    echo "make: pip could not install the libraries into $(VENV): its output is above, and in $(VENV)/pip.log" >&2; \
+	    exit 1; }
+	@echo "done: $(PY) -m mxboard run train.py (or source $(VENV)/bin/activate, then python -m mxboard run train.py)"
 
 # both environments run whatever the first says; the exit status is that of both. Four pytest
 # processes on two cores: most tests wait on servers and subprocesses (8:08 on two, 6:29 on four).

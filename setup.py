@@ -17,9 +17,10 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 # not find `tensorboard`"). Nothing is imported but os and sys, which `site` has already.
 # Its second line runs only in the `tensorboard` command itself: upstream_line.hide keeps upstream's
 # "TensorFlow installation not found" line out of its output (tensorboard_bundle/upstream_line.py).
-# Its third acts only where MXBOARD_PATCH=1 (`python -m mxboard run` sets it for the program's child
-# Pythons): it puts a finder first on sys.meta_path that does nothing until the program imports
-# torch.utils.tensorboard or tensorboardX, and then imports mxboard and patches (mxboard._patch):
+# Its third acts only where MXBOARD_PATCH is on (1, true, yes or on, any case, as every switch of
+# mxboard's: `python -m mxboard run` sets it for the program's child Pythons): it puts a finder
+# first on sys.meta_path that does nothing until the program imports torch.utils.tensorboard or
+# tensorboardX, and then imports mxboard and patches (mxboard._patch):
 # a child that never imports either never imports mxboard.
 # Its fourth puts a finder on sys.meta_path (once: a venv's lib64 link may have `site` read this
 # file twice) that does nothing until tensorboard.manager or
@@ -33,7 +34,8 @@ PTH = ("import os, sys; _d = os.path.join(sys.prefix, 'Scripts' if os.name == 'n
        "os.environ.setdefault('TENSORBOARD_BINARY', _t); del _d, _t\n"
        "import os, sys; os.path.basename((getattr(sys, 'argv', None) or [''])[0]) in "
        "('tensorboard', 'tensorboard.exe') and __import__('tensorboard_bundle.upstream_line').upstream_line.hide()\n"
-       "import os, sys; os.environ.get('MXBOARD_PATCH') == '1' and sys.meta_path.insert(0, type('MXBoardPatchTrigger', "
+       "import os, sys; os.environ.get('MXBOARD_PATCH', '').strip().lower() in ('1', 'true', 'yes', 'on') and "
+       "sys.meta_path.insert(0, type('MXBoardPatchTrigger', "
        "(), {'find_spec': staticmethod(lambda name, path=None, target=None: __import__('mxboard._patch', "
        "fromlist=['triggered']).triggered(name, path, target) if name in ('torch.utils.tensorboard', 'tensorboardX') "
        "else None)})())\n"

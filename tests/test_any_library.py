@@ -23,8 +23,8 @@ pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
 
 def needs(*modules):
     missing = [m for m in modules if importlib.util.find_spec(m) is None]
-    return pytest.mark.skipif(bool(missing), reason="%s not installed (make torch, then pip install "
-                                                    "'mxboard[libraries]')" % ", ".join(missing))
+    return pytest.mark.skipif(bool(missing), reason="%s not installed (make libraries)"
+                                                    % ", ".join(missing))
 
 
 def python(*args, cwd, timeout=240):
@@ -520,3 +520,26 @@ def test_patch_and_unpatch_are_idempotent_thread_safe_and_reach_names_bound_alre
     said = done.stdout.strip()
     assert said.startswith("'TensorboardXSummaryWriter' object has no attribute 'default_bins': ")
     assert "docs/any-library.md" in said and "\n" not in said
+
+
+SWITCHED = """
+import json, sys
+import tensorboardX
+print(json.dumps([tensorboardX.SummaryWriter.__module__, "mxboard" in sys.modules]))
+"""
+
+
+@needs("tensorboardX")
+@pytest.mark.parametrize("value, patched", [("1", True), ("true", True), ("Yes", True), (" on ", True),
+                                            ("0", False), ("false", False), ("off", False), ("", False)])
+def test_mxboard_patch_is_read_as_every_switch_is(tmp_path, value, patched):
+    """MXBOARD_PATCH=true was ignored (only 1 counted) where every other switch of mxboard's takes 1,
+    true, yes and on (any case): the wheel's .pth file reads it by that rule now, and an off word
+    imports nothing of mxboard's."""
+    env = {k: v for k, v in os.environ.items() if k != "MXBOARD_PATCH"}
+    env["MXBOARD_PATCH"] = value
+    done = subprocess.run([sys.executable, "-c", SWITCHED], cwd=str(tmp_path), env=env, capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-3000:]
+    module, imported = json.loads(done.stdout.strip().splitlines()[-1])
+    assert (module == "mxboard._patch.stand_ins") is patched and imported is patched, (value, module, imported)

@@ -23,18 +23,31 @@ from typing import Any, Callable, Dict, Optional, Sequence, TextIO
 from . import __version__, reader
 from .errors import MXBoardWarning
 
+# Each line as the user can run it from where they are: `python` and `tensorboard` where PATH finds
+# this environment's (an activated venv), else their paths (`.venv/bin/python`).
 EXAMPLES = """examples:
-  python -m mxboard report runs/demo -o demo.html           the dashboards as one HTML file (no server)
-  python -m mxboard export runs/demo --csv                  every scalar TensorBoard shows, as CSV
-  python -m mxboard export runs/demo --json -o scalars.json
-  python -m mxboard export s3://bucket/exp --kind histograms --csv
-  python -m mxboard run train.py --epochs 3                 train.py, its torch or tensorboardX writers mxboard's
-  tensorboard --logdir runs                                 serve them (the bundled TensorBoard)
+  {python} -m mxboard report runs/demo -o demo.html
+      the dashboards as one HTML file (no server)
+  {python} -m mxboard export runs/demo --csv
+      every scalar TensorBoard shows, as CSV
+  {python} -m mxboard export runs/demo --json -o scalars.json
+  {python} -m mxboard export s3://bucket/exp --kind histograms --csv
+  {python} -m mxboard run train.py --epochs 3
+      train.py, its torch or tensorboardX writers mxboard's
+  {serve}
+      serve them (the bundled TensorBoard)
 """
 
 
+def _examples() -> str:
+    from ._format.commands import python_command, serve_command
+
+    return EXAMPLES.format(python=python_command(), serve=serve_command("runs"))
+
+
 def _parse(argv: Optional[Sequence[str]]) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="python -m mxboard", epilog=EXAMPLES,
+    examples = _examples()
+    parser = argparse.ArgumentParser(prog="python -m mxboard", epilog=examples,
                                      formatter_class=argparse.RawDescriptionHelpFormatter,
                                      description="MXBoard %s: TensorBoard event files from MXNet and numpy, without "
                                                  "TensorFlow. Log with `from mxboard import SummaryWriter`; this "
@@ -43,7 +56,7 @@ def _parse(argv: Optional[Sequence[str]]) -> argparse.Namespace:
     parser.add_argument("--version", action="version", version="mxboard %s" % __version__)
     commands = parser.add_subparsers(dest="command", required=True)
     export = commands.add_parser("export", help="a logdir's scalars, histograms, text or hparams as CSV or JSON",
-                                 epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
+                                 epilog=examples, formatter_class=argparse.RawDescriptionHelpFormatter)
     export.add_argument("logdir", help="a logdir (a directory or an object store's URL), or one event file")
     export.add_argument("--kind", choices=sorted(reader.KINDS), default="scalars",
                         help="which table (one per call, as their columns differ): %(choices)s; default: %(default)s")
@@ -57,7 +70,7 @@ def _parse(argv: Optional[Sequence[str]]) -> argparse.Namespace:
                         help="every record, also the points TensorBoard hides (a resumed run's older ones)")
     export.add_argument("--strict", action="store_true", help="a corrupt record is an error, not a warning")
     report = commands.add_parser("report", help="the dashboards as one self-contained HTML file: no server, no network",
-                                 epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
+                                 epilog=examples, formatter_class=argparse.RawDescriptionHelpFormatter)
     report.add_argument("logdir", help="a logdir (a directory or an object store's URL), or one event file")
     report.add_argument("--output", "-o", default="report.html", help="the file to write (default: %(default)s)")
     report.add_argument("--runs", help="only the runs this regular expression finds (re.search)")

@@ -5,7 +5,7 @@ import shlex
 import shutil
 import sys
 
-__all__ = ["SERVE_HINT", "serve_command"]
+__all__ = ["SERVE_HINT", "python_command", "serve_command"]
 
 # the environment variable that says how the user's tool serves a logdir, with `{}` for the logdir
 # (make sets `make tensorboard LOGDIR={}`)
@@ -31,6 +31,20 @@ def serve_command(logdir: str) -> str:
     if found and os.path.realpath(found) == os.path.realpath(script):
         return "tensorboard --logdir %s" % quoted
     return "%s --logdir %s" % (shlex.quote(_shortest(script)), quoted)
+
+
+def python_command() -> str:
+    """How the user runs this Python from where they are: `python` where PATH finds this very
+    interpreter (an activated venv), else its path (`.venv/bin/python`, relative to the working
+    directory where it lies below it), so that a printed example runs as it is."""
+    # A venv's python is a link to the base interpreter: the directories are compared, never the
+    # files the links lead to (the base's `python` runs without the venv's packages).
+    here = os.path.normcase(os.path.dirname(os.path.abspath(sys.executable)))
+    for name in ("python", "python3"):
+        found = shutil.which(name)
+        if found and os.path.normcase(os.path.dirname(os.path.abspath(found))) == here:
+            return name
+    return shlex.quote(_shortest(sys.executable))
 
 
 def _shortest(path: str) -> str:

@@ -20,11 +20,13 @@ from importlib.machinery import ModuleSpec
 from types import ModuleType
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
+from .._writer.lifecycle import ON
 from . import stand_ins
 
 __all__ = ["VARIABLE", "patch", "patched", "triggered", "unpatch"]
 
-# With this variable "1", every Python started patches (through the wheel's .pth file).
+# With this variable on (1, true, yes or on, any case, as every switch of mxboard's), every Python
+# started patches (through the wheel's .pth file, which reads it by the same rule).
 VARIABLE = "MXBOARD_PATCH"
 # The class name of the .pth file's finder (setup.py), which patch() and unpatch() take away.
 TRIGGER = "MXBoardPatchTrigger"
@@ -189,7 +191,7 @@ def unpatch() -> None:
     Idempotent and thread-safe."""
     with _STATE.lock:
         _drop_triggers()
-        if os.environ.get(VARIABLE) == "1":
+        if VARIABLE in os.environ:
             del os.environ[VARIABLE]
         if not _STATE.patched:
             return
@@ -208,7 +210,7 @@ def triggered(fullname: str, path: Optional[Sequence[str]] = None,
     """The .pth file's trigger, at the program's first import of torch.utils.tensorboard or
     tensorboardX with MXBOARD_PATCH=1: patch(), then that module's spec, patched."""
     # The program may have taken the variable out since its start.
-    if os.environ.get(VARIABLE) != "1":
+    if os.environ.get(VARIABLE, "").strip().lower() not in ON:
         with _STATE.lock:
             _drop_triggers()
         return None

@@ -31,8 +31,8 @@ in its child Pythons too (multiprocessing, DataLoader workers, subprocesses of s
 mxboard.patch(), and MXBOARD_PATCH=1 in the environment. docs/any-library.md says more.
 
 examples:
-  python -m mxboard run train.py --epochs 3
-  python -m mxboard run -m my_package.train --epochs 3
+  {python} -m mxboard run train.py --epochs 3
+  {python} -m mxboard run -m my_package.train --epochs 3
 """
 
 
@@ -46,7 +46,11 @@ def run(argv: Sequence[str]) -> None:
     """Run the program that `argv` (what follows `run`) names, patched."""
     args = list(argv)
     if args and args[0] in ("-h", "--help"):
-        sys.stdout.write(HELP)
+        from .._format.commands import python_command
+
+        # The examples as the user can run them from here (`.venv/bin/python` where the venv is
+        # not activated).
+        sys.stdout.write(HELP.format(python=python_command()))
         return
     if args and args[0] == "--":
         args = args[1:]

@@ -33,7 +33,7 @@ class Watched(Protocol):
 
 
 __all__ = ["Watched", "register", "unregister", "hooked", "reap", "reaped", "process_hooks", "flag", "tell",
-           "END_SECS", "HOOKS_VARIABLE"]
+           "ON", "OFF", "END_SECS", "HOOKS_VARIABLE"]
 
 # The seconds all the writers together may take at exit and at SIGTERM (a store's wait).
 END_SECS = 30
@@ -98,15 +98,21 @@ def process_hooks(value: Optional[bool]) -> bool:
     return value
 
 
+# What turns a switch on or off: every on/off environment variable of mxboard's is read by `flag`,
+# and the wheel's .pth file reads MXBOARD_PATCH by the same words (setup.py).
+ON = ("1", "true", "yes", "on")
+OFF = ("0", "false", "no", "off")
+
+
 def flag(name: str, default: bool) -> bool:
     """An on/off environment variable: 1, true, yes, on or 0, false, no, off (any case); unset
     or empty, `default`."""
     value = os.environ.get(name, "").strip().lower()
     if not value:
         return default
-    if value in ("1", "true", "yes", "on"):
+    if value in ON:
         return True
-    if value in ("0", "false", "no", "off"):
+    if value in OFF:
         return False
     raise ValueError("%s must be 1 or 0 (true/false, yes/no, on/off); got %r" % (name, os.environ[name]))
 
