@@ -12,6 +12,7 @@ import time
 import pytest
 
 from conftest import ROOT, authorized, banner_url, plugin_accumulator, projector_config, stress, tensor_values
+from mxboard import SummaryWriter
 from mxboard._format.commands import SERVE_HINT
 
 pytest.importorskip("mxnet")
@@ -376,4 +377,18 @@ def test_ctrl_c_while_make_demo_serves_says_one_line_and_make_nothing(tmp_path):
     (run,) = os.listdir(tmp_path)
     assert after == ["TensorBoard stopped (Ctrl-C): the run is saved in %s (serve it: make tensorboard LOGDIR=%s)"
                      % (os.path.join(str(tmp_path), run), tmp_path)], said
+    assert status == -signal.SIGINT, said
+
+
+def test_ctrl_c_while_make_tensorboard_serves_ends_without_makes_interrupt_line(tmp_path):
+    """`make tensorboard`, serving, ended a Ctrl-C with make's `make: *** [Makefile:...: tensorboard]
+    Interrupt` (where `make demo` ended clean): TensorBoard's own line now, and nothing of make's."""
+    with SummaryWriter(str(tmp_path / "run")) as writer:
+        writer.add_scalar("loss", 1.0, 0)
+    base = ".base-%d.%d" % sys.version_info[:2]
+    keep = [arg for stamp in (base, ".demo", ".mxboard") for arg in ("-o", os.path.join(".venv", stamp))]
+    command = ["make", "-s", "-C", ROOT] + keep + ["tensorboard", "LOGDIR=" + str(tmp_path), "PORT=0"]
+    said, after, status = _ctrl_c_at("serving", command, ROOT)
+    assert "make: ***" not in said and "Traceback" not in said and "KeyboardInterrupt" not in said, said
+    assert len(after) == 1 and after[0].startswith("TensorBoard stopped (Ctrl-C)"), said
     assert status == -signal.SIGINT, said

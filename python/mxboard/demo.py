@@ -263,6 +263,10 @@ def _main(argv: Optional[Sequence[str]]) -> None:
     # line by line even when piped, so that each line comes in order with the server's (on stderr)
     if hasattr(sys.stdout, "reconfigure"):
         sys.stdout.reconfigure(line_buffering=True)
+    # The first run of a new venv imports MXNet, scikit-learn and mxboard for the first time, which
+    # took about 35 s without a word: said now.
+    print("loading the demo's libraries (mxboard, scikit-learn, MXNet where it runs): a new venv's first run "
+          "takes about half a minute", flush=True)
     from mxboard import SummaryWriter
 
     if args.serve and args.port:
