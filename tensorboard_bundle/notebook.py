@@ -1,25 +1,20 @@
 """Upstream's notebook (`%tensorboard`, `tensorboard.notebook.display`), as a Jupyter or Colab
 kernel imports it, made to open the bundle's server with its token: the kernel imports upstream's
-`tensorboard.notebook`, never the bundle. The wheel's .pth file puts a finder on `sys.meta_path`
-that does nothing until `tensorboard.manager` or `tensorboard.notebook` is imported (`triggered`);
-once the real module has run, `tensorboard.manager` gets the private info directory
-(`info_files.install`) and `tensorboard.notebook` the display functions below, which add the token
-of the server on the port shown (read from its info file in that directory). A server without a
-token (--auth none, upstream's own) is shown as upstream shows it."""
+`tensorboard.notebook`, never the bundle. The start-up module (_mxboard_startup, which the wheel's
+.pth file runs) calls `after` once `tensorboard.manager` or `tensorboard.notebook` has run:
+`tensorboard.manager` gets the private info directory (`info_files.install`) and
+`tensorboard.notebook` the display functions below, which add the token of the server on the port
+shown (read from its info file in that directory). A server without a token (--auth none,
+upstream's own) is shown as upstream shows it."""
 import importlib
 import json
 import re
-import sys
-from importlib.machinery import ModuleSpec
 from types import ModuleType
-from typing import Any, Callable, Optional, Sequence
+from typing import Any, Callable
 
 from tensorboard_bundle import info_files
 
-__all__ = ["install", "triggered"]
-
-# The class name of the .pth file's finder (setup.py), skipped when the real module is looked for.
-TRIGGER = "MXBoardNotebookTrigger"
+__all__ = ["after", "install"]
 # The frame's URL in upstream's _display_ipython: "/" on the notebook's host, or the proxy's.
 _FRAME_URL = re.compile(r'new URL\(("(?:[^"\\]|\\.)*"), window\.location\)')
 # The line of upstream's _display_colab after which the frame's URL gets the token.
@@ -104,51 +99,10 @@ def install(notebook: Any) -> None:
     notebook._display_cli = _display_cli
 
 
-def _after(name: str, module: ModuleType) -> None:
-    """What the .pth file's finder does once `name` has run: the private info directory into
+def after(name: str, module: ModuleType) -> None:
+    """What the start-up module calls once `name` has run: the private info directory into
     `tensorboard.manager`, the display functions into `tensorboard.notebook`."""
     if name == "tensorboard.manager":
         info_files.install(module)
     else:
         install(module)
-
-
-class _Loader:
-    """The module's own loader, and after it has run the module, `_after`. (No subclass of
-    importlib.abc.Loader: importing that costs 30 ms, in every process that imports TensorBoard.)"""
-
-    def __init__(self, loader: Any, name: str) -> None:
-        self._loader = loader
-        self._name = name
-
-    def create_module(self, spec: ModuleSpec) -> Optional[ModuleType]:
-        create = getattr(self._loader, "create_module", None)
-        return None if create is None else create(spec)
-
-    def exec_module(self, module: ModuleType) -> None:
-        # The module keeps its own loader (inspect, importlib.resources and reload ask it).
-        module.__loader__ = self._loader
-        if module.__spec__ is not None:
-            module.__spec__.loader = self._loader
-        self._loader.exec_module(module)
-        _after(self._name, module)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._loader, name)
-
-
-def triggered(fullname: str, path: Optional[Sequence[str]] = None,
-              target: Optional[ModuleType] = None) -> Optional[ModuleSpec]:
-    """The .pth file's finder, at the import of `tensorboard.manager` or `tensorboard.notebook`:
-    that module's spec, as the other finders on `sys.meta_path` give it, with a loader that runs
-    `_after` once the module has run."""
-    for finder in list(sys.meta_path):
-        find = getattr(finder, "find_spec", None)
-        if find is None or type(finder).__name__ == TRIGGER:
-            continue
-        spec = find(fullname, path, target)
-        if spec is not None:
-            if spec.loader is not None and hasattr(spec.loader, "exec_module"):
-                spec.loader = _Loader(spec.loader, fullname)
-            return spec  # type: ignore[no-any-return]
-    return None

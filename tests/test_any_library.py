@@ -481,13 +481,16 @@ def test_a_writer_made_in_a_child_python_is_mxboards(tmp_path):
 
 PATCHING = """
 import sys, threading
+import _mxboard_startup
 import mxboard
 from mxboard import _patch
 
 threads = [threading.Thread(target=mxboard.patch) for _ in range(8)]
 [t.start() for t in threads]
 [t.join() for t in threads]
-assert sum(f is _patch._FINDER for f in sys.meta_path) == 1 and "tensorboardX" not in sys.modules
+# one finder, the start-up module's, and one hook of each target, whatever the threads did
+assert sum(f is _mxboard_startup._FINDER for f in sys.meta_path) == 1 and "tensorboardX" not in sys.modules
+assert all(len(_mxboard_startup._HOOKS.after(name)) == 1 for name in _patch.TARGETS)
 import tensorboardX
 from tensorboardX import SummaryWriter
 from tensorboardX.writer import FileWriter
@@ -502,7 +505,7 @@ writer.close()
 threads = [threading.Thread(target=mxboard.unpatch) for _ in range(8)]
 [t.start() for t in threads]
 [t.join() for t in threads]
-assert _patch._FINDER not in sys.meta_path and not _patch.patched()
+assert not any(_mxboard_startup._HOOKS.after(name) for name in _patch.TARGETS) and not _patch.patched()
 # every name bound to a stand-in while patched, this module's own among them, is the original again
 assert SummaryWriter.__module__ == FileWriter.__module__ == "tensorboardX.writer"
 assert tensorboardX.SummaryWriter.__module__ == "tensorboardX.writer"

@@ -152,8 +152,9 @@ def test_python_m_build_sdist_and_wheel_are_clean_and_alike(tmp_path):
     names = set(zipfile.ZipFile(wheel).namelist())
     info = "mxboard-%s.dist-info/" % version
     # nothing from tests/, docs/, tools/
+    # the .pth file (%tensorboard from any kernel, MXBOARD_PATCH) and the start-up module it imports
     assert {n.split("/")[0] for n in names} == {"mxboard", "tensorboard_bundle", info.rstrip("/"),
-                                                "mxboard-tensorboard.pth"}  # %tensorboard from any kernel
+                                                "mxboard-tensorboard.pth", "_mxboard_startup.py"}
     assert not [n for n in names if "__pycache__" in n or n.endswith((".pyc", ".orig", ".rej"))]
     assert PATCHED <= names and vendor.check(str(wheel)) == []
     assert {info + "licenses/LICENSE", info + "licenses/NOTICE"} <= names

@@ -1,35 +1,36 @@
 """`mxboard.patch()` and `mxboard.unpatch()`: torch's and tensorboardX's writers made mxboard's.
 
-patch() puts a finder first on `sys.meta_path`. It finds `torch.utils.tensorboard`,
-`tensorboardX` and their `writer` modules as the other finders do, and once each has run, puts
-the stand-ins (stand_ins.py) in place of its `SummaryWriter` and `FileWriter`: nothing is
+patch() sets a hook of the start-up module (_mxboard_startup: its one finder on `sys.meta_path`)
+on `torch.utils.tensorboard`, `tensorboardX` and their `writer` modules: once each has run, the
+stand-ins (stand_ins.py) are put in place of its `SummaryWriter` and `FileWriter`; nothing is
 imported that the program does not import. A library imported already has them replaced at
 once, in every module that bound them by name (`from torch.utils.tensorboard import
 SummaryWriter`). unpatch() puts the originals back wherever a stand-in is bound. With
-MXBOARD_PATCH=1, the wheel's .pth file puts a trigger on `sys.meta_path` at the interpreter's
-start (setup.py), which imports mxboard and patches when the program first imports either
-library: that is how `python -m mxboard run` reaches its child Pythons.
+MXBOARD_PATCH on, the wheel's .pth file sets a trigger at the interpreter's start, which imports
+mxboard and patches when the program first imports either library: that is how `python -m
+mxboard run` reaches its child Pythons.
 """
 from __future__ import annotations
 
-import importlib.abc
 import os
 import sys
 import threading
-from importlib.machinery import ModuleSpec
 from types import ModuleType
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Tuple
 
-from .._writer.lifecycle import ON
+import _mxboard_startup
+
 from . import stand_ins
 
 __all__ = ["VARIABLE", "patch", "patched", "triggered", "unpatch"]
 
 # With this variable on (1, true, yes or on, any case, as every switch of mxboard's), every Python
-# started patches (through the wheel's .pth file, which reads it by the same rule).
-VARIABLE = "MXBOARD_PATCH"
-# The class name of the .pth file's finder (setup.py), which patch() and unpatch() take away.
-TRIGGER = "MXBoardPatchTrigger"
+# started patches (through the wheel's .pth file and _mxboard_startup, which reads it).
+VARIABLE = _mxboard_startup.PATCH
+# The keys of the start-up module's hooks: the .pth file's trigger, which patch() and unpatch() take
+# away, and the stand-ins put in once a target module has run, while patched.
+TRIGGER = "mxboard.patch-trigger"
+HOOK = "mxboard.patch"
 
 # The modules whose names are replaced: each library's `writer` module, where its classes are
 # defined, and the package, which imports them from there.
@@ -52,70 +53,16 @@ class _State:
         self.patched = False
         # The library's class, by its writer module and its name.
         self.originals: Dict[Tuple[str, str], Any] = {}
-        # Its `on` is set while this thread's finder asks the other finders.
-        self.finding = threading.local()
 
 
 _STATE = _State()
 
 
-class _Loader(importlib.abc.Loader):
-    """The library's own loader, and after it has run the module, the stand-ins put in."""
-
-    def __init__(self, loader: Any, name: str) -> None:
-        self._loader = loader
-        self._name = name
-
-    def create_module(self, spec: ModuleSpec) -> Optional[ModuleType]:
-        create = getattr(self._loader, "create_module", None)
-        return None if create is None else create(spec)
-
-    def exec_module(self, module: ModuleType) -> None:
-        # The module keeps its own loader (inspect, importlib.resources and reload ask it).
-        module.__loader__ = self._loader
-        if module.__spec__ is not None:
-            module.__spec__.loader = self._loader
-        self._loader.exec_module(module)
-        with _STATE.lock:
-            if _STATE.patched:
-                _put_in(module, self._name)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._loader, name)
-
-
-class _Finder(importlib.abc.MetaPathFinder):
-    """First on sys.meta_path while patched: the target modules, found by the finders after it,
-    with a loader that puts the stand-ins in."""
-
-    def find_spec(self, fullname: str, path: Optional[Sequence[str]] = None,
-                  target: Optional[ModuleType] = None) -> Optional[ModuleSpec]:
-        if fullname not in TARGETS or not _STATE.patched or getattr(_STATE.finding, "on", False):
-            return None
-        _STATE.finding.on = True
-        try:
-            spec = _find_elsewhere(self, fullname, path, target)
-        finally:
-            _STATE.finding.on = False
-        if spec is None or spec.loader is None or not hasattr(spec.loader, "exec_module"):
-            return spec
-        spec.loader = _Loader(spec.loader, fullname)
-        return spec
-
-
-_FINDER = _Finder()
-
-
-def _find_elsewhere(finder: Any, fullname: str, path: Any, target: Any) -> Optional[ModuleSpec]:
-    """The spec that the other finders on sys.meta_path give, in their order."""
-    for other in list(sys.meta_path):
-        find = getattr(other, "find_spec", None)
-        if other is finder or find is None or type(other).__name__ == TRIGGER:
-            continue
-        spec = find(fullname, path, target)
-        if spec is not None:
-            return spec  # type: ignore[no-any-return]
-    return None
+def _after_run(module_name: str, module: ModuleType) -> None:
+    """The start-up module's hook, once a target module has run: the stand-ins put in."""
+    with _STATE.lock:
+        if _STATE.patched:
+            _put_in(module, module_name)
 
 
 def _library(module_name: str) -> str:
@@ -153,11 +100,6 @@ def _rebind(pairs: List[Tuple[Any, Any]]) -> None:
                 namespace[name] = pair[1]
 
 
-def _drop_triggers() -> None:
-    """Take the .pth file's trigger off sys.meta_path (patch() and unpatch() decide from here)."""
-    sys.meta_path[:] = [f for f in sys.meta_path if type(f).__name__ != TRIGGER]
-
-
 def patch() -> None:
     """Make torch's and tensorboardX's `SummaryWriter` and `FileWriter` mxboard's, in this process.
 
@@ -168,11 +110,12 @@ def patch() -> None:
     environment (`python -m mxboard run` sets it). docs/any-library.md says more.
     """
     with _STATE.lock:
-        _drop_triggers()
+        # The hook first, then the trigger away: the start-up module's finder stays where it is.
+        _mxboard_startup.after_import(HOOK, TARGETS, _after_run)
+        _mxboard_startup.forget(TRIGGER)
         if _STATE.patched:
             return
         _STATE.patched = True
-        sys.meta_path.insert(0, _FINDER)
         imported = [name for name in TARGETS if name in sys.modules]
         for name in imported:
             library = _library(name)
@@ -186,17 +129,17 @@ def patch() -> None:
 
 def unpatch() -> None:
     """Undo `patch()`: torch's and tensorboardX's classes back wherever a stand-in is bound by
-    name, the finder taken off `sys.meta_path`, and MXBOARD_PATCH=1 taken out of `os.environ`
+    name, the hooks taken away, and MXBOARD_PATCH taken out of `os.environ`
     (child Pythons started after are not patched). Writers made while patched stay mxboard's.
     Idempotent and thread-safe."""
     with _STATE.lock:
-        _drop_triggers()
+        _mxboard_startup.forget(TRIGGER)
+        _mxboard_startup.forget(HOOK)
         if VARIABLE in os.environ:
             del os.environ[VARIABLE]
         if not _STATE.patched:
             return
         _STATE.patched = False
-        sys.meta_path[:] = [f for f in sys.meta_path if f is not _FINDER]
         _rebind([(STAND_INS[key], original) for key, original in _STATE.originals.items()])
 
 
@@ -205,14 +148,16 @@ def patched() -> bool:
     return _STATE.patched
 
 
-def triggered(fullname: str, path: Optional[Sequence[str]] = None,
-              target: Optional[ModuleType] = None) -> Optional[ModuleSpec]:
-    """The .pth file's trigger, at the program's first import of torch.utils.tensorboard or
-    tensorboardX with MXBOARD_PATCH=1: patch(), then that module's spec, patched."""
-    # The program may have taken the variable out since its start.
-    if os.environ.get(VARIABLE, "").strip().lower() not in ON:
+def triggered() -> None:
+    """The start-up module's trigger, at the program's first import of torch.utils.tensorboard or
+    tensorboardX with MXBOARD_PATCH on: patch(), before that module runs."""
+    # The program may have turned the variable off since its start.
+    try:
+        on = _mxboard_startup.flag(VARIABLE, False)
+    except ValueError:
+        on = False
+    if on:
+        patch()
+    else:
         with _STATE.lock:
-            _drop_triggers()
-        return None
-    patch()
-    return _FINDER.find_spec(fullname, path, target)
+            _mxboard_startup.forget(TRIGGER)

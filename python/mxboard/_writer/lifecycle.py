@@ -17,6 +17,10 @@ import threading
 import weakref
 from typing import List, Optional, Protocol, Union
 
+# Every on/off variable of mxboard's is read by one rule, the start-up module's: 1, true, yes, on or
+# 0, false, no, off (any case); unset or empty, the default; anything else a ValueError in one line.
+from _mxboard_startup import flag
+
 from ..signal_mask import keep_signals_off_this_thread
 
 
@@ -33,7 +37,7 @@ class Watched(Protocol):
 
 
 __all__ = ["Watched", "register", "unregister", "hooked", "reap", "reaped", "process_hooks", "flag", "tell",
-           "ON", "OFF", "END_SECS", "HOOKS_VARIABLE"]
+           "END_SECS", "HOOKS_VARIABLE"]
 
 # The seconds all the writers together may take at exit and at SIGTERM (a store's wait).
 END_SECS = 30
@@ -96,25 +100,6 @@ def process_hooks(value: Optional[bool]) -> bool:
     if not isinstance(value, bool):
         raise TypeError("process_hooks must be a bool or None; got %s" % type(value).__name__)
     return value
-
-
-# What turns a switch on or off: every on/off environment variable of mxboard's is read by `flag`,
-# and the wheel's .pth file reads MXBOARD_PATCH by the same words (setup.py).
-ON = ("1", "true", "yes", "on")
-OFF = ("0", "false", "no", "off")
-
-
-def flag(name: str, default: bool) -> bool:
-    """An on/off environment variable: 1, true, yes, on or 0, false, no, off (any case); unset
-    or empty, `default`."""
-    value = os.environ.get(name, "").strip().lower()
-    if not value:
-        return default
-    if value in ON:
-        return True
-    if value in OFF:
-        return False
-    raise ValueError("%s must be 1 or 0 (true/false, yes/no, on/off); got %r" % (name, os.environ[name]))
 
 
 def tell(message: str) -> None:
