@@ -1,30 +1,39 @@
 """Keeps upstream's "TensorFlow installation not found" line out of the `tensorboard` command's
 output. Upstream's command prints that line before it loads any plugin, so the handover
-(handover.py) comes too late to stop it. The wheel's mxboard-tensorboard.pth therefore calls
-`hide` when the interpreter starts as the `tensorboard` command. `hide` holds back the first line
-written to stderr and drops it if it is upstream's line, whatever stderr is: a terminal, a file or
-a pipe. Any other first line is written as it came, and stderr is given back after that line.
+(handover.py) comes too late to stop it. The start-up module (_mxboard_startup, which the wheel's
+.pth file runs) therefore calls `hide` when the interpreter starts as the `tensorboard` command.
+`hide` holds back the first line written to stderr and drops it if it is upstream's line,
+whatever stderr is: a terminal, a file or a pipe. Any other first line is written as it came, and
+stderr is given back after that line.
 
-This module imports only os and sys, because the .pth file runs it at the interpreter's start."""
+This module imports the standard library and the start-up module only, because it runs at the
+interpreter's start."""
 import os
 import sys
 from typing import Any, List, Mapping, Optional, TextIO
+
+from _mxboard_startup import flag
 
 __all__ = ["LINE", "RUNNING", "OPT_OUT", "hands_over", "hide", "was_hidden"]
 
 LINE = "TensorFlow installation not found - running with reduced feature set.\n"
 # Set in the bundle's own process, so it never hands over twice.
 RUNNING = "MXBOARD_TENSORBOARD_BUNDLE"
-# 1, true, yes or on: the `tensorboard` command stays upstream's own.
+# On (1, true, yes or on, read as every switch of mxboard's): the `tensorboard` command stays
+# upstream's own.
 OPT_OUT = "MXBOARD_NO_HANDOVER"
-_KEEPS_HANDOVER = ("", "0", "false", "no", "off")
 
 
 def hands_over(argv: List[str], environ: Mapping[str, str]) -> bool:
     """Whether this process is upstream's `tensorboard` command, which the bundle replaces."""
     command = os.path.basename(argv[0]) if argv else ""
-    return (command in ("tensorboard", "tensorboard.exe") and not environ.get(RUNNING)
-            and environ.get(OPT_OUT, "").strip().lower() in _KEEPS_HANDOVER)
+    if command not in ("tensorboard", "tensorboard.exe") or environ.get(RUNNING):
+        return False
+    try:
+        return not flag(OPT_OUT, False, environ)
+    # A value that is no switch word asks for something other than the handover: upstream's own.
+    except ValueError:
+        return False
 
 
 class _FirstLineFilter:
