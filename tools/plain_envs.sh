@@ -13,6 +13,8 @@
 # when it ends, the longest first. By default the tests that start no process run on 3.9 (the
 # oldest numpy 2 and protobuf) and 3.12 (the newest, as 3.13 has them), the lifecycle model with its
 # `quick` profile (make test's budget), and the served share on 3.13: two runs of about equal length.
+# The Pythons of $PLAIN_TYPED (3.13) also run mypy --strict over the sources, as make lint does, against
+# numpy 2's stubs (make lint's are numpy 1.23's: each version's errors are the other's to miss).
 #   tools/plain_envs.sh WHEEL        (PLAIN="3.9 3.13" PLAIN_FULL="3.9" PLAIN_SERVED="3.13": which Pythons)
 set -euo pipefail
 wheel=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
@@ -36,6 +38,7 @@ for version in ${PLAIN:-3.13 3.9 3.12 3.10}; do  # the longest runs first
     rm -rf "$venv" && "$python" -m venv "$venv"
     "$venv/bin/python" -m pip install -q --upgrade pip
     "$venv/bin/python" -m pip install -q "$wheel[s3]" $tools
+    case " ${PLAIN_TYPED:-3.13} " in *" $version "*) "$venv/bin/python" -m pip install -q mypy types-protobuf;; esac
     touch "$venv/.tools"
   fi
   "$venv/bin/python" -m pip install -q "$wheel[s3]"  # a dependency this build added
@@ -51,6 +54,9 @@ run() {  # one environment's tests, into its log; its status into its .status fi
     echo "== plain Python $version: $("$venv/bin/python" -c 'import sys, numpy, google.protobuf, PIL
 print("Python %d.%d.%d" % sys.version_info[:3], "numpy", numpy.__version__, "protobuf", google.protobuf.__version__, "Pillow", PIL.__version__)'), tests: $marks =="
     status=0
+    case " ${PLAIN_TYPED:-3.13} " in *" $version "*)
+      echo "mypy --strict against numpy $("$venv/bin/python" -c 'import numpy; print(numpy.__version__)')'s stubs:"
+      "$venv/bin/python" -m mypy --cache-dir "$logs/mypy-$version" || status=$?;; esac
     # a basetemp of its own: two sessions at once in /tmp/pytest-of-<user> race on pytest's
     # clean-up of old sessions (one crashed at its end removing a directory the other wrote in)
     HYPOTHESIS_PROFILE=${HYPOTHESIS_PROFILE:-$profile} "$venv/bin/python" -m pytest -q -p no:cacheprovider \

@@ -179,5 +179,5 @@ def encode_scalar_rows(series: Sequence[ScalarSeries], ids: npt.NDArray[np.int64
         key = (int(file_of[tags[first]]), 0 if segments is None else int(segments[first]))
         pieces.setdefault(key, []).append(block)
     for (index, segment), blocks in pieces.items():
-        # An ndarray is a buffer.
-        yield files[index], segment, b"".join(blocks)  # type: ignore[arg-type]
+        # An ndarray is a buffer (numpy 1.23's stubs do not say so; numpy 2's do).
+        yield files[index], segment, b"".join(blocks)  # type: ignore[arg-type,unused-ignore]

@@ -90,12 +90,13 @@ def _cells(rounded: bool) -> Tuple[NDArray[np.int16], NDArray[np.intp], NDArray[
     split = 1 << (_COARSE - _SHIFT)
     bucket = np.repeat(np.where(uniform, low, nb).astype(np.int16), split)
     fine = (np.flatnonzero(~uniform)[:, None] * split) + np.arange(split)
-    fine = fine.reshape(-1).astype(np.uint32)
-    low, high, finite = _ends(fine, _SHIFT, rounded)
-    bucket[fine] = np.where(finite & (low == high), low, nb)
+    fine_cells: NDArray[np.uint32] = fine.reshape(-1).astype(np.uint32)
+    low, high, finite = _ends(fine_cells, _SHIFT, rounded)
+    bucket[fine_cells] = np.where(finite & (low == high), low, nb)
     # one edge between them: the bucket above starts at it (for negative cells first > last)
     one = finite & (np.abs(high - low) == 1)
-    return bucket, fine[one].astype(np.intp), np.minimum(low, high)[one], default_edges()[np.maximum(low, high)[one]]
+    return (bucket, fine_cells[one].astype(np.intp), np.minimum(low, high)[one],
+            default_edges()[np.maximum(low, high)[one]])
 
 
 def _ends(cells: NDArray[np.uint32], shift: int,

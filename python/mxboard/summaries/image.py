@@ -28,7 +28,8 @@ def to_uint8(array: NDArray[Any]) -> NDArray[np.uint8]:
             np.clip(scaled, 0.0, 255.0, out=scaled)
         np.add(scaled, np.float32(0.5), out=scaled)
         np.nan_to_num(scaled, copy=False, nan=0.0)
-        return scaled.astype(np.uint8)
+        as_bytes: NDArray[np.uint8] = scaled.astype(np.uint8)
+        return as_bytes
     if array.dtype.kind in "iu":
         return array.astype(np.uint8)
     raise TypeError("pixels must be float, uint8, bool or integer; got dtype %s" % array.dtype)
@@ -98,8 +99,8 @@ def encode_png(hwc: NDArray[np.uint8]) -> bytes:
     # Modulo 256, as PNG wants.
     np.subtract(flat[1:], flat[:-1], out=rows[1:, 1:])
     deflate = zlib.compressobj(1, zlib.DEFLATED, 15, 9, zlib.Z_RLE)
-    # An ndarray is a buffer.
-    data = deflate.compress(rows) + deflate.flush()  # type: ignore[arg-type]
+    # An ndarray is a buffer (numpy 1.23's stubs do not say so; numpy 2's do).
+    data = deflate.compress(rows) + deflate.flush()  # type: ignore[arg-type,unused-ignore]
     header = struct.pack(">IIBBBBB", width, height, 8, _COLOR_TYPE[channels], 0, 0, 0)
     return b"".join((b"\x89PNG\r\n\x1a\n", _chunk(b"IHDR", header), _chunk(b"IDAT", data), _chunk(b"IEND", b"")))
 
