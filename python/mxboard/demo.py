@@ -139,19 +139,7 @@ def train(args: argparse.Namespace, writer: "SummaryWriter") -> Dict[str, float]
     if args.batches:
         batches_per_epoch = min(batches_per_epoch, args.batches)
     model = _model(args, batches_per_epoch)
-    config = vars(args).copy()
-    config.pop("serve"), config.pop("port")
-    config["framework"] = model.framework
-
-    writer.add_text("config", "| setting | value |\n|---|---|\n" +
-                    "\n".join("| %s | %s |" % item for item in sorted(config.items())))
-    writer.add_images("inputs/first_batch", x_train[:args.batch_size].repeat(4, axis=2).repeat(4, axis=3))
-    model.log_graph(writer, args.batch_size)
-    # Train and validation are sub-runs, one colour each.
-    writer.add_custom_scalars({"Train vs validation": {
-        "accuracy": ["Multiline", ["^accuracy$"]],
-        "loss": ["Multiline", ["^loss$"]],
-    }})
+    _log_the_set_up(args, writer, model, x_train)
 
     step = 0
     batch_losses: List[float] = []
@@ -189,8 +177,33 @@ def train(args: argparse.Namespace, writer: "SummaryWriter") -> Dict[str, float]
         progress.write("epoch %d: train accuracy %.3f, validation accuracy %.3f, loss %.3f"
                        % (epoch, right / seen, val_acc, val_loss))
     progress.close()
+    _log_the_finished_model(args, writer, model, (x_val, y_val), probabilities, filters, batch_losses)
+    return {"accuracy": val_acc, "loss": float(val_loss)}
 
-    # The finished model, seen from the validation set.
+
+def _log_the_set_up(args: argparse.Namespace, writer: "SummaryWriter", model: Union["GluonCNN", "NumpyCNN"],
+                    x_train: NDArray[np.float32]) -> None:
+    """What is known before training: the settings, the first batch, the graph, the layout."""
+    config = vars(args).copy()
+    config.pop("serve"), config.pop("port")
+    config["framework"] = model.framework
+    writer.add_text("config", "| setting | value |\n|---|---|\n" +
+                    "\n".join("| %s | %s |" % item for item in sorted(config.items())))
+    writer.add_images("inputs/first_batch", x_train[:args.batch_size].repeat(4, axis=2).repeat(4, axis=3))
+    model.log_graph(writer, args.batch_size)
+    # Train and validation are sub-runs, one colour each.
+    writer.add_custom_scalars({"Train vs validation": {
+        "accuracy": ["Multiline", ["^accuracy$"]],
+        "loss": ["Multiline", ["^loss$"]],
+    }})
+
+
+def _log_the_finished_model(args: argparse.Namespace, writer: "SummaryWriter",
+                            model: Union["GluonCNN", "NumpyCNN"], validation: Split,
+                            probabilities: NDArray[Any], filters: List[NDArray[Any]],
+                            batch_losses: List[float]) -> None:
+    """The finished model, seen from the validation set, and the run's summaries over training."""
+    x_val, y_val = validation
     for digit in range(10):
         writer.add_pr_curve("pr/digit_%d" % digit, y_val == digit, probabilities[:, digit], num_thresholds=200,
                             global_step=args.epochs)
@@ -213,7 +226,6 @@ def train(args: argparse.Namespace, writer: "SummaryWriter") -> Dict[str, float]
                         "framework": model.framework},
                        {("accuracy", "validation"): None, ("loss", "validation"): None}, in_run=True,
                        global_step=args.epochs)
-    return {"accuracy": val_acc, "loss": float(val_loss)}
 
 
 class _Progress:
