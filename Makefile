@@ -18,7 +18,8 @@
 #                  servers or demos started at once, 32 children interrupted, where make test starts 3
 #                  pairs and 12) and the Hypothesis models' long profile: for a quiet machine, nightly
 # make test-tools  the system tools a few tests need, skipping without them: headless Chromium
-#                  (pages drawn), iproute2 (network namespaces), curl, openssl; needs root (apt-get); CI runs it
+#                  (pages drawn), iproute2 (network namespaces), curl, openssl, nginx (a proxy in front of the
+#                  server); needs root (apt-get); CI runs it
 # make bench       the benchmark, side by side with tensorboardX and torch.utils.tensorboard, in a
 #                  venv of its own (.bench-venv) where mxboard is a plain `pip install '.[mxnet,s3,gcs,azure]'`
 # make bench-gpu   on a CUDA GPU: what logging costs a transformer's training loop, mxboard beside the
@@ -113,6 +114,7 @@ test-tools:
 	missing=""; command -v ip >/dev/null || missing="$$missing iproute2"; \
 	command -v chromium >/dev/null || missing="$$missing chromium fonts-dejavu-core"; \
 	command -v curl >/dev/null || missing="$$missing curl"; command -v openssl >/dev/null || missing="$$missing openssl"; \
+	command -v nginx >/dev/null || [ -x /usr/sbin/nginx ] || missing="$$missing nginx"; \
 	if [ -n "$$missing" ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
 	    apt-get install -y -qq --no-install-recommends $$missing >/dev/null; fi
 

@@ -1,15 +1,15 @@
 """Who may read what the server serves. A port is no proof of who is asking: every user of a
-shared machine reaches 127.0.0.1, and so does a web page the user visits, through DNS rebinding
-(its own name made to point at 127.0.0.1). So, as Jupyter does:
+shared machine reaches 127.0.0.1, and so does a web page, through DNS rebinding. So, as Jupyter:
 
-- a token, random (256 bits) unless the user gives one (MXBOARD_TOKEN or --token_file, never a
-  flag's value, which `ps` shows to every user); the printed URL (`/?token=...`) trades it for a
-  cookie and a redirect to the same URL without it; a script sends `Authorization: token ...`;
-  any other request gets 401, whatever the route;
-- the Host header must be a name the server was bound for (`Hosts`), token or not (403): a web
-  page's request carries its own name there; an address written as numbers cannot come from
-  DNS rebinding, and passes;
-- a request that may change state from a page of another origin gets 403.
+- a token, random unless the user gives one (MXBOARD_TOKEN or --token_file, never a flag's value,
+  which `ps` shows); the printed URL (`/?token=...`) trades it for a cookie and a redirect to the
+  same URL without it; a script sends `Authorization: token ...`; anything else gets 401;
+- the Host must be a name the server was bound for (`Hosts`), or an address (403);
+- a request that may change state from another origin gets 403: the browser's Sec-Fetch-Site
+  says (no page can set it); without it, the Origin must match the Host or --allow_origin;
+- the cookie is named after the server (`cookie_name`) and has no Path: the browser keeps it for
+  the directory of the token's URL, a proxy's path too (RFC 6265's default-path);
+- no log line holds the token (`redacted`).
 
 `Guard` is the WSGI application in front of TensorBoard's: a few microseconds a request.
 """
@@ -21,10 +21,12 @@ import re
 import secrets
 import socket
 import stat
+import threading
 import urllib.parse
-from typing import Any, Callable, Dict, FrozenSet, Iterable, List, Optional, Set, Tuple
+from typing import Any, Callable, Dict, FrozenSet, Iterable, List, Optional, Tuple
 
-__all__ = ["ENV", "Guard", "Hosts", "allowed_names", "is_loopback", "read_token"]
+__all__ = ["ENV", "Guard", "Hosts", "allowed_names", "allowed_origins", "cookie_name", "is_loopback", "read_token",
+           "redacted"]
 
 # The environment variable that sets the token: the process's environment is readable by its
 # owner only (/proc/PID/environ), unlike its argv.
@@ -33,6 +35,11 @@ ENV = "MXBOARD_TOKEN"
 _SHORTEST = 16
 _TOKEN = re.compile(r"[A-Za-z0-9_-]+")
 _SAFE_METHODS = frozenset(("GET", "HEAD", "OPTIONS"))
+# The Sec-Fetch-Site values of a request the user made: from the server's own page, or typed in
+# the address bar (a bookmark).
+_OWN_SITE = frozenset(("same-origin", "none"))
+# A token's value in a URL (a query's `token=`), as a log line would hold it.
+_TOKEN_IN_URL = re.compile(r"(token=)[^&\s\"'#;]+", re.IGNORECASE)
 
 _Environ = Dict[str, Any]
 _StartResponse = Callable[..., Any]
@@ -90,26 +97,32 @@ def is_loopback(host: str) -> bool:
 class Hosts:
     """The names a request's Host header may carry: localhost, the loopback addresses, this
     machine's names, the --host given and the names added with --allow_host; and any address
-    written as numbers. This machine's fully qualified names are looked up once, at the first
-    name not found otherwise (a lookup may wait on DNS)."""
+    written as numbers. This machine's fully qualified names (`lookup()`) are looked up once, at
+    the first name not found otherwise (a lookup may wait on DNS); a request that comes meanwhile
+    waits for them, and the names are published whole, so none is refused for coming early."""
 
-    def __init__(self, host: Optional[str] = None, allowed: Iterable[str] = ()) -> None:
+    def __init__(self, host: Optional[str] = None, allowed: Iterable[str] = (),
+                 lookup: Optional[Callable[[], List[str]]] = None) -> None:
         names = {"localhost", socket.gethostname()}
         names.update(allowed)
         if host:
             names.add(host)
-        self._names: Set[str] = {_bare(name) for name in names if name}
+        self._names: FrozenSet[str] = frozenset(_bare(name) for name in names if name)
+        self._lookup = lookup or _own_names
         self._looked_up = False
+        self._lock = threading.Lock()
 
     def __contains__(self, header: str) -> bool:
         name = _bare(_name_of(header))
         if name in self._names or _is_address(name):
             return True
         if not self._looked_up:
-            self._looked_up = True
-            self._names.update(_bare(n) for n in _own_names())
-            return name in self._names
-        return False
+            with self._lock:
+                if not self._looked_up:
+                    # Filled, then marked: a request that reads the flag reads every name.
+                    self._names = self._names | {_bare(n) for n in self._lookup() if n}
+                    self._looked_up = True
+        return name in self._names
 
 
 def _own_names() -> List[str]:
@@ -139,6 +152,38 @@ def _is_address(name: str) -> bool:
     return True
 
 
+def _origin(value: str) -> Optional[str]:
+    """An origin as a browser's Origin header writes it (`scheme://host`, and `:port` unless the
+    scheme's default), lowercased; None for anything else (`null`, a path, a scheme other than
+    http and https)."""
+    try:
+        parts = urllib.parse.urlsplit(value.strip())
+        port = parts.port
+    # A bracketed address that is none, a port that is no number.
+    except ValueError:
+        return None
+    if parts.scheme.lower() not in ("http", "https") or not parts.hostname or parts.path not in ("", "/") \
+            or parts.query or parts.fragment or parts.username is not None:
+        return None
+    scheme, host = parts.scheme.lower(), parts.hostname.lower()
+    host = "[%s]" % host if ":" in host else host
+    default = 80 if scheme == "http" else 443
+    return "%s://%s%s" % (scheme, host, "" if port in (None, default) else ":%d" % port)
+
+
+def cookie_name(where: str) -> str:
+    """The cookie's name for a server at `where` (a port's number, or a socket's path): each
+    server its own, so that two behind one origin (a proxy's) never replace each other's."""
+    if where.isdigit():
+        return "mxboard-token-%s" % where
+    return "mxboard-token-%s" % hashlib.sha256(where.encode()).hexdigest()[:12]
+
+
+def redacted(line: str) -> str:
+    """`line` with any token in a URL's query shown as `token=[redacted]`."""
+    return _TOKEN_IN_URL.sub(r"\1[redacted]", line)
+
+
 def _cookie_value(token: str) -> str:
     """What the cookie holds: derived from the token, so that the browser's store keeps no
     string that works in a script's Authorization header."""
@@ -148,18 +193,22 @@ def _cookie_value(token: str) -> str:
 class Guard:
     """The WSGI application in front of TensorBoard's (`app`): it answers 403 to a Host not in
     `hosts` (None: any Host, as behind a Unix socket, which no browser reaches but through a
-    proxy) and to a cross-origin request that may change state, and with a `token`, 401 to a
-    request without it. `cookie` names the cookie (one a port: browsers send a host's cookies to
-    every port of it); `path` is where the cookie is sent (--path_prefix, or /); `secure` marks it
-    for HTTPS only."""
+    proxy) and to a cross-origin request that may change state (`origins`: the origins besides
+    the server's own that may, --allow_origin), and with a `token`, 401 to a request without it.
+    `cookie` names the cookie (`cookie_name`); `secure` marks it for HTTPS only."""
 
     def __init__(self, app: Callable[[_Environ, _StartResponse], Iterable[bytes]], token: Optional[str],
-                 hosts: Optional[Hosts], cookie: str, path: str = "/", secure: bool = False) -> None:
+                 hosts: Optional[Hosts], cookie: str, secure: bool = False,
+                 origins: Iterable[str] = ()) -> None:
         self._app, self._token, self._hosts = app, token, hosts
         self._cookie = cookie
+        self._origins = frozenset(origins)
         self._token_bytes = token.encode() if token else b""
         self._cookie_value = _cookie_value(token).encode() if token else b""
-        attributes = ["Path=%s" % (path or "/"), "HttpOnly", "SameSite=Strict"] + (["Secure"] if secure else [])
+        # No Path: the browser scopes the cookie to the directory of the URL that carried the
+        # token (RFC 6265 5.1.4), where the server's page is as the browser sees it: / here,
+        # --path_prefix's, or a proxy's path that the server never sees.
+        attributes = ["HttpOnly", "SameSite=Strict"] + (["Secure"] if secure else [])
         self._set_cookie = "%s=%s; %s" % (cookie, self._cookie_value.decode(), "; ".join(attributes))
 
     def __call__(self, environ: _Environ, start_response: _StartResponse) -> Iterable[bytes]:
@@ -171,6 +220,10 @@ class Guard:
         query = environ.get("QUERY_STRING", "")
         if "token=" in query:
             return self._exchange(environ, start_response, query)
+        if self._cookie + "=" in environ.get("HTTP_COOKIE", ""):
+            return _answer(start_response, "401 Unauthorized",
+                           "This TensorBoard's cookie holds an old token (the server was restarted with a new one): "
+                           "open the URL it printed now (it ends in ?token=...).")
         return _answer(start_response, "401 Unauthorized",
                        "This TensorBoard asks for its token: open the URL it printed (it ends in ?token=...), "
                        "or send the header 'Authorization: token ...'.")
@@ -181,11 +234,33 @@ class Guard:
         if self._hosts is not None and host not in self._hosts:
             return ("Host %r is not a name of this server (a web page of another site?). If it is this machine's "
                     "name, start the server with --allow_host NAME." % host)
-        if environ.get("REQUEST_METHOD", "GET") not in _SAFE_METHODS:
+        if environ.get("REQUEST_METHOD", "GET") not in _SAFE_METHODS and self._cross_origin(environ, host):
             origin = environ.get("HTTP_ORIGIN")
-            if origin is not None and urllib.parse.urlsplit(origin).netloc.lower() != host.lower():
-                return "A request from a page of another origin (%r) may not change anything here." % origin
+            named = _origin(origin or "")
+            return ("A request from a page of another origin (%s) may not change anything here. If this TensorBoard's "
+                    "page is served there (through a proxy), start the server with --allow_origin %s."
+                    % (repr(origin) if origin is not None else "Sec-Fetch-Site: %s"
+                       % environ.get("HTTP_SEC_FETCH_SITE"), named or "ORIGIN"))
         return None
+
+    def _cross_origin(self, environ: _Environ, host: str) -> bool:
+        """Whether a request that may change state comes from a page of another origin, as Go's
+        CrossOriginProtection decides: an origin named with --allow_origin may; else the browser's
+        Sec-Fetch-Site, which no page can set, says; where it is absent (plain HTTP to a name
+        other than localhost, an old browser, a script) the Origin must be the Host, or absent."""
+        origin = environ.get("HTTP_ORIGIN")
+        if origin is not None and self._origins and _origin(origin) in self._origins:
+            return False
+        site = environ.get("HTTP_SEC_FETCH_SITE")
+        if site is not None:
+            return site.strip().lower() not in _OWN_SITE
+        if origin is None:
+            return False
+        try:
+            return urllib.parse.urlsplit(origin).netloc.lower() != host.lower()
+        # An Origin no browser sends (`http://[::1`): no page of this server's.
+        except ValueError:
+            return True
 
     def _holds_token(self, environ: _Environ) -> bool:
         header = environ.get("HTTP_AUTHORIZATION")
@@ -231,3 +306,22 @@ def _answer(start_response: _StartResponse, status: str, text: str,
 def allowed_names(values: Iterable[str]) -> FrozenSet[str]:
     """--allow_host values (each may list names separated by commas) as names."""
     return frozenset(name.strip() for value in values for name in value.split(",") if name.strip())
+
+
+def allowed_origins(values: Iterable[str]) -> FrozenSet[str]:
+    """--allow_origin values (each may list origins separated by commas) as origins, written as
+    a browser's Origin header writes them. Raises ValueError, in one line, for one that is no
+    origin, and for `*`: every web page could then change state here."""
+    origins = set()
+    for value in (origin.strip() for listed in values for origin in listed.split(",")):
+        if not value:
+            continue
+        if value == "*":
+            raise ValueError("--allow_origin *: any web page could then change state here; name the origin the "
+                             "page is served from (through a proxy), as scheme://host[:port]")
+        origin = _origin(value)
+        if origin is None:
+            raise ValueError("--allow_origin %s: not an origin; write it as the browser's address bar shows the "
+                             "proxy, scheme://host[:port] (http or https, no path)" % value)
+        origins.add(origin)
+    return frozenset(origins)

@@ -20,7 +20,7 @@ from typing import Dict, List, Optional, Tuple
 
 from mxboard._format.sizes import parse_bytes
 from mxboard.storage.remote.profiles import PROFILES, checked_logdir
-from tensorboard_bundle.access import allowed_names, is_loopback
+from tensorboard_bundle.access import allowed_names, allowed_origins, is_loopback
 
 __all__ = ["HELP", "Launch", "parse"]
 
@@ -36,6 +36,10 @@ mirror, with flags of its own:
   --token_file PATH       the token, from a file of your own that no one else may read
   --allow_host NAME       a name the server answers to besides localhost, its loopback
                           addresses, this machine's names and --host (repeat, or NAME,NAME)
+  --allow_origin ORIGIN   an origin whose pages may change state here besides the server's
+                          own, as scheme://host[:port]: a proxy's, where the browser sends no
+                          Sec-Fetch-Site (plain HTTP to a name other than localhost) and the
+                          proxy rewrites the Host (repeat, or ORIGIN,ORIGIN)
   --certfile PATH         serve HTTPS with this certificate (PEM), and --keyfile PATH its key
   --sock PATH             listen on a Unix socket of mode 0600 instead of a port (for proxies)
   --mirror_dir DIR        keep the mirror in DIR (empty, or a mirror of the same logdir, which
@@ -51,7 +55,7 @@ mirror, with flags of its own:
 TensorBoard's own flags:"""
 # The bundle's own flags, taken off before TensorBoard reads the rest.
 _OWN = ("mirror_dir", "mirror_max_bytes", "mirror_interval", "mirror_max_record_bytes", "auth", "token_file",
-        "allow_host", "certfile", "keyfile", "sock")
+        "allow_host", "allow_origin", "certfile", "keyfile", "sock")
 # Flags the bundle reads, and leaves for TensorBoard.
 _READ = ("logdir", "logdir_spec", "load_fast", "port", "host", "reload_interval")
 # Flags that take no value.
@@ -77,6 +81,7 @@ class Launch:
     auth: str = "token"
     token_file: Optional[str] = None
     allow_hosts: Tuple[str, ...] = ()
+    allow_origins: Tuple[str, ...] = ()
     certfile: Optional[str] = None
     keyfile: Optional[str] = None
     sock: Optional[str] = None
@@ -115,6 +120,7 @@ def parse(argv: List[str]) -> Launch:
     A bad value of the bundle's own flags ends the launch with one line."""
     found: Dict[str, str] = {}
     allow_hosts: List[str] = []
+    allow_origins: List[str] = []
     rest: List[str] = []
     switches = set()
     i = 1
@@ -138,6 +144,8 @@ def parse(argv: List[str]) -> Launch:
             found[name] = value
             if name == "allow_host":
                 allow_hosts.append(value)
+            if name == "allow_origin":
+                allow_origins.append(value)
             if name in _READ and name not in ("logdir", "logdir_spec"):
                 rest += ["--" + name, value]
         else:
@@ -158,7 +166,8 @@ def parse(argv: List[str]) -> Launch:
             mirror_interval=_seconds(found.get("mirror_interval", "2")),
             mirror_max_record_bytes=_bytes(found, "mirror_max_record_bytes"),
             auth=found.get("auth", "token"), token_file=found.get("token_file"),
-            allow_hosts=tuple(sorted(allowed_names(allow_hosts))), certfile=found.get("certfile"),
+            allow_hosts=tuple(sorted(allowed_names(allow_hosts))),
+            allow_origins=tuple(sorted(allowed_origins(allow_origins))), certfile=found.get("certfile"),
             keyfile=found.get("keyfile"), sock=found.get("sock"))
         _check_access(launch, found)
         # Refused as --logdir is; TensorBoard reads file:// itself.

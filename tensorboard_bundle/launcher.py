@@ -258,8 +258,8 @@ def _launch(argv: Optional[Sequence[str]]) -> None:
     program = patched("program")
     hosts = None if launch.sock else access.Hosts(launch.host, launch.allow_hosts)
 
-    def guard(wsgi_app: Any, cookie: str, path_prefix: str) -> Any:
-        return access.Guard(wsgi_app, token, hosts, cookie, path_prefix or "/", secure=tls is not None)
+    def guard(wsgi_app: Any, cookie: str) -> Any:
+        return access.Guard(wsgi_app, token, hosts, cookie, secure=tls is not None, origins=launch.allow_origins)
 
     def bound() -> None:
         # Bound and listening, its URL said next: a Ctrl-C from now on stops a serving TensorBoard.

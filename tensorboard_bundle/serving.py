@@ -1,9 +1,15 @@
 """Where and how the server listens: a TCP port (upstream's server, which never fails on a port
 taken at the last moment), over HTTPS with --certfile/--keyfile, or a Unix socket of mode 0600
 (--sock, for proxies such as Open OnDemand and jupyter-server-proxy). Every request first passes
-the guard (access.py). The URL the server prints carries its token."""
+the guard (access.py). The URL the server prints carries its token.
+
+Neither server writes an access log unless TensorBoard's logging asks for INFO (upstream's fix to
+werkzeug's logging, made for the socket's server too), and every line either writes has the
+token taken out of its URLs: proxies (Open OnDemand, jupyter-server-proxy) keep the output in
+files."""
 import contextlib
 import errno
+import logging
 import os
 import socket
 import socketserver
@@ -13,6 +19,8 @@ import sys
 import urllib.parse
 from types import ModuleType
 from typing import Any, Callable, Iterator, Optional, Tuple, cast
+
+from tensorboard_bundle.access import cookie_name, redacted
 
 __all__ = ["PORT_HINT", "SAVED", "bind_unix", "check_port", "factory", "remove_socket", "tls_context"]
 
@@ -119,17 +127,38 @@ class _ServingUntilCtrlC(socketserver.BaseServer):
             self.server_close()
 
 
-def factory(program: ModuleType, guard: Callable[[_App, str, str], _App], token: Optional[str],
+def _request_handler(program: ModuleType) -> type:
+    """Upstream's request handler, whose log lines (the access log's, a bad request's) never
+    hold a token."""
+
+    # A module known at run time.
+    class RequestHandler(program._WSGIRequestHandler):  # type: ignore[misc,name-defined]
+        def log(self, type: str, message: str, *args: Any) -> None:
+            super().log(type, "%s", redacted(message % args if args else message))
+
+    return RequestHandler
+
+
+def _quiet_werkzeug(server: Any) -> None:
+    """Upstream's fix to werkzeug's logging (WerkzeugServer._fix_werkzeug_logging), for a server
+    that is not upstream's: werkzeug's logger, made at its first line, would log at INFO (a line
+    a request); it inherits TensorBoard's level instead (WARNING: no access log)."""
+    server.log("debug", "werkzeug's logger inherits TensorBoard's level")
+    logging.getLogger("werkzeug").setLevel(logging.NOTSET)
+
+
+def factory(program: ModuleType, guard: Callable[[_App, str], _App], token: Optional[str],
             tls: Optional[ssl.SSLContext], sock: Optional[socket.socket],
             on_bound: Callable[[], None]) -> Callable[[Any, Any], Any]:
-    """TensorBoard's server factory. `guard(app, cookie name, path prefix)` puts the access check
-    in front of TensorBoard's app; `tls` serves HTTPS; `sock` (a bound Unix socket) serves there
-    instead of a port; `on_bound()` runs once the server listens.
+    """TensorBoard's server factory. `guard(app, cookie name)` puts the access check in front of
+    TensorBoard's app; `tls` serves HTTPS; `sock` (a bound Unix socket) serves there instead of
+    a port; `on_bound()` runs once the server listens.
 
     On a port: upstream's server with its port scanning where no --port was given; where the port
     asked for is taken when the server binds (another TensorBoard, started at the same moment or
     before), it binds a free one instead and says so, in the user's terms: two servers started
     together never collide."""
+    handler = _request_handler(program)
 
     # A module known at run time.
     class Server(_ServingUntilCtrlC, program.WerkzeugServer):  # type: ignore[misc,name-defined]
@@ -139,8 +168,10 @@ def factory(program: ModuleType, guard: Callable[[_App, str, str], _App], token:
 
         def __init__(self, wsgi_app: Any, flags: Any) -> None:
             super().__init__(wsgi_app, flags)
+            # Upstream's handler, whose log lines never hold the token.
+            self.RequestHandlerClass = handler
             # The cookie's name holds the port bound, known only now (port 0: a free one).
-            self.app = guard(wsgi_app, "mxboard-token-%d" % self.server_port, flags.path_prefix)
+            self.app = guard(wsgi_app, cookie_name(str(self.server_port)))
             if tls is not None:
                 # The handshake is made in the request's thread (`finish_request`), never in the
                 # loop that accepts: a client that connects and says nothing stalls no one.
@@ -181,7 +212,7 @@ def factory(program: ModuleType, guard: Callable[[_App, str, str], _App], token:
     scanning = program.with_port_scanning(Server)
 
     def server(wsgi_app: Any, flags: Any) -> Any:
-        bound = _on_socket(program, sock, guard(wsgi_app, "mxboard-token", flags.path_prefix), token) \
+        bound = _on_socket(sock, guard(wsgi_app, cookie_name(sock.getsockname())), token, handler) \
             if sock is not None else _bound(wsgi_app, flags)
         on_bound()
         return bound
@@ -223,9 +254,10 @@ def _handshaken(request: Any) -> bool:
     return True
 
 
-def _on_socket(program: ModuleType, sock: socket.socket, app: _App, token: Optional[str]) -> Any:
-    """A threaded werkzeug server on the bound Unix socket `sock`; its URL is written as Jupyter
-    writes one (`http+unix://` and the socket's path, quoted), with the token."""
+def _on_socket(sock: socket.socket, app: _App, token: Optional[str], handler: type) -> Any:
+    """A threaded werkzeug server on the bound Unix socket `sock`, its requests answered by
+    `handler`; its URL is written as Jupyter writes one (`http+unix://` and the socket's path,
+    quoted), with the token."""
     from werkzeug import serving
 
     path = sock.getsockname()
@@ -236,7 +268,8 @@ def _on_socket(program: ModuleType, sock: socket.socket, app: _App, token: Optio
         def get_url(self) -> str:
             return _with_token("http+unix://%s/" % urllib.parse.quote(path, safe=""), token)
 
-    server = SocketServer("unix://" + path, 0, app, program._WSGIRequestHandler, fd=sock.fileno())
+    server = SocketServer("unix://" + path, 0, app, handler, fd=sock.fileno())
     # werkzeug listens on a duplicate of the descriptor.
     sock.close()
+    _quiet_werkzeug(server)
     return server

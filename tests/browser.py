@@ -100,6 +100,15 @@ class Browser:
         """The cookies the page's URL would send (Network.getCookies), HttpOnly ones too."""
         return self._call("Network.getCookies", session=True)["cookies"]
 
+    def evaluate(self, expression, seconds=30):
+        """The value of a JavaScript `expression` in the page (a JSON value: a string, a number,
+        a list...); an exception it raises is a BrowserError."""
+        result = self._call("Runtime.evaluate", {"expression": expression, "returnByValue": True},
+                            session=True, seconds=seconds)
+        if "exceptionDetails" in result:
+            raise BrowserError("%s raised %s" % (expression, result["exceptionDetails"]))
+        return result["result"].get("value")
+
     def close(self, seconds=10):
         """End Chromium (asked, then killed after `seconds`), close the pipes, remove the profile."""
         if self.proc.poll() is None:

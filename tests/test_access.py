@@ -187,9 +187,10 @@ def _files_holding(token, roots):
 
 
 def test_the_printed_url_sets_a_cookie_that_opens_every_page(run, serve):
-    """The browser's path: the printed URL answers with a cookie (HttpOnly, SameSite=Strict, on
-    the path prefix) and a redirect to the same URL without the token; the cookie then opens
-    the app and its data. A wrong token gets 401 and no cookie."""
+    """The browser's path: the printed URL answers with a cookie (HttpOnly, SameSite=Strict, named
+    after the port, with no Path: the browser keeps it for the directory of the URL that carried
+    the token, here the path prefix) and a redirect to the same URL without the token; the cookie
+    then opens the app and its data. A wrong token gets 401 and no cookie."""
     server = serve(run, "--path_prefix", "/tb")
     assert server.url.endswith("/tb")
 
@@ -205,7 +206,9 @@ def test_the_printed_url_sets_a_cookie_that_opens_every_page(run, serve):
     assert answer.value.code == 302 and answer.value.headers["Location"] == "runs?x=1"
     cookie = answer.value.headers["Set-Cookie"]
     attributes = [part.strip() for part in cookie.split(";")]
-    assert {"HttpOnly", "SameSite=Strict", "Path=/tb"} <= set(attributes), cookie
+    assert {"HttpOnly", "SameSite=Strict"} <= set(attributes), cookie
+    assert not [a for a in attributes if a.lower().startswith("path=")], cookie
+    assert attributes[0].startswith("mxboard-token-%s=" % server.url.rsplit(":", 1)[1].split("/")[0]), cookie
     assert server.token not in cookie
     pair = attributes[0]
     for route in ("/", "/data/runs", "/data/plugin/scalars/tags"):
@@ -224,6 +227,25 @@ def test_a_request_from_another_origin_that_may_change_state_is_refused(run, ser
     assert _status(route, server.token, dict(kinds, Origin="http://evil.example.com"), body)[0] == 403
     assert _status(route, server.token, dict(kinds, Origin=server.url), body)[0] == 200
     assert _status(route, server.token, kinds, body)[0] == 200
+    # A browser's Sec-Fetch-Site decides where it is sent: a page of another site is refused, and
+    # told the flag that lets a proxy's origin in; the server's own page passes, whatever its Origin.
+    status, said = _status(route, server.token, dict(kinds, Origin="http://tb.lab.example",
+                                                     **{"Sec-Fetch-Site": "cross-site"}), body)
+    assert status == 403 and "--allow_origin http://tb.lab.example." in said.decode(), said
+    assert _status(route, server.token, dict(kinds, Origin="http://tb.lab.example",
+                                             **{"Sec-Fetch-Site": "same-origin"}), body)[0] == 200
+
+
+def test_an_origin_named_with_allow_origin_may_change_state(run, serve):
+    """A proxy that rewrites the Host, reached over plain HTTP at a name other than localhost
+    (where browsers send no Sec-Fetch-Site): its origin, named, passes; another does not."""
+    server = serve(run, "--allow_origin", "https://tb.lab.example,http://proxy.lab.example:8080")
+    route = server.url + "/data/plugin/hparams/experiment"
+    body = json.dumps({"experimentName": ""}).encode()
+    for origin, answered in (("https://tb.lab.example", 200), ("http://proxy.lab.example:8080", 200),
+                             ("http://tb.lab.example", 403), ("https://evil.example.com", 403)):
+        status = _status(route, server.token, {"Content-Type": "application/json", "Origin": origin}, body)[0]
+        assert status == answered, origin
 
 
 def _launch(*args, env=None, timeout=60):
@@ -251,7 +273,7 @@ def test_the_user_may_give_the_token(run, serve, tmp_path, how):
 
 @pytest.mark.parametrize("case", ["shared file", "short", "a space", "auth none with a file",
                                   "bind_all without a token", "host without a token", "sock with a port", "bad auth",
-                                  "missing file", "a token in argv", "a named pipe"])
+                                  "missing file", "a token in argv", "a named pipe", "no origin", "any origin"])
 def test_a_door_left_open_or_a_bad_token_ends_the_launch_in_one_line(run, tmp_path, case):
     path = tmp_path / "token"
     path.write_text("t" * 40)
@@ -273,7 +295,9 @@ def test_a_door_left_open_or_a_bad_token_ends_the_launch_in_one_line(run, tmp_pa
             "bad auth": ["--auth", "password"],
             "missing file": ["--token_file", str(tmp_path / "nothing")],
             "a token in argv": ["--token", "t" * 40],
-            "a named pipe": ["--token_file", str(path)]}[case]
+            "a named pipe": ["--token_file", str(path)],
+            "no origin": ["--allow_origin", "tb.lab.example"],
+            "any origin": ["--allow_origin=*"]}[case]
     said = _launch("--logdir", run, *args)
     assert said.returncode == 1 and "Traceback" not in said.stderr, said.stderr
     lines = said.stderr.strip().splitlines()
@@ -284,7 +308,9 @@ def test_a_door_left_open_or_a_bad_token_ends_the_launch_in_one_line(run, tmp_pa
                 "host without a token": "anyone who reaches", "sock with a port": "leave out --port",
                 "bad auth": "token (the default) or none", "missing file": "No such file",
                 "a token in argv": "there is no --token: every user of this machine sees a command line",
-                "a named pipe": "is not a regular file"}[case]
+                "a named pipe": "is not a regular file",
+                "no origin": "--allow_origin tb.lab.example: not an origin",
+                "any origin": "--allow_origin *: any web page could then change state here"}[case]
     assert expected in lines[0], lines[0]
 
 
