@@ -16,10 +16,11 @@ import argparse
 import dataclasses
 import functools
 import sys
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, List, Optional, Set, Tuple
 
 from mxboard._format.sizes import parse_bytes
 from mxboard.storage.remote.profiles import PROFILES, checked_logdir
+from tensorboard_bundle import upstream
 from tensorboard_bundle.access import allowed_names, allowed_origins, is_loopback
 
 __all__ = ["HELP", "Launch", "parse"]
@@ -118,9 +119,40 @@ class Launch:
 def parse(argv: List[str]) -> Launch:
     """One pass over `argv` (argv[0] the program): `--name value` and `--name=value` alike.
     A bad value of the bundle's own flags ends the launch with one line."""
+    found, repeated, rest, switches = _scan(argv)
+    if "logdir" in found and "logdir_spec" in found:
+        # These are upstream's words.
+        sys.exit("Error: May not specify both --logdir and --logdir_spec")
+    try:
+        launch = Launch(
+            rest=rest, logdir=_logdir(found.get("logdir")), logdir_spec=found.get("logdir_spec"),
+            load_fast=found.get("load_fast"), port=found.get("port"), host=found.get("host"),
+            reload_interval=found.get("reload_interval"), bind_all="bind_all" in switches,
+            mirror_dir=found.get("mirror_dir"),
+            mirror_max_bytes=_bytes(found, "mirror_max_bytes"),
+            mirror_interval=_seconds(found.get("mirror_interval", "2")),
+            mirror_max_record_bytes=_bytes(found, "mirror_max_record_bytes"),
+            auth=found.get("auth", "token"), token_file=found.get("token_file"),
+            allow_hosts=tuple(sorted(allowed_names(repeated["allow_host"]))),
+            allow_origins=tuple(sorted(allowed_origins(repeated["allow_origin"]))), certfile=found.get("certfile"),
+            keyfile=found.get("keyfile"), sock=found.get("sock"))
+        _check_access(launch, found)
+        # Refused as --logdir is; TensorBoard reads file:// itself.
+        for path, group in launch.spec_entries().items():
+            _logdir(path)
+            if group and group.lower() in _STORE_SCHEMES and path.startswith("/") and not path.startswith("//"):
+                # `s3:/bucket/x`: TensorBoard would read the group "s3" of the local directory /bucket/x
+                _logdir("%s:%s" % (group, path))
+    except ValueError as exc:
+        sys.exit("Error: %s" % exc)
+    return launch
+
+
+def _scan(argv: List[str]) -> Tuple[Dict[str, str], Dict[str, List[str]], List[str], Set[str]]:
+    """`argv`'s flags: (the last value of each flag the bundle reads, every value of the flags
+    that may be repeated, what TensorBoard gets, the switches given)."""
     found: Dict[str, str] = {}
-    allow_hosts: List[str] = []
-    allow_origins: List[str] = []
+    repeated: Dict[str, List[str]] = {"allow_host": [], "allow_origin": []}
     rest: List[str] = []
     switches = set()
     i = 1
@@ -142,10 +174,7 @@ def parse(argv: List[str]) -> Launch:
                 i += 1
                 continue
             found[name] = value
-            if name == "allow_host":
-                allow_hosts.append(value)
-            if name == "allow_origin":
-                allow_origins.append(value)
+            repeated.get(name, []).append(value)
             if name in _READ and name not in ("logdir", "logdir_spec"):
                 rest += ["--" + name, value]
         else:
@@ -153,32 +182,7 @@ def parse(argv: List[str]) -> Launch:
                 switches.add(name)
             rest.append(arg)
         i += 1
-    if "logdir" in found and "logdir_spec" in found:
-        # These are upstream's words.
-        sys.exit("Error: May not specify both --logdir and --logdir_spec")
-    try:
-        launch = Launch(
-            rest=rest, logdir=_logdir(found.get("logdir")), logdir_spec=found.get("logdir_spec"),
-            load_fast=found.get("load_fast"), port=found.get("port"), host=found.get("host"),
-            reload_interval=found.get("reload_interval"), bind_all="bind_all" in switches,
-            mirror_dir=found.get("mirror_dir"),
-            mirror_max_bytes=_bytes(found, "mirror_max_bytes"),
-            mirror_interval=_seconds(found.get("mirror_interval", "2")),
-            mirror_max_record_bytes=_bytes(found, "mirror_max_record_bytes"),
-            auth=found.get("auth", "token"), token_file=found.get("token_file"),
-            allow_hosts=tuple(sorted(allowed_names(allow_hosts))),
-            allow_origins=tuple(sorted(allowed_origins(allow_origins))), certfile=found.get("certfile"),
-            keyfile=found.get("keyfile"), sock=found.get("sock"))
-        _check_access(launch, found)
-        # Refused as --logdir is; TensorBoard reads file:// itself.
-        for path, group in launch.spec_entries().items():
-            _logdir(path)
-            if group and group.lower() in _STORE_SCHEMES and path.startswith("/") and not path.startswith("//"):
-                # `s3:/bucket/x`: TensorBoard would read the group "s3" of the local directory /bucket/x
-                _logdir("%s:%s" % (group, path))
-    except ValueError as exc:
-        sys.exit("Error: %s" % exc)
-    return launch
+    return found, repeated, rest, switches
 
 
 def _check_access(launch: Launch, found: Dict[str, str]) -> None:
@@ -227,7 +231,7 @@ def _every_flag() -> Tuple[str, ...]:
     parser = argparse.ArgumentParser(add_help=False)
     core_plugin.CorePluginLoader().define_flags(parser)
     # argparse lists its options only in a private list: it has no public accessor of them.
-    return tuple(option[2:] for action in parser._actions for option in action.option_strings
+    return tuple(option[2:] for action in upstream.parser_actions(parser) for option in action.option_strings
                  if option.startswith("--")) + _OWN
 
 

@@ -17,6 +17,8 @@ import sys
 import tempfile
 from typing import Any, Dict, List, NamedTuple, Optional, Set
 
+from tensorboard_bundle import upstream
+
 __all__ = ["forget_dead_servers", "info_dir", "install", "record_writer", "token_for"]
 
 # Our keys in the info file's JSON: upstream's reader ignores unknown keys.
@@ -176,7 +178,7 @@ def install(manager: Any, token: Optional[str] = None) -> None:
         from mxboard._format import files
 
         # Upstream's checks run first.
-        fields = json.loads(manager._info_to_string(info))
+        fields = json.loads(upstream.private(manager, "_info_to_string")(info))
         record = _record()
         if record is not None:
             fields[KEY] = record
@@ -198,11 +200,11 @@ def install(manager: Any, token: Optional[str] = None) -> None:
                 pass
 
     get_all.upstream = upstream_get_all  # type: ignore[attr-defined]
-    manager._get_info_dir = get_info_dir
-    manager._get_info_file_path = get_info_file_path
-    manager.get_all = get_all
-    manager.write_info_file = write_info_file
-    manager.remove_info_file = remove_info_file
+    upstream.replace(manager, "_get_info_dir", get_info_dir)
+    upstream.replace(manager, "_get_info_file_path", get_info_file_path)
+    upstream.replace(manager, "get_all", get_all)
+    upstream.replace(manager, "write_info_file", write_info_file)
+    upstream.replace(manager, "remove_info_file", remove_info_file)
 
 
 def record_writer(token: Optional[str] = None) -> None:

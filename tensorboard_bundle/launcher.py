@@ -99,9 +99,11 @@ def _tensorboard(program: ModuleType, launch: "Launch") -> Any:
 def _use_patched_record_reader() -> None:
     """The Python loader's record reader, patched (it never reads more than a file holds), where
     the loader looks it up (tf.pywrap_tensorflow, TensorFlow's stub)."""
-    from tensorboard.compat.tensorflow_stub import pywrap_tensorflow as upstream
+    from tensorboard.compat.tensorflow_stub import pywrap_tensorflow
 
-    upstream.PyRecordReader_New = patched("pywrap_tensorflow").PyRecordReader_New
+    from tensorboard_bundle import upstream
+
+    upstream.replace(pywrap_tensorflow, "PyRecordReader_New", patched("pywrap_tensorflow").PyRecordReader_New)
 
 
 def _say_if_missing(logdir: Optional[str]) -> None:

@@ -12,7 +12,7 @@ import re
 from types import ModuleType
 from typing import Any, Callable
 
-from tensorboard_bundle import info_files
+from tensorboard_bundle import info_files, upstream
 
 __all__ = ["after", "install"]
 # The frame's URL in upstream's _display_ipython: "/" on the notebook's host, or the proxy's.
@@ -74,8 +74,9 @@ def install(notebook: Any) -> None:
     """Put the display functions that carry the token into upstream's `notebook` module, where
     `_display` (which `start`, its reuse of a running server, and `display` call) looks them up.
     The server answers 401 to a URL without the token."""
-    upstream_ipython, upstream_colab, upstream_cli = (notebook._display_ipython, notebook._display_colab,
-                                                      notebook._display_cli)
+    upstream_ipython, upstream_colab, upstream_cli = (upstream.private(notebook, "_display_ipython"),
+                                                      upstream.private(notebook, "_display_colab"),
+                                                      upstream.private(notebook, "_display_cli"))
 
     def _display_ipython(port: int, height: int, display_handle: Any) -> None:
         """Upstream's frame (Jupyter, VS Code), its URL with ?token=TOKEN: "/" on the notebook's
@@ -94,9 +95,9 @@ def install(notebook: Any) -> None:
         else:
             print("Please visit http://localhost:%d/?token=%s in a web browser." % (port, token))
 
-    notebook._display_ipython = _display_ipython
-    notebook._display_colab = _display_colab
-    notebook._display_cli = _display_cli
+    upstream.replace(notebook, "_display_ipython", _display_ipython)
+    upstream.replace(notebook, "_display_colab", _display_colab)
+    upstream.replace(notebook, "_display_cli", _display_cli)
 
 
 def after(name: str, module: ModuleType) -> None:

@@ -9,7 +9,6 @@ token taken out of its URLs: proxies (Open OnDemand, jupyter-server-proxy) keep 
 files."""
 import contextlib
 import errno
-import logging
 import os
 import socket
 import socketserver
@@ -20,6 +19,7 @@ import urllib.parse
 from types import ModuleType
 from typing import Any, Callable, Iterator, Optional, Tuple, cast
 
+from tensorboard_bundle import upstream
 from tensorboard_bundle.access import cookie_name, redacted
 
 __all__ = ["PORT_HINT", "SAVED", "bind_unix", "check_port", "factory", "remove_socket", "tls_context"]
@@ -131,20 +131,12 @@ def _request_handler(program: ModuleType) -> type:
     """Upstream's request handler, whose log lines (the access log's, a bad request's) never
     hold a token."""
 
-    # A module known at run time.
-    class RequestHandler(program._WSGIRequestHandler):  # type: ignore[misc,name-defined]
+    # A class known at run time.
+    class RequestHandler(upstream.private(program, "_WSGIRequestHandler")):  # type: ignore[misc]
         def log(self, type: str, message: str, *args: Any) -> None:
             super().log(type, "%s", redacted(message % args if args else message))
 
     return RequestHandler
-
-
-def _quiet_werkzeug(server: Any) -> None:
-    """Upstream's fix to werkzeug's logging (WerkzeugServer._fix_werkzeug_logging), for a server
-    that is not upstream's: werkzeug's logger, made at its first line, would log at INFO (a line
-    a request); it inherits TensorBoard's level instead (WARNING: no access log)."""
-    server.log("debug", "werkzeug's logger inherits TensorBoard's level")
-    logging.getLogger("werkzeug").setLevel(logging.NOTSET)
 
 
 def factory(program: ModuleType, guard: Callable[[_App, str], _App], token: Optional[str],
@@ -159,6 +151,26 @@ def factory(program: ModuleType, guard: Callable[[_App, str], _App], token: Opti
     before), it binds a free one instead and says so, in the user's terms: two servers started
     together never collide."""
     handler = _request_handler(program)
+    port_server = _port_server(program, guard, token, tls, handler)
+    scanning = program.with_port_scanning(port_server)
+
+    def server(wsgi_app: Any, flags: Any) -> Any:
+        if sock is not None:
+            bound = _on_socket(program, sock, guard(wsgi_app, cookie_name(sock.getsockname())), token, handler)
+        else:
+            try:
+                bound = scanning(wsgi_app, flags)
+            except program.TensorBoardPortInUseError:
+                bound = _on_a_free_port(port_server, wsgi_app, flags)
+        on_bound()
+        return bound
+
+    return server
+
+
+def _port_server(program: ModuleType, guard: Callable[[_App, str], _App], token: Optional[str],
+                 tls: Optional[ssl.SSLContext], handler: type) -> type:
+    """Upstream's server class, answered by `handler`, guarded, over TLS where `tls` is given."""
 
     # A module known at run time.
     class Server(_ServingUntilCtrlC, program.WerkzeugServer):  # type: ignore[misc,name-defined]
@@ -209,35 +221,26 @@ def factory(program: ModuleType, guard: Callable[[_App, str], _App], token: Opti
                         "TensorBoard could not bind to port %d, it was already in use" % port) from exc
                 raise
 
-    scanning = program.with_port_scanning(Server)
+    return Server
 
-    def server(wsgi_app: Any, flags: Any) -> Any:
-        bound = _on_socket(sock, guard(wsgi_app, cookie_name(sock.getsockname())), token, handler) \
-            if sock is not None else _bound(wsgi_app, flags)
-        on_bound()
-        return bound
 
-    def _bound(wsgi_app: Any, flags: Any) -> Any:
-        try:
-            return scanning(wsgi_app, flags)
-        except program.TensorBoardPortInUseError:
-            import argparse
+def _on_a_free_port(port_server: Any, wsgi_app: Any, flags: Any) -> Any:
+    """The server on a free port, where the one asked for was taken when it bound, said in the
+    user's terms."""
+    import argparse
 
-            free = argparse.Namespace(**vars(flags))
-            free.port = 0
-            bound = Server(wsgi_app, free)
-            where = "port %d%s" % (flags.port, " on " + flags.host if flags.host else "")
-            message = ("note: %s is in use (another TensorBoard?): serving on port %d instead (to choose: %s)\n"
-                       % (where, bound.server_port, _port_hint().replace("pass another ", "")))
-            saved = os.environ.get(SAVED)
-            if saved:
-                message += ("note: the run is saved in %s: a TensorBoard already serving its logdir shows it too\n"
-                            % saved)
-            sys.stderr.write(message)
-            sys.stderr.flush()
-            return bound
-
-    return server
+    free = argparse.Namespace(**vars(flags))
+    free.port = 0
+    bound = port_server(wsgi_app, free)
+    where = "port %d%s" % (flags.port, " on " + flags.host if flags.host else "")
+    message = ("note: %s is in use (another TensorBoard?): serving on port %d instead (to choose: %s)\n"
+               % (where, bound.server_port, _port_hint().replace("pass another ", "")))
+    saved = os.environ.get(SAVED)
+    if saved:
+        message += "note: the run is saved in %s: a TensorBoard already serving its logdir shows it too\n" % saved
+    sys.stderr.write(message)
+    sys.stderr.flush()
+    return bound
 
 
 def _handshaken(request: Any) -> bool:
@@ -254,7 +257,7 @@ def _handshaken(request: Any) -> bool:
     return True
 
 
-def _on_socket(sock: socket.socket, app: _App, token: Optional[str], handler: type) -> Any:
+def _on_socket(program: ModuleType, sock: socket.socket, app: _App, token: Optional[str], handler: type) -> Any:
     """A threaded werkzeug server on the bound Unix socket `sock`, its requests answered by
     `handler`; its URL is written as Jupyter writes one (`http+unix://` and the socket's path,
     quoted), with the token."""
@@ -271,5 +274,8 @@ def _on_socket(sock: socket.socket, app: _App, token: Optional[str], handler: ty
     server = SocketServer("unix://" + path, 0, app, handler, fd=sock.fileno())
     # werkzeug listens on a duplicate of the descriptor.
     sock.close()
-    _quiet_werkzeug(server)
+    # Upstream's fix to werkzeug's logging, which its own server makes: werkzeug's logger, made at
+    # its first line, would log at INFO (a line a request); it inherits TensorBoard's level instead
+    # (WARNING: no access log).
+    upstream.private(program, "WerkzeugServer._fix_werkzeug_logging")(server)
     return server

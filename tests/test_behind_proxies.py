@@ -364,7 +364,7 @@ def test_a_verbose_log_of_the_socket_server_shows_no_token(tmp_path):
         return [b"ok"]
 
     path = str(tmp_path / "tb.sock")
-    server = serving._on_socket(serving.bind_unix(path), app, token, serving._request_handler(program))
+    server = serving._on_socket(program, serving.bind_unix(path), app, token, serving._request_handler(program))
     werkzeug = logging.getLogger("werkzeug")
     # Quiet by default: its level is TensorBoard's (the root's).
     assert werkzeug.level == logging.NOTSET
