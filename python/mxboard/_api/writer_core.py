@@ -6,7 +6,8 @@ happen. After queueing, the call raises the error the writer thread holds for th
 any, so that a bad item never costs a later call its data. A call on a closed writer reopens it
 with a new event file, as tensorboardX and torch do, and a forked child's first call opens a
 writer thread and files of its own. A writer that the process's exit closed is closed too, and a
-later call (an exit hook's) reopens it, each call then written before it returns.
+later call (an exit hook's, a `__del__`'s at the interpreter's finalization) reopens it without a
+thread, each call then written on the caller's thread before it returns.
 """
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ import weakref
 from types import MappingProxyType
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
-from .._writer import lifecycle, process_exit
+from .._writer import lifecycle
 from .._writer.callsite import call_site
 from .._writer.intake import Record
 from .._writer.writer_thread import State, WriterThread
@@ -78,19 +79,19 @@ class WriterCore:
         # The slots that device scalars are copied into.
         slots = DeviceScalarSlots()
         self.thread = WriterThread(self._flush_secs, self._max_queue, slots.read)
-        # Opened once the process's exit began (an exit hook logs after mxboard's closed the
-        # writers): no exit hook of mxboard's will close it, so each call is written before it
-        # returns.
-        self._written_through = self._hooks and process_exit.began()
-        # nothing of the scalars refers back to the writer: once unreferenced, it is freed at once
-        self.scalars: Union[Scalars, ClosedScalars] = (
-            _WrittenThrough if self._written_through else Scalars)(self.thread, slots, self._suffix)
         # collected unclosed: the reaper thread closes the writer thread (never the collecting
         # thread, which may be another writer's); at exit, process_exit.py closes every writer
         # thread and says on stderr what failed
         self._finalizer = weakref.finalize(self, lifecycle.reap, self.thread)
         self._finalizer.atexit = False
         self.thread.start_writing(self._destination, self._suffix, purge_step, self._verbose, self._hooks)
+        # Opened once the process's exit began (an exit hook or a `__del__` logs after mxboard's
+        # closed the writers): no thread was started, and no exit hook of mxboard's will close
+        # it, so each call is written on the caller's thread before it returns.
+        self._written_through = self.thread.writes_here
+        # nothing of the scalars refers back to the writer: once unreferenced, it is freed at once
+        self.scalars: Union[Scalars, ClosedScalars] = (
+            _WrittenThrough if self._written_through else Scalars)(self.thread, slots, self._suffix)
 
     def open_sub_run_file(self, *names: str) -> int:
         """The id of a new event file, with this writer's filename suffix, in the sub-run

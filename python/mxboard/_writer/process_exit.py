@@ -2,8 +2,9 @@
 (lifecycle.END_SECS), stderr says what failed or was kept, and the exit status stays the
 program's. MXBOARD_EXIT_STATUS_ON_ERROR=1 asks for status 1 after a failure, at a documented
 cost. A multiprocessing child, which its parent ends with `os._exit`, closes its writers among
-multiprocessing's finalizers. Once the exit began (`began`), a writer opened again writes each
-call before it returns: no exit hook of mxboard's runs after this one.
+multiprocessing's finalizers. Once the exit began (`began`), a writer opened again starts no
+thread and writes each call on the caller's thread before it returns: no exit hook of mxboard's
+runs after this one (process.threads_start).
 """
 from __future__ import annotations
 

@@ -8,6 +8,11 @@ and at least every `flush_secs`, and hands each batch to its event files (event_
 error on the thread is kept (faults.py: what the next call and close() raise) and raised by the
 caller's next call, after that call's data is queued. docs/architecture.md describes the methods
 and the states (NEW, OPEN, CLOSED, FORKED).
+
+Once the process's exit began (mxboard's exit hook ran, or the interpreter finalizes: a `__del__`
+at the modules' teardown), no thread is started: a writer opened then writes each call on the
+caller's thread before the call returns (`writes_here`), and a writer whose thread no longer runs
+is closed there too (process.threads_start, process.threads_run).
 """
 from __future__ import annotations
 
@@ -20,7 +25,8 @@ from typing import TYPE_CHECKING, Any, Callable, Deque, List, Optional, Set, Tup
 
 from ..errors import WriterClosedError
 from ..signal_mask import keep_signals_off_this_thread
-from . import process
+from ..storage import is_url
+from . import lifecycle, process
 from .callsite import CallSite, warn_at, warn_at_call
 from .event_files import EventFiles
 from .faults import Faults
@@ -78,6 +84,12 @@ class WriterThread:
         # The keys of the warnings given once (warner, warn_once).
         self._warned: Set[Any] = set()
         self._intake = Intake(max_queue, max_bytes, held=lambda: self.holds_for_caller)
+        self._thread: Optional[threading.Thread] = None
+        # Whether it has no thread: each call is written on the caller's thread (opened once the
+        # process's exit began), one caller at a time (an RLock: a collection during a write may
+        # run a `__del__` that logs).
+        self.writes_here = False
+        self._here = threading.RLock()
 
     def start_writing(self, destination: Destination, suffix: str = "", restart_at: Optional[int] = None,
                       verbose: bool = False, hooks: bool = True) -> None:
@@ -86,24 +98,43 @@ class WriterThread:
         file first (`suffix`, `restart_at`: see `open_file`); return once it has (the file is
         there when a writer's constructor returns; an error opening it is the next call's).
         `verbose`: log each file opened. `hooks`: closed at exit and flushed at SIGTERM and
-        SIGHUP (process.py; SummaryWriter's process_hooks)."""
+        SIGHUP (process.py; SummaryWriter's process_hooks). Once the process's exit began, no
+        thread starts: the file is opened here, and each call is written on the caller's thread
+        (`writes_here`; no hook acts on it, since none of mxboard's runs after this)."""
+        if not process.threads_start():
+            self._start_here(destination)
         self._files = EventFiles(destination, self._read_scalars, self._faults, (suffix, restart_at), verbose)
         self._pid = os.getpid()
         self.state = State.OPEN
+        if self.writes_here:
+            self._files.open_main()
+            return
         opened = threading.Event()
-        self._thread = self._intake.thread = threading.Thread(target=self._loop, args=(opened,), name="mxboard-writer",
-                                                              daemon=True)
+        thread = self._intake.thread = threading.Thread(target=self._loop, args=(opened,), name="mxboard-writer",
+                                                        daemon=True)
         try:
-            self._thread.start()
-        except RuntimeError as exc:
-            # Python 3.12 starts no thread once the interpreter's exit began: an exit hook that
-            # logs after mxboard's closed the writer cannot reopen it there.
-            self.state = State.CLOSED
-            raise WriterClosedError("this writer was closed at the process's exit, and this Python cannot write "
-                                    "again then (%s): log before the exit, or in an exit hook registered after "
-                                    "the writer was made" % exc) from None
+            thread.start()
+        except RuntimeError:
+            # Python 3.12 and 3.13 start no thread in an exit hook, also before mxboard's ran
+            # (a first writer made there): the calls are written here.
+            self._intake.thread = None
+            self._start_here(destination)
+            self._files.open_main()
+            return
+        self._thread = thread
         process.watch(self, hooks)
         opened.wait()
+
+    def _start_here(self, destination: Destination) -> None:
+        """No thread can be started: this writer writes each call on the caller's thread. An
+        object store's files need threads (their uploads), so a store's writer is refused."""
+        if destination.to_disk and is_url(destination.logdir):
+            self.state = State.CLOSED
+            raise WriterClosedError("this writer for %s was closed at the process's exit, and a store's writer "
+                                    "cannot open again then (its uploads need a thread): log before the exit, or "
+                                    "in an exit hook registered after the writer was made" % destination.logdir)
+        self.writes_here = True
+        process.ready_for_finalization()
 
     # -- the caller's side ------------------------------------------------------------------
     @property
@@ -139,11 +170,15 @@ class WriterThread:
         """Queue a PendingScalar, in call order (intake.py)."""
         self._check_open()
         self._intake.put_scalar(item)
+        if self.writes_here:
+            self._write_here()
 
     def put(self, item: Item) -> None:
         """Queue a Record or Task, in call order; blocks while the queue's bounds are full."""
         self._check_open()
         self._intake.put(item)
+        if self.writes_here:
+            self._write_here()
 
     def call(self, fn: Callable[..., Any], *args: Any) -> None:
         """`fn(storage, *args)` on the writer thread (file work that is no event: an embedding's
@@ -157,7 +192,10 @@ class WriterThread:
 
     def hand_over(self, columns: ScalarColumns) -> None:
         """Called once a batch of scalars waits in `columns` (intake.py)."""
-        self._intake.hand_over(columns)
+        if self.writes_here:
+            self._write_here()
+        else:
+            self._intake.hand_over(columns)
 
     def warner(self, site: Optional[CallSite], once: Any = None) -> Callable[[str], None]:
         """A callable for a builder on the writer thread: `warn(message)` keeps a RuntimeWarning
@@ -190,6 +228,10 @@ class WriterThread:
         """Return when everything queued before the call is written to the OS (False if
         `timeout` seconds passed first)."""
         self._check_open()
+        if self.writes_here or not process.threads_run():
+            # No thread writes them: the caller's thread does, now.
+            self._write_here()
+            return True
         return self._intake.flush(timeout)
 
     def close(self, deadline: Optional[float] = None) -> Optional[BaseException]:
@@ -206,7 +248,9 @@ class WriterThread:
             return None
         if deadline is None:
             deadline = time.monotonic() + self._files.close_secs
-        if self._thread.is_alive():
+        # Once the interpreter finalizes, the thread runs no more (3.13 keeps it alive, waiting
+        # for ever): what it left is drained below, on the caller's thread.
+        if self._thread is not None and self._thread.is_alive() and process.threads_run():
             # From now on a write never waits for room: the thread drains the rest.
             self._files.interrupt()
             # What is queued is written, and the thread told to end once it took this barrier.
@@ -222,14 +266,14 @@ class WriterThread:
         # SIGTERM meanwhile keeps what they hold.
         try:
             # Calls that raced close() queued this before `state` said it was closed.
-            self._drain()
+            self._write_here()
             # A store's files wait for their uploads until the deadline, then keep the rest on disk.
             closed_clean = self._files.close(deadline)
             fault, news = self._faults.end_close(closed_clean)
         finally:
             process.forget(self)
             self._intake.close_outcome.end(fault)
-        return fault if news else None
+        return _for_caller(fault) if news and fault is not None else None
 
     def write_out(self, timeout: float) -> bool:
         """A signal ends the process: everything queued written to the files (a store's: to
@@ -263,7 +307,9 @@ class WriterThread:
         if more or self._notes:
             self.holds_for_caller = True
         if error is not None:
-            raise error
+            error = _for_caller(error)
+            if error is not None:
+                raise error
 
     def abandon(self) -> None:
         """In a forked child: drop the parent's queues and file descriptors, write nothing."""
@@ -276,11 +322,19 @@ class WriterThread:
         if self.state is State.CLOSED:
             raise closed_error()
 
+    def _write_here(self) -> None:
+        """Write everything queued on the caller's thread, now (no writer thread runs)."""
+        with self._here:
+            self._drain()
+
     # -- the thread's side ------------------------------------------------------------------
     def _loop(self, opened: threading.Event) -> None:
         try:
             keep_signals_off_this_thread()
             self._files.open_main()
+            # Before the writer's constructor returns (once a process): a `__del__` at the
+            # interpreter's finalization may close it at once.
+            process.ready_for_finalization()
         finally:
             opened.set()
         intake = self._intake
@@ -307,3 +361,20 @@ class WriterThread:
     def _raise_flag(self) -> None:
         """Faults holds an error for the caller's next call."""
         self.holds_for_caller = True
+
+
+def _for_caller(error: BaseException) -> Optional[BaseException]:
+    """The error a call raises, or None where the interpreter finalizes: then the only code
+    running is a `__del__` or a weakref callback, whose error Python would print with a
+    traceback and ignore, so it is said on stderr in one line instead, and the call returns. An
+    import that failed there (a builder that imports at its first use; numpy 1.23's `clip`
+    imports at every call) is said plainly."""
+    if process.threads_run():
+        return error
+    if isinstance(error, ImportError):
+        lifecycle.tell("mxboard: a call at the interpreter's finalization was not written: building its record "
+                       "imports, and Python imports nothing then (%s); log it before the exit, or in an exit hook"
+                       % error)
+    else:
+        lifecycle.tell("mxboard: a call at the interpreter's finalization was not written: %s" % error)
+    return None

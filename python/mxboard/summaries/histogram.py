@@ -117,7 +117,11 @@ def _ends(cells: NDArray[np.uint32], shift: int,
 def _reference_index(values: NDArray[Any]) -> NDArray[np.intp]:
     """The default bucket of each float64 value by binary search: edges[i] <= v < edges[i+1]."""
     edges = default_edges()
-    return np.clip(np.searchsorted(edges, values, side="right") - 1, 0, len(edges) - 2)
+    # minimum and maximum, not clip: numpy 1.23's clip imports at every call, which a histogram
+    # logged at the interpreter's finalization (a `__del__`) cannot.
+    found: NDArray[np.intp] = np.minimum(np.maximum(np.searchsorted(edges, values, side="right") - 1, 0),
+                                         len(edges) - 2)
+    return found
 
 
 # Values binned a step: every temporary stays in cache and is never page-faulted.
