@@ -15,7 +15,7 @@ them all. A corrupt record is skipped with a `CorruptRecordWarning`, or raises `
 from __future__ import annotations
 
 import os
-from typing import Any, Dict, Iterator, List, Optional, Tuple, Union
+from typing import TYPE_CHECKING, Any, Dict, Iterator, List, Optional, Tuple, Union
 
 import numpy as np
 from google.protobuf.message import DecodeError
@@ -26,6 +26,9 @@ from .errors import CorruptRecordWarning, DataLossError, TornRecordWarning
 from .proto import Event
 from .proto import hparams as hparams_proto
 from .storage import checked_logdir, is_url, run_of
+
+if TYPE_CHECKING:
+    from ._reading.small_files import Batch
 
 __all__ = ["CorruptRecordWarning", "DataLossError", "TornRecordWarning", "read_events", "read_records", "event_files",
            "table", "scalars", "histograms", "text", "hparams", "KINDS"]
@@ -188,56 +191,24 @@ def _scalar_arrays(logdir: str, raw: bool, strict: bool) -> Tuple[List[Tuple[str
     row's number in those names, its step, wall time and value.
 
     Simple scalar Events are decoded many at once by numpy (`_reading/scan.py`), and the rest (tensor
-    scalars, events of several values) by protobuf. The rows are in file order, and hold what
-    TensorBoard shows unless `raw` is true. The work grows with the events read, not with the
-    number of runs and tags."""
-    from ._reading.scan import joined, scan_file
+    scalars, events of several values) by protobuf. Small files are scanned many at once
+    (`_reading/small_files.py`). The rows are in file order, and hold what TensorBoard shows unless
+    `raw` is true. The work grows with the events read, not with the number of runs and tags."""
+    from ._reading.small_files import Batch, batches
 
     # (run, tag) -> its series' number.
     names: Dict[Tuple[str, str], int] = {}
     # (series numbers, places, steps, walls, values), numpy arrays.
     chunks: List[Tuple[Any, ...]] = []
-    one_file = not is_url(logdir) and os.path.isfile(logdir)
-    for index, path in enumerate(event_files(logdir)):
-        run = "." if one_file else run_of(logdir, path.rsplit("/", 1)[0] if is_url(path) else os.path.dirname(path))
-        # A row's place is its file's number, then its record's number.
+    runs = _Runs(logdir)
+    for index, found in batches(event_files(logdir)):
+        # A row's place is its file's number, then its record's number (in a batch, numbered
+        # across its files, in their order).
         base = (index + 1) << 40
-        plugins: Dict[str, Optional[str]] = {}
-        # The series number of each of the file's decoded tags, by the scan's tag id.
-        series_of = np.zeros(0, np.int64)
-        for window in scan_file(path, strict=strict):
-            rows: List[Tuple[int, int, int, float, float]] = []
-            for number, payload in window.others:
-                try:
-                    event = Event.FromString(payload)
-                except DecodeError as exc:
-                    corrupt("%s: record %d has a valid CRC but is no Event (%s); it is skipped"
-                            % (path, number, exc), strict)
-                    continue
-                if not event.HasField("summary"):
-                    continue
-                for value in event.summary.value:
-                    if value.HasField("metadata"):
-                        plugins[value.tag] = value.metadata.plugin_data.plugin_name or plugins.get(value.tag)
-                    row = _read_row("scalars", value, plugins.get(value.tag), path, event.step, strict)
-                    if row is not None:
-                        rows.append((names.setdefault((run, value.tag), len(names)), base + number, event.step,
-                                     event.wall_time, row[0]))
-            if rows:
-                chunks.append(tuple(np.array(column, dtype) for column, dtype in
-                                    zip(zip(*rows), (np.int64, np.int64, np.int64, np.float64, np.float64))))
-            if len(series_of) < len(window.tags):
-                series_of = np.append(series_of, numbered(names, [(run, tag) for tag in window.tags[len(series_of):]]))
-            # After the others, as a tag's plugin is named in its first event, which may be one of them.
-            plugins.update(window.plugins)
-            ids, numbers, steps, walls, values = joined(window.scalars)
-            chunks.append((series_of[ids], numbers + base, steps, walls, values))
-            ids, numbers, steps, walls, values = joined(window.tensors)
-            if len(ids):
-                present = np.unique(ids)
-                named = np.array([plugins.get(window.tags[i]) == "scalars" for i in present.tolist()])
-                kept = named[np.searchsorted(present, ids)]
-                chunks.append((series_of[ids[kept]], numbers[kept] + base, steps[kept], walls[kept], values[kept]))
+        if isinstance(found, Batch):
+            _read_batch(found, [runs.of(path) for path in found.paths], base, names, chunks, strict)
+        else:
+            _read_file(found, runs.of(found), base, names, chunks, strict)
     if not chunks:
         return [], np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0), np.zeros(0)
     series, place, step, wall, value = (np.concatenate([c[i] for c in chunks]) for i in range(5))
@@ -248,6 +219,129 @@ def _scalar_arrays(logdir: str, raw: bool, strict: bool) -> Tuple[List[Tuple[str
         shown = shown_points(series, step)
         series, step, wall, value = series[shown], step[shown], wall[shown], value[shown]
     return list(names), series, step, wall, value
+
+
+class _Runs:
+    """The run of each event file below one logdir, as `run_of` names it."""
+
+    def __init__(self, logdir: str) -> None:
+        self.logdir = logdir
+        self.one_file = not is_url(logdir) and os.path.isfile(logdir)
+        # A local listing names each file by the logdir as given, then plain names
+        # (listing.event_files): the run is what follows it, found without relpath's work.
+        self.prefix = None if is_url(logdir) else os.path.join(logdir, "")
+
+    def of(self, path: str) -> str:
+        if self.one_file:
+            return "."
+        if self.prefix is None:
+            return run_of(self.logdir, path.rsplit("/", 1)[0])
+        directory = os.path.dirname(path)
+        if directory.startswith(self.prefix):
+            return directory[len(self.prefix):].replace(os.sep, "/")
+        return run_of(self.logdir, directory)
+
+
+def _read_file(path: str, run: str, base: int, names: Dict[Tuple[str, str], int], chunks: List[Tuple[Any, ...]],
+               strict: bool) -> None:
+    """Read the scalars of one event file into `chunks`, its series numbered in `names`."""
+    from ._reading.scan import joined, scan_file
+
+    plugins: Dict[str, Optional[str]] = {}
+    # The series number of each of the file's decoded tags, by the scan's tag id.
+    series_of = np.zeros(0, np.int64)
+    for window in scan_file(path, strict=strict):
+        _read_others(path, run, base, window.others, plugins, names, chunks, strict)
+        if len(series_of) < len(window.tags):
+            series_of = np.append(series_of, numbered(names, [(run, tag) for tag in window.tags[len(series_of):]]))
+        # After the others, as a tag's plugin is named in its first event, which may be one of them.
+        plugins.update(window.plugins)
+        ids, numbers, steps, walls, values = joined(window.scalars)
+        chunks.append((series_of[ids], numbers + base, steps, walls, values))
+        ids, numbers, steps, walls, values = joined(window.tensors)
+        if len(ids):
+            present = np.unique(ids)
+            named = np.array([plugins.get(window.tags[i]) == "scalars" for i in present.tolist()])
+            kept = named[np.searchsorted(present, ids)]
+            chunks.append((series_of[ids[kept]], numbers[kept] + base, steps[kept], walls[kept], values[kept]))
+
+
+def _read_batch(batch: "Batch", runs: List[str], base: int, names: Dict[Tuple[str, str], int],
+                chunks: List[Tuple[Any, ...]], strict: bool) -> None:
+    """Read the scalars of small files scanned together (each file's run in `runs`) into
+    `chunks`, as `_read_file` reads each of them."""
+    from ._reading.scan import joined
+
+    window, tags = batch.window, batch.window.tags
+    # Each file's tags' plugins, from its events that protobuf reads.
+    plugins: List[Dict[str, Optional[str]]] = [{} for _ in runs]
+    others, at, firsts = window.others, 0, batch.firsts.tolist()
+    for file, path in enumerate(batch.paths):
+        # A file's warnings, then its events, as one file alone says them.
+        for offset in batch.corrupt[file]:
+            corrupt("%s: corrupt record payload at byte %d; the record is skipped" % (path, offset), strict)
+        begin = at
+        while at < len(others) and others[at][0] < firsts[file + 1]:
+            at += 1
+        if at > begin:
+            _read_others(path, runs[file], base, others[begin:at], plugins[file], names, chunks, strict, firsts[file])
+    width = max(len(tags), 1)
+    ids, numbers, steps, walls, values = joined(window.scalars)
+    if len(ids):
+        chunks.append((_batch_series(batch, runs, names, ids, numbers), numbers + base, steps, walls, values))
+    ids, numbers, steps, walls, values = joined(window.tensors)
+    if len(ids):
+        # A tensor is a scalar where its tag's plugin in its file is "scalars": named by the
+        # file's events that protobuf read, or by its decoded events' metadata.
+        named = {(file, tag) for file, found in enumerate(plugins) for tag, plugin in found.items()
+                 if plugin == "scalars"}
+        for named_ids, named_numbers in window.named:
+            pairs = np.unique(batch.file_of(named_numbers) * width + named_ids)
+            named.update((pair // width, tags[pair % width]) for pair in pairs.tolist())
+        pairs, inverse = np.unique(batch.file_of(numbers) * width + ids, return_inverse=True)
+        kept = np.array([(pair // width, tags[pair % width]) in named for pair in pairs.tolist()],
+                        bool)[inverse.reshape(-1)]
+        if kept.any():
+            ids, numbers = ids[kept], numbers[kept]
+            chunks.append((_batch_series(batch, runs, names, ids, numbers), numbers + base, steps[kept], walls[kept],
+                           values[kept]))
+
+
+def _batch_series(batch: "Batch", runs: List[str], names: Dict[Tuple[str, str], int], ids: Any, numbers: Any) -> Any:
+    """The series number of each of a batch's decoded rows (its tag id and record number), each
+    (file, tag) looked up once in `names`, and added where it is new."""
+    tags = batch.window.tags
+    width = max(len(tags), 1)
+    pairs, inverse = np.unique(batch.file_of(numbers) * width + ids, return_inverse=True)
+    found = [names.setdefault((runs[pair // width], tags[pair % width]), len(names)) for pair in pairs.tolist()]
+    return np.array(found, np.int64)[inverse.reshape(-1)]
+
+
+def _read_others(path: str, run: str, base: int, others: List[Tuple[int, bytes]], plugins: Dict[str, Optional[str]],
+                 names: Dict[Tuple[str, str], int], chunks: List[Tuple[Any, ...]], strict: bool,
+                 first: int = 0) -> None:
+    """Read the scalars of the records that protobuf parses (record number, payload) into
+    `chunks`, noting each tag's plugin in `plugins`. The file's first record is number `first`."""
+    rows: List[Tuple[int, int, int, float, float]] = []
+    for number, payload in others:
+        try:
+            event = Event.FromString(payload)
+        except DecodeError as exc:
+            corrupt("%s: record %d has a valid CRC but is no Event (%s); it is skipped"
+                    % (path, number - first, exc), strict)
+            continue
+        if not event.HasField("summary"):
+            continue
+        for value in event.summary.value:
+            if value.HasField("metadata"):
+                plugins[value.tag] = value.metadata.plugin_data.plugin_name or plugins.get(value.tag)
+            row = _read_row("scalars", value, plugins.get(value.tag), path, event.step, strict)
+            if row is not None:
+                rows.append((names.setdefault((run, value.tag), len(names)), base + number, event.step,
+                             event.wall_time, row[0]))
+    if rows:
+        chunks.append(tuple(np.array(column, dtype) for column, dtype in
+                            zip(zip(*rows), (np.int64, np.int64, np.int64, np.float64, np.float64))))
 
 
 def numbered(names: Dict[Any, int], keys: List[Any]) -> Any:

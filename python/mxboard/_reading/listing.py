@@ -16,10 +16,11 @@ subdirectories in name order, depth first; within a run, the order TensorBoard r
 from __future__ import annotations
 
 import errno
+import operator
 import os
 import stat
 import warnings
-from typing import Callable, Iterator, List, Tuple
+from typing import Callable, Dict, Iterator, List, Optional, Tuple
 
 from ..errors import MXBoardWarning
 
@@ -74,28 +75,35 @@ def walk(logdir: str, say: Say = _warn) -> Iterator[Tuple[str, List[str]]]:
     except OSError:
         # A logdir that is not there (yet) holds no runs, as for TensorBoard.
         return
-    # Each directory still to list, with the identities (device, inode) and names of the
-    # directories on its path from the logdir, itself included: a loop leads back to one of them.
-    pending: List[Tuple[str, Tuple[Tuple[Tuple[int, int], str], ...]]] = [
-        (logdir, (((root.st_dev, root.st_ino), logdir),))]
+    # The identity (device, inode) of each directory on the walk's paths, stated where a link to
+    # a directory is met: a loop leads back to one of them.
+    identities: Dict[str, Optional[Tuple[int, int]]] = {logdir: (root.st_dev, root.st_ino)}
+    # Each directory still to list, with the directories on its path from the logdir, itself
+    # included.
+    pending: List[Tuple[str, Tuple[str, ...]]] = [(logdir, (logdir,))]
     while pending:
         directory, path_here = pending.pop()
         try:
             with os.scandir(directory) as listing:
-                entries = sorted(listing, key=lambda entry: entry.name)
+                entries = sorted(listing, key=_name)
         except (FileNotFoundError, NotADirectoryError):
             continue
         except OSError as exc:
             say("%s: cannot be listed (%s); the runs below it are left out" % (directory, exc.strerror or exc))
             continue
         files: List[str] = []
-        below: List[Tuple[str, Tuple[Tuple[Tuple[int, int], str], ...]]] = []
+        below: List[Tuple[str, Tuple[str, ...]]] = []
         for entry in entries:
             try:
                 # A regular file is told by the listing itself, without a stat (a logdir may hold
                 # many files that are not event files).
                 if entry.is_file(follow_symlinks=False):
                     files.append(entry.name)
+                    continue
+                # So is a directory that is no link. Only a link can lead back to a directory the
+                # walk is in, and only links are checked (as walkdir, TensorBoard's walk, does).
+                if entry.is_dir(follow_symlinks=False):
+                    below.append((entry.path, path_here + (entry.path,)))
                     continue
                 # A link is what it leads to, as for TensorBoard: this stat follows it.
                 found = entry.stat()
@@ -108,13 +116,29 @@ def walk(logdir: str, say: Say = _warn) -> Iterator[Tuple[str, List[str]]]:
             if stat.S_ISREG(found.st_mode):
                 files.append(entry.name)
             elif stat.S_ISDIR(found.st_mode):
-                identity = (found.st_dev, found.st_ino)
-                ancestor = next((name for seen, name in path_here if seen == identity), None)
+                identity = identities[entry.path] = (found.st_dev, found.st_ino)
+                ancestor = next((name for name in path_here if _identity(name, identities) == identity), None)
                 if ancestor is not None:
                     say("%s: a link loop (it leads back to %s, which holds it); not followed, as TensorBoard does "
                         "not follow it" % (entry.path, ancestor))
                     continue
-                below.append((entry.path, path_here + ((identity, entry.path),)))
+                below.append((entry.path, path_here + (entry.path,)))
         yield directory, files
         # Last pushed is first listed: the subdirectories are walked in name order, each one whole.
         pending.extend(reversed(below))
+
+
+# A directory entry's name, the walk's order.
+_name = operator.attrgetter("name")
+
+
+def _identity(directory: str, identities: Dict[str, Optional[Tuple[int, int]]]) -> Optional[Tuple[int, int]]:
+    """The (device, inode) of `directory` (links followed), stated once; None where it is gone."""
+    if directory not in identities:
+        try:
+            found = os.stat(directory)
+        except OSError:
+            identities[directory] = None
+        else:
+            identities[directory] = (found.st_dev, found.st_ino)
+    return identities[directory]

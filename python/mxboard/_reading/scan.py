@@ -4,8 +4,9 @@ numpy frames a window of a file. The simple scalar Events in it (a wall time, a 
 value with a tag and a `simple_value`, as mxboard, tensorboardX and torch write them) are decoded
 many at once: every Event laid out as one of them, whatever its tag, is decoded together, its CRC
 checked. Every other record is handed on as bytes for protobuf, once its CRC is checked. The work
-grows with the records and bytes read, not with the number of tags. docs/architecture.md
-("Reading event files back") says more."""
+grows with the records and bytes read, not with the number of tags. Small files are scanned many
+at once, as one window (`scan_together`, for small_files.py). docs/architecture.md ("Reading event
+files back") says more."""
 from __future__ import annotations
 
 import warnings
@@ -19,7 +20,7 @@ from ..errors import CorruptRecordWarning, DataLossError
 from ..proto import SummaryMetadata
 from .records import open_at, read_records, torn
 
-__all__ = ["Tags", "Window", "joined", "scan", "scan_file"]
+__all__ = ["Tags", "Window", "joined", "scan", "scan_file", "scan_together"]
 
 # A payload longer than this is not a simple scalar, and is handed on untried.
 TEMPLATE_MOST = 512
@@ -97,17 +98,21 @@ class Window:
             tag's plugin, named in its first event, is "scalars".
         tags: the names of the file's decoded tags, by id (one list for all its windows).
         plugins: `{tag: the plugin that its decoded events' metadata named}`.
+        named: the (tag ids, record numbers) of the decoded events whose metadata named the
+            scalars plugin, as numpy arrays: where a window holds several files
+            (`scan_together`), each file's plugins are told by them.
         others: `[(record number, payload)]` of the other records, their CRCs checked.
         records: how many records the window framed.
     """
 
-    __slots__ = ("scalars", "tensors", "tags", "plugins", "others", "records")
+    __slots__ = ("scalars", "tensors", "tags", "plugins", "named", "others", "records")
 
     def __init__(self, tags: Optional[Tags] = None) -> None:
         self.scalars: List[Chunk] = []
         self.tensors: List[Chunk] = []
         self.tags: List[str] = (tags or Tags()).names
         self.plugins: Dict[str, str] = {}
+        self.named: List[Tuple[Any, Any]] = []
         self.others: List[Tuple[int, bytes]] = []
         self.records = 0
 
@@ -119,7 +124,8 @@ def joined(chunks: List[Chunk]) -> Chunk:
         return empty, empty, empty, np.zeros(0), np.zeros(0, np.float32)
     if len(chunks) == 1:
         return chunks[0]
-    return tuple(np.concatenate([chunk[i] for chunk in chunks]) for i in range(5))
+    columns = [np.concatenate([chunk[i] for chunk in chunks]) for i in range(5)]
+    return columns[0], columns[1], columns[2], columns[3], columns[4]
 
 
 def _frame(d: Any) -> Optional[Tuple[Any, Any, int]]:
@@ -133,15 +139,21 @@ def _frame(d: Any) -> Optional[Tuple[Any, Any, int]]:
         return np.zeros(0, np.int64), np.zeros(0, np.int64), 0
     # A header at i needs bytes i..i+11.
     m = n - 11
-    # The length's high bytes are zero: test byte 7 first, then 3 to 6.
-    at = np.flatnonzero(d[7:m + 7] == 0)
+    # The length's high bytes (3 to 7) are zero: one pass over the bytes for each, without
+    # indexing (a payload's zero bytes are many).
+    zero = d == 0
+    candidate = zero[7:m + 7].copy()
     for high in (6, 5, 4, 3):
-        at = at[d[at + high] == 0]
+        candidate &= zero[high:m + high]
+    at = np.flatnonzero(candidate)
+    # Two bytes of memory a byte of the window: freed before the headers are read.
+    del zero, candidate
     if not len(at) or at[0] != 0:
         return None
     header = _rows(d, at, 12)
     stored = np.ascontiguousarray(header[:, 8:12]).view("<u4").ravel()
-    valid = masked_crc32c_rows(np.ascontiguousarray(header[:, :8]), range(8)) == stored
+    # Only the length's low bytes differ between the headers: the others are zero in all.
+    valid = masked_crc32c_rows(np.ascontiguousarray(header[:, :8]), range(3)) == stored
     starts = at[valid].astype(np.int64)
     if not len(starts) or starts[0] != 0:
         # the first header fails its checksum: the shared framing says where and why
@@ -284,14 +296,31 @@ def _decode(rows: Any, numbers: Any, offsets: Any, crcs: Any, window: Window, ta
 
     The first record not yet decided is parsed. If it is a simple scalar, every record laid out as
     it is (the same bytes but for the tag, wall, step and value, each step a varint of the same
-    length) is decoded with it at once, whatever its tag. Otherwise it is handed on. Either way,
-    no record is believed before its CRC is checked."""
+    length) is decoded with it at once, whatever its tag. Otherwise it is handed on, and so is
+    every record laid out as it is but for its wall time, where the next record is (the
+    file_version Event that begins each file of a sweep). Either way, no record is believed before
+    its CRC is checked."""
     left = np.arange(len(rows))
-    layouts = 0
+    layouts = alike = 0
     while len(left):
         first = int(left[0])
         payload = rows[first].tobytes()
         layout = _layout(payload) if layouts < LAYOUTS_MOST else None
+        if layout is None and alike < LAYOUTS_MOST and _wall_first(payload) and len(left) > 1 and \
+                _but_wall(rows[int(left[1])].tobytes()) == _but_wall(payload):
+            # The wall time is never read by _layout: these records are no simple scalars either.
+            alike += 1
+            block = rows[left]
+            same = (block[:, 9:] == block[0, 9:]).all(axis=1) & (block[:, 0] == 0x09)
+            members, left = left[same], left[~same]
+            good = (masked_crc32c_rows(block[same], range(1, 9)) == crcs[members]).tolist()
+            for i, number, offset, ok in zip(members.tolist(), numbers[members].tolist(), offsets[members].tolist(),
+                                             good):
+                if ok:
+                    window.others.append((number, rows[i].tobytes()))
+                else:
+                    corrupt.append(offset)
+            continue
         if layout is None:
             if masked_crc32c(payload) == int(crcs[first]):
                 window.others.append((int(numbers[first]), payload))
@@ -334,8 +363,20 @@ def _decode(rows: Any, numbers: Any, offsets: Any, crcs: Any, window: Window, ta
         if plugin:
             for tag_id in np.unique(ids).tolist():
                 window.plugins[tags.names[tag_id]] = plugin
+            window.named.append((ids, numbers[members]))
         (window.tensors if plugin == "" else window.scalars).append(
             (ids, numbers[members], steps.view(np.int64), walls, values))
+
+
+def _wall_first(payload: bytes) -> bool:
+    """Whether `payload` begins with an Event's wall time (field 1, a fixed64), as every writer's
+    Events do."""
+    return len(payload) >= 9 and payload[0] == 0x09
+
+
+def _but_wall(payload: bytes) -> bytes:
+    """`payload` without the wall time it begins with."""
+    return payload[9:]
 
 
 def _varying(layout: Layout) -> List[int]:
@@ -374,7 +415,39 @@ def scan(data: bytes, first: int = 0, tags: Optional[Tags] = None) -> Optional[T
     if framed is None:
         return None
     starts, lengths, consumed = framed
-    tags = tags if tags is not None else Tags()
+    window, corrupt = _records(data, d, starts, lengths, first, tags if tags is not None else Tags())
+    return window, consumed, corrupt
+
+
+def scan_together(pieces: List[bytes]) -> Optional[Tuple[Window, Any, List[int]]]:
+    """Read several files' bytes (`pieces`, each a whole file) as one window, so that many small
+    files cost one pass of numpy, not one each.
+
+    The records are numbered from 0 across the pieces, and their tags given ids in one Tags.
+    Returns (the window, the number of each piece's first record followed by the number of
+    records, the byte offsets in the joined pieces of the records whose payload fails its CRC),
+    or None where a piece is not whole records that numpy can frame (a torn end, a corrupt
+    length): the caller then reads its pieces one at a time."""
+    data = b"".join(pieces)
+    offsets = np.cumsum([0] + [len(piece) for piece in pieces], dtype=np.int64)
+    d = np.frombuffer(data, np.uint8)
+    framed = _frame(d)
+    if framed is None or framed[2] != len(data):
+        return None
+    starts, lengths, _ = framed
+    # Each piece must start a record: a torn file would otherwise take the first bytes of the
+    # file after it into its last record.
+    firsts = np.searchsorted(starts, offsets)
+    sized = np.flatnonzero(offsets[1:] > offsets[:-1])
+    if len(sized) and not np.array_equal(starts[np.minimum(firsts[sized], len(starts) - 1)], offsets[sized]):
+        return None
+    window, corrupt = _records(data, d, starts, lengths, 0, Tags())
+    return window, firsts, corrupt
+
+
+def _records(data: bytes, d: Any, starts: Any, lengths: Any, first: int, tags: Tags) -> Tuple[Window, List[int]]:
+    """The window of the framed records of `data` (`d`, its bytes as uint8), numbered from
+    `first`, and the byte offsets of those whose payload fails its CRC."""
     window, corrupt = Window(tags), []  # type: Window, List[int]
     window.records = len(starts)
     numbers = np.arange(first, first + len(starts), dtype=np.int64)
@@ -394,7 +467,7 @@ def scan(data: bytes, first: int = 0, tags: Optional[Tags] = None) -> Optional[T
         _decode(rows, numbers[chosen], starts[chosen], crcs[chosen], window, tags, corrupt)
     window.others.sort(key=lambda other: other[0])
     corrupt.sort()
-    return window, consumed, corrupt
+    return window, corrupt
 
 
 def scan_file(path: str, window_bytes: int = 8 << 20, strict: bool = False) -> Iterator[Window]:
