@@ -7,6 +7,10 @@
   import levels", LEVELS below), and no two modules import each other, directly or around a circle.
   LEVELS is checked against that list, so the page and the test cannot drift apart.
 
+- A writer's core (`SummaryWriter._core`, writer_core.py) is reached from `_api/` only: the stand-ins
+  of `_patch/` and every other module go through `SummaryWriter`'s public calls, and the stand-ins
+  import nothing private of mxboard's (only what `mxboard.__all__` exports, and the public modules).
+
 Every import of an mxboard module counts: those at the top of a module, those under
 `if TYPE_CHECKING:` and those inside a function alike. A function-level import still means one
 module depends on the other, and deferring it to hide a circle is what this test rules out. The
@@ -234,6 +238,82 @@ def test_every_module_of_writer_has_a_level_and_no_import_runs_back_up():
     assert writer_imports_up(modules, found) == (set(), [])
 
 
+def reaches_into_a_core(package_dir: str) -> List[str]:
+    """Each `x._core` in a module of the package outside its `_api/`, as `path:line`."""
+    found = []
+    for path in python_files(package_dir):
+        rel = os.path.relpath(path, package_dir)
+        if rel.split(os.sep)[0] == "_api":
+            continue
+        with open(path, encoding="utf-8") as f:
+            tree = ast.parse(f.read())
+        found += [f"{rel}:{node.lineno}" for node in ast.walk(tree)
+                  if isinstance(node, ast.Attribute) and node.attr == "_core"]
+    return found
+
+
+def exported(package_dir: str) -> Set[str]:
+    """The names of the package's `__all__` (its __init__.py, read without importing it)."""
+    with open(os.path.join(package_dir, "__init__.py"), encoding="utf-8") as f:
+        tree = ast.parse(f.read())
+    return {name for node in tree.body if isinstance(node, ast.Assign)
+            and any(getattr(target, "id", None) == "__all__" for target in node.targets)
+            for name in ast.literal_eval(node.value)}
+
+
+def private_uses(package_dir: str, path: str) -> List[str]:
+    """What the module at `path` uses of the package that is private, as lines to read: an import
+    of the package's that is neither a name of its `__all__` nor from a public module (no part of
+    its name after the package's begins with `_`; the module's own folder aside), and a private
+    attribute (`x._name`, not a dunder) that the module does not define itself."""
+    public = exported(package_dir)
+    top = os.path.basename(package_dir)
+    module = module_name(package_dir, path)
+    own = module.rpartition(".")[0]
+    with open(path, encoding="utf-8") as f:
+        tree = ast.parse(f.read())
+    # The names the module defines: its functions and classes, class attributes, and attributes
+    # it assigns (`self._x = ...`, `view._x = ...`).
+    defined = {node.name for node in ast.walk(tree) if isinstance(node, (ast.FunctionDef, ast.ClassDef))}
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Assign, ast.AnnAssign)):
+            for target in node.targets if isinstance(node, ast.Assign) else [node.target]:
+                if isinstance(target, ast.Name):
+                    defined.add(target.id)
+                elif isinstance(target, ast.Attribute):
+                    defined.add(target.attr)
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found += [f"{module}:{node.lineno} imports {alias.name}" for alias in node.names
+                      if (alias.name == top or alias.name.startswith(top + "."))]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                parts = module.split(".")
+                base = ".".join(parts[: len(parts) - node.level] + ([node.module] if node.module else []))
+            else:
+                base = node.module or ""
+            if not (base == top or base.startswith(top + ".")) or base == own or base.startswith(own + "."):
+                continue
+            private_module = any(part.startswith("_") for part in base.split(".")[1:])
+            found += [f"{module}:{node.lineno} imports {base}.{alias.name}" for alias in node.names
+                      if alias.name.startswith("_") or (private_module and alias.name not in public)]
+        elif (isinstance(node, ast.Attribute) and node.attr.startswith("_") and not node.attr.endswith("__")
+              and node.attr not in defined):
+            found.append(f"{module}:{node.lineno} reaches .{node.attr}")
+    return found
+
+
+STAND_INS = os.path.join(MXBOARD, "_patch", "stand_ins.py")
+
+
+def test_only_api_reaches_a_writers_core_and_the_stand_ins_use_nothing_private():
+    """The stand-ins use `SummaryWriter` and its public verbs only (`add_scalars(runs="torch")`,
+    `add_event`): one scalar path, the one mxboard's own calls take."""
+    assert reaches_into_a_core(MXBOARD) == []
+    assert private_uses(MXBOARD, STAND_INS) == []
+
+
 def plant(root, files):
     for name, text in files.items():
         path = root / name
@@ -275,3 +355,33 @@ def test_the_checks_find_a_long_docstring_an_import_up_and_a_circle(tmp_path):
     assert documented_levels(doc) == [["a", "b"], ["mxboard"]] != LEVELS
     doc += "\n#### The levels inside `_writer/`\n\n1. `x.py`, `y.py`.\n2. `z.py`.\n"
     assert documented_levels(doc, WRITER_LEVELS_HEADING) == [["x", "y"], ["z"]] != WRITER_LEVELS
+
+
+def test_the_checks_find_a_core_reached_and_a_private_import_or_attribute(tmp_path):
+    package = plant(tmp_path / "mxboard", {
+        "__init__.py": '__all__ = ["SummaryWriter", "patch"]\n',
+        "_api/writer.py": "class SummaryWriter:\n    def f(self):\n        return self._core\n",
+        "_api/convert.py": "",
+        "proto/__init__.py": "",
+        "_patch/__init__.py": "",
+        "_patch/other.py": "",
+        "_patch/stand_ins.py": (
+            "from .._api.writer import SummaryWriter as Base\n"  # public: a name of __all__
+            "from ..proto import Event\n"  # a public module
+            "from . import other\n"  # its own folder
+            "from .._api import convert\n"  # private
+            "from .._api.writer import _helper\n"  # private
+            "import mxboard._api.writer\n"  # private
+            "class W(Base):\n"
+            "    _library = 'x'\n"
+            "    def g(self):\n"
+            "        self._mine = self._library\n"
+            "        return self._mine, self.__dict__, self._core._closed\n"),
+    })
+    assert reaches_into_a_core(package) == [os.path.join("_patch", "stand_ins.py") + ":11"]
+    assert private_uses(package, os.path.join(package, "_patch", "stand_ins.py")) == [
+        "mxboard._patch.stand_ins:4 imports mxboard._api.convert",
+        "mxboard._patch.stand_ins:5 imports mxboard._api.writer._helper",
+        "mxboard._patch.stand_ins:6 imports mxboard._api.writer",
+        "mxboard._patch.stand_ins:11 reaches ._closed",
+        "mxboard._patch.stand_ins:11 reaches ._core"]

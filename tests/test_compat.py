@@ -685,6 +685,108 @@ def test_add_summary_writes_a_summary_as_the_peers_file_writer_does(tmp_path):
     assert sorted(mine.Tags()["scalars"] + mine.Tags()["tensors"]) == ["loss", "plugin", "torch"]
 
 
+def _runs_scalars(logdir):
+    """{run: [(tag, step, value), ...]} of every run under `logdir` (its own files: ".")."""
+    found = {}
+    for folder, _, names in os.walk(logdir):
+        for name in sorted(n for n in names if "tfevents" in n):
+            found.setdefault(os.path.relpath(folder, logdir), []).extend(tb_scalars(os.path.join(folder, name)))
+    return {run: scalars for run, scalars in found.items() if scalars}
+
+
+def test_add_event_writes_an_event_as_the_peers_file_writer_does(tmp_path):
+    """`SummaryWriter.add_event` is the peers' `FileWriter.add_event` (tensorboardX's and torch's),
+    and the stand-ins' `file_writer.add_event` is it: an Event of any of the protos written as it
+    is, at its own step unless one is given, at the walltime given; a file-version event is left
+    out (the file has one). Anything but an Event is refused at the call, naming the argument."""
+    from tensorboard.compat.proto import event_pb2, summary_pb2
+
+    from conftest import tb_events
+    from mxboard._patch.stand_ins import TensorboardXSummaryWriter
+    from mxboard.proto import Event, GraphDef, NodeDef, Summary
+
+    def calls(add_event):
+        def loss(value):
+            return summary_pb2.Summary(value=[summary_pb2.Summary.Value(tag="loss", simple_value=value)])
+
+        add_event(event_pb2.Event(step=3, summary=loss(0.5)), walltime=100.0)
+        add_event(event_pb2.Event(step=3, summary=loss(0.25)), 7, 101.0)
+        add_event(Event(step=9, summary=Summary(value=[Summary.Value(tag="loss", simple_value=2.0)])), walltime=102.0)
+
+    with SummaryWriter(str(tmp_path / "mxb")) as w:
+        calls(w.add_event)
+        w.add_event(Event(file_version="brain.Event:2"))
+        refused = [(Event().SerializeToString(), r"got bytes: parse serialized bytes first, with "
+                                                 r"mxboard.proto.Event.FromString\(data\)$"),
+                   (Summary(), r"got mxboard.Summary$"), (summary_pb2.Summary(), r"got tensorboard.Summary$")]
+        for bad, message in refused:
+            with pytest.raises(TypeError, match=r"event must be an Event protocol buffer .*" + message):
+                w.add_event(bad)
+    with TensorboardXSummaryWriter(str(tmp_path / "stand_in")) as w:
+        calls(w.file_writer.add_event)
+        # The peers' (GraphDef, RunMetadata) pair: the graph, in an event of its own (through add_event).
+        w.file_writer.add_graph((GraphDef(node=[NodeDef(name="x", op="Placeholder")]), None))
+    # As tensorboardX's FileWriter.add_event writes them: the step given replaces the event's own.
+    expected = {".": [("loss", 3, 0.5), ("loss", 7, 0.25), ("loss", 9, 2.0)]}
+    assert _runs_scalars(tmp_path / "mxb") == _runs_scalars(tmp_path / "stand_in") == expected
+    (written,) = event_files(str(tmp_path / "mxb"))
+    assert [e.wall_time for e in tb_events(written) if e.HasField("summary")] == [100.0, 101.0, 102.0]
+    assert sum(e.HasField("file_version") for e in tb_events(written)) == 1
+    (graph,) = [e for path in event_files(str(tmp_path / "stand_in")) for e in tb_events(path) if e.graph_def]
+    assert GraphDef.FromString(graph.graph_def).node[0].name == "x" and graph.step == 0
+
+
+def test_add_scalars_writes_torchs_runs_with_runs_torch_as_the_torch_stand_in_does(tmp_path):
+    """`add_scalars(..., runs="torch")` writes torch's runs, `<main_tag>_<name>` (a `/` written
+    `_`), each under the tag `main_tag`, as torch's own writer does; torch's stand-in is that call.
+    The default is tensorboardX's `<main_tag>/<name>`; a bad `runs` or `main_tag` is refused."""
+    from torch.utils.tensorboard import SummaryWriter as TorchWriter
+
+    from mxboard._patch.stand_ins import TorchSummaryWriter
+
+    def calls(w):
+        w.add_scalars("run/pair", {"a": 1.0, "b": np.float32(2.0)}, 3)
+        w.add_scalars("run/pair", {"a": 1.5, "c": -1}, 4)
+        w.add_scalars("loss", {"train": 0.5}, 4)
+
+    torch_writer = TorchWriter(str(tmp_path / "torch"))
+    calls(torch_writer)
+    torch_writer.close()
+    with TorchSummaryWriter(str(tmp_path / "stand_in")) as w:
+        calls(w)
+        w.add_scalars("loss", {}, 5)  # nothing, as torch's
+    with TorchSummaryWriter(str(tmp_path / "nan")) as w:
+        # Logged as given, and said once, naming the run.
+        with pytest.warns(RuntimeWarning, match=r"add_scalar\('run/pair \(run_pair_a\)'\): nan at step 5, logged"):
+            w.add_scalars("run/pair", {"a": float("nan"), "b": 1.0}, 5)
+            w.add_scalars("run/pair", {"a": float("nan"), "b": 1.0}, 6)
+        # A name that is not a str is written with %s, into the run of its str (one file).
+        w.add_scalars("n", {0: 2.5}, 5)
+        w.add_scalars("n", {"0": 3.5}, 6)
+    written = _runs_scalars(tmp_path / "nan")
+    assert sorted((run, step) for run in ("run_pair_a", "run_pair_b") for _, step, _ in written[run]) == [
+        ("run_pair_a", 5), ("run_pair_a", 6), ("run_pair_b", 5), ("run_pair_b", 6)]
+    assert written["n_0"] == [("n", 5, 2.5), ("n", 6, 3.5)] and len(event_files(str(tmp_path / "nan" / "n_0"))) == 1
+    with SummaryWriter(str(tmp_path / "mxb")) as w:
+        w.add_scalars("run/pair", {"a": 1.0, "b": np.float32(2.0)}, 3, runs="torch")
+        w.add_scalars("run/pair", {"a": 1.5, "c": -1}, 4, runs="torch")
+        w.add_scalars("loss", {"train": 0.5}, 4, runs="torch")
+        w.add_scalars("loss", {"train": 0.25}, 5)  # tensorboardX's runs: loss/train
+        with pytest.raises(ValueError, match=r"^runs must be 'tensorboardx' or 'torch'; got 'keras'$"):
+            w.add_scalars("loss", {"train": 0.5}, runs="keras")
+        with pytest.raises(TypeError, match=r"^main_tag must be a str; got int 5$"):
+            w.add_scalars(5, {"train": 0.5}, runs="torch")
+        with pytest.raises(TypeError, match=r"^tag_scalar_dict\['a'\] must be a number"):
+            w.add_scalars("x", {"a": "b"}, runs="torch")
+        with pytest.raises(ValueError, match=r"the dict of named scalars for 'loss' is empty"):
+            w.add_scalars("loss", {}, 6)
+    theirs = _runs_scalars(tmp_path / "torch")
+    assert theirs == {"run_pair_a": [("run/pair", 3, 1.0), ("run/pair", 4, 1.5)], "run_pair_b": [("run/pair", 3, 2.0)],
+                      "run_pair_c": [("run/pair", 4, -1.0)], "loss_train": [("loss", 4, 0.5)]}
+    assert _runs_scalars(tmp_path / "stand_in") == theirs
+    assert _runs_scalars(tmp_path / "mxb") == dict(theirs, **{os.path.join("loss", "train"): [("loss", 5, 0.25)]})
+
+
 @pytest.mark.slow
 def test_every_layout_call_of_a_writer_is_shown(tmp_path, serve):
     """A multiline chart, then a margin chart, then a layout of its own: TensorBoard shows a

@@ -396,3 +396,27 @@ def test_scalars_of_every_kind_are_read_in_call_order(logdir, fake_gpu):
     assert [(step, value) for tag, step, value in read if tag == "mixed"] == [(s, float(s % 7)) for s in range(40)]
     assert [(step, value) for tag, step, value in read if tag == "described"] == [(s, float(s % 7))
                                                                                   for s in (3, 13, 23, 33)]
+
+
+def test_a_patched_torch_add_scalars_of_cuda_tensors_is_read_by_the_writer_thread_alone(logdir, fake_gpu):
+    """torch's stand-in (what `mxboard.patch()` puts in torch's place) writes `add_scalars`
+    through mxboard's own scalar path: each CUDA tensor is copied into its slot at the call and
+    read by the writer thread, never on the caller's, in torch's runs `<main_tag>_<name>`; an
+    in-place update queued after a call does not change what it logged."""
+    from mxboard._patch.stand_ins import TorchSummaryWriter
+
+    a, b = torch.zeros(()), torch.zeros(1, dtype=torch.float64)
+    with TorchSummaryWriter(logdir) as w:
+        for step in range(6):
+            # The loop computes this step's values on the stream, logs them, then updates them in place.
+            fake_gpu.stream.enqueue(lambda s=step: (a.fill_(s * 0.5), b.fill_(-s)))
+            w.add_scalars("run/pair", {"a": a, "b": b}, step)
+            assert threading.current_thread() not in fake_gpu.stream.waiters, step
+            fake_gpu.stream.enqueue(lambda: (a.add_(100), b.add_(100)))
+    assert fake_gpu.stream.waiters and threading.current_thread() not in fake_gpu.stream.waiters
+    assert {name for name in os.listdir(logdir) if "tfevents" not in name} == {"run_pair_a", "run_pair_b"}
+    from conftest import event_files
+
+    read = {run: tb_scalars(event_files(os.path.join(logdir, run))[0]) for run in ("run_pair_a", "run_pair_b")}
+    assert read == {"run_pair_a": [("run/pair", s, s * 0.5) for s in range(6)],
+                    "run_pair_b": [("run/pair", s, float(-s)) for s in range(6)]}

@@ -12,10 +12,10 @@ from conftest import ROOT
 
 SUMMARY_WRITER = [
     "add_audio", "add_custom_scalars", "add_custom_scalars_marginchart", "add_custom_scalars_multilinechart",
-    "add_embedding", "add_figure", "add_graph", "add_histogram", "add_histogram_raw", "add_hparams", "add_image",
-    "add_image_with_boxes", "add_images", "add_mesh", "add_onnx_graph", "add_openvino_graph", "add_pr_curve",
-    "add_pr_curve_raw", "add_scalar", "add_scalars", "add_summary", "add_tensor", "add_text", "add_video",
-    "clear_scalar_dict",
+    "add_embedding", "add_event", "add_figure", "add_graph", "add_histogram", "add_histogram_raw", "add_hparams",
+    "add_image", "add_image_with_boxes", "add_images", "add_mesh", "add_onnx_graph", "add_openvino_graph",
+    "add_pr_curve", "add_pr_curve_raw", "add_scalar", "add_scalars", "add_summary", "add_tensor", "add_text",
+    "add_video", "clear_scalar_dict",
     "close", "closed", "export_scalars", "export_scalars_to_json", "flush", "get_logdir", "log_dir", "logdir",
     "reopen", "use_metadata",
 ]
@@ -75,6 +75,8 @@ def test_the_writers_public_members_are_what_they_were():
     assert _public(mxboard.GlobalSummaryWriter) == GLOBAL_SUMMARY_WRITER
     assert list(inspect.signature(mxboard.SummaryWriter.add_summary).parameters) == [
         "self", "summary", "global_step", "walltime"]  # tensorboardX's and torch's FileWriter.add_summary
+    assert list(inspect.signature(mxboard.SummaryWriter.add_event).parameters) == [
+        "self", "event", "step", "walltime"]  # tensorboardX's and torch's FileWriter.add_event
 
 
 def test_whether_a_logdir_is_a_url_is_public():

@@ -43,9 +43,11 @@ class Deferred(NamedTuple):
 
 class Named(NamedTuple):
     """A scalar call's named values, each checked (`one_scalar`): `{name: value}`, each name a
-    line of its own in one chart."""
+    line of its own in one chart. `runs` names their sub-runs: "tensorboardx" (mxboard's own and
+    tensorboardX's, `<tag>/<name>`) or "torch" (`<tag with / as _>_<name>`)."""
 
     values: Dict[Any, Union[float, Deferred]]
+    runs: str = "tensorboardx"
 
 
 # -- what a value is: asked here, and nowhere else -------------------------------------------
@@ -238,9 +240,14 @@ def scalar_value(value: Any, name: str = "value") -> Union[float, Named, Deferre
     return one_scalar(value, name)
 
 
-def named(values: Mapping[Any, Any]) -> Named:
-    """`{name: value}` as `Named` values, every value checked (`one_scalar`) before any is used."""
-    return Named({key: one_scalar(v, "value[%r]" % (key,)) for key, v in values.items()})
+def named(values: Mapping[Any, Any], name: str = "value", runs: str = "tensorboardx") -> Named:
+    """`{name: value}` as `Named` values, every value checked (`one_scalar`, its errors naming
+    `name[key]`) before any is used, their sub-runs named as `runs` says (`Named`)."""
+    # For torch's runs, each name is its str, as torch's stand-in always took it (the run of 0 is
+    # <tag>_0). A float is taken as it is (its error's name is made only for the values checked).
+    torch = runs == "torch"
+    return Named({str(key) if torch else key: v if type(v) is float else one_scalar(v, "%s[%r]" % (name, key))
+                  for key, v in values.items()}, runs)
 
 
 def one_scalar(value: Any, name: str = "value") -> Union[float, Deferred]:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import threading
 from types import MappingProxyType
-from typing import Any, Callable, Mapping, NamedTuple, Union
+from typing import Any, Callable, List, Mapping, NamedTuple, Tuple, Union
 
 from .._writer.callsite import call_site
 from .._writer.intake import WAKE_EVERY, PendingScalar, Record, closed_error
@@ -46,8 +46,9 @@ class Scalars:
         self._lock = threading.Lock()
         # It maps tag -> series id in the main file (the hot path reads it directly).
         self.ids: dict[str, int] = {}
-        # It maps (tag, name) -> series id in the sub-run's file.
-        self._named: dict[Any, int] = {}
+        # It maps (how runs are named, tag, name) of a named value -> (series id in its sub-run's
+        # file, its label in warnings).
+        self._named: dict[Tuple[str, str, Any], Tuple[int, str]] = {}
         # Its .columns is this thread's ScalarColumns.
         self._local = threading.local()
         # It maps tag -> its device scalars' NaN warning.
@@ -84,24 +85,27 @@ class Scalars:
         return self._thread.holds_for_caller
 
     def add(self, tag: str, value: Union[convert.Named, Described], step: int, wall: float) -> None:
-        """`Named` values, each name a line of its own in one chart, from the sub-run
-        `logdir/<tag>/<name>/` (every value checked before any is queued); a `Described` scalar,
-        a summary of its own (not a batched row)."""
+        """`Named` values, each name a line of its own in one chart, from its sub-run (`logdir/<tag>/<name>/`,
+        or torch's `logdir/<tag with / as _>_<name>/`: `Named.runs`), every name checked before any value
+        is queued; a `Described` scalar, a summary of its own (not a batched row)."""
         checks.tag(tag)
         if isinstance(value, convert.Named):
-            if not value.values:
+            if not value.values and value.runs != "torch":
                 raise ValueError("value: the dict of named scalars for %r is empty" % tag)
-            # All names are checked, then any value is queued.
-            named = [(checks.tag(name, "scalar name"), v) for name, v in value.values.items()]
-            for name, v in named:
-                series = self._named_value_series(tag, name)
+            keys = [(value.runs, tag, name) for name in value.values]
+            try:
+                found = [self._named[key] for key in keys]
+            # A name seen for the first time.
+            except KeyError:
+                found = self._sub_run_series(keys)
+            for (series, label), v in zip(found, value.values.values()):
                 if isinstance(v, float):
                     if v - v:
-                        self.non_finite("%s/%s" % (tag, name), v, step)
+                        self.non_finite(label, v, step)
                     self.append(series, v, step, wall)
                 # Read by the writer thread once its device computed it.
                 else:
-                    self.append_device(series, "%s/%s" % (tag, name), v, step, wall)
+                    self.append_device(series, label, v, step, wall)
         # Described: its value a float or a Pending, which the Record resolves.
         else:
             self._thread.put(Record(None, described_scalar_summary, (tag, value.value, value.display_name,
@@ -130,13 +134,26 @@ class Scalars:
         for tag, value in values.items():
             self.append(self._thread.add_series(file, tag), value, step, wall)
 
-    def _named_value_series(self, tag: str, name: str) -> int:
+    def _sub_run_series(self, keys: List[Tuple[str, str, Any]]) -> List[Tuple[int, str]]:
+        """The series of named values (each key: how runs are named, the tag, the name) in their
+        sub-runs, and their labels in warnings. A new name is checked, every name before any file
+        is opened; a new sub-run's file is opened here (`logdir/<run...>/`)."""
+        new = {key: _sub_run(*key) for key in keys if key not in self._named}
         with self._lock:
-            if (tag, name) not in self._named:
-                # The file goes in logdir/<tag>/<name>/.
-                file = self._thread.open_sub_run_file((tag, name), self._suffix)
-                self._named[(tag, name)] = self._thread.add_series(file, tag)
-            return self._named[(tag, name)]
+            for key, (run, label) in new.items():
+                if key not in self._named:
+                    file = self._thread.open_sub_run_file(run, self._suffix)
+                    self._named[key] = (self._thread.add_series(file, key[1]), label)
+        return [self._named[key] for key in keys]
+
+
+def _sub_run(runs: str, tag: str, name: Any) -> Tuple[Tuple[str, ...], str]:
+    """The sub-run of a named value of `tag`, and its label in warnings, its name checked: torch's
+    `<tag with / as _>_<name>` (the name a str: `convert.named`), else `<tag>/<name>`."""
+    if runs == "torch":
+        run = checks.tag("%s_%s" % (tag.replace("/", "_"), name), "run")
+        return (run,), "%s (%s)" % (tag, run)
+    return (tag, checks.tag(name, "scalar name")), "%s/%s" % (tag, name)
 
 
 class ClosedScalars:

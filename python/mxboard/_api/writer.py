@@ -24,7 +24,7 @@ from google.protobuf.message import Message as ProtoMessage
 
 from .._format.names import components
 from .._writer import lifecycle
-from ..proto import Summary
+from ..proto import Event, Summary
 from ..storage import SpoolSettings, UploadPolicy, checked_logdir
 from ..summaries import projector
 from ..summaries._common import tensor_summary
@@ -56,6 +56,9 @@ TENSORBOARDX_ORDER = ("logdir", "comment", "purge_step", "max_queue", "flush_sec
 # The Summary messages add_summary takes, by their protos' full names: mxboard's, tensorboardX's,
 # TensorBoard's (which torch uses) and TensorFlow's. All have TensorBoard's fields and numbers.
 SUMMARY_TYPES = frozenset({"mxboard.Summary", "tensorboardX.Summary", "tensorboard.Summary", "tensorflow.Summary"})
+
+# The Event messages add_event takes, by their protos' full names, as SUMMARY_TYPES.
+EVENT_TYPES = frozenset({"mxboard.Event", "tensorboardX.Event", "tensorboard.Event", "tensorflow.Event"})
 
 
 class SummaryWriter:
@@ -291,26 +294,35 @@ class SummaryWriter:
             self.add_scalar(tag, value, global_step, walltime, **tensorboardx_keywords)
 
     def add_scalars(self, main_tag: str, tag_scalar_dict: Mapping[str, Any], global_step: Optional[int] = None,
-                    walltime: Optional[float] = None) -> None:
+                    walltime: Optional[float] = None, *, runs: str = "tensorboardx") -> None:
         """Lines in one chart (tensorboardX's call), as `add_scalar(main_tag, dict)`.
 
         Args:
             main_tag: the chart's name.
-            tag_scalar_dict: `{name: value}`; each name's values go to the sub-run
-                `logdir/<main_tag>/<name>/` (tensorboardX's layout; torch's is `<main_tag>_<name>`).
+            tag_scalar_dict: `{name: value}`, each value as `add_scalar` takes it (a device array
+                is read once its device computed it); each name's values go to a sub-run of its
+                own, under the tag `main_tag`.
             global_step: the step (x axis); an int, or a float taken as int(step). Default 0.
             walltime: seconds since the epoch. Default: the time of the call.
+            runs: how the sub-runs are named: "tensorboardx" (the default, and `add_scalar`'s),
+                `logdir/<main_tag>/<name>/`; or "torch", `logdir/<main_tag>_<name>/` with each `/`
+                of `main_tag` written `_` (torch's, whose empty dict logs nothing).
 
         Raises:
-            TypeError, ValueError: not a mapping, or a value that is not a single number.
+            TypeError, ValueError: not a mapping, a value that is not a single number, a bad
+                `main_tag`, name, step or `runs`.
 
         Example:
             >>> sw.add_scalars("loss", {"train": 0.3, "val": 0.4}, global_step=10)
+            >>> sw.add_scalars("loss", {"train": 0.3}, 10, runs="torch")  # the run loss_train
         """
         if not isinstance(tag_scalar_dict, Mapping):
             raise TypeError("tag_scalar_dict must be a dict of name -> value; got %s"
                             % type(tag_scalar_dict).__name__)
-        named = convert.named(tag_scalar_dict)
+        if runs != "tensorboardx" and runs != "torch":
+            raise ValueError("runs must be 'tensorboardx' or 'torch'; got %r" % (runs,))
+        checks.tag(main_tag, "main_tag")
+        named = convert.named(tag_scalar_dict, "tag_scalar_dict", runs)
         self._core.queue_scalar(main_tag, named, global_step, walltime)
 
     def export_scalars(self, path: str) -> None:
@@ -676,6 +688,38 @@ class SummaryWriter:
         serialized = _serialized_summary(summary)
         self._core.reopen_if_needed()
         self._core.queue_record(Summary.FromString, (serialized,), global_step, walltime)
+
+    def add_event(self, event: Any, step: Optional[int] = None, walltime: Optional[float] = None) -> None:
+        """An `Event` protocol buffer as it is (the `add_event` of tensorboardX's and torch's
+        FileWriter): for what no `add_*` call and no Summary carries, such as a graph made
+        elsewhere. It is copied at the call. A file-version event is left out: the file has one.
+
+        Args:
+            event: a `mxboard.proto.Event`, or an Event of tensorboardX's, torch's, TensorBoard's
+                or TensorFlow's protos (the same fields).
+            step: the step (x axis); an int, or a float taken as int(step). Default: the event's own.
+            walltime: seconds since the epoch. Default: the time of the call (the event's own is
+                replaced, as the peers' FileWriter replaces it).
+
+        Raises:
+            TypeError: not an Event message (serialized bytes among them: parse them first, with
+                `mxboard.proto.Event.FromString`).
+
+        Example:
+            >>> from mxboard.proto import Event
+            >>> sw.add_event(Event(step=3, graph_def=graph.SerializeToString()))
+        """
+        kind = event.DESCRIPTOR.full_name if isinstance(event, ProtoMessage) else type(event).__name__
+        if kind not in EVENT_TYPES:
+            hint = (": parse serialized bytes first, with mxboard.proto.Event.FromString(data)"
+                    if isinstance(event, (bytes, bytearray, memoryview)) else "")
+            raise TypeError("event must be an Event protocol buffer (mxboard.proto.Event, or tensorboardX's, "
+                            "torch's, TensorBoard's or TensorFlow's); got %s%s" % (kind, hint))
+        if event.WhichOneof("what") == "file_version":
+            return
+        serialized = bytes(event.SerializeToString())
+        self._core.reopen_if_needed()
+        self._core.queue_record(Event.FromString, (serialized,), event.step if step is None else step, walltime)
 
     # -- Graphs, Projector, Mesh ---------------------------------------------------------------
     @accepts_tensorboardx({"model": "net", "input_to_model": "input_shape"})

@@ -10,29 +10,17 @@ these has raises an AttributeError naming it and docs/any-library.md.
 from __future__ import annotations
 
 import contextlib
-import math
-import threading
 from collections.abc import Mapping
-from typing import Any, Dict, Iterator, Optional, Tuple
+from typing import Any, Dict, Iterator, Optional
 
-from google.protobuf.message import Message as ProtoMessage
-
-from .._api import writer
-from .._api.compat import accepts_tensorboardx
-from .._api.convert import to_float
+# mxboard's public writer, from where it is defined (`mxboard` itself imports this package).
+from .._api.writer import SummaryWriter as MxboardSummaryWriter
 from ..proto import Event
 
 __all__ = ["FileWriter", "SummaryWriter", "TensorboardXFileWriter", "TensorboardXSummaryWriter", "TorchFileWriter",
            "TorchSummaryWriter"]
 
 DOC = "docs/any-library.md"
-
-# The Event messages FileWriter.add_event takes, by their protos' full names: mxboard's,
-# tensorboardX's, TensorBoard's (which torch uses) and TensorFlow's, all with the same fields.
-EVENT_TYPES = frozenset({"mxboard.Event", "tensorboardX.Event", "tensorboard.Event", "tensorflow.Event"})
-
-# Held while a torch stand-in opens the sub-run of one of its add_scalars' names (once a name).
-_RUNS_LOCK = threading.Lock()
 
 
 def missing(obj: object, name: str) -> str:
@@ -58,11 +46,11 @@ class FileWriter:
         if where is None:
             raise TypeError("FileWriter() needs a logdir")
         # The peers' default flush_secs (120 s) is left out: mxboard's (2 s) shows points within seconds.
-        self._writer = writer.SummaryWriter(where, max_queue, 2 if flush_secs is None else flush_secs,
+        self._writer = MxboardSummaryWriter(where, max_queue, 2 if flush_secs is None else flush_secs,
                                             filename_suffix or None)
 
     @classmethod
-    def over(cls, summary_writer: writer.SummaryWriter) -> FileWriter:
+    def over(cls, summary_writer: MxboardSummaryWriter) -> FileWriter:
         """The FileWriter of `summary_writer`'s own run (its `file_writer`)."""
         view = cls.__new__(cls)
         view._writer = summary_writer
@@ -74,15 +62,9 @@ class FileWriter:
 
     def add_event(self, event: Any, step: Optional[int] = None, walltime: Optional[float] = None) -> None:
         """An Event protocol buffer as it is (its own step where `step` is None; the time of the
-        call where `walltime` is None). A file-version event is left out: the file has one."""
-        full_name = getattr(getattr(event, "DESCRIPTOR", None), "full_name", None)
-        if not isinstance(event, ProtoMessage) or full_name not in EVENT_TYPES:
-            raise TypeError("add_event takes an Event protocol buffer (tensorboardX's, TensorBoard's or "
-                            "mxboard.proto.Event); got %s" % type(event).__name__)
-        message: Any = event
-        if message.WhichOneof("what") == "file_version":
-            return
-        self._add_event_bytes(message.SerializeToString(), message.step if step is None else step, walltime)
+        call where `walltime` is None). A file-version event is left out: the file has one
+        (SummaryWriter.add_event)."""
+        self._writer.add_event(event, step, walltime)
 
     def add_summary(self, summary: Any, global_step: Optional[int] = None, walltime: Optional[float] = None) -> None:
         """A Summary protocol buffer as it is (SummaryWriter.add_summary)."""
@@ -91,21 +73,15 @@ class FileWriter:
     def add_graph(self, graph_profile: Any, walltime: Optional[float] = None) -> None:
         """A GraphDef, or the peers' `(GraphDef, RunMetadata)` pair (the run metadata is left out)."""
         graph = graph_profile[0] if isinstance(graph_profile, (tuple, list)) else graph_profile
-        self._add_event_bytes(Event(graph_def=graph.SerializeToString()).SerializeToString(), 0, walltime)
+        self._writer.add_event(Event(graph_def=graph.SerializeToString()), 0, walltime)
 
     def add_onnx_graph(self, graph: Any, walltime: Optional[float] = None) -> None:
         """A GraphDef made from an ONNX model (the peers' name)."""
-        self._add_event_bytes(Event(graph_def=graph.SerializeToString()).SerializeToString(), 0, walltime)
+        self._writer.add_event(Event(graph_def=graph.SerializeToString()), 0, walltime)
 
     def add_openvino_graph(self, graph: Any, walltime: Optional[float] = None) -> None:
         """Not drawn by mxboard (raises, as SummaryWriter.add_openvino_graph does)."""
         self._writer.add_openvino_graph(str(graph))
-
-    def _add_event_bytes(self, serialized: bytes, step: Any, walltime: Any) -> None:
-        # The writer's core queues any Event, as its own add_summary does for a Summary.
-        core = self._writer._core
-        core.reopen_if_needed()
-        core.queue_record(Event.FromString, (serialized,), step, walltime)
 
     def flush(self) -> None:
         """Return when everything added is in the event file."""
@@ -130,7 +106,7 @@ class FileWriter:
         raise AttributeError(missing(self, name))
 
 
-class SummaryWriter(writer.SummaryWriter):
+class SummaryWriter(MxboardSummaryWriter):
     """mxboard's SummaryWriter with what code written for tensorboardX's or torch's reaches."""
 
     _library = "tensorboardX's or torch"
@@ -154,11 +130,10 @@ class SummaryWriter(writer.SummaryWriter):
         """`{logdir: file_writer}`, as the peers keep it."""
         return {self.logdir: self.file_writer}
 
-    @accepts_tensorboardx({"text_string": "text"})
-    def add_text(self, tag: str, text: Any, global_step: Optional[int] = None,
-                 walltime: Optional[float] = None) -> None:
-        """Text under `<tag>/text_summary`, the tag the peers write."""
-        super().add_text(tag + "/text_summary" if isinstance(tag, str) else tag, text, global_step, walltime)
+    def add_text(self, tag: str, *args: Any, **kwargs: Any) -> None:
+        """Text under `<tag>/text_summary`, the tag the peers write; the other arguments are
+        mxboard's `add_text`'s (tensorboardX's and torch's names among them: `text_string`)."""
+        super().add_text(tag + "/text_summary" if isinstance(tag, str) else tag, *args, **kwargs)
 
     def __getattr__(self, name: str) -> Any:
         raise AttributeError(missing(self, name))
@@ -183,39 +158,11 @@ class TorchSummaryWriter(SummaryWriter):
     _file_writer_class = TorchFileWriter
 
     def add_scalars(self, main_tag: str, tag_scalar_dict: Mapping[str, Any], global_step: Optional[int] = None,
-                    walltime: Optional[float] = None) -> None:
+                    walltime: Optional[float] = None, *, runs: str = "torch") -> None:
         """Lines in one chart, as torch writes them: each name's values under the tag `main_tag`
-        in the sub-run `logdir/<main_tag>_<name>/` (a `/` of `main_tag` written `_` there)."""
-        if not isinstance(tag_scalar_dict, Mapping):
-            raise TypeError("tag_scalar_dict must be a dict of name -> value; got %s"
-                            % type(tag_scalar_dict).__name__)
-        if not isinstance(main_tag, str):
-            raise TypeError("main_tag must be a str; got %s" % type(main_tag).__name__)
-        values = {str(name): to_float(value, "tag_scalar_dict[%r]" % (name,))
-                  for name, value in tag_scalar_dict.items()}
-        core = self._core
-        core.reopen_if_needed()
-        step, wall = core.stamp(global_step, walltime)
-        for name, value in values.items():
-            run = "%s_%s" % (main_tag.replace("/", "_"), name)
-            if not math.isfinite(value):
-                core.scalars.non_finite("%s (%s)" % (main_tag, run), value, step)
-            core.scalars.append(self._series_of_run(run, main_tag), value, step, wall)
-        core.deliver_to_caller()
-
-    def _series_of_run(self, run: str, tag: str) -> int:
-        """The scalar series of `tag` in the sub-run `run`, opened on its first use by this writer
-        thread (a reopened writer, or one in a forked child, opens its own)."""
-        core = self._core
-        with _RUNS_LOCK:
-            thread, series = self.__dict__.get("_torch_runs", (None, {}))
-            if thread is not core.thread:
-                thread, series = self.__dict__["_torch_runs"] = (core.thread, {})
-            key: Tuple[str, str] = (run, tag)
-            if key not in series:
-                series[key] = core.thread.add_series(core.open_sub_run_file(run), tag)
-            found: int = series[key]
-            return found
+        in the sub-run `logdir/<main_tag>_<name>/` (a `/` of `main_tag` written `_` there), each
+        value as mxboard's `add_scalars` takes it (a CUDA tensor is read once computed)."""
+        super().add_scalars(main_tag, tag_scalar_dict, global_step, walltime, runs=runs)
 
 
 class TensorboardXSummaryWriter(SummaryWriter):
