@@ -12,6 +12,7 @@ import sys
 
 import numpy as np
 import pytest
+from test_report_budget import scalars_by_tag
 
 from conftest import accumulator, needs, run_python
 from mxboard import ReportError, SummaryWriter
@@ -177,7 +178,9 @@ def test_a_missing_logdir_an_empty_one_and_a_torn_file_are_said_in_a_line(tmp_pa
 def _data(out):
     """The report's data block (read as UTF-8, strictly: the page is valid UTF-8)."""
     text = out.read_bytes().decode("utf-8")
-    return json.loads(re.search(r'<script type="application/json" id="data">(.*?)</script>', text, re.S).group(1))
+    data = json.loads(re.search(r'<script type="application/json" id="data">(.*?)</script>', text, re.S).group(1))
+    data["scalars"] = scalars_by_tag(data["scalars"])
+    return data
 
 
 def _leftovers(directory):
@@ -302,9 +305,7 @@ def test_a_hundred_runs_of_twenty_tags_of_ten_thousand_points_and_many_images_is
     assert all(images["image%02d" % tag]["run%03d" % run][-1]["step"] == 90 for tag in range(10) for run in range(10))
     assert any(line.startswith("note: scalars: 2000 of 2000 series drawn from fewer points") for line in said), said
     data = json.loads(re.search(r'<script type="application/json" id="data">(.*?)</script>', text, re.S).group(1))
-    import base64
-
-    kept = np.frombuffer(base64.b64decode(data["scalars"]["tag00"][0]["value"]), np.float32)
+    kept = scalars_by_tag(data["scalars"])["tag00"][0]["value"]
     assert kept.max() == 1e6  # the spike was not averaged away
     _, drawn = _open(out, tmp_path, budget=60000)
     assert drawn["opened_ms"] < 3000, drawn["opened_ms"]
@@ -574,6 +575,61 @@ def test_filters_colours_legend_downloads_zoom_grouped_runs_and_parallel_coordin
         {row[0]: row[1:] for row in table["rows"]}
     assert {run for run, line in drawn["filtered_parallel"]["lines"].items() if line["shown"]} == {"lr0.1"}
     assert drawn["filtered_hparams"] == ["lr0.1"]
+
+
+# Series whose y axes uPlot's default axis (50 px, fixed decimals) drew wrong: 132,000 as "2,000",
+# -0.014 without its minus, a learning rate of 3e-4 as 0, 0, 0, 0, 0.001, 0.001.
+_STEPS = np.arange(60, dtype=np.float64)
+AXIS_SERIES = {
+    "learning_rate": 3e-4 * (1 + 0.5 * np.sin(_STEPS / 9)),
+    "tiny": 1e-9 * (1 + 0.3 * np.cos(_STEPS / 7)),
+    "huge": 132_000 + 4_000 * np.sin(_STEPS / 5),
+    "huge_1e12": 1e12 * (1 + 0.2 * np.sin(_STEPS / 11)),
+    "negative": np.linspace(-0.014, -0.011, len(_STEPS)),
+    "constant": np.full(len(_STEPS), 5.0),
+    "mixed_sign": 0.02 * np.sin(_STEPS / 6),
+    "long_negative": -1234567.0 - 98765.0 * np.cos(_STEPS / 8),
+}
+
+
+@needs("chromium")
+def test_every_charts_y_axis_labels_are_distinct_unclipped_and_signed(tmp_path):
+    """Each chart's y axis, read from the page as uPlot drew it (its ticks, their labels, the
+    axis' width and the width the widest label needs), over tiny, huge, negative, constant and
+    mixed-sign series: every label is distinct, reads back as its tick (its sign too), and fits
+    the axis. Scalars charts and a Custom Scalars chart of the tiny and the huge together."""
+    with SummaryWriter(str(tmp_path / "runs" / "run")) as w:
+        for i, step in enumerate(_STEPS.astype(int).tolist()):
+            for tag, values in AXIS_SERIES.items():
+                w.add_scalar(tag, float(values[i]), step)
+        w.add_custom_scalars({"together": {"tiny and huge": ["Multiline", ["tiny", "huge$"]]}})
+    out = tmp_path / "r.html"
+    _report(tmp_path / "runs", out)
+    _, drawn = _open(out, tmp_path)
+    axes = {axis["title"]: axis for axis in drawn["yaxes"]}
+    assert set(AXIS_SERIES) | {"tiny and huge"} <= set(axes), sorted(axes)
+    for title, axis in axes.items():
+        ticks, labels = axis["ticks"], axis["labels"]
+        assert len(ticks) >= 2 and len(labels) == len(ticks), (title, axis)
+        assert len(set(labels)) == len(labels), (title, labels)
+        assert axis["needed"] <= axis["size"], (title, axis)
+        spacing = min(abs(b - a) for a, b in zip(ticks, ticks[1:]))
+        for tick, label in zip(ticks, labels):
+            assert float(label) == pytest.approx(tick, rel=1e-6, abs=spacing * 1e-6), (title, tick, label)
+            if abs(tick) > spacing * 1e-6:
+                assert label.startswith("-") == (tick < 0), (title, tick, label)
+        low, high = axis["range"]
+        assert low < high, (title, axis)
+    # each series' values lie within its axis' range: its ticks label what is drawn
+    for tag, values in AXIS_SERIES.items():
+        low, high = axes[tag]["range"]
+        assert low <= values.astype(np.float32).min() and values.astype(np.float32).max() <= high, (tag, low, high)
+    assert all(label.startswith("-") for label in axes["negative"]["labels"] + axes["long_negative"]["labels"])
+    assert any(label.startswith("-") for label in axes["mixed_sign"]["labels"]) and \
+        any(not label.startswith("-") for label in axes["mixed_sign"]["labels"])
+    # tiny and huge values in an exponent, the learning rate's ticks told apart
+    assert all("e-" in label for label in axes["tiny"]["labels"] + axes["learning_rate"]["labels"] if label != "0")
+    assert all(re.fullmatch(r"-?[0-9.]+e1[12]", label) for label in axes["huge_1e12"]["labels"])
 
 
 @needs("chromium")

@@ -187,7 +187,7 @@ def _scalar_columns(logdir: str, raw: bool, strict: bool) -> Dict[str, List[Any]
 
 
 def _scalar_arrays(logdir: str, raw: bool, strict: bool) -> Tuple[List[Tuple[str, str]], Any, Any, Any, Any]:
-    """The scalars table, read at disk speed: the (run, tag) names, then numpy columns of each
+    """The scalars table, read by numpy: the (run, tag) names, then numpy columns of each
     row's number in those names, its step, wall time and value.
 
     Simple scalar Events are decoded many at once by numpy (`_reading/scan.py`), and the rest (tensor

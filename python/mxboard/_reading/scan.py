@@ -221,33 +221,10 @@ def _layout(p: bytes) -> Optional[Layout]:
                 step = (start, at)
             # the summary, last, with one value in it
             elif key == 0x2A and value is None:
-                size, at = _varint(p, at)
-                if at + size != n or p[at] != 0x0A:
+                found = _summary_value(p, at, n)
+                if found is None:
                     return None
-                inner, at = _varint(p, at + 1)
-                if at + inner != n:
-                    return None
-                while at < n:
-                    key = p[at]
-                    at += 1
-                    if key == 0x0A and tag is None:
-                        size, at = _varint(p, at)
-                        p[at:at + size].decode("utf-8")
-                        tag, at = (at, at + size), at + size
-                    # simple_value, a float32
-                    elif key == 0x15 and value is None:
-                        value, at = at, at + 4
-                    elif key == 0x42 and value is None:
-                        size, at = _varint(p, at)
-                        value = _scalar_tensor(p, at, at + size)
-                        if value is None:
-                            return None
-                        tensor, at = True, at + size
-                    elif key == 0x4A and metadata is None:
-                        size, at = _varint(p, at)
-                        metadata, at = p[at:at + size], at + size
-                    else:
-                        return None
+                tag, value, tensor, metadata, at = found
             else:
                 return None
         if value is None or tag is None or at != n:
@@ -260,6 +237,44 @@ def _layout(p: bytes) -> Optional[Layout]:
     # Any payload that is not this layout is read by protobuf.
     except Exception:  # noqa: BLE001
         return None
+
+
+def _summary_value(p: bytes, at: int, n: int) -> Optional[Tuple[Tuple[int, int], int, bool, Optional[bytes], int]]:
+    """(tag, value, whether a tensor, metadata, where it ends) of the one-value Summary that runs
+    from `at` (its length's varint) to `n`, the end of the payload; None for any other summary."""
+    tag: Optional[Tuple[int, int]] = None
+    value: Optional[int] = None
+    tensor, metadata = False, None
+    size, at = _varint(p, at)
+    if at + size != n or p[at] != 0x0A:
+        return None
+    inner, at = _varint(p, at + 1)
+    if at + inner != n:
+        return None
+    while at < n:
+        key = p[at]
+        at += 1
+        if key == 0x0A and tag is None:
+            size, at = _varint(p, at)
+            p[at:at + size].decode("utf-8")
+            tag, at = (at, at + size), at + size
+        # simple_value, a float32
+        elif key == 0x15 and value is None:
+            value, at = at, at + 4
+        elif key == 0x42 and value is None:
+            size, at = _varint(p, at)
+            value = _scalar_tensor(p, at, at + size)
+            if value is None:
+                return None
+            tensor, at = True, at + size
+        elif key == 0x4A and metadata is None:
+            size, at = _varint(p, at)
+            metadata, at = p[at:at + size], at + size
+        else:
+            return None
+    if tag is None or value is None:
+        return None
+    return tag, value, tensor, metadata, at
 
 
 def _scalar_tensor(p: bytes, at: int, end: int) -> Optional[int]:
@@ -310,62 +325,75 @@ def _decode(rows: Any, numbers: Any, offsets: Any, crcs: Any, window: Window, ta
                 _but_wall(rows[int(left[1])].tobytes()) == _but_wall(payload):
             # The wall time is never read by _layout: these records are no simple scalars either.
             alike += 1
-            block = rows[left]
-            same = (block[:, 9:] == block[0, 9:]).all(axis=1) & (block[:, 0] == 0x09)
-            members, left = left[same], left[~same]
-            good = (masked_crc32c_rows(block[same], range(1, 9)) == crcs[members]).tolist()
-            for i, number, offset, ok in zip(members.tolist(), numbers[members].tolist(), offsets[members].tolist(),
-                                             good):
-                if ok:
-                    window.others.append((number, rows[i].tobytes()))
-                else:
-                    corrupt.append(offset)
-            continue
-        if layout is None:
+            left = _hand_on_alike(rows, left, numbers, offsets, crcs, window, corrupt)
+        elif layout is None:
             if masked_crc32c(payload) == int(crcs[first]):
                 window.others.append((int(numbers[first]), payload))
             else:
                 corrupt.append(int(offsets[first]))
             left = left[1:]
-            continue
-        layouts += 1
-        wall, step, value, (tag_start, tag_end), plugin = layout
-        varying = _varying(layout)
-        shape = np.ones(rows.shape[1], bool)
-        shape[varying] = False
-        shape[tag_start:tag_end] = False
-        block = rows[left]
-        same = (block[:, shape] == block[0, shape]).all(axis=1)
-        if step is not None:
-            # A step's bytes but the last have their high bit set: the varint ends where first's does.
-            same &= block[:, step[1] - 1] < 0x80
-            if step[1] - step[0] > 1:
-                same &= (block[:, step[0]:step[1] - 1] >= 0x80).all(axis=1)
-        members, block, rest = left[same], block[same], left[~same]
-        ids, read = tags.ids(block[:, tag_start:tag_end])
-        if not read.all():
-            rest = np.sort(np.concatenate([rest, members[~read]]))
-            members, block, ids = members[read], block[read], ids[read]
-        left = rest
-        good = masked_crc32c_rows(block, varying + list(range(tag_start, tag_end))) == crcs[members]
-        if not good.all():
-            corrupt.extend(int(offsets[i]) for i in members[~good])
-            members, block, ids = members[good], block[good], ids[good]
-        if not len(members):
-            continue
-        steps = np.zeros(len(members), np.uint64)
-        if step is not None:
-            for j, column in enumerate(range(*step)):
-                steps |= (block[:, column] & 0x7F).astype(np.uint64) << np.uint64(7 * j)
-        walls = (np.ascontiguousarray(block[:, wall:wall + 8]).view("<f8").ravel() if wall is not None
-                 else np.zeros(len(members)))
-        values = np.ascontiguousarray(block[:, value:value + 4]).view("<f4").ravel()
-        if plugin:
-            for tag_id in np.unique(ids).tolist():
-                window.plugins[tags.names[tag_id]] = plugin
-            window.named.append((ids, numbers[members]))
-        (window.tensors if plugin == "" else window.scalars).append(
-            (ids, numbers[members], steps.view(np.int64), walls, values))
+        else:
+            layouts += 1
+            left = _decode_layout(layout, rows, left, numbers, offsets, crcs, window, tags, corrupt)
+
+
+def _hand_on_alike(rows: Any, left: Any, numbers: Any, offsets: Any, crcs: Any, window: Window,
+                   corrupt: List[int]) -> Any:
+    """Hand on, CRC-checked, every record of `left` laid out as its first but for the wall time;
+    returns the records left."""
+    block = rows[left]
+    same = (block[:, 9:] == block[0, 9:]).all(axis=1) & (block[:, 0] == 0x09)
+    members, left = left[same], left[~same]
+    good = (masked_crc32c_rows(block[same], range(1, 9)) == crcs[members]).tolist()
+    for i, number, offset, ok in zip(members.tolist(), numbers[members].tolist(), offsets[members].tolist(), good):
+        if ok:
+            window.others.append((number, rows[i].tobytes()))
+        else:
+            corrupt.append(offset)
+    return left
+
+
+def _decode_layout(layout: Layout, rows: Any, left: Any, numbers: Any, offsets: Any, crcs: Any, window: Window,
+                   tags: Tags, corrupt: List[int]) -> Any:
+    """Decode every record of `left` laid out as `layout` (its first's), CRC-checked, into
+    `window`'s scalars or tensors; returns the records left."""
+    wall, step, value, (tag_start, tag_end), plugin = layout
+    varying = _varying(layout)
+    shape = np.ones(rows.shape[1], bool)
+    shape[varying] = False
+    shape[tag_start:tag_end] = False
+    block = rows[left]
+    same = (block[:, shape] == block[0, shape]).all(axis=1)
+    if step is not None:
+        # A step's bytes but the last have their high bit set: the varint ends where first's does.
+        same &= block[:, step[1] - 1] < 0x80
+        if step[1] - step[0] > 1:
+            same &= (block[:, step[0]:step[1] - 1] >= 0x80).all(axis=1)
+    members, block, rest = left[same], block[same], left[~same]
+    ids, read = tags.ids(block[:, tag_start:tag_end])
+    if not read.all():
+        rest = np.sort(np.concatenate([rest, members[~read]]))
+        members, block, ids = members[read], block[read], ids[read]
+    good = masked_crc32c_rows(block, varying + list(range(tag_start, tag_end))) == crcs[members]
+    if not good.all():
+        corrupt.extend(int(offsets[i]) for i in members[~good])
+        members, block, ids = members[good], block[good], ids[good]
+    if not len(members):
+        return rest
+    steps = np.zeros(len(members), np.uint64)
+    if step is not None:
+        for j, column in enumerate(range(*step)):
+            steps |= (block[:, column] & 0x7F).astype(np.uint64) << np.uint64(7 * j)
+    walls = (np.ascontiguousarray(block[:, wall:wall + 8]).view("<f8").ravel() if wall is not None
+             else np.zeros(len(members)))
+    values = np.ascontiguousarray(block[:, value:value + 4]).view("<f4").ravel()
+    if plugin:
+        for tag_id in np.unique(ids).tolist():
+            window.plugins[tags.names[tag_id]] = plugin
+        window.named.append((ids, numbers[members]))
+    (window.tensors if plugin == "" else window.scalars).append(
+        (ids, numbers[members], steps.view(np.int64), walls, values))
+    return rest
 
 
 def _wall_first(payload: bytes) -> bool:

@@ -11,7 +11,7 @@ import os
 import re
 import time
 import warnings
-from typing import Any, Callable, Dict, List, Optional, Pattern, Tuple
+from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Pattern, Tuple
 
 import numpy as np
 from google.protobuf.message import DecodeError
@@ -23,7 +23,7 @@ from ..proto import Event
 from ..proto import hparams as hparams_proto
 from ..storage import run_of
 
-__all__ = ["Collected", "collect", "KEEP", "printable"]
+__all__ = ["Collected", "ScalarColumns", "collect", "KEEP", "printable"]
 
 # the items kept per run and tag, as TensorBoard's server keeps them
 KEEP = {"images": 10, "audio": 10, "text": 10, "histograms": 500, "pr_curves": 100}
@@ -39,20 +39,51 @@ DRAWN = {"scalars", "images", "audio", "text", "histograms", "distributions", "p
          "hparams"}
 
 
+class ScalarColumns(Mapping[Tuple[str, str], Tuple[Any, Any, Any]]):
+    """The scalar series, `{(run, tag): (steps, values, walls)}`, held as three columns (arrays
+    `step` and `wall` of float64, and `value` of float32 where every value is one, as every
+    simple_value is, else float64) in which each series' points are together: series i, named
+    `names[i]`, is `bounds[i]:bounds[i + 1]` of them, and its value in the mapping is three views.
+    The page reads the columns at once."""
+
+    def __init__(self, keys: List[Tuple[str, str]], bounds: Any, steps: Any, values: Any, walls: Any) -> None:
+        self.names, self.bounds = keys, bounds
+        self.step, self.value, self.wall = steps, values, walls
+        self._index: Optional[Dict[Tuple[str, str], int]] = None
+
+    def __getitem__(self, key: Tuple[str, str]) -> Tuple[Any, Any, Any]:
+        if self._index is None:
+            self._index = {name: i for i, name in enumerate(self.names)}
+        i = self._index[key]
+        start, end = int(self.bounds[i]), int(self.bounds[i + 1])
+        return self.step[start:end], self.value[start:end], self.wall[start:end]
+
+    def __iter__(self) -> Iterator[Tuple[str, str]]:
+        return iter(self.names)
+
+    def __len__(self) -> int:
+        return len(self.names)
+
+    @property
+    def points(self) -> int:
+        """The points of every series."""
+        return len(self.step)
+
+
 class _Points:
-    """Every scalar point read, of every run and tag, as numpy chunks.
+    """Every scalar point read, of every run and tag, as numpy columns in chunks.
 
     Each point keeps its place in the logdir (its file and record), so that points read by the
     vectorized path and by protobuf are put back in the order they were written. TensorBoard's
     rule is then applied: a step logged again hides the points from that step on. The work is
     done for all series at once, so it grows with the points, not with the number of series."""
 
-    __slots__ = ("keys", "chunks", "pending")
+    __slots__ = ("keys", "columns", "pending")
 
     def __init__(self) -> None:
         self.keys: Dict[Tuple[str, str], int] = {}
-        # (series numbers, places, steps, values, walls)
-        self.chunks: List[Tuple[Any, Any, Any, Any, Any]] = []
+        # The chunks of each column: series numbers (int32), places, steps, values, walls.
+        self.columns: Tuple[List[Any], ...] = ([], [], [], [], [])
         self.pending: List[Tuple[int, int, int, float, float]] = []
 
     def number(self, key: Tuple[str, str]) -> int:
@@ -66,37 +97,78 @@ class _Points:
 
     def extend(self, series: Any, places: Any, steps: Any, values: Any, walls: Any) -> None:
         self._flush()
-        self.chunks.append((series, places, steps, values, walls))
+        for column, chunk in zip(self.columns, (series.astype(np.int32, copy=False), places, steps, values, walls)):
+            column.append(chunk)
 
     def _flush(self) -> None:
         if self.pending:
             series, places, steps, values, walls = zip(*self.pending)
-            self.chunks.append((np.array(series, np.int64), np.array(places, np.int64), np.array(steps, np.int64),
-                                np.array(values, np.float64), np.array(walls, np.float64)))
             self.pending = []
+            for column, chunk, dtype in zip(self.columns, (series, places, steps, values, walls),
+                                            (np.int32, np.int64, np.int64, np.float64, np.float64)):
+                column.append(np.array(chunk, dtype))
+            # Values that float32 holds exactly (every simple_value) are kept so, as the scanner's are.
+            narrow = self.columns[3][-1].astype(np.float32)
+            if np.array_equal(narrow, self.columns[3][-1], equal_nan=True):
+                self.columns[3][-1] = narrow
 
-    def series(self) -> Dict[Tuple[str, str], Tuple[Any, Any, Any]]:
-        """`{(run, tag): (steps, values, walls)}` as TensorBoard shows them (float64 arrays)."""
+    def series(self) -> "ScalarColumns":
+        """Every series as TensorBoard shows it."""
         self._flush()
-        chunks, self.chunks = self.chunks, []
-        if not chunks:
-            return {}
-        series, places, steps, values, walls = (np.concatenate([c[i] for c in chunks]) for i in range(5))
-        # The chunks are freed as the columns are made, so that memory holds one copy.
-        del chunks
-        order = np.argsort(places, kind="stable")
-        series, steps, values, walls = series[order], steps[order], values[order], walls[order]
-        shown = reader.shown_points(series, steps)
-        by_series = np.argsort(series[shown], kind="stable")
-        series = series[shown][by_series]
-        steps, values, walls = (column[shown][by_series].astype(np.float64) for column in (steps, values, walls))
-        bounds = np.flatnonzero(np.diff(series)).tolist()
-        starts, ends = [0] + [b + 1 for b in bounds], [b + 1 for b in bounds] + [len(series)]
+        if not self.columns[0]:
+            return ScalarColumns([], np.zeros(1, np.int64), np.zeros(0), np.zeros(0), np.zeros(0))
+        # Each column is joined when it is needed and its chunks freed, so that memory holds the
+        # chunks and about one column more. First the order: the points of each series together,
+        # in the order written (a window's events that protobuf reads come before its decoded
+        # ones, and their places are sorted back in).
+        series, order = self._joined(0), self._place_order()
+        by_series = np.argsort(series if order is None else series[order], kind="stable")
+        if order is not None:
+            by_series = order[by_series]
+        del order
+        # Indices of 4 bytes, as the columns are put in order (a logdir of 2**31 points would not fit).
+        if len(by_series) < 1 << 31:
+            by_series = by_series.astype(np.int32)
+        series = series[by_series]
+        steps = self._joined(2)[by_series]
+        first = _firsts(series)
+        # Where every series' steps rise, every point is shown (the common case: no run resumed).
+        if not (first[1:] | (steps[1:] > steps[:-1])).all():
+            shown = reader.shown_points(series, steps)
+            by_series, series, steps = by_series[shown], series[shown], steps[shown]
+            first = _firsts(series)
+        steps = steps.astype(np.float64)
+        # Values stay float32 where every one is (simple_value is): the same numbers, in half the memory.
+        values = self._joined(3)[by_series]
+        walls = self._joined(4)[by_series].astype(np.float64, copy=False)
+        del by_series
+        starts = np.flatnonzero(first)
         names = list(self.keys)
-        # Each series is a view of the three columns.
-        out = {names[number]: (steps[start:end], values[start:end], walls[start:end])
-               for number, start, end in zip(series[starts].tolist(), starts, ends)}
-        return out
+        return ScalarColumns([names[number] for number in series[starts].tolist()],
+                             np.append(starts, len(series)), steps, values, walls)
+
+    def _place_order(self) -> Any:
+        """The order of the points by their places, or None where they are in order already
+        (each chunk in order, and each after the one before it: no column is joined then)."""
+        chunks = [c for c in self.columns[1] if len(c)]
+        if all((c[1:] > c[:-1]).all() for c in chunks) and all(a[-1] < b[0] for a, b in zip(chunks, chunks[1:])):
+            self.columns[1].clear()
+            return None
+        return np.argsort(self._joined(1), kind="stable")
+
+    def _joined(self, i: int) -> Any:
+        chunks = self.columns[i]
+        joined = np.concatenate(chunks) if len(chunks) > 1 else chunks[0]
+        chunks.clear()
+        return joined
+
+
+def _firsts(series: Any) -> Any:
+    """Where each run of equal series numbers starts (True at the first point of a series)."""
+    first = np.empty(len(series), bool)
+    first[:1] = True
+    np.not_equal(series[1:], series[:-1], out=first[1:])
+    return first
 
 
 class _Kept:
@@ -127,7 +199,8 @@ class Collected:
     """What a logdir holds, for the page.
 
     Attributes:
-        scalars: `{(run, tag): (steps, values, walls)}`, as numpy arrays.
+        scalars: `{(run, tag): (steps, values, walls)}`, as numpy arrays (collect() gives a
+            ScalarColumns; a dict serves as well).
         images, audio, texts, histograms, pr_curves: `{(run, tag): [(step, item)]}`, the kept
             items in step order: (mime, bytes), (mime, bytes, label), an array of strings as
             TensorBoard's text plugin takes it, (wall, (k, 3) buckets), (wall, 6 x N array).
@@ -141,7 +214,7 @@ class Collected:
         seconds: how long reading took."""
 
     def __init__(self) -> None:
-        self.scalars: Dict[Tuple[str, str], Tuple[Any, Any, Any]] = {}
+        self.scalars: Mapping[Tuple[str, str], Tuple[Any, Any, Any]] = {}
         self.images: Dict[Tuple[str, str], List[Tuple[int, Any]]] = {}
         self.audio: Dict[Tuple[str, str], List[Tuple[int, Any]]] = {}
         self.texts: Dict[Tuple[str, str], List[Tuple[int, Any]]] = {}
@@ -284,7 +357,7 @@ def _read_file(path: str, run: str, reading: _Reading) -> None:
     # A point's place is its file's number, then its record's number.
     base = reading.files << 40
     # The series number of each of the file's decoded tags, by the scan's tag id (-1: not wanted).
-    series_of = np.zeros(0, np.int64)
+    series_of = np.zeros(0, np.int32)
     for window in scan_file(path):
         # Read first, as a tag's plugin is named in its first event.
         for number, payload in window.others:
@@ -299,7 +372,7 @@ def _read_file(path: str, run: str, reading: _Reading) -> None:
         if len(series_of) < len(window.tags):
             new = window.tags[len(series_of):]
             wanted = np.array([tags is None or tags.search(tag) is not None for tag in new], bool)
-            numbers = np.full(len(new), -1, np.int64)
+            numbers = np.full(len(new), -1, np.int32)
             numbers[wanted] = reader.numbered(reading.points.keys,
                                               [(run, tag) for tag, keep in zip(new, wanted) if keep])
             series_of = np.append(series_of, numbers)
@@ -310,9 +383,12 @@ def _read_file(path: str, run: str, reading: _Reading) -> None:
                 present = np.unique(ids)
                 named = np.array([plugins.get(window.tags[i]) == "scalars" for i in present.tolist()])
                 wanted &= named[np.searchsorted(present, ids)]
-            if wanted.any():
+            if len(ids) and wanted.all():
+                # Every point wanted (the common case): the window's columns are kept as they are.
+                reading.points.extend(series_of[ids], numbers + base, steps, values, walls)
+            elif wanted.any():
                 reading.points.extend(series_of[ids[wanted]], numbers[wanted] + base, steps[wanted],
-                                      values[wanted].astype(np.float64), walls[wanted])
+                                      values[wanted], walls[wanted])
 
 
 def _read_event(event: Any, path: str, run: str, place: int, plugins: Dict[str, str], reading: _Reading) -> None:

@@ -1,8 +1,9 @@
 """Write what was collected as one self-contained HTML file of at most PAGE_BYTES.
 
-The page holds the data as one JSON block (scalars packed as base64 float arrays, and thinned
-where long), the app (app.js, app.css) and uPlot inline. Its Content-Security-Policy lets it fetch
-nothing: each script and style is allowed by its hash, and images and audio only from data: URLs.
+The page holds the data as one JSON block (the scalar series as columns for all of them at once,
+packed as base64 arrays, and thinned where long), the app (app.js, app.css) and uPlot inline. Its
+Content-Security-Policy lets it fetch nothing: each script and style is allowed by its hash, and
+images and audio only from data: URLs.
 Every run's tag of every kind (a "unit") gets an equal share of the page, thinned to fit it
 (`_allotted`); docs/report.md states the rule.
 
@@ -15,14 +16,13 @@ import functools
 import hashlib
 import html
 import json
-import math
 import os
-from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
 from ..errors import ReportError
-from .collect import KEEP, LEFT_OUT, Collected, matching, printable
+from .collect import KEEP, LEFT_OUT, Collected, ScalarColumns, matching, printable
 
 __all__ = ["ASSETS", "PAGE_BYTES", "UPLOT_VERSION", "asset", "downsampled", "render"]
 
@@ -72,22 +72,15 @@ def downsampled(steps: Any, values: Any, walls: Any, most: int) -> Tuple[Any, An
         return steps, values, walls
     if most < 2:
         return steps[-1:], values[-1:], walls[-1:]
-    stretches = (most - 2) // 2
-    inner = n - 2
-    if stretches == 0:
-        keep = np.array([0, n - 1])
-    else:
-        stretch = (np.arange(inner) * stretches) // inner
-        between = values[1:-1]
-        if np.isnan(between).any():
-            between = np.where(np.isnan(between), np.inf, between)
-        # By stretch, then by value (NaN highest): each stretch's first and last are its lowest and highest.
-        order = np.lexsort((between, stretch))
-        ordered = stretch[order]
-        starts = np.flatnonzero(np.concatenate(([True], ordered[1:] != ordered[:-1])))
-        ends = np.append(starts[1:], inner) - 1
-        keep = np.unique(np.concatenate([order[starts] + 1, order[ends] + 1, [0, n - 1]]))
-    return steps[keep], values[keep], walls[keep]
+    kept, _ = _decimated(np.array([n]), np.array([most]), values)
+    return steps[kept], values[kept], walls[kept]
+
+
+def _first_per_stretch(found: Any, stretch: Any) -> Any:
+    """The index of the first True of `found` in each run of equal `stretch` values."""
+    at = np.flatnonzero(found)
+    of = stretch[at]
+    return at[np.concatenate(([True], of[1:] != of[:-1]))]
 
 
 def _number(value: Any) -> Any:
@@ -184,54 +177,208 @@ class _Unit:
         return low
 
 
-class _Series(_Unit):
-    """A scalar series: its points, packed as base64 (step f8, value f4, wall f4 from its start)."""
+class _Scalars:
+    """Every scalar series of the page, as one block of columns: each series a unit, in the
+    page's order (tag, then run), all handled at once, so that the page's work grows with the
+    points it holds and not with the number of series.
 
-    kind = "scalars"
+    In the page, a column holds one value a series (its run's and tag's numbers in `runs` and
+    `tags`, its points, its wall times' start, the points drawn) or one a drawn point (step f8,
+    value f4, wall time f4 from its series' start), each packed as base64. `sizes(at, counts)`
+    bounds the bytes of the series at `at`, each drawn from `counts` points, from above; the
+    block's own keys and the base64 padding are `fixed`."""
 
-    def __init__(self, run: str, tag: str, series: Tuple[Any, Any, Any], max_points: int) -> None:
-        super().__init__(run, tag)
-        self.steps, self.values, self.walls = series
-        self.total = len(self.steps)
-        self.most = min(self.total, max_points)
-        self.least = min(self.total, 2)
+    # A series' bytes in the page: its five numbers (u4, u4, u4, f8, u4) are 24 bytes, 32 in base64.
+    SERIES_BYTES = 32
+    # A drawn point's: 16 bytes (f8, f4, f4), 64/3 in base64.
+    POINT_BYTES = 16
+    COLUMNS = ("run", "tag", "points", "start", "count", "step", "value", "wall")
+    # The series are drawn in slices of about this many points, each slice at once.
+    BATCH = 1 << 18
+
+    def __init__(self, scalars: Mapping[Tuple[str, str], Tuple[Any, Any, Any]], max_points: int) -> None:
+        # collect() gives columns; a mapping of series (a test's) is read series by series.
+        self.columns = scalars if isinstance(scalars, ScalarColumns) else None
+        self.names = list(scalars) if self.columns is None else self.columns.names
+        self.listed = [scalars[name] for name in self.names] if self.columns is None else []
+        self.runs: Dict[str, int] = {}
+        self.tags: Dict[str, int] = {}
+        runs, tags = [], []
+        for run, tag in self.names:
+            runs.append(self.runs.setdefault(run, len(self.runs)))
+            tags.append(self.tags.setdefault(tag, len(self.tags)))
+        # The page's order: by tag, then by run (each name's rank among its kind's sorted names).
+        run_rank, tag_rank = _ranks(self.runs), _ranks(self.tags)
+        self.order = np.lexsort((run_rank[runs], tag_rank[tags])) if runs else np.zeros(0, np.int64)
+        self.run_of = np.array(runs, np.int64)[self.order]
+        self.tag_of = np.array(tags, np.int64)[self.order]
+        bounds = (self.columns.bounds if self.columns is not None else
+                  np.concatenate(([0], np.cumsum([len(steps) for steps, _, _ in self.listed], dtype=np.int64))))
+        self.begin = bounds[:-1][self.order]
+        self.total = (bounds[1:] - bounds[:-1])[self.order]
+        self.most = np.minimum(self.total, max_points)
+        self.least = np.minimum(self.total, 2)
         # Wall times are packed from the first (a first that is not finite packs them as they are).
-        first = float(self.walls[0]) if self.total else 0.0
-        self.start = first if math.isfinite(first) else 0.0
-        # {"run":R,"points":N,"start":S,"step":"","value":"","wall":""}, and a comma.
-        self.fixed = self.keys + len('{"run":,"points":,"start":,"step":"","value":"","wall":""},') \
-            + len(str(self.total)) + len(repr(self.start))
+        firsts = np.zeros(len(self.total))
+        some = self.total > 0
+        if self.columns is not None:
+            firsts[some] = self.columns.wall[self.begin[some]]
+        else:
+            firsts[some] = [self.listed[i][2][0] for i in self.order[some].tolist()]
+        self.start = np.where(np.isfinite(firsts), firsts, 0.0)
+        # Each name's bytes in its list, with its comma.
+        run_bytes = np.array([_name_size(run) + 1 for run in self.runs], np.int64)
+        tag_bytes = np.array([_name_size(tag) + 1 for tag in self.tags], np.int64)
+        # A name is written once, for all its series. While every series is in the page, each
+        # pays its share of its names; where some are left out, each pays its names whole (a bound
+        # from above whichever series stay).
+        self.named_whole = run_bytes[self.run_of] + tag_bytes[self.tag_of]
+        self.named_shared = self.named_whole.copy()
+        if len(self.order):
+            self.named_shared = (_shares(run_bytes, np.bincount(self.run_of))[self.run_of]
+                                 + _shares(tag_bytes, np.bincount(self.tag_of))[self.tag_of])
+        self.named = self.named_shared
+        self.fixed = len('{"runs":[],"tags":[],' + ",".join('"%s":""' % c for c in self.COLUMNS) + "}") + 4 * 8
 
-    def drawn(self, count: int) -> int:
-        """The points `downsampled` keeps of the series at `count`: the first, the last, and two of
-        each stretch between them (every stretch has two points or more)."""
-        if count >= self.total:
-            return self.total
-        return 1 if count < 2 else 2 + 2 * ((count - 2) // 2)
+    def __len__(self) -> int:
+        return len(self.order)
 
-    def size(self, count: int) -> int:
-        points = self.drawn(count)
-        return self.fixed + _base64_size(8 * points) + 2 * _base64_size(4 * points)
+    def named_at(self, at: Any) -> List[Tuple[str, str]]:
+        """The (run, tag) of the series at `at`."""
+        return [self.names[i] for i in self.order[at].tolist()]
 
-    def fit(self, allotted: int) -> int:
-        if self.size(self.most) <= allotted:
-            return self.most
-        count = min(max(int((allotted - self.fixed - 12) * 3 / 64), self.least), self.most)
-        while count > self.least and self.size(count) > allotted:
-            count -= 1
-        while count < self.most and self.size(count + 1) <= allotted:
-            count += 1
-        return count
+    def shared_names(self, shared: bool) -> None:
+        """Bound the names' bytes by shares (every series in the page) or whole (some left out)."""
+        self.named = self.named_shared if shared else self.named_whole
 
-    def json(self, count: int) -> str:
-        steps, values, walls = self.steps, self.values, self.walls
-        if count < self.total:
-            steps, values, walls = downsampled(steps, values, walls, count)
-        # Written out, not encoded: a page can hold 100,000 series, and each is made once. The
-        # start is finite (a float's repr is its JSON), and base64 needs no escape.
-        return '{"run":%s,"points":%d,"start":%r,"step":"%s","value":"%s","wall":"%s"}' % (
-            _name(self.run), self.total, self.start, _packed(steps, "<f8"), _packed(values, "<f4"),
-            _packed(walls - self.start, "<f4"))
+    def drawn(self, at: Any, counts: Any) -> Any:
+        """The points `downsampled` keeps of the series at `at` at `counts`: the first, the last,
+        and two of each stretch between them (every stretch has two points or more)."""
+        counts = np.asarray(counts, np.int64)
+        return np.where(counts >= self.total[at], self.total[at],
+                        np.where(counts < 2, np.minimum(counts, 1), 2 + 2 * ((counts - 2) // 2)))
+
+    def sizes(self, at: Any, counts: Any) -> Any:
+        return (self.SERIES_BYTES + self.named[at]
+                + -(-self.drawn(at, counts) * self.POINT_BYTES * 4 // 3))
+
+    def fit(self, at: Any, allotted: Any) -> Any:
+        """The most points of each series at `at` whose bytes fit in its `allotted` (at least its
+        least): as many as the room left by its own bytes holds at 64/3 bytes a point, which fit
+        (a series draws no more points than its count), and one more where that draws no more."""
+        room = np.asarray(allotted, np.int64) - self.SERIES_BYTES - self.named[at]
+        counts = np.clip(room * 3 // (self.POINT_BYTES * 4), self.least[at], self.most[at])
+        more = (counts < self.most[at]) & (self.sizes(at, counts + 1) <= allotted)
+        return np.where(more, counts + 1, counts)
+
+    def json(self, counts: Any) -> str:
+        """The page's JSON of the series, each drawn from `counts` points (0: left out)."""
+        counts = np.asarray(counts, np.int64)
+        chosen = np.flatnonzero(counts > 0)
+        columns: Dict[str, List[Any]] = {"step": [], "value": [], "wall": []}
+        drawn = np.zeros(len(chosen), np.int64)
+        for batch in _batches(self.total[chosen], self.BATCH):
+            at = chosen[batch]
+            steps, values, walls = self._gathered(at)
+            kept, of = _decimated(self.total[at], counts[at], values)
+            columns["step"].append(steps[kept])
+            columns["value"].append(values[kept].astype(np.float32))
+            columns["wall"].append((walls[kept] - self.start[at][of]).astype(np.float32))
+            drawn[batch] = np.bincount(of, minlength=len(at))
+        runs = {number: run for run, number in self.runs.items()}
+        tags = {number: tag for tag, number in self.tags.items()}
+        # The names of the series in the page only, renumbered in their order.
+        run_names, run_of = np.unique(self.run_of[chosen], return_inverse=True)
+        tag_names, tag_of = np.unique(self.tag_of[chosen], return_inverse=True)
+        packed = {"run": _packed(run_of, "<u4"), "tag": _packed(tag_of, "<u4"),
+                  "points": _packed(self.total[chosen], "<u4"), "start": _packed(self.start[chosen], "<f8"),
+                  "count": _packed(drawn, "<u4"),
+                  "step": _packed(_joined(columns["step"], np.float64), "<f8"),
+                  "value": _packed(_joined(columns["value"], np.float32), "<f4"),
+                  "wall": _packed(_joined(columns["wall"], np.float32), "<f4")}
+        return '{"runs":[%s],"tags":[%s],%s}' % (
+            ",".join(_name(runs[n]) for n in run_names.tolist()), ",".join(_name(tags[n]) for n in tag_names.tolist()),
+            ",".join('"%s":"%s"' % (column, packed[column]) for column in self.COLUMNS))
+
+    def _gathered(self, at: Any) -> Tuple[Any, Any, Any]:
+        """The steps, values and walls of the series at `at`, joined in their order."""
+        if self.columns is None:
+            chosen = [self.listed[i] for i in self.order[at].tolist()]
+            steps, values, walls = (np.concatenate([np.asarray(series[k]) for series in chosen]) for k in range(3))
+            return steps, values, walls
+        lengths = self.total[at]
+        # Each point's index in the columns: its series' first, plus its place in the series.
+        ends = np.cumsum(lengths)
+        points = np.arange(int(ends[-1]) if len(ends) else 0) + np.repeat(self.begin[at] - (ends - lengths), lengths)
+        return self.columns.step[points], self.columns.value[points], self.columns.wall[points]
+
+
+def _ranks(names: Dict[str, int]) -> Any:
+    """Each name's rank among the sorted names, by its number."""
+    ranks = np.zeros(len(names), np.int64)
+    ranks[[names[name] for name in sorted(names)]] = np.arange(len(names))
+    return ranks
+
+
+def _shares(size: Any, among: Any) -> Any:
+    """`size` shared `among` so many, each share rounded up."""
+    return -(-size // among)
+
+
+def _batches(lengths: Any, most: int) -> List[Any]:
+    """Consecutive slices of the series, each of those that start within one stretch of `most`
+    points: about `most` points a slice, more where a series is longer."""
+    if not len(lengths):
+        return []
+    begins = (np.cumsum(lengths) - lengths) // most
+    cuts = np.flatnonzero(begins[1:] != begins[:-1]) + 1
+    edges = [0] + cuts.tolist() + [len(lengths)]
+    return [slice(a, b) for a, b in zip(edges[:-1], edges[1:])]
+
+
+def _joined(chunks: List[Any], dtype: Any) -> Any:
+    return np.concatenate(chunks) if chunks else np.zeros(0, dtype)
+
+
+def _decimated(lengths: Any, counts: Any, values: Any) -> Tuple[Any, Any]:
+    """`downsampled` of many series at once, whose values are joined in `values`: (the indices
+    kept, in order, and the number of the series of each, from 0).
+
+    A series drawn whole keeps every point. Any other keeps its first and its last, and its
+    points between are cut into (count - 2) / 2 stretches of neighbours, numbered across the
+    series so that one minimum and one maximum a stretch (numpy's reduceat) serve them all."""
+    m = len(lengths)
+    offsets = np.concatenate(([0], np.cumsum(lengths)))
+    of_point = np.repeat(np.arange(m), lengths)
+    first = np.zeros(len(values), bool)
+    first[offsets[:-1][lengths > 0]] = True
+    last = np.zeros(len(values), bool)
+    last[offsets[1:][lengths > 0] - 1] = True
+    whole = counts >= lengths
+    keep = whole[of_point] | last
+    # A series drawn from one point keeps its last; from two or more, its first too.
+    keep |= first & (counts >= 2)[of_point]
+    stretches = np.where(whole, 0, np.maximum(counts - 2, 0) // 2)
+    inner = ~first & ~last & (stretches > 0)[of_point]
+    if inner.any():
+        at = np.flatnonzero(inner)
+        series = of_point[at]
+        # A point's stretch: floor(its place among the series' inner points x stretches / inner points).
+        place = at - offsets[series] - 1
+        first_stretch = np.concatenate(([0], np.cumsum(stretches)))[series]
+        stretch = first_stretch + place * stretches[series] // (lengths[series] - 2)
+        between = values[at]
+        if np.isnan(between).any():
+            between = np.where(np.isnan(between), np.inf, between)
+        # Every stretch holds a point or more, so the stretches' numbers index their minima.
+        starts = np.flatnonzero(np.concatenate(([True], stretch[1:] != stretch[:-1])))
+        lowest = _first_per_stretch(between == np.minimum.reduceat(between, starts)[stretch], stretch)
+        highest = len(at) - 1 - _first_per_stretch((between == np.maximum.reduceat(between, starts)[stretch])[::-1],
+                                                   stretch[::-1])
+        keep[at[lowest]] = True
+        keep[at[highest]] = True
+    kept = np.flatnonzero(keep)
+    return kept, of_point[kept]
 
 
 class _Items(_Unit):
@@ -341,10 +488,10 @@ def _distribution(run: str, tag: str, rows: List[Tuple[int, float, List[float]]]
     return _Items("distributions", run, tag, cells, sizes, len(made([])), made)
 
 
-def _units(found: Collected, max_points: int) -> List[_Unit]:
-    """Every unit of the page, in the page's order: kind, then tag, then run."""
+def _units(found: Collected) -> List[_Unit]:
+    """Every unit of the page but the scalar series (`_Scalars`), in the page's order: kind, then
+    tag, then run."""
     units: List[_Unit] = []
-    units.extend(_Series(run, tag, series, max_points) for (run, tag), series in _by_tag(found.scalars))
     units.extend(_media("images", run, tag, items) for (run, tag), items in _by_tag(found.images))
     units.extend(_media("audio", run, tag, items) for (run, tag), items in _by_tag(found.audio))
     if found.texts:
@@ -365,20 +512,58 @@ def _by_tag(kept: Dict[Tuple[str, str], Any]) -> List[Tuple[Tuple[str, str], Any
     return sorted(kept.items(), key=lambda item: (item[0][1], item[0][0]))
 
 
-def _allotted(units: List[_Unit], budget: int) -> List[int]:
-    """How many items each unit keeps (0: left out), so that together they fit in `budget` bytes.
+class _Listed:
+    """The units of the page's other kinds, as a block like `_Scalars`: each asked in turn."""
+
+    def __init__(self, units: List[_Unit]) -> None:
+        self.units = units
+        self.most = np.array([u.most for u in units], np.int64)
+        self.least = np.array([u.least for u in units], np.int64)
+
+    def __len__(self) -> int:
+        return len(self.units)
+
+    def sizes(self, at: Any, counts: Any) -> Any:
+        return np.array([self.units[i].size(c) for i, c in zip(np.asarray(at).tolist(), np.asarray(counts).tolist())],
+                        np.int64)
+
+    def fit(self, at: Any, allotted: Any) -> Any:
+        return np.array([self.units[i].fit(a) for i, a in zip(np.asarray(at).tolist(), np.asarray(allotted).tolist())],
+                        np.int64)
+
+
+_Block = Any
+
+
+def _allotted(blocks: List[_Block], budget: int) -> List[Any]:
+    """How many items each unit of each block keeps (0: left out), so that together they fit in
+    `budget` bytes: an array a block.
 
     Each unit gets an equal share: the most the units can all have, where a unit that needs less
     leaves the rest to the others, and none gets less than its least (its first and last point,
     or its latest item). Where even the least of every unit would not fit, units are left out
     whole, the largest first (of equal ones, the last in the page's order). It takes time linear
-    in the units, apart from one sort where some are left out."""
-    n = len(units)
-    most = np.array([u.size(u.most) for u in units], dtype=np.int64)
-    least = np.array([u.size(u.least) for u in units], dtype=np.int64)
-    counts = np.array([u.most for u in units], dtype=np.int64)
+    in the units, apart from one sort where some are left out, and each block is asked for the
+    sizes and fits of all its units at once."""
+    bounds = np.cumsum([0] + [len(b) for b in blocks])
+    n = int(bounds[-1])
+
+    def asked(ask: Callable[[_Block, Any, Any], Any], at: Any, values: Any) -> Any:
+        # Each block's units among `at` (indices into all units), asked at once.
+        out = np.zeros(len(at), np.int64)
+        for b, block in enumerate(blocks):
+            mine = (at >= bounds[b]) & (at < bounds[b + 1])
+            if mine.any():
+                out[mine] = ask(block, at[mine] - bounds[b], values[mine])
+        return out
+
+    everyone = np.arange(n)
+    counts = np.concatenate([b.most for b in blocks]) if n else np.zeros(0, np.int64)
+    most = asked(lambda b, at, c: b.sizes(at, c), everyone, counts)
     if n == 0 or most.sum() <= budget:
-        return [int(c) for c in counts]
+        return [counts[bounds[b]:bounds[b + 1]] for b in range(len(blocks))]
+    least_counts = np.concatenate([b.least for b in blocks])
+    least = asked(lambda b, at, c: b.sizes(at, c), everyone, least_counts)
     kept = np.ones(n, bool)
     if least.sum() > budget:
         order = np.lexsort((-np.arange(n), -least))
@@ -390,22 +575,27 @@ def _allotted(units: List[_Unit], budget: int) -> List[int]:
     floor = least.copy()
     for _ in range(2):
         level = _level(floor[kept], most[kept], budget)
+        thinned = np.flatnonzero(kept & (floor < most))
+        share = np.minimum(most[thinned], np.maximum(floor[thinned], level))
+        counts[thinned] = asked(lambda b, at, a: b.fit(at, a), thinned, share)
         used = floor.copy()
-        for i in np.flatnonzero(kept & (floor < most)).tolist():
-            share = int(min(most[i], max(floor[i], level)))
-            counts[i] = units[i].fit(share)
-            used[i] = units[i].size(int(counts[i]))
+        used[thinned] = asked(lambda b, at, c: b.sizes(at, c), thinned, counts[thinned])
         floor = used
     # What is left still (each share rounded down to whole items) gives one more item to each
-    # thinned unit in the page's order, while it lasts.
+    # thinned unit in the page's order, while it lasts: the units whose item fits in what is left,
+    # taken by runs (a run's sum fits, its next does not and is passed over).
     spare = budget - int(floor[kept].sum())
-    for i in np.flatnonzero(kept & (floor < most)).tolist():
-        if spare <= 0:
-            break
-        grown = units[i].size(int(counts[i]) + 1) - int(floor[i])
-        if grown <= spare:
-            counts[i], spare = counts[i] + 1, spare - grown
-    return [int(c) for c in counts]
+    thinned = np.flatnonzero(kept & (floor < most))
+    grown = asked(lambda b, at, c: b.sizes(at, c), thinned, counts[thinned] + 1) - floor[thinned]
+    while spare > 0 and len(thinned):
+        total = np.cumsum(grown)
+        taken = int(np.searchsorted(total, spare, side="right"))
+        counts[thinned[:taken]] += 1
+        spare -= int(total[taken - 1]) if taken else 0
+        thinned, grown = thinned[taken + 1:], grown[taken + 1:]
+        fits = grown <= spare
+        thinned, grown = thinned[fits], grown[fits]
+    return [counts[bounds[b]:bounds[b + 1]] for b in range(len(blocks))]
 
 
 def _level(least: Any, most: Any, budget: int) -> int:
@@ -426,39 +616,47 @@ NOUNS = {"scalars": "points", "images": "images", "audio": "clips", "texts": "te
          "pr_curves": "PR curves"}
 
 
-def _said_thinned(units: List[_Unit], counts: List[int], max_points: int) -> List[str]:
+def _said_thinned(scalars: _Scalars, series_counts: Any, units: List[_Unit], counts: Any, max_points: int
+                  ) -> List[str]:
     """The lines on what the page's bound thinned or left out, a few for each kind."""
     bound = "so that the page stays within its bound of %d MB" % (PAGE_BYTES // 1_000_000)
     lines = []
+    every = np.arange(len(scalars))
+    capped = int(((series_counts == scalars.most) & (scalars.total > scalars.most)).sum())
+    if capped:
+        lines.append("scalars: %d of %d series had more than %d points: drawn from %d of them (the lowest and the "
+                     "highest of each stretch kept: --max-points draws more)" % (capped, len(scalars), max_points,
+                                                                                 max_points))
+    thinned = every[(series_counts > 0) & (series_counts < scalars.most)]
+    if len(thinned):
+        drawn = scalars.drawn(thinned, series_counts[thinned])
+        lines.append("scalars: %d of %d series drawn from fewer points, %d to %d each (the first and the last, and the "
+                     "lowest and the highest of each stretch, kept), %s: each series has an equal share of it"
+                     % (len(thinned), len(scalars), drawn.min(), drawn.max(), bound))
+    gone = scalars.named_at(np.flatnonzero(series_counts == 0))
+    lines.extend(_said_gone("scalars", gone, len(scalars), bound))
     by_kind: Dict[str, List[Tuple[_Unit, int]]] = {kind: [] for kind in NOUNS}
-    for unit, count in zip(units, counts):
+    for unit, count in zip(units, np.asarray(counts).tolist()):
         by_kind[unit.kind].append((unit, count))
     for kind in NOUNS:
         mine = by_kind[kind]
-        gone = [u for u, c in mine if c == 0]
-        thinned = [(u, c) for u, c in mine if 0 < c < u.most]
-        if kind == "scalars":
-            capped = sum(1 for u, c in mine if c == u.most and isinstance(u, _Series) and u.total > u.most)
-            if capped:
-                lines.append("scalars: %d of %d series had more than %d points: drawn from %d of them (the lowest and "
-                             "the highest of each stretch kept: --max-points draws more)"
-                             % (capped, len(mine), max_points, max_points))
-            if thinned:
-                drawn = [u.drawn(c) for u, c in thinned if isinstance(u, _Series)]
-                lines.append("scalars: %d of %d series drawn from fewer points, %d to %d each (the first and the last, "
-                             "and the lowest and the highest of each stretch, kept), %s: each series has an equal "
-                             "share of it" % (len(thinned), len(mine), min(drawn), max(drawn), bound))
-        elif thinned:
+        shorter = [(u, c) for u, c in mine if 0 < c < u.most]
+        if shorter:
             lines.append("%s: %d of %d %s left out in %d of %d tags and runs, %s (each tag and run keeps its latest)"
-                         % (kind.replace("_", " "), sum(u.most - c for u, c in thinned), sum(u.most for u, _ in mine),
-                            NOUNS[kind], len(thinned), len(mine), bound))
-        if gone:
-            names = ", ".join("tag %s of run %s" % (_short(u.tag), _short(u.run)) for u in gone[:10])
-            lines.append("%s: %d of %d %s left out whole, %s (even the least of each would pass it): %s%s"
-                         % (kind.replace("_", " "), len(gone), len(mine), "series" if kind == "scalars"
-                            else "tags and runs", bound, names, " and %d more" % (len(gone) - 10)
-                            if len(gone) > 10 else ""))
+                         % (kind.replace("_", " "), sum(u.most - c for u, c in shorter), sum(u.most for u, _ in mine),
+                            NOUNS[kind], len(shorter), len(mine), bound))
+        lines.extend(_said_gone(kind, [(u.run, u.tag) for u, c in mine if c == 0], len(mine), bound))
     return lines
+
+
+def _said_gone(kind: str, gone: List[Tuple[str, str]], count: int, bound: str) -> List[str]:
+    """The line on the units of a kind left out whole (of `count`), the first ten named."""
+    if not gone:
+        return []
+    names = ", ".join("tag %s of run %s" % (_short(tag), _short(run)) for run, tag in gone[:10])
+    return ["%s: %d of %d %s left out whole, %s (even the least of each would pass it): %s%s"
+            % (kind.replace("_", " "), len(gone), count, "series" if kind == "scalars" else "tags and runs", bound,
+               names, " and %d more" % (len(gone) - 10) if len(gone) > 10 else "")]
 
 
 def _short(name: str) -> str:
@@ -476,26 +674,28 @@ def _data(found: Collected, logdir: str, max_points: int, version: str, skeleton
     if any(len(items) > OFFSET_VIEW for items in found.histograms.values()):
         left.append("histograms: the offset view draws %d histograms per tag and run (spread over the steps, the last "
                     "always); Distributions draws every kept one" % OFFSET_VIEW)
-    custom = _custom_scalars(found, sorted({tag for _, tag in found.scalars}), left)
+    scalars, units = _Scalars(found.scalars, max_points), _units(found)
+    custom = _custom_scalars(found, sorted(scalars.tags), left)
     parts, trimmed = _parts(found, logdir, version, custom, left)
-    units = _units(found, max_points)
     # The units share what the rest of the page leaves.
-    rest = skeleton + _size(_json(parts)) + _NOTES_RESERVE + 200
-    counts = _allotted(units, PAGE_BYTES - rest)
-    thinned = _said_thinned(units, counts, max_points)
+    rest = skeleton + _size(_json(parts)) + _NOTES_RESERVE + 200 + scalars.fixed
+    blocks = [scalars, _Listed(units)]
+    series_counts, counts = _allotted(blocks, PAGE_BYTES - rest)
+    if (series_counts == 0).any():
+        # Some series are left out: their names' bytes are bounded whole, and the share-out made again.
+        scalars.shared_names(False)
+        series_counts, counts = _allotted(blocks, PAGE_BYTES - rest)
+    thinned = _said_thinned(scalars, series_counts, units, counts, max_points)
     left.extend(thinned + trimmed)
     parts["meta"]["notes"] = parts["meta"]["notes"] + [_short_note(line) for line in thinned + trimmed]
     data: Dict[str, Any] = {"meta": parts["meta"], "scalars": {}, "images": {}, "audio": {}, "texts": {},
                             "histograms": {}, "distributions": {}, "pr_curves": {},
                             "custom_scalars": parts["custom_scalars"], "hparams": parts["hparams"]}
-    for unit, count in zip(units, counts):
-        if count == 0:
-            continue
-        placed = _Placed(unit, count)
-        if unit.kind == "scalars":
-            data["scalars"].setdefault(unit.tag, []).append(placed)
-        else:
-            data[unit.kind].setdefault(unit.tag, {})[unit.run] = placed
+    if (series_counts > 0).any():
+        data["scalars"] = _Placed(functools.partial(scalars.json, series_counts))
+    for unit, count in zip(units, counts.tolist()):
+        if count > 0:
+            data[unit.kind].setdefault(unit.tag, {})[unit.run] = _Placed(functools.partial(unit.json, count))
     return data, left
 
 
@@ -545,34 +745,25 @@ def _first_fitting(items: List[Any], most: int) -> int:
 
 
 class _Placed:
-    """A unit in the page's data, made into JSON only as the page is written."""
+    """A part of the page's data (a unit, or the block of scalar series), made into JSON only as
+    the page is written."""
 
-    __slots__ = ("unit", "count")
+    __slots__ = ("made",)
 
-    def __init__(self, unit: _Unit, count: int) -> None:
-        self.unit, self.count = unit, count
+    def __init__(self, made: Callable[[], str]) -> None:
+        self.made = made
 
 
 def _emitted(value: Any) -> Iterator[str]:
     """The page's JSON of `value`, in pieces: each unit's as it is made."""
     if isinstance(value, _Placed):
-        yield value.unit.json(value.count)
+        yield value.made()
     elif isinstance(value, dict):
         yield "{"
         for i, (key, item) in enumerate(value.items()):
             yield ("," if i else "") + _name(key) + ":"
             yield from _emitted(item)
         yield "}"
-    elif isinstance(value, list) and value and all(isinstance(item, _Placed) for item in value):
-        # One tag's runs, made as one piece: a tag holds at most the page's bound.
-        yield "[%s]" % ",".join([item.unit.json(item.count) for item in value])
-    elif isinstance(value, list) and any(isinstance(item, _Placed) for item in value):
-        yield "["
-        for i, item in enumerate(value):
-            if i:
-                yield ","
-            yield from _emitted(item)
-        yield "]"
     else:
         yield _json(value)
 
@@ -661,8 +852,9 @@ def summary(found: Collected, data: Dict[str, Any]) -> List[str]:
         return "%s %d tag%s (%s %s)" % (kind, count, "" if count == 1 else "s",
                                         format(found.seen.get(unit, 0), ","), unit.replace("_", " "))
     scalar_tags = len({tag for _, tag in found.scalars})
-    parts = ["scalars %d tag%s (%s points)" % (scalar_tags, "" if scalar_tags == 1 else "s",
-                                                format(sum(len(s[0]) for s in found.scalars.values()), ","))]
+    points = found.scalars.points if isinstance(found.scalars, ScalarColumns) else sum(
+        len(s[0]) for s in found.scalars.values())
+    parts = ["scalars %d tag%s (%s points)" % (scalar_tags, "" if scalar_tags == 1 else "s", format(points, ","))]
     for kind, items, unit in (("histograms", found.histograms, "histograms"), ("images", found.images, "images"),
                               ("audio", found.audio, "audio"), ("text", found.texts, "text"),
                               ("PR curves", found.pr_curves, "pr_curves")):

@@ -6,6 +6,7 @@
 (function () {
   "use strict";
   var data = JSON.parse(document.getElementById("data").textContent);
+  data.scalars = byTag(data.scalars);
   var app = document.getElementById("app");
   var state = {smoothing: 0.6, log: false, x: "step"};
   var charts = [];  // the Scalars dashboard's: {tag, box, plot, entries: [{label, entry}], runs}
@@ -31,6 +32,24 @@
     for (var i = 0; i < bin.length; i++) bytes[i] = bin.charCodeAt(i);
     return new Type(bytes.buffer);
   }
+  // The scalar series come as columns (one value a series, or one a drawn point, for every series
+  // at once): here each tag gets its runs' entries, {run, points, start, step, value, wall}, whose
+  // arrays are views of the columns.
+  function byTag(block) {
+    var out = {};
+    if (!block.runs) return out;
+    var run = unpack(block.run, Uint32Array), tag = unpack(block.tag, Uint32Array),
+        points = unpack(block.points, Uint32Array), start = unpack(block.start, Float64Array),
+        count = unpack(block.count, Uint32Array), step = unpack(block.step, Float64Array),
+        value = unpack(block.value, Float32Array), wall = unpack(block.wall, Float32Array);
+    for (var i = 0, at = 0; i < run.length; at += count[i], i++) {
+      var name = block.tags[tag[i]];
+      (out[name] = out[name] || []).push({run: block.runs[run[i]], points: points[i], start: start[i],
+                                          step: step.subarray(at, at + count[i]), value: value.subarray(at, at + count[i]),
+                                          wall: wall.subarray(at, at + count[i])});
+    }
+    return out;
+  }
   // TensorBoard's smoothing: a debiased exponential moving average; NaN and infinite values, and a
   // constant series, are shown as they are
   function smooth(values, weight) {
@@ -47,14 +66,56 @@
   }
   function decoded(entry) {
     if (!entry.decoded) {
-      var walls = unpack(entry.wall, Float32Array), rel = new Float64Array(walls.length),
-          abs = new Float64Array(walls.length);
+      var walls = entry.wall, rel = new Float64Array(walls.length), abs = new Float64Array(walls.length);
       for (var i = 0; i < walls.length; i++) { rel[i] = walls[i]; abs[i] = entry.start + walls[i]; }
-      entry.decoded = {step: unpack(entry.step, Float64Array), value: Array.from(unpack(entry.value, Float32Array)),
-                       relative: rel, wall: abs};
+      entry.decoded = {step: entry.step, value: Array.from(entry.value), relative: rel, wall: abs};
     }
     return entry.decoded;
   }
+  // -- the y axis: each tick's label with the significant digits that tell the ticks apart and
+  // read back as the tick, its sign kept, in an exponent below 0.001 and from 1e6 on (uPlot's
+  // default axis drew 132,000 as "2,000" in its 50 px, and 3e-4 as 0); the axis as wide as its
+  // widest label
+  function yLabel(v, digits, exponent) {
+    if (v === 0) return "0";
+    if (!exponent) return String(Number(v.toPrecision(digits)));
+    var parts = v.toExponential(digits - 1).split("e");
+    return String(Number(parts[0])) + "e" + Number(parts[1]);
+  }
+  function yLabels(u, splits) {
+    var top = 0, gap = Infinity, labels = [];
+    splits.forEach(function (v, i) {
+      if (v !== null && isFinite(v)) top = Math.max(top, Math.abs(v));
+      if (i && splits[i] !== splits[i - 1]) gap = Math.min(gap, Math.abs(splits[i] - splits[i - 1]));
+    });
+    var exponent = top !== 0 && (top < 1e-3 || top >= 1e6);
+    // the sum of two floats (0.1 + 0.2 - 0.3) is no tick of its own: it is 0
+    var ticks = splits.map(function (v) { return v !== null && Math.abs(v) < top * 1e-12 ? 0 : v; });
+    for (var digits = 1; digits <= 17; digits++) {
+      labels = ticks.map(function (v) { return v === null || !isFinite(v) ? "" : yLabel(v, digits, exponent); });
+      var shown = labels.filter(function (label) { return label !== ""; });
+      var apart = new Set(shown).size === shown.length, near = labels.every(function (label, i) {
+        return label === "" || Math.abs(Number(label) - ticks[i]) <= 1e-9 * Math.max(Math.abs(ticks[i]), gap === Infinity ? 0 : gap);
+      });
+      if (apart && near) break;
+    }
+    return labels;
+  }
+  function yAxisSize(u, values, axisIdx, cycleNum) {
+    // uPlot asks again once its ticks are laid out; a third ask keeps the width (its loop ends)
+    var axis = u.axes[axisIdx];
+    if (cycleNum > 1 && axis._size) return axis._size;
+    return Math.ceil(axis.ticks.size + axis.gap + labelWidth(u, axis, values)) + 1;
+  }
+  function labelWidth(u, axis, values) {  // the widest label's width in CSS pixels
+    var widest = 0;
+    u.ctx.font = axis.font[0];
+    (values || []).forEach(function (label) { if (label) widest = Math.max(widest, u.ctx.measureText(label).width); });
+    return widest / uPlot.pxRatio;
+  }
+  function yAxis() { return {values: yLabels, size: yAxisSize}; }
+  var plots = [];  // every uPlot chart drawn, for #selftest: {title, plot}
+
   function formatted(v) {
     if (v === null || v === undefined) return "-";
     if (typeof v !== "number") return String(v);
@@ -259,7 +320,7 @@
     });
     var options = {
       width: Math.max(chart.box.clientWidth - 16, 300), height: 260, series: series,
-      scales: {x: xScale(t.joined[0]), y: {distr: state.log ? 3 : 1}}, axes: [xAxis(), {}],
+      scales: {x: xScale(t.joined[0]), y: {distr: state.log ? 3 : 1}}, axes: [xAxis(), yAxis()],
       legend: {live: true}, cursor: {focus: {prox: 16}},
       hooks: {setSeries: [function (u, i, opts) {  // the legend shows each run once: its raw line follows its smoothed one
         if (i && i % 2 === 0 && opts && "show" in opts && u.series[i - 1].show !== opts.show) {
@@ -269,6 +330,7 @@
     };
     if (chart.plot) chart.plot.destroy();
     chart.plot = new uPlot(options, t.joined, chart.box);
+    plots.push({title: chart.tag, plot: chart.plot});
     chart.plot.root.classList.add("paired");
     chart.runs = t.runs; chart.colors = t.colors;
     if (runFilter.value) runShown(chart, pattern(runFilter));
@@ -448,8 +510,9 @@
         var plot = null;
         function drawBands() {
           plot = new uPlot({width: Math.max(box.clientWidth - 16, 300), height: 220, series: series, bands: fills,
-                            scales: {x: Object.assign(xScale(d.step), {time: false})}, axes: [STEP_AXIS, {}]},
+                            scales: {x: Object.assign(xScale(d.step), {time: false})}, axes: [STEP_AXIS, yAxis()]},
                            [d.step].concat(bands), box);
+          plots.push({title: tag + " (" + run + ")", plot: plot});
         }
         whenSeen(box, function () { if (!plot) drawBands(); });
       });
@@ -654,7 +717,8 @@
     if (!tables.length) { chart.box.appendChild(el("p", "no run has these tags", "run")); chart.plot = {destroy: function () {}}; return; }
     var joined = uPlot.join(tables);
     chart.plot = new uPlot({width: Math.max(chart.box.clientWidth - 16, 300), height: 260, series: series, bands: bands,
-                            scales: {x: xScale(joined[0])}, axes: [xAxis(), {}]}, joined, chart.box);
+                            scales: {x: xScale(joined[0])}, axes: [xAxis(), yAxis()]}, joined, chart.box);
+    plots.push({title: chart.tag, plot: chart.plot});
     chart.runs = runs;
   }
 
@@ -760,6 +824,13 @@
         var card = a.closest(".card");
         return {tag: card.dataset.tag, run: card.dataset.run, src: a.src, duration: a.duration,
                 error: a.error ? a.error.code : null};
+      });
+      // each chart's y axis as drawn: its ticks, their labels, its width and the width its widest label needs
+      result.yaxes = plots.filter(function (p) { return p.plot.root.isConnected; }).map(function (p) {
+        var axis = p.plot.axes[1];
+        return {title: p.title, ticks: axis._splits, labels: axis._values, size: axis._size,
+                needed: axis.ticks.size + axis.gap + labelWidth(p.plot, axis, axis._values),
+                range: [p.plot.scales.y.min, p.plot.scales.y.max]};
       });
       var pre = el("pre", JSON.stringify(result)); pre.id = "selftest";
       document.body.appendChild(pre);
