@@ -188,6 +188,44 @@ def test_no_module_docstring_is_longer_than_fifteen_lines():
     assert long_docstrings(MXBOARD, os.path.join(ROOT, "tensorboard_bundle")) == {}
 
 
+# The most lines a function may have without a reason: its docstring then says why, in a
+# sentence that begins "Its length:".
+MOST_FUNCTION_LINES = 60
+LENGTH_REASON = "Its length:"
+
+
+def long_functions(*tops: str) -> Dict[str, int]:
+    """The functions under `tops` (`path:name`) longer than MOST_FUNCTION_LINES, decorators and
+    docstring included, whose docstring gives no reason, and their lengths."""
+    found = {}
+    for top in tops:
+        for path in python_files(top, skip=("_patched",)):
+            with open(path, encoding="utf-8") as f:
+                tree = ast.parse(f.read())
+            for node in ast.walk(tree):
+                if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    continue
+                first = min([node.lineno] + [d.lineno for d in node.decorator_list])
+                lines = (node.end_lineno or node.lineno) - first + 1
+                if lines > MOST_FUNCTION_LINES and LENGTH_REASON not in (ast.get_docstring(node) or ""):
+                    found["%s:%s" % (os.path.relpath(path, os.path.dirname(top)), node.name)] = lines
+    return found
+
+
+def test_no_function_is_longer_than_sixty_lines_without_a_reason_in_its_docstring():
+    assert long_functions(os.path.join(ROOT, "python"), os.path.join(ROOT, "tensorboard_bundle")) == {}
+
+
+def test_the_length_check_finds_a_long_function_and_takes_a_reason(tmp_path):
+    body = "".join("    x = %d\n" % i for i in range(60))
+    package = plant(tmp_path / "pkg", {
+        "long.py": "def f():\n" + body,
+        "reasoned.py": 'def g():\n    """Its length: one table, read in one place."""\n' + body,
+        "short.py": "def h():\n" + body[:-len("    x = 59\n")],
+    })
+    assert long_functions(package) == {os.path.join("pkg", "long.py") + ":f": 61}
+
+
 def test_every_unit_of_mxboard_has_a_level_and_no_import_runs_back_up():
     modules, found = imports(MXBOARD)
     assert units_without_a_level(modules) == set()

@@ -231,7 +231,8 @@ class SummaryWriter:
     # -- Scalars -------------------------------------------------------------------------------
     def add_scalar(self, tag: str, value: Any = None, global_step: Optional[int] = None,
                    walltime: Optional[float] = None, **tensorboardx_keywords: Any) -> None:
-        """Log a number under `tag` (the training loop's hot path: a few microseconds).
+        """Log a number under `tag` (the training loop's hot path: a few microseconds). Its length:
+        the float's path is written inline, each call saved there (a call is about a tenth of it).
 
         Args:
             tag: the chart's name.

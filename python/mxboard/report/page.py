@@ -549,13 +549,7 @@ def _allotted(blocks: List[_Block], budget: int) -> List[Any]:
     n = int(bounds[-1])
 
     def asked(ask: Callable[[_Block, Any, Any], Any], at: Any, values: Any) -> Any:
-        # Each block's units among `at` (indices into all units), asked at once.
-        out = np.zeros(len(at), np.int64)
-        for b, block in enumerate(blocks):
-            mine = (at >= bounds[b]) & (at < bounds[b + 1])
-            if mine.any():
-                out[mine] = ask(block, at[mine] - bounds[b], values[mine])
-        return out
+        return _asked(blocks, bounds, ask, at, values)
 
     everyone = np.arange(n)
     counts = np.concatenate([b.most for b in blocks]) if n else np.zeros(0, np.int64)
@@ -582,11 +576,28 @@ def _allotted(blocks: List[_Block], budget: int) -> List[Any]:
         used[thinned] = asked(lambda b, at, c: b.sizes(at, c), thinned, counts[thinned])
         floor = used
     # What is left still (each share rounded down to whole items) gives one more item to each
-    # thinned unit in the page's order, while it lasts: the units whose item fits in what is left,
-    # taken by runs (a run's sum fits, its next does not and is passed over).
-    spare = budget - int(floor[kept].sum())
+    # thinned unit in the page's order, while it lasts.
     thinned = np.flatnonzero(kept & (floor < most))
     grown = asked(lambda b, at, c: b.sizes(at, c), thinned, counts[thinned] + 1) - floor[thinned]
+    _one_more(counts, thinned, grown, budget - int(floor[kept].sum()))
+    return [counts[bounds[b]:bounds[b + 1]] for b in range(len(blocks))]
+
+
+def _asked(blocks: List[_Block], bounds: Any, ask: Callable[[_Block, Any, Any], Any], at: Any, values: Any) -> Any:
+    """`ask(block, its units among at, their values)` of each block at once, for the units `at`
+    (indices into all units, `bounds` each block's first)."""
+    out = np.zeros(len(at), np.int64)
+    for b, block in enumerate(blocks):
+        mine = (at >= bounds[b]) & (at < bounds[b + 1])
+        if mine.any():
+            out[mine] = ask(block, at[mine] - bounds[b], values[mine])
+    return out
+
+
+def _one_more(counts: Any, thinned: Any, grown: Any, spare: int) -> None:
+    """One more item in `counts` for each of the `thinned` units in order, each costing its
+    `grown` bytes, while `spare` lasts: the units whose item fits in what is left, taken by runs
+    (a run's sum fits, its next does not and is passed over)."""
     while spare > 0 and len(thinned):
         total = np.cumsum(grown)
         taken = int(np.searchsorted(total, spare, side="right"))
@@ -595,7 +606,6 @@ def _allotted(blocks: List[_Block], budget: int) -> List[Any]:
         thinned, grown = thinned[taken + 1:], grown[taken + 1:]
         fits = grown <= spare
         thinned, grown = thinned[fits], grown[fits]
-    return [counts[bounds[b]:bounds[b + 1]] for b in range(len(blocks))]
 
 
 def _level(least: Any, most: Any, budget: int) -> int:
