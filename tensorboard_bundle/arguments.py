@@ -43,6 +43,9 @@ mirror, with flags of its own:
                           proxy rewrites the Host (repeat, or ORIGIN,ORIGIN)
   --certfile PATH         serve HTTPS with this certificate (PEM), and --keyfile PATH its key
   --sock PATH             listen on a Unix socket of mode 0600 instead of a port (for proxies)
+  --load_fast mxboard     serve with mxboard's own loader, in this process: every point kept,
+                          every record's checksum checked (TensorBoard's values: auto, true,
+                          false)
   --mirror_dir DIR        keep the mirror in DIR (empty, or a mirror of the same logdir, which
                           is then reused); by default a temporary directory, removed at exit
   --mirror_max_bytes N    the most the mirror may hold on disk (suffixes K, M, G, T); by default
@@ -70,6 +73,9 @@ class Launch:
     logdir: Optional[str] = None
     logdir_spec: Optional[str] = None
     load_fast: Optional[str] = None
+    # "mxboard" (--load_fast=mxboard): the bundle's own in-process loader, a value TensorBoard's
+    # parser does not know, taken off its argv; None: TensorBoard's load_fast decides.
+    loader: Optional[str] = None
     port: Optional[str] = None
     host: Optional[str] = None
     reload_interval: Optional[str] = None
@@ -126,7 +132,7 @@ def parse(argv: List[str]) -> Launch:
     try:
         launch = Launch(
             rest=rest, logdir=_logdir(found.get("logdir")), logdir_spec=found.get("logdir_spec"),
-            load_fast=found.get("load_fast"), port=found.get("port"), host=found.get("host"),
+            load_fast=found.get("load_fast"), loader=_loader(found), port=found.get("port"), host=found.get("host"),
             reload_interval=found.get("reload_interval"), bind_all="bind_all" in switches,
             mirror_dir=found.get("mirror_dir"),
             mirror_max_bytes=_bytes(found, "mirror_max_bytes"),
@@ -175,7 +181,7 @@ def _scan(argv: List[str]) -> Tuple[Dict[str, str], Dict[str, List[str]], List[s
                 continue
             found[name] = value
             repeated.get(name, []).append(value)
-            if name in _READ and name not in ("logdir", "logdir_spec"):
+            if name in _READ and name not in ("logdir", "logdir_spec") and (name, value) != ("load_fast", "mxboard"):
                 rest += ["--" + name, value]
         else:
             if name in _SWITCHES and (not has_value or value.lower() in ("true", "1")):
@@ -183,6 +189,16 @@ def _scan(argv: List[str]) -> Tuple[Dict[str, str], Dict[str, List[str]], List[s
             rest.append(arg)
         i += 1
     return found, repeated, rest, switches
+
+
+def _loader(found: Dict[str, str]) -> Optional[str]:
+    """The bundle's own loader, "mxboard", where --load_fast=mxboard asks for it (it serves one
+    --logdir); else None."""
+    if found.get("load_fast") != "mxboard":
+        return None
+    if "logdir_spec" in found:
+        raise ValueError("--load_fast=mxboard serves one --logdir: leave out --logdir_spec, or use --load_fast=false")
+    return "mxboard"
 
 
 def _check_access(launch: Launch, found: Dict[str, str]) -> None:

@@ -75,6 +75,13 @@ def _tensorboard(program: ModuleType, launch: "Launch") -> Any:
             return data_server.start_ingester(self)
 
         def _make_data_provider(self) -> Tuple[Any, Any]:
+            if launch.loader == "mxboard":
+                # The bundle's own loader (--load_fast=mxboard), in this process: no data server.
+                from tensorboard_bundle import loader
+
+                self.data_loader = "mxboard (in-process)"
+                return loader.start(self.flags.logdir, self.flags.reload_interval,
+                                    self.flags.purge_orphaned_data), None
             provider, multiplexer = super()._make_data_provider()
             if not getattr(self, "data_loader", "").startswith("fast"):
                 return provider, multiplexer

@@ -1,0 +1,217 @@
+"""One run in memory: each tag's metadata (the first the run gave it, as upstream keeps it) and
+every point of it.
+
+A scalar tag's points are numpy columns (`Columns`: step int64, wall time float64, value
+float64: 24 bytes a point, and up to as much again of room to grow). A tensor tag (histograms,
+text, pr curves, hparams, mesh, custom scalars) keeps upstream's TensorEvents; a blob sequence tag
+(images, audio, graphs) only where each record lies (`BlobRef`), its blobs read on request. A
+tag's events read before its metadata wait in `Series.pending` until the metadata says its kind.
+`RunIndex.add` takes the events upstream's loader yields (migrated by data_compat and
+dataclass_compat), `add_simple_scalars` a known tag's simple scalars without that cost, and both
+purge as upstream's accumulator purges after a restart.
+"""
+import threading
+from typing import Any, Dict, List, NamedTuple, Optional, Set, Tuple
+
+import numpy as np
+from tensorboard.backend.event_processing import event_util
+from tensorboard.backend.event_processing.plugin_event_accumulator import TensorEvent
+from tensorboard.compat.proto import event_pb2, summary_pb2
+from tensorboard.util import tensor_util
+
+from tensorboard_bundle.loader.ingest import EventFile
+
+__all__ = ["BlobRef", "Columns", "RunIndex", "Series", "scalar_value", "tensor_size"]
+
+# TensorProto's DT_FLOAT.
+_DT_FLOAT = 1
+
+
+class BlobRef(NamedTuple):
+    """Where a blob sequence's event lies: its record at `offset` of `file`; `length` blobs."""
+
+    step: int
+    wall_time: float
+    file: EventFile
+    offset: int
+    length: int
+
+
+class Columns:
+    """A scalar series: steps, wall times and values, in arrays that grow by doubling. `view()`
+    (under the run's lock) gives arrays that later appends never change."""
+
+    __slots__ = ("steps", "walls", "values", "size")
+
+    def __init__(self) -> None:
+        self.steps = np.zeros(16, np.int64)
+        self.walls = np.zeros(16, np.float64)
+        self.values = np.zeros(16, np.float64)
+        self.size = 0
+
+    def append(self, step: int, wall: float, value: float) -> None:
+        if self.size == len(self.steps):
+            self.steps, self.walls, self.values = (np.concatenate([column, np.zeros_like(column)])
+                                                   for column in (self.steps, self.walls, self.values))
+        n = self.size
+        self.steps[n], self.walls[n], self.values[n] = step, wall, value
+        self.size = n + 1
+
+    def view(self) -> Tuple[Any, Any, Any]:
+        n = self.size
+        return self.steps[:n], self.walls[:n], self.values[:n]
+
+    def keep_before(self, step: int) -> int:
+        """Drop the points at `step` or later; returns how many were dropped."""
+        steps, walls, values = self.view()
+        kept = steps < step
+        dropped = int(len(steps) - kept.sum())
+        if dropped:
+            # New arrays: views given out before still hold what they held.
+            self.steps, self.walls, self.values = (np.concatenate([column[kept], np.zeros(16, column.dtype)])
+                                                   for column in (steps, walls, values))
+            self.size = len(steps) - dropped
+        return dropped
+
+
+class Series:
+    """One tag's points: `kind` is "scalar" (`columns`), "tensor" (`tensors`) or "blob" (`blobs`)
+    once its metadata is known, None before (`pending`)."""
+
+    __slots__ = ("kind", "columns", "tensors", "blobs", "pending")
+
+    def __init__(self) -> None:
+        self.kind: Optional[str] = None
+        self.columns = Columns()
+        self.tensors: List[Any] = []
+        self.blobs: List[BlobRef] = []
+        self.pending: List[Tuple[Any, EventFile, int]] = []
+
+    def add(self, event: Any, file: EventFile, offset: int) -> None:
+        """Add a TensorEvent, read from the record at `offset` of `file`."""
+        if self.kind == "scalar":
+            self.columns.append(event.step, event.wall_time, scalar_value(event.tensor_proto))
+        elif self.kind == "tensor":
+            self.tensors.append(event)
+        elif self.kind == "blob":
+            self.blobs.append(BlobRef(event.step, event.wall_time, file, offset, tensor_size(event.tensor_proto)))
+        else:
+            self.pending.append((event, file, offset))
+
+    def described(self, kind: str) -> None:
+        self.kind = kind
+        pending, self.pending = self.pending, []
+        for event, file, offset in pending:
+            self.add(event, file, offset)
+
+    def keep_before(self, step: int) -> int:
+        """Drop the points at `step` or later; returns how many were dropped."""
+        dropped = self.columns.keep_before(step)
+        before = len(self.tensors) + len(self.blobs) + len(self.pending)
+        self.tensors = [e for e in self.tensors if e.step < step]
+        self.blobs = [b for b in self.blobs if b.step < step]
+        self.pending = [p for p in self.pending if p[0].step < step]
+        return dropped + before - len(self.tensors) - len(self.blobs) - len(self.pending)
+
+
+class RunIndex:
+    """What one run holds: `metadata` {tag: SummaryMetadata}, `series` {tag: Series}, `plugins`
+    (the plugins named by its metadata) and `first_wall_time` (its first event's). Read and
+    changed under `lock`. `purge_orphaned_data`: purge as upstream (its flag of that name)."""
+
+    def __init__(self, purge_orphaned_data: bool = True) -> None:
+        self.lock = threading.Lock()
+        self._purge = purge_orphaned_data
+        self.metadata: Dict[str, Any] = {}
+        self.series: Dict[str, Series] = {}
+        self.plugins: Set[str] = set()
+        self.first_wall_time: Optional[float] = None
+        self._file_version: Optional[float] = None
+        self._seen_session_start = False
+        self._most_recent_step = -1
+
+    def add(self, event: Any, file: EventFile, offset: int) -> None:
+        """Take one migrated event, read from the record at `offset` of `file` (upstream's
+        EventAccumulator._ProcessEvent, less what no data provider call serves)."""
+        if self.first_wall_time is None:
+            self.first_wall_time = event.wall_time
+        if event.HasField("file_version"):
+            self._file_version = event_util.ParseFileVersion(event.file_version)
+        self._maybe_purge(event)
+        if not event.HasField("summary"):
+            return
+        for value in event.summary.value:
+            if value.HasField("metadata") and value.tag not in self.metadata:
+                self._describe(value.tag, value.metadata)
+            if value.HasField("tensor"):
+                tag = value.tag or value.node_name
+                series = self.series.get(tag)
+                if series is None:
+                    series = self.series[tag] = Series()
+                series.add(TensorEvent(wall_time=event.wall_time, step=event.step, tensor_proto=value.tensor),
+                           file, offset)
+
+    def add_simple_scalars(self, event: Any, file: EventFile) -> bool:
+        """Take a raw (unmigrated) event whose values are all simple scalars of tags that this run
+        holds as scalars and that `file` has migrated before, as `add` would take its migration
+        (which changes only the metadata of such a value, and the metadata of a known tag is not
+        read again); False, taking nothing, for any other event."""
+        if event.WhichOneof("what") != "summary":
+            return False
+        values = event.summary.value
+        for value in values:
+            if value.WhichOneof("value") != "simple_value" or value.tag not in file.initial_metadata:
+                return False
+            series = self.series.get(value.tag)
+            if series is None or series.kind != "scalar":
+                return False
+        self._maybe_purge(event)
+        for value in values:
+            self.series[value.tag].columns.append(event.step, event.wall_time, float(np.float32(value.simple_value)))
+        return True
+
+    def _describe(self, tag: str, metadata: Any) -> None:
+        self.metadata[tag] = metadata
+        if metadata.plugin_data.plugin_name:
+            self.plugins.add(metadata.plugin_data.plugin_name)
+        series = self.series.get(tag)
+        if series is None:
+            series = self.series[tag] = Series()
+        kind = {summary_pb2.DATA_CLASS_SCALAR: "scalar",
+                summary_pb2.DATA_CLASS_BLOB_SEQUENCE: "blob"}.get(metadata.data_class, "tensor")
+        series.described(kind)
+
+    def _maybe_purge(self, event: Any) -> None:
+        """Upstream's purge of what a restarted job wrote again: with file version 2, all points
+        at or after the step of a second SessionLog START; before it, the points of the event's
+        tags at or after a step lower than the last one seen."""
+        if not self._purge:
+            return
+        if self._file_version and self._file_version >= 2:
+            if event.session_log.status == event_pb2.SessionLog.START:
+                if self._seen_session_start:
+                    for series in self.series.values():
+                        series.keep_before(event.step)
+                self._seen_session_start = True
+        elif event.step < self._most_recent_step and event.HasField("summary"):
+            for value in event.summary.value:
+                if value.tag in self.series:
+                    self.series[value.tag].keep_before(event.step)
+        if event.HasField("summary"):
+            self._most_recent_step = event.step
+
+
+def scalar_value(tensor: Any) -> float:
+    """A scalar tensor's value, as upstream serves it (`make_ndarray(tensor).item()`)."""
+    if tensor.dtype == _DT_FLOAT and len(tensor.float_val) == 1 and not tensor.tensor_shape.dim:
+        return float(np.float32(tensor.float_val[0]))
+    item: float = tensor_util.make_ndarray(tensor).item()
+    return item
+
+
+def tensor_size(tensor: Any) -> int:
+    """The number of elements of a TensorProto, from its shape alone (as upstream counts blobs)."""
+    size = 1
+    for dim in tensor.tensor_shape.dim:
+        size *= dim.size
+    return size

@@ -1,0 +1,204 @@
+"""TensorBoard's DataProvider over the loader's index (`--load_fast=mxboard`).
+
+Every call answers as upstream's MultiplexerDataProvider answers with every point kept, where the
+series fits the request's budget (`downsample`); over it, scalars keep the first and the last
+point and each bucket's extremes (downsample.extremes), tensors and blob sequences points evenly
+spaced (downsample.evenly), instead of upstream's random sample. Runs are named by their
+directory, as upstream names them.
+"""
+from typing import Any, Callable, Dict, Iterator, Optional, Tuple
+
+from tensorboard import errors
+from tensorboard.compat.proto import summary_pb2
+from tensorboard.data import provider
+from tensorboard.util import tensor_util
+
+from tensorboard_bundle.loader import blobs
+from tensorboard_bundle.loader.downsample import evenly, extremes
+from tensorboard_bundle.loader.index import Series
+from tensorboard_bundle.loader.logdir import Logdir
+
+__all__ = ["MxboardDataProvider", "start"]
+
+# {run: {tag: what a call returns for it}}
+Answer = Dict[str, Dict[str, Any]]
+
+
+def start(logdir: str, reload_interval: float, purge_orphaned_data: bool = True) -> "MxboardDataProvider":
+    """A provider over `logdir`, loading it now and every `reload_interval` seconds (0: once)
+    on a thread of its own; `purge_orphaned_data` as TensorBoard's flag of that name."""
+    loaded = Logdir(logdir, purge_orphaned_data)
+    loaded.start(reload_interval)
+    return MxboardDataProvider(loaded)
+
+
+class MxboardDataProvider(provider.DataProvider):  # type: ignore[misc]
+    def __init__(self, logdir: Logdir) -> None:
+        self._logdir = logdir
+
+    def __str__(self) -> str:
+        return "MxboardDataProvider(logdir=%r)" % self._logdir.path
+
+    def experiment_metadata(self, ctx: Any = None, *, experiment_id: str) -> Any:
+        _check(ctx, experiment_id)
+        return provider.ExperimentMetadata(data_location=self._logdir.path)
+
+    def list_plugins(self, ctx: Any = None, *, experiment_id: str) -> Any:
+        _check(ctx, experiment_id)
+        plugins = set()
+        for run in list(self._logdir.runs.values()):
+            with run.index.lock:
+                plugins |= run.index.plugins
+        return frozenset(plugins)
+
+    def list_runs(self, ctx: Any = None, *, experiment_id: str) -> Any:
+        _check(ctx, experiment_id)
+        return [provider.Run(run_id=name, run_name=name, start_time=run.index.first_wall_time)
+                for name, run in self._logdir.runs.items()]
+
+    def list_scalars(self, ctx: Any = None, *, experiment_id: str, plugin_name: str,
+                     run_tag_filter: Any = None) -> Answer:
+        _check(ctx, experiment_id)
+        return self._list(provider.ScalarTimeSeries, plugin_name, run_tag_filter, summary_pb2.DATA_CLASS_SCALAR)
+
+    def read_scalars(self, ctx: Any = None, *, experiment_id: str, plugin_name: str, downsample: Any = None,
+                     run_tag_filter: Any = None) -> Answer:
+        _check(ctx, experiment_id, downsample)
+        result: Answer = {}
+        for run, tag, _, series in self._series(plugin_name, run_tag_filter, summary_pb2.DATA_CLASS_SCALAR):
+            steps, walls, values = series
+            chosen = extremes(values, downsample)
+            result.setdefault(run, {})[tag] = [
+                provider.ScalarDatum(step=step, wall_time=wall, value=value)
+                for step, wall, value in zip(steps[chosen].tolist(), walls[chosen].tolist(),
+                                             values[chosen].tolist())]
+        return result
+
+    def read_last_scalars(self, ctx: Any = None, *, experiment_id: str, plugin_name: str,
+                          run_tag_filter: Any = None) -> Answer:
+        _check(ctx, experiment_id)
+        result: Answer = {}
+        for run, tag, _, series in self._series(plugin_name, run_tag_filter, summary_pb2.DATA_CLASS_SCALAR):
+            steps, walls, values = series
+            if len(steps):
+                result.setdefault(run, {})[tag] = provider.ScalarDatum(
+                    step=int(steps[-1]), wall_time=float(walls[-1]), value=float(values[-1]))
+        return result
+
+    def list_tensors(self, ctx: Any = None, *, experiment_id: str, plugin_name: str,
+                     run_tag_filter: Any = None) -> Answer:
+        _check(ctx, experiment_id)
+        return self._list(provider.TensorTimeSeries, plugin_name, run_tag_filter, summary_pb2.DATA_CLASS_TENSOR)
+
+    def read_tensors(self, ctx: Any = None, *, experiment_id: str, plugin_name: str, downsample: Any = None,
+                     run_tag_filter: Any = None) -> Answer:
+        _check(ctx, experiment_id, downsample)
+        result: Answer = {}
+        for run, tag, _, events in self._series(plugin_name, run_tag_filter, summary_pb2.DATA_CLASS_TENSOR):
+            result.setdefault(run, {})[tag] = [
+                provider.TensorDatum(step=events[i].step, wall_time=events[i].wall_time,
+                                     numpy=tensor_util.make_ndarray(events[i].tensor_proto))
+                for i in evenly(len(events), downsample).tolist()]
+        return result
+
+    def list_blob_sequences(self, ctx: Any = None, *, experiment_id: str, plugin_name: str,
+                            run_tag_filter: Any = None) -> Answer:
+        _check(ctx, experiment_id)
+        result: Answer = {}
+        for run, tag, metadata, refs in self._series(plugin_name, run_tag_filter,
+                                                     summary_pb2.DATA_CLASS_BLOB_SEQUENCE):
+            result.setdefault(run, {})[tag] = provider.BlobSequenceTimeSeries(
+                max_step=max((ref.step for ref in refs), default=None),
+                max_wall_time=max((ref.wall_time for ref in refs), default=None),
+                max_length=max((ref.length for ref in refs), default=None),
+                plugin_content=metadata.plugin_data.content, description=metadata.summary_description,
+                display_name=metadata.display_name)
+        return result
+
+    def read_blob_sequences(self, ctx: Any = None, *, experiment_id: str, plugin_name: str, downsample: Any = None,
+                            run_tag_filter: Any = None) -> Answer:
+        _check(ctx, experiment_id, downsample)
+        result: Answer = {}
+        for run, tag, _, refs in self._series(plugin_name, run_tag_filter, summary_pb2.DATA_CLASS_BLOB_SEQUENCE):
+            # The first event of each step, in the order of steps (as upstream).
+            by_step: Dict[int, Any] = {}
+            for ref in refs:
+                by_step.setdefault(ref.step, ref)
+            data = [provider.BlobSequenceDatum(
+                wall_time=ref.wall_time, step=step,
+                values=tuple(provider.BlobReference(blobs.encode_key(experiment_id, plugin_name, run, tag, step, i))
+                             for i in range(ref.length)))
+                for step, ref in sorted(by_step.items())]
+            result.setdefault(run, {})[tag] = [data[i] for i in evenly(len(data), downsample).tolist()]
+        return result
+
+    def read_blob(self, ctx: Any = None, *, blob_key: str) -> bytes:
+        _check(ctx)
+        _, _, run, tag, step, index = blobs.decode_key(blob_key)
+        loaded = self._logdir.runs.get(run)
+        if loaded is None:
+            raise errors.NotFoundError("%s: no run %r" % (blob_key, run))
+        with loaded.index.lock:
+            metadata = loaded.index.metadata.get(tag)
+            series = loaded.index.series.get(tag)
+            if metadata is None or series is None or metadata.data_class != summary_pb2.DATA_CLASS_BLOB_SEQUENCE:
+                raise errors.NotFoundError(blob_key)
+            # The first event at this step, as upstream.
+            ref = next((ref for ref in series.blobs if ref.step == step), None)
+        if ref is None:
+            raise errors.NotFoundError("%s: no such step %r" % (blob_key, step))
+        return blobs.read_blob(ref, tag, index, blob_key)
+
+    def _list(self, construct: Callable[..., Any], plugin_name: str, run_tag_filter: Any, data_class: int) -> Answer:
+        result: Answer = {}
+        for run, tag, metadata, series in self._series(plugin_name, run_tag_filter, data_class):
+            if data_class == summary_pb2.DATA_CLASS_SCALAR:
+                steps, walls, _ = series
+                max_step = int(steps.max()) if len(steps) else None
+                max_wall_time = float(walls.max()) if len(walls) else None
+            else:
+                max_step = max((e.step for e in series), default=None)
+                max_wall_time = max((e.wall_time for e in series), default=None)
+            result.setdefault(run, {})[tag] = construct(
+                max_step=max_step, max_wall_time=max_wall_time, plugin_content=metadata.plugin_data.content,
+                description=metadata.summary_description, display_name=metadata.display_name)
+        return result
+
+    def _series(self, plugin_name: str, run_tag_filter: Any,
+                data_class: int) -> Iterator[Tuple[str, str, Any, Any]]:
+        """(run, tag, metadata, points) of each time series the filters let through, in upstream's
+        order; points: the columns of a scalar series, the TensorEvents of a tensor series, the
+        BlobRefs of a blob sequence, each as they stand now. A run all of whose series are
+        filtered out is answered as upstream answers it (absent)."""
+        runs = run_tag_filter.runs if run_tag_filter is not None else None
+        tags = run_tag_filter.tags if run_tag_filter is not None else None
+        for name, run in list(self._logdir.runs.items()):
+            if runs is not None and name not in runs:
+                continue
+            with run.index.lock:
+                chosen = [(tag, metadata, _points(run.index.series[tag]))
+                          for tag, metadata in run.index.metadata.items()
+                          if (tags is None or tag in tags) and metadata.data_class == data_class
+                          and metadata.plugin_data.plugin_name == plugin_name]
+            for tag, metadata, points in chosen:
+                yield name, tag, metadata, points
+
+
+def _points(series: Series) -> Any:
+    """A series' points as they stand now (a tag with metadata has its kind)."""
+    if series.kind == "scalar":
+        return series.columns.view()
+    return list(series.tensors if series.kind == "tensor" else series.blobs)
+
+
+def _check(ctx: Any, experiment_id: Optional[str] = "", downsample: Any = 0) -> None:
+    """Upstream's checks of the arguments (MultiplexerDataProvider's), with its errors."""
+    if type(ctx).__name__ != "RequestContext":
+        raise TypeError("ctx must be a RequestContext; got: %r" % (ctx,))
+    if not isinstance(experiment_id, str):
+        raise TypeError("experiment_id must be %r, but got %r: %r" % (str, type(experiment_id), experiment_id))
+    if downsample is None:
+        raise TypeError("`downsample` required but not given")
+    if not isinstance(downsample, int):
+        raise TypeError("`downsample` must be an int, but got %r: %r" % (type(downsample), downsample))
+

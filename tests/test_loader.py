@@ -1,0 +1,328 @@
+"""The bundle's own loader (tensorboard_bundle/loader/, `--load_fast=mxboard`), in this process:
+the same answers as upstream's MultiplexerDataProvider (every point kept) on every kind of summary
+under the request's budget, the documented downsampling over it, and a file read from where the
+last read stopped. test_loader_served.py reads it through the bundled server over HTTP."""
+import math
+import os
+
+import damaged_corpus
+import every_kind_corpus
+import numpy as np
+import pytest
+from tensorboard import context
+from tensorboard.backend.event_processing import data_provider as upstream_provider
+from tensorboard.backend.event_processing import plugin_event_multiplexer
+
+from mxboard import SummaryWriter, reader
+from mxboard._format.events import frame
+from mxboard.proto import Event, Summary
+from tensorboard_bundle.loader import Logdir, MxboardDataProvider
+from tensorboard_bundle.loader.downsample import evenly, extremes
+
+CTX = context.RequestContext()
+EXPERIMENT = "exp"
+# More than any series here holds: every point.
+EVERY = 10 ** 9
+
+
+def _upstream(logdir, purge_orphaned_data=True):
+    multiplexer = plugin_event_multiplexer.EventMultiplexer(size_guidance={"tensors": 0},
+                                                            purge_orphaned_data=purge_orphaned_data)
+    multiplexer.AddRunsFromDirectory(logdir)
+    multiplexer.Reload()
+    return upstream_provider.MultiplexerDataProvider(multiplexer, logdir)
+
+
+def _ours(logdir, purge_orphaned_data=True):
+    loaded = Logdir(logdir, purge_orphaned_data)
+    loaded.reload()
+    return MxboardDataProvider(loaded)
+
+
+def _plain(answer):
+    """An answer as nested builtins, NaN and arrays comparable."""
+    if isinstance(answer, dict):
+        return {key: _plain(value) for key, value in answer.items()}
+    if isinstance(answer, (list, tuple)):
+        return [_plain(value) for value in answer]
+    if isinstance(answer, float):
+        return "nan" if math.isnan(answer) else answer
+    if isinstance(answer, np.ndarray):
+        return (str(answer.dtype), answer.shape, repr(answer.tolist()))
+    fields = getattr(type(answer), "__slots__", None)
+    if fields:
+        return (type(answer).__name__, {name: _plain(getattr(answer, name)) for name in fields})
+    return answer
+
+
+@pytest.fixture(scope="module")
+def every_kind(tmp_path_factory):
+    logdir = str(tmp_path_factory.mktemp("every_kind"))
+    every_kind_corpus.write(logdir)
+    return logdir
+
+
+def _every_call(theirs, ours, experiment_id=EXPERIMENT):
+    """Each call of both providers, for every plugin, run and tag (and each blob), compared."""
+    def both(method, **kwargs):
+        a = getattr(theirs, method)(CTX, experiment_id=experiment_id, **kwargs)
+        b = getattr(ours, method)(CTX, experiment_id=experiment_id, **kwargs)
+        assert _plain(b) == _plain(a), (method, kwargs)
+        return b
+
+    assert ours.experiment_metadata(CTX, experiment_id=EXPERIMENT) == theirs.experiment_metadata(
+        CTX, experiment_id=EXPERIMENT)
+    assert sorted(ours.list_runs(CTX, experiment_id=EXPERIMENT), key=lambda r: r.run_id) == sorted(
+        theirs.list_runs(CTX, experiment_id=EXPERIMENT), key=lambda r: r.run_id)
+    plugins = both("list_plugins")
+    calls = 0
+    for plugin in plugins:
+        for lister, reader_name in (("list_scalars", "read_scalars"), ("list_tensors", "read_tensors"),
+                                    ("list_blob_sequences", "read_blob_sequences")):
+            listed = both(lister, plugin_name=plugin)
+            both(reader_name, plugin_name=plugin, downsample=EVERY)
+            if reader_name == "read_scalars":
+                both("read_last_scalars", plugin_name=plugin)
+            for run, tags in listed.items():
+                for tag in tags:
+                    only = upstream_provider.provider.RunTagFilter(runs=[run], tags=[tag])
+                    both(lister, plugin_name=plugin, run_tag_filter=only)
+                    read = both(reader_name, plugin_name=plugin, downsample=EVERY, run_tag_filter=only)
+                    calls += 1
+                    if reader_name != "read_blob_sequences":
+                        continue
+                    for datum in read[run][tag]:
+                        for blob in datum.values:
+                            assert ours.read_blob(CTX, blob_key=blob.blob_key) == theirs.read_blob(
+                                CTX, blob_key=blob.blob_key)
+    return plugins, calls
+
+
+def test_every_call_answers_as_upstream_on_every_kind(every_kind):
+    plugins, calls = _every_call(_upstream(every_kind), _ours(every_kind))
+    assert {"scalars", "histograms", "images", "audio", "text", "pr_curves", "hparams", "mesh",
+            "custom_scalars", "graphs"} <= set(plugins)
+    assert calls > 20
+
+
+def test_a_restart_purges_as_upstream_and_nothing_with_purge_orphaned_data_false(every_kind):
+    for purge in (True, False):
+        theirs, ours = _upstream(every_kind, purge), _ours(every_kind, purge)
+        _every_call(theirs, ours)
+        read = ours.read_scalars(CTX, experiment_id=EXPERIMENT, plugin_name="scalars", downsample=EVERY)
+        steps = [p.step for p in read["nested/restarted"]["loss"]]
+        assert steps == ([0, 1, 2, 3, 4, 7] if purge else list(range(10)) + [7])
+
+
+@pytest.mark.slow
+def test_every_call_answers_as_upstream_on_the_demos_logdir(tmp_path):
+    import subprocess
+    import sys
+
+    subprocess.run([sys.executable, "-m", "mxboard.demo", "--no-serve", "--epochs", "2", "--framework", "numpy",
+                    "--batches", "20", "--logdir", str(tmp_path)], check=True, capture_output=True, timeout=180)
+    plugins, calls = _every_call(_upstream(str(tmp_path)), _ours(str(tmp_path)))
+    assert {"scalars", "histograms", "images"} <= set(plugins)
+
+
+def test_over_the_budget_scalars_keep_first_last_and_each_buckets_extremes(every_kind):
+    ours = _ours(every_kind)
+    every = ours.read_scalars(CTX, experiment_id=EXPERIMENT, plugin_name="scalars", downsample=EVERY)
+    read = ours.read_scalars(CTX, experiment_id=EXPERIMENT, plugin_name="scalars", downsample=10)
+    for run, tags in every.items():
+        for tag, points in tags.items():
+            got = read[run][tag]
+            assert len(got) <= 10
+            if len(points) <= 10:
+                assert _plain(got) == _plain(points)
+                continue
+            steps = [p.step for p in got]
+            assert steps == sorted(steps) and got[0] == points[0] and got[-1] == points[-1]
+            values = [p.value for p in points]
+            if any(math.isnan(v) for v in values):
+                assert any(math.isnan(p.value) for p in got), (run, tag)
+            finite = [v for v in values if not math.isnan(v)]
+            assert max(finite) in [p.value for p in got] and min(finite) in [p.value for p in got], (run, tag)
+    # The loss with its NaN at step 33 (60 points): the NaN is drawn.
+    assert any(math.isnan(p.value) for p in read["train"]["loss"])
+
+
+def test_over_the_budget_tensors_and_blobs_are_evenly_spaced_first_and_last_kept(every_kind):
+    ours = _ours(every_kind)
+    for method, plugin in (("read_tensors", "histograms"), ("read_blob_sequences", "images")):
+        every = getattr(ours, method)(CTX, experiment_id=EXPERIMENT, plugin_name=plugin, downsample=EVERY)
+        read = getattr(ours, method)(CTX, experiment_id=EXPERIMENT, plugin_name=plugin, downsample=3)
+        points = every["train"][next(iter(every["train"]))]
+        got = read["train"][next(iter(every["train"]))]
+        assert len(points) == 6
+        assert [p.step for p in got] == [points[0].step, points[2].step if len(got) == 3 else None,
+                                          points[-1].step][:len(got)] or len(got) == 3
+        assert got[0].step == points[0].step and got[-1].step == points[-1].step and len(got) == 3
+
+
+def test_the_downsampling_itself():
+    values = np.arange(100_000, dtype=np.float64) % 7
+    values[51_234] = 100.0
+    values[70_000] = np.nan
+    chosen = extremes(values, 1000)
+    assert len(chosen) <= 1000
+    assert {0, 51_234, 70_000, 99_999} <= set(chosen.tolist())
+    assert list(chosen) == sorted(set(chosen.tolist()))
+    assert extremes(values, 0).tolist() == [] and extremes(values, 1).tolist() == [99_999]
+    assert extremes(values[:5], 5).tolist() == [0, 1, 2, 3, 4]
+    assert evenly(10, 4).tolist() == [0, 3, 6, 9] and evenly(3, 10).tolist() == [0, 1, 2]
+
+
+def _scalar_record(step):
+    return frame(Event(wall_time=1.7e9 + step, step=step, summary=Summary(value=[
+        Summary.Value(tag="loss", simple_value=float(step))])).SerializeToString())
+
+
+def test_a_growing_file_is_read_from_where_the_last_read_stopped(tmp_path):
+    run = tmp_path / "run"
+    with SummaryWriter(str(run)) as writer:
+        for step in range(100):
+            writer.add_scalar("loss", step, step)
+    loaded = Logdir(str(tmp_path))
+    loaded.reload()
+    (path,) = reader.event_files(str(run))
+    assert loaded.runs["run"].bytes_read == os.path.getsize(path)
+    # A torn record at the end (its writer is writing it): not served, and read again next time.
+    tail = _scalar_record(100)
+    with open(path, "ab") as f:
+        f.write(tail[:10])
+    loaded.reload()
+    ours = MxboardDataProvider(loaded)
+
+    def steps():
+        read = ours.read_scalars(CTX, experiment_id=EXPERIMENT, plugin_name="scalars", downsample=EVERY)
+        return [p.step for p in read["run"]["loss"]]
+
+    assert steps() == list(range(100))
+    with open(path, "ab") as f:
+        f.write(tail[10:] + b"".join(_scalar_record(step) for step in range(101, 150)))
+    loaded.reload()
+    assert steps() == list(range(150))
+    # Every byte read once, but the torn record's 10 bytes, read again.
+    assert loaded.runs["run"].bytes_read == os.path.getsize(path) + 10
+    # Nothing new: the file is not read at all.
+    loaded.reload()
+    assert loaded.runs["run"].bytes_read == os.path.getsize(path) + 10
+
+
+def test_a_loop_a_stray_file_and_a_deleted_run_cost_only_themselves(tmp_path, caplog):
+    """Runs are found as TensorBoard's fast loader finds them (mxboard's walk): a link to a run is
+    a run of its own, a link loop is not followed and said once; a file that is no event file
+    and a run deleted while served cost only themselves."""
+    for name in ("a", "b"):
+        with SummaryWriter(str(tmp_path / name)) as writer:
+            writer.add_scalar("loss", 1.0, 1)
+    os.symlink(str(tmp_path), str(tmp_path / "a" / "loop"))
+    os.symlink(str(tmp_path / "a"), str(tmp_path / "linked"))
+    (tmp_path / "c").mkdir()
+    (tmp_path / "c" / "events.out.tfevents.garbage").write_bytes(b"this is no event file at all")
+    loaded = Logdir(str(tmp_path))
+    loaded.reload()
+    loaded.reload()
+    assert set(loaded.runs) == {"a", "b", "c", "linked"}
+    said = [r.getMessage() for r in caplog.records if r.name.startswith("tensorboard_bundle.loader")]
+    assert len([line for line in said if "a link loop" in line]) == 2, said
+    assert len([line for line in said if "garbage" in line]) == 1, said
+    ours = MxboardDataProvider(loaded)
+    read = ours.read_scalars(CTX, experiment_id=EXPERIMENT, plugin_name="scalars", downsample=EVERY)
+    assert {run: [p.value for p in tags["loss"]] for run, tags in read.items()} == {
+        "a": [1.0], "b": [1.0], "linked": [1.0]}
+    import shutil
+
+    shutil.rmtree(str(tmp_path / "b"))
+    loaded.reload()
+    read = ours.read_scalars(CTX, experiment_id=EXPERIMENT, plugin_name="scalars", downsample=EVERY)
+    assert set(read) == {"a", "linked"}
+
+
+def test_load_fast_mxboard_is_the_bundles_and_never_reaches_tensorboards_parser():
+    from tensorboard_bundle import arguments
+
+    for argv in (["tb", "--logdir", "runs", "--load_fast=mxboard"], ["tb", "--load_fast", "mxboard", "--logdir=runs"],
+                 ["tb", "--load_f", "mxboard", "--logdir=runs"]):
+        launch = arguments.parse(argv)
+        assert launch.loader == "mxboard"
+        assert "mxboard" not in launch.argv("tb") and "--load_fast" not in " ".join(launch.argv("tb"))
+    launch = arguments.parse(["tb", "--logdir", "runs", "--load_fast=true"])
+    assert launch.loader is None and "--load_fast" in launch.argv("tb")
+    with pytest.raises(SystemExit, match="^Error: --load_fast=mxboard serves one --logdir: leave out --logdir_spec"):
+        arguments.parse(["tb", "--logdir_spec", "a:/x", "--load_fast=mxboard"])
+
+
+def test_the_damaged_corpus_is_read_as_the_tfrecord_rules_leave_it_each_damage_said_once(tmp_path, caplog):
+    """Every damaged file of test_damaged_files.py's corpus: the loader reads the records that the
+    TFRecord rules leave (damaged_corpus.reference: a payload failing its checksum skipped, a
+    length failing its own ending the file, a torn end left for the next read), says each damage
+    once, and serves what upstream serves of those records alone."""
+    intact = damaged_corpus.write_intact(str(tmp_path / "intact"))
+    with open(intact, "rb") as f:
+        data = f.read()
+    cases = damaged_corpus.corpus(data)
+    failures = []
+    for number, case in enumerate(cases):
+        damaged, rewritten = tmp_path / ("d%d" % number) / "run", tmp_path / ("r%d" % number) / "run"
+        damaged.mkdir(parents=True)
+        rewritten.mkdir(parents=True)
+        (damaged / "events.out.tfevents.1").write_bytes(case.data)
+        outcome = damaged_corpus.reference(case.data)
+        (rewritten / "events.out.tfevents.1").write_bytes(b"".join(frame(p) for _, p in outcome.payloads))
+        caplog.clear()
+        loaded = Logdir(str(damaged.parent))
+        loaded.reload()
+        loaded.reload()
+        file = loaded.runs["run"].files[str(damaged / "events.out.tfevents.1")]
+        said = [r.getMessage() for r in caplog.records if r.name.startswith("tensorboard_bundle.loader")]
+        want_said = len(outcome.skipped) + (1 if outcome.end and outcome.end[0] == "corrupt" else 0)
+        # Read up to the damaged length or the torn end, else the whole file.
+        want_offset = outcome.end[1] if outcome.end else len(case.data)
+        theirs, ours = _upstream(str(rewritten.parent)), MxboardDataProvider(loaded)
+        for method in ("read_scalars", "read_tensors", "read_blob_sequences"):
+            for plugin in theirs.list_plugins(CTX, experiment_id=EXPERIMENT):
+                a = getattr(theirs, method)(CTX, experiment_id=EXPERIMENT, plugin_name=plugin, downsample=EVERY)
+                b = getattr(ours, method)(CTX, experiment_id=EXPERIMENT, plugin_name=plugin, downsample=EVERY)
+                if _plain(a) != _plain(b):
+                    failures.append((case.name, method, plugin))
+        if len(said) != want_said or file.offset != want_offset:
+            failures.append((case.name, said, want_said, file.offset, want_offset))
+    assert not failures, failures[:5]
+    assert len(cases) > 100
+
+
+def test_reads_while_the_reload_thread_reads_see_whole_points_in_order(tmp_path):
+    """The provider answers while the loader's own thread reads a file that grows: every answer
+    is a prefix of what was logged, in order, never a point twice."""
+    import threading
+
+    run = tmp_path / "run"
+    run.mkdir()
+    path = run / "events.out.tfevents.1"
+    path.write_bytes(b"")
+    loaded = Logdir(str(tmp_path))
+    ours = MxboardDataProvider(loaded)
+    done = threading.Event()
+
+    def grow():
+        with open(path, "ab") as f:
+            for step in range(0, 20_000, 500):
+                f.write(b"".join(_scalar_record(s) for s in range(step, step + 500)))
+                f.flush()
+                loaded.reload()
+        done.set()
+
+    grower = threading.Thread(target=grow)
+    grower.start()
+    answers = 0
+    while not done.is_set() or answers < 2:
+        read = ours.read_scalars(CTX, experiment_id=EXPERIMENT, plugin_name="scalars", downsample=EVERY)
+        steps = [p.step for p in read.get("run", {}).get("loss", [])]
+        assert steps == list(range(len(steps)))
+        assert [p.value for p in read.get("run", {}).get("loss", [])] == [float(s) for s in steps]
+        answers += 1
+    grower.join(30)
+    read = ours.read_scalars(CTX, experiment_id=EXPERIMENT, plugin_name="scalars", downsample=EVERY)
+    assert [p.step for p in read["run"]["loss"]] == list(range(20_000)) and answers >= 2

@@ -1,0 +1,155 @@
+"""The bundle's own loader through the bundled server over HTTP (`--load_fast=mxboard`): a spike in
+100,000 points is served, with the first and the last point, within the scalars route's budget;
+a damaged record is skipped, said once in the server's log, and the rest of its file served."""
+import os
+import time
+
+import pytest
+
+from mxboard import SummaryWriter, reader
+from mxboard._format.events import RECORD_HEADER
+from mxboard.proto import Event
+
+pytestmark = pytest.mark.slow
+
+SPIKE_STEP = 51_234
+
+
+def _write_curve(run, points, spike_at=None):
+    with SummaryWriter(str(run)) as writer:
+        for step in range(points):
+            writer.add_scalar("loss", 100.0 if step == spike_at else 1.0 + (step % 13) / 100.0, step)
+    (path,) = reader.event_files(str(run))
+    return path
+
+
+def _flip_a_bit_of_the_step(path, step):
+    """Flip one bit in the step (its varint's first byte) of the Event of `step`; returns its offset."""
+    with open(path, "rb") as f:
+        data = f.read()
+    at = 0
+    while at < len(data):
+        (length, _) = RECORD_HEADER.unpack_from(data, at)
+        payload = data[at + 12:at + 12 + length]
+        if Event.FromString(payload).step == step:
+            # The step is Event's field 2, a varint (its key byte 0x10).
+            where = at + 12 + payload.index(b"\x10" + bytes([step & 0x7F | 0x80]))
+            with open(path, "r+b") as f:
+                f.seek(where + 1)
+                f.write(bytes([data[where + 1] ^ 0x04]))
+            return at
+        at += 16 + length
+    raise AssertionError("no step %d in %s" % (step, path))
+
+
+def _served(server, run, expected, timeout=60):
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            rows = server.json("/data/plugin/scalars/scalars", {"run": run, "tag": "loss"})
+        except OSError:
+            rows = []
+        if (rows and rows[-1][1] == expected) or time.monotonic() > deadline:
+            return rows
+        time.sleep(0.25)
+
+
+def test_the_banner_names_the_loader_and_a_spike_is_served_with_the_first_and_last_points(tmp_path, serve):
+    _write_curve(tmp_path / "run", 100_000, spike_at=SPIKE_STEP)
+    server = serve(str(tmp_path), "--load_fast=mxboard")
+    assert "data loader: mxboard (in-process)" in server.banner
+    rows = _served(server, "run", 99_999)
+    steps = [step for _, step, _ in rows]
+    # The route's budget is upstream's (1,000 points a scalar series).
+    assert 900 <= len(rows) <= 1000
+    assert steps[0] == 0 and steps[-1] == 99_999 and steps == sorted(steps)
+    assert [value for _, step, value in rows if step == SPIKE_STEP] == [100.0]
+
+
+def test_a_damaged_record_is_skipped_said_once_and_the_rest_served(tmp_path, serve):
+    path = _write_curve(tmp_path / "run", 1000)
+    offset = _flip_a_bit_of_the_step(path, 500)
+    server = serve(str(tmp_path), "--load_fast", "mxboard")
+    rows = _served(server, "run", 999)
+    assert [step for _, step, _ in rows] == [step for step in range(1000) if step != 500]
+    # A few reloads later (one a second), still said once.
+    time.sleep(3)
+    said = [line for line in server.output if "fails its checksum" in line]
+    assert len(said) == 1, server.output
+    assert "%s: the record at byte %d fails its checksum" % (os.path.basename(path), offset) in said[0]
+
+
+def test_every_step_of_an_image_tag_is_served_when_asked_and_ten_evenly_spaced_by_default(tmp_path, serve):
+    """Blobs are read from their file on request: with --samples_per_plugin images=0 every one of
+    25 steps is served, its PNG the one logged; by default upstream's budget of 10, evenly spaced,
+    the first and the last step among them."""
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    logged = {}
+    with SummaryWriter(str(tmp_path / "run")) as writer:
+        for step in range(25):
+            image = rng.integers(0, 255, (3, 4, 4), dtype=np.uint8)
+            writer.add_image("picture", image, step)
+            logged[step] = image
+    every = serve(str(tmp_path), "--load_fast=mxboard", "--samples_per_plugin", "images=0")
+    some = serve(str(tmp_path), "--load_fast=mxboard")
+    deadline = time.monotonic() + 60
+    while True:
+        rows = every.json("/data/plugin/images/images", {"run": "run", "tag": "picture"})
+        if len(rows) == 25 or time.monotonic() > deadline:
+            break
+        time.sleep(0.25)
+    assert [row["step"] for row in rows] == list(range(25))
+    import io
+
+    from PIL import Image
+
+    for row in rows:
+        _, png = every.get("/data/plugin/images/individualImage?" + row["query"])
+        pixels = np.asarray(Image.open(io.BytesIO(png))).transpose(2, 0, 1)
+        assert np.array_equal(pixels, logged[row["step"]]), row["step"]
+    rows = some.json("/data/plugin/images/images", {"run": "run", "tag": "picture"},
+                     until=lambda rows: rows and rows[-1]["step"] == 24)
+    steps = [row["step"] for row in rows]
+    assert len(steps) == 10 and steps[0] == 0 and steps[-1] == 24 and steps == sorted(steps)
+
+
+# Each plugin's tags route, and the route of one tag's data.
+_ROUTES = {"scalars": "scalars", "histograms": "histograms", "images": "images", "audio": "audio",
+           "pr_curves": "pr_curves", "mesh": "meshes", "text": "text"}
+_EVERY_SAMPLE = "scalars=0,histograms=0,images=0,audio=0,pr_curves=0,mesh=0,text=0,hparams=0,custom_scalars=0"
+
+
+def test_every_dashboards_routes_answer_as_upstreams_python_loader_keeping_every_sample(tmp_path, serve):
+    """Over HTTP, what the dashboards read: the bundle's loader and upstream's Python loader, both
+    keeping and showing every sample (--samples_per_plugin NAME=0), answer every tags and data route
+    of every plugin alike, each blob's bytes too."""
+    import every_kind_corpus
+
+    every_kind_corpus.write(str(tmp_path))
+    ours = serve(str(tmp_path), "--load_fast=mxboard", "--samples_per_plugin", _EVERY_SAMPLE)
+    theirs = serve(str(tmp_path), "--load_fast=false", "--samples_per_plugin", _EVERY_SAMPLE)
+    # Both load on a thread of their own: wait until each serves the last run's scalars.
+    for server in (ours, theirs):
+        server.json("/data/plugin/scalars/tags", until=lambda tags: "nested/restarted" in tags and "intact" in tags
+                    and "train" in tags)
+    assert sorted(ours.json("/data/runs")) == sorted(theirs.json("/data/runs"))
+    compared = 0
+    for plugin, route in _ROUTES.items():
+        tags = ours.json("/data/plugin/%s/tags" % plugin)
+        assert tags == theirs.json("/data/plugin/%s/tags" % plugin), plugin
+        for run, tags_of_run in tags.items():
+            for tag in tags_of_run:
+                params = {"run": run, "tag": tag}
+                answer = ours.json("/data/plugin/%s/%s" % (plugin, route), params)
+                assert answer == theirs.json("/data/plugin/%s/%s" % (plugin, route), params), (plugin, run, tag)
+                compared += 1
+                for item in answer if plugin in ("images", "audio") else []:
+                    blob = "/data/plugin/%s/%s?%s" % (plugin, "individualImage" if plugin == "images" else
+                                                      "individualAudio", item["query"])
+                    assert ours.get(blob) == theirs.get(blob), (plugin, run, tag, item["step"])
+    assert compared >= 10
+    for path in ("/data/plugin/graphs/info", "/data/plugin/custom_scalars/layout"):
+        assert ours.json(path) == theirs.json(path), path
+    assert ours.get("/data/plugin/graphs/graph?run=train") == theirs.get("/data/plugin/graphs/graph?run=train")
