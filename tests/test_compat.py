@@ -740,6 +740,8 @@ def test_add_scalars_writes_torchs_runs_with_runs_torch_as_the_torch_stand_in_do
     """`add_scalars(..., runs="torch")` writes torch's runs, `<main_tag>_<name>` (a `/` written
     `_`), each under the tag `main_tag`, as torch's own writer does; torch's stand-in is that call.
     The default is tensorboardX's `<main_tag>/<name>`; a bad `runs` or `main_tag` is refused."""
+    # The plain environments have no torch.
+    pytest.importorskip("torch")
     from torch.utils.tensorboard import SummaryWriter as TorchWriter
 
     from mxboard._patch.stand_ins import TorchSummaryWriter
