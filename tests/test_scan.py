@@ -153,13 +153,12 @@ def test_damage_is_warned_of_as_the_reader_warns_and_the_rest_is_read(tmp_path, 
     assert os.path.getsize(path)  # untouched by reading
 
 
-def test_the_readers_scalars_table_is_the_one_protobuf_gives(tmp_path):
-    """mxboard.reader.table(logdir, "scalars") reads by the vectorized path: its rows, shown and
-    raw, are those of every Event parsed by protobuf (tensor scalars, a resumed run, NaN)."""
-    written = _writers(tmp_path)
+def protobuf_rows(logdir):
+    """The scalar rows (run, tag, step, wall, value) of every file below `logdir`, each Event
+    parsed by protobuf, record by record, in file order."""
     rows = []
-    for path in reader.event_files(tmp_path):
-        run = reader.run_of(str(tmp_path), os.path.dirname(path))
+    for path in reader.event_files(logdir):
+        run = reader.run_of(str(logdir), os.path.dirname(path))
         plugins = {}
         for event in reader.read_events(path):
             for value in event.summary.value if event.HasField("summary") else ():
@@ -168,6 +167,14 @@ def test_the_readers_scalars_table_is_the_one_protobuf_gives(tmp_path):
                 row = reader._row("scalars", value, plugins.get(value.tag))
                 if row is not None:
                     rows.append((run, value.tag, event.step, event.wall_time) + row)
+    return rows
+
+
+def test_the_readers_scalars_table_is_the_one_protobuf_gives(tmp_path):
+    """mxboard.reader.table(logdir, "scalars") reads by the vectorized path: its rows, shown and
+    raw, are those of every Event parsed by protobuf (tensor scalars, a resumed run, NaN)."""
+    written = _writers(tmp_path)
+    rows = protobuf_rows(tmp_path)
     for raw, expected in ((True, rows), (False, reader._shown(rows))):
         table = reader.table(tmp_path, "scalars", raw=raw)
         got = list(zip(*(table[name] for name in reader.KINDS["scalars"])))

@@ -10,6 +10,7 @@ import warnings
 
 import numpy as np
 import pytest
+from test_scan import protobuf_rows
 
 from mxboard import SummaryWriter, reader
 from mxboard._format.events import frame
@@ -95,19 +96,9 @@ def _sweep(logdir):
 def _alone(logdir):
     """The rows (run, tag, step, wall, value) of every file read alone by protobuf, in order, and
     the warnings of reading them."""
-    rows = []
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        for path in reader.event_files(logdir):
-            run = reader.run_of(str(logdir), os.path.dirname(path))
-            plugins = {}
-            for event in reader.read_events(path):
-                for value in event.summary.value if event.HasField("summary") else ():
-                    if value.HasField("metadata"):
-                        plugins[value.tag] = value.metadata.plugin_data.plugin_name or plugins.get(value.tag)
-                    row = reader._row("scalars", value, plugins.get(value.tag))
-                    if row is not None:
-                        rows.append((run, value.tag, event.step, event.wall_time) + row)
+        rows = protobuf_rows(logdir)
     return rows, [(w.category, str(w.message)) for w in caught]
 
 

@@ -17,7 +17,7 @@ import socket
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 from time import time as _now
-from typing import Any, Dict, Iterator, Optional, Union
+from typing import Any, Dict, FrozenSet, Iterator, Optional, Union
 
 import numpy as np
 from google.protobuf.message import Message as ProtoMessage
@@ -710,12 +710,7 @@ class SummaryWriter:
             >>> from mxboard.proto import Event
             >>> sw.add_event(Event(step=3, graph_def=graph.SerializeToString()))
         """
-        kind = event.DESCRIPTOR.full_name if isinstance(event, ProtoMessage) else type(event).__name__
-        if kind not in EVENT_TYPES:
-            hint = (": parse serialized bytes first, with mxboard.proto.Event.FromString(data)"
-                    if isinstance(event, (bytes, bytearray, memoryview)) else "")
-            raise TypeError("event must be an Event protocol buffer (mxboard.proto.Event, or tensorboardX's, "
-                            "torch's, TensorBoard's or TensorFlow's); got %s%s" % (kind, hint))
+        _check_proto(event, "event", "an", "Event", EVENT_TYPES)
         if event.WhichOneof("what") == "file_version":
             return
         serialized = bytes(event.SerializeToString())
@@ -954,15 +949,21 @@ class SummaryWriter:
         self.add_custom_scalars({category: {title: ["Margin", list(tags)]}})
 
 
+def _check_proto(message: Any, argument: str, article: str, name: str, types: FrozenSet[str]) -> None:
+    """A TypeError naming `argument` where `message` is not one of the `name` messages `types`
+    lists (serialized bytes told to be parsed first)."""
+    kind = message.DESCRIPTOR.full_name if isinstance(message, ProtoMessage) else type(message).__name__
+    if kind not in types:
+        hint = (": parse serialized bytes first, with mxboard.proto.%s.FromString(data)" % name
+                if isinstance(message, (bytes, bytearray, memoryview)) else "")
+        raise TypeError("%s must be %s %s protocol buffer (mxboard.proto.%s, or tensorboardX's, torch's, "
+                        "TensorBoard's or TensorFlow's); got %s%s" % (argument, article, name, name, kind, hint))
+
+
 def _serialized_summary(summary: Any) -> bytes:
     """The bytes of `summary`, a Summary message of any of the protos that share TensorBoard's
     fields, once each value is seen to have a tag. Anything else is a TypeError naming it."""
-    kind = summary.DESCRIPTOR.full_name if isinstance(summary, ProtoMessage) else type(summary).__name__
-    if kind not in SUMMARY_TYPES:
-        hint = (": parse serialized bytes first, with mxboard.proto.Summary.FromString(data)"
-                if isinstance(summary, (bytes, bytearray, memoryview)) else "")
-        raise TypeError("summary must be a Summary protocol buffer (mxboard.proto.Summary, or tensorboardX's, "
-                        "torch's, TensorBoard's or TensorFlow's); got %s%s" % (kind, hint))
+    _check_proto(summary, "summary", "a", "Summary", SUMMARY_TYPES)
     for index, value in enumerate(summary.value):
         if not value.tag:
             raise ValueError("summary.value[%d] has no tag: TensorBoard shows a value under its tag" % index)
