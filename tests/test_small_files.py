@@ -5,7 +5,9 @@ tensor scalar is kept by its own file's plugin; a torn file, a corrupt length, a
 and a record that is no Event are warned of in the same words and order as when each file is
 read alone, and with `strict` the first of them raises; and only the files that the joint pass
 cannot frame are scanned alone."""
+import importlib
 import os
+import re
 import warnings
 
 import numpy as np
@@ -126,11 +128,13 @@ def test_small_files_read_together_are_each_file_read_alone(tmp_path, monkeypatc
         got = list(zip(*(table[name] for name in reader.KINDS["scalars"])))
         assert [r[:4] for r in got] == [r[:4] for r in shown]
         assert np.array_equal(np.array([r[4] for r in got]), np.array([r[4] for r in shown]), equal_nan=True)
+        # An empty file is read alone too (a size of 0 may be no size: /proc's files).
+        empty = [path for path in reader.event_files(logdir) if os.path.getsize(path) == 0]
         if sizes == "default":
-            assert alone == unframed
+            assert alone == [path for path in reader.event_files(logdir) if path in unframed + empty]
         else:
             big = [path for path in reader.event_files(logdir) if os.path.getsize(path) > 500]
-            assert set(unframed) <= set(alone) <= set(unframed + big) and set(big) <= set(alone)
+            assert set(unframed + empty) <= set(alone) <= set(unframed + big + empty) and set(big) <= set(alone)
     assert len(reader._shown(rows)) < len(rows)
     # Each damage was said, the file named with the byte or record it is at.
     said = "\n".join(message for _, message in expected)
@@ -170,3 +174,29 @@ def test_a_sweep_is_scanned_in_one_pass(tmp_path, monkeypatch):
     assert joint == [300]
     assert len(table["value"]) == 900 and table["run"][::3] == ["run%03d" % run for run in range(300)]
     assert table["value"][:4] == [0.0, np.float32(0.1), np.float32(0.2), 1.0]
+
+
+def _collected(logdir, tags):
+    """What the report collects of `logdir` (the tags `tags` finds): every field, each series'
+    columns as lists."""
+    # The module, which mxboard.report's function of the same name hides.
+    collect = importlib.import_module("mxboard.report.collect")
+    found = collect.collect(str(logdir), tags=tags and re.compile(tags))
+    fields = {name: value for name, value in vars(found).items() if name not in ("scalars", "seconds")}
+    series = [(key, [np.asarray(column).tolist() for column in found.scalars[key]]) for key in found.scalars]
+    return series, repr(sorted(fields.items()))
+
+
+@pytest.mark.parametrize("sizes, tags", [("default", None), ("small batches", None), ("default", "^(loss|acc)")])
+def test_the_report_collects_a_sweep_scanned_together_as_each_file_alone(tmp_path, monkeypatch, sizes, tags):
+    """The report reads a sweep's small files in batches, as the table does: its series (in their
+    order), points, notes and every other kind are those of each file read alone."""
+    _sweep(tmp_path)
+    if sizes == "small batches":
+        monkeypatch.setattr(small_files, "BATCH", 2000)
+    together = _collected(tmp_path, tags)
+    monkeypatch.setattr(small_files, "SMALL", -1)
+    alone = _collected(tmp_path, tags)
+    assert together[0] == alone[0]
+    assert together[1] == alone[1]
+    assert len(together[0]) > 20

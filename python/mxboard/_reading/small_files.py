@@ -84,7 +84,9 @@ def _small(path: str) -> Optional[bytes]:
         return None
     try:
         found = os.fstat(fd)
-        if not stat.S_ISREG(found.st_mode) or found.st_size > SMALL:
+        # An empty file is read alone too: a size of 0 may be no size at all (/proc's files, whose
+        # read fails or gives bytes), and scan_file says why a read fails.
+        if not stat.S_ISREG(found.st_mode) or not 0 < found.st_size <= SMALL:
             return None
         # The bytes there when it was opened: a record being written reads as torn, and the file
         # is then read alone, which warns of it.

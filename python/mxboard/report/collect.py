@@ -17,7 +17,9 @@ import numpy as np
 from google.protobuf.message import DecodeError
 
 from .. import reader
+from .._reading.records import corrupt
 from .._reading.scan import joined, scan_file
+from .._reading.small_files import Batch, batches
 from ..errors import MXBoardWarning
 from ..proto import Event
 from ..proto import hparams as hparams_proto
@@ -268,6 +270,8 @@ def collect(logdir: str, runs: Optional[Pattern[str]] = None, tags: Optional[Pat
     with warnings.catch_warnings(record=True) as caught:
         # A damaged record, a torn end or a link loop: each is said in the page's notes too.
         warnings.simplefilter("always", MXBoardWarning)
+        # Each file's run, of the runs asked for.
+        files: Dict[str, str] = {}
         for path in _listed(logdir):
             directory = path.rsplit("/", 1)[0] if "://" in path else os.path.dirname(path)
             run = "." if one_file else run_of(logdir, directory)
@@ -278,16 +282,22 @@ def collect(logdir: str, runs: Optional[Pattern[str]] = None, tags: Optional[Pat
                 if shown != run:
                     out.notes.append("run %s: its directory's name is not UTF-8; shown with \\x escapes" % shown)
             seen_runs.setdefault(run)
+            files[path] = printable(run)
+        # Small files are scanned together (a sweep's thousands of runs), the others one by one.
+        for _, found in batches(list(files)):
+            if isinstance(found, Batch):
+                _read_batch(found, [files[path] for path in found.paths], reading)
+                continue
             try:
-                _read_file(path, printable(run), reading)
+                _read_file(found, files[found], reading)
             # Only this file is lost from here on; what it gave is kept.
             except OSError as exc:
                 # A store that hangs will send no more.
-                if isinstance(exc, TimeoutError) and "://" in path:
+                if isinstance(exc, TimeoutError) and "://" in found:
                     raise TimeoutError(errno.ETIMEDOUT, "the store did not answer within %g s (reading %s)"
-                                       % (_policy().request_secs, printable(path))) from None
+                                       % (_policy().request_secs, printable(found))) from None
                 out.notes.append("%s: cannot be read (%s); left out from there, every other file is reported"
-                                 % (printable(path), exc.strerror or exc))
+                                 % (printable(found), exc.strerror or exc))
     for warning in caught:
         if issubclass(warning.category, MXBoardWarning):
             out.notes.append(printable(str(warning.message)))
@@ -389,6 +399,54 @@ def _read_file(path: str, run: str, reading: _Reading) -> None:
             elif wanted.any():
                 reading.points.extend(series_of[ids[wanted]], numbers[wanted] + base, steps[wanted],
                                       values[wanted], walls[wanted])
+
+
+def _read_batch(batch: Batch, runs: List[str], reading: _Reading) -> None:
+    """Read the summaries of small files scanned together (each file's run in `runs`) into
+    `reading`, as `_read_file` reads each of them: each file's damage said, then its events that
+    protobuf reads, then the rows decoded together, each (file, tag) a series of its run."""
+    window, tags, firsts = batch.window, batch.window.tags, batch.firsts.tolist()
+    reading.files += 1
+    # A point's place: the batch's number, then its record's number across the batch's files.
+    base = reading.files << 40
+    # Each file's tags' plugins, from its events that protobuf reads.
+    plugins: List[Dict[str, str]] = [{} for _ in runs]
+    others, at = window.others, 0
+    for file, path in enumerate(batch.paths):
+        for offset in batch.corrupt[file]:
+            corrupt("%s: corrupt record payload at byte %d; the record is skipped" % (path, offset), False)
+        while at < len(others) and others[at][0] < firsts[file + 1]:
+            number, payload = others[at]
+            at += 1
+            try:
+                event = Event.FromString(payload)
+            except DecodeError as exc:
+                warnings.warn(reader.CorruptRecordWarning("%s: record %d has a valid CRC but is no Event (%s); it is "
+                                                          "skipped" % (path, number - firsts[file], exc)), stacklevel=2)
+                continue
+            _read_event(event, path, runs[file], base + number, plugins[file], reading)
+    width = max(len(tags), 1)
+    # (file, tag) pairs whose decoded rows name the scalars plugin in their metadata.
+    named = {(file, tag) for file, found in enumerate(plugins) for tag, plugin in found.items() if plugin == "scalars"}
+    for named_ids, named_numbers in window.named:
+        pairs = np.unique(batch.file_of(named_numbers) * width + named_ids)
+        named.update((pair // width, tags[pair % width]) for pair in pairs.tolist())
+    for chunks, tensors in ((window.scalars, False), (window.tensors, True)):
+        ids, numbers, steps, walls, values = joined(chunks)
+        if not len(ids):
+            continue
+        pairs, inverse = np.unique(batch.file_of(numbers) * width + ids, return_inverse=True)
+        keys = [(runs[pair // width], tags[pair % width]) for pair in pairs.tolist()]
+        wanted = np.array([(reading.tags is None or reading.tags.search(tag) is not None)
+                           and (not tensors or (pair // width, tag) in named)
+                           for (_, tag), pair in zip(keys, pairs.tolist())], bool)
+        # A run's files share its series: each key numbered once.
+        number = reading.points.number
+        series = np.array([number(key) if keep else -1 for key, keep in zip(keys, wanted.tolist())], np.int32)
+        rows = series[inverse.reshape(-1)]
+        kept = rows >= 0
+        if kept.any():
+            reading.points.extend(rows[kept], numbers[kept] + base, steps[kept], values[kept], walls[kept])
 
 
 def _read_event(event: Any, path: str, run: str, place: int, plugins: Dict[str, str], reading: _Reading) -> None:
