@@ -441,8 +441,8 @@ def _read_batch(batch: Batch, runs: List[str], reading: _Reading) -> None:
                            and (not tensors or (pair // width, tag) in named)
                            for (_, tag), pair in zip(keys, pairs.tolist())], bool)
         # A run's files share its series: each key numbered once.
-        number = reading.points.number
-        series = np.array([number(key) if keep else -1 for key, keep in zip(keys, wanted.tolist())], np.int32)
+        numbered = reading.points.number
+        series = np.array([numbered(key) if keep else -1 for key, keep in zip(keys, wanted.tolist())], np.int32)
         rows = series[inverse.reshape(-1)]
         kept = rows >= 0
         if kept.any():
