@@ -13,7 +13,7 @@
 # make test-plain  the suite where most users are: Pythons 3.9, 3.10, 3.12, 3.13 (PLAIN=...) each in a venv
 #                  with a plain pip install of the wheel, newest numpy and protobuf, no MXNet (tools/plain_envs.sh)
 # make test-fast   the tests that start no process (no server, S3, build), the lifecycle model's quick
-#                  profile: about 2 minutes (README's table), for a quick loop
+#                  profile: about 2.5 minutes (README's table), for a quick loop
 # make test-stress the suite with the full counts of its stress tests (MXBOARD_STRESS=1: 20 pairs of
 #                  servers or demos started at once, 32 children interrupted, where make test starts 3
 #                  pairs and 12) and the Hypothesis models' long profile: for a quiet machine, nightly
