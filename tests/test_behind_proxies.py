@@ -22,11 +22,10 @@ import subprocess
 import tempfile
 import threading
 import time
-import urllib.error
-import urllib.request
 
 import pytest
 from browser import Browser
+from test_access import _status
 
 from conftest import BUNDLE, needs
 from mxboard import SummaryWriter
@@ -194,16 +193,6 @@ def _loopback_alias():
     return "127.0.0.2"
 
 
-def _status(url, headers=None, data=None):
-    request = urllib.request.Request(url, data=data, headers=headers or {})
-    try:
-        with urllib.request.urlopen(request, timeout=30) as answer:
-            return answer.status, answer.read()
-    except urllib.error.HTTPError as exc:
-        with exc:
-            return exc.code, exc.read()
-
-
 @needs_nginx
 @needs("chromium")
 @pytest.mark.timeout(300)
@@ -238,9 +227,8 @@ def test_chromium_draws_time_series_and_hparams_through_a_proxy_that_rewrites_th
     # A script's POST through the proxy that rewrites the Host, its page's Origin sent but no
     # Sec-Fetch-Site (as a browser over plain HTTP to a name other than localhost): refused, and
     # told the flag that lets the proxy's origin in.
-    status, said = _status(nginx.url + "/rewritten/data/plugin/hparams/experiment",
-                           {"Authorization": "token " + server.token, "Origin": nginx.url,
-                            "Content-Type": "application/json"}, b'{"experimentName": ""}')
+    status, said = _status(nginx.url + "/rewritten/data/plugin/hparams/experiment", server.token,
+                           {"Origin": nginx.url, "Content-Type": "application/json"}, b'{"experimentName": ""}')
     assert status == 403 and ("--allow_origin %s." % nginx.url).encode() in said, said
 
 

@@ -131,10 +131,7 @@ def test_damage_is_warned_of_as_the_reader_warns_and_the_rest_is_read(tmp_path, 
     path = _file(tmp_path)
     with open(path, "rb") as f:
         data = bytearray(f.read())
-    offsets, at = [], 0
-    while at < len(data):
-        offsets.append(at)
-        at += 16 + int.from_bytes(data[at:at + 8], "little")
+    offsets = record_offsets(data)
     if damage == "payload":
         data[offsets[150] + 14] ^= 0xFF  # a byte of the 150th record's wall time
     elif damage == "length":
@@ -151,6 +148,15 @@ def test_damage_is_warned_of_as_the_reader_warns_and_the_rest_is_read(tmp_path, 
         _same(path, 1 << 20)
     assert len(decoded) > (100 if damage == "length" else 250)
     assert os.path.getsize(path)  # untouched by reading
+
+
+def record_offsets(data):
+    """Where each record of an event file's bytes `data` starts, by the lengths alone."""
+    offsets, at = [], 0
+    while at < len(data):
+        offsets.append(at)
+        at += 16 + int.from_bytes(data[at:at + 8], "little")
+    return offsets
 
 
 def protobuf_rows(logdir):

@@ -12,7 +12,7 @@ import warnings
 
 import numpy as np
 import pytest
-from test_scan import protobuf_rows
+from test_scan import protobuf_rows, record_offsets
 
 from mxboard import SummaryWriter, reader
 from mxboard._format.events import frame
@@ -48,10 +48,7 @@ def _damage(path, how):
     file inside its last record, or add a record that is no Event (its CRCs valid)."""
     with open(path, "rb") as f:
         data = bytearray(f.read())
-    offsets, at = [], 0
-    while at < len(data):
-        offsets.append(at)
-        at += 16 + int.from_bytes(data[at:at + 8], "little")
+    offsets = record_offsets(data)
     if how == "payload":
         data[offsets[2] + 14] ^= 0xFF
     elif how == "length":

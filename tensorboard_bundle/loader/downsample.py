@@ -4,7 +4,7 @@
 a spike or a NaN is always drawn. `evenly` (tensors, blob sequences): points evenly spaced, the
 first and the last among them. Both return every point where the budget allows it, as upstream.
 """
-from typing import Any, List
+from typing import Any, List, Optional
 
 import numpy as np
 
@@ -17,12 +17,9 @@ def extremes(values: Any, k: int) -> Any:
     (k - 2) // 2 buckets of equal count between them. A NaN in a bucket is taken in place of its
     minimum. k == 1 keeps the last point, k == 0 none (as upstream's downsampling)."""
     n = len(values)
-    if k >= n:
-        return np.arange(n, dtype=np.int64)
-    if k <= 0:
-        return np.zeros(0, np.int64)
-    if k == 1:
-        return np.array([n - 1], np.int64)
+    few = _all_or_none(n, k)
+    if few is not None:
+        return few
     buckets = (k - 2) // 2
     if buckets == 0:
         return np.array([0, n - 1], np.int64)
@@ -45,10 +42,19 @@ def extremes(values: Any, k: int) -> Any:
 def evenly(n: int, k: int) -> Any:
     """The indices (sorted, int64) of at most `k` of `n` points, evenly spaced, the first and the
     last among them: all of them if there are at most `k`; k == 1 keeps the last, k == 0 none."""
+    few = _all_or_none(n, k)
+    if few is not None:
+        return few
+    return np.unique(np.linspace(0, n - 1, k).round().astype(np.int64))
+
+
+def _all_or_none(n: int, k: int) -> Optional[Any]:
+    """The indices kept of `n` points for a budget of `k` where no choice is made: every point
+    (k >= n), none (k <= 0), or the last (k == 1), as upstream's downsampling; else None."""
     if k >= n:
         return np.arange(n, dtype=np.int64)
     if k <= 0:
         return np.zeros(0, np.int64)
     if k == 1:
         return np.array([n - 1], np.int64)
-    return np.unique(np.linspace(0, n - 1, k).round().astype(np.int64))
+    return None
