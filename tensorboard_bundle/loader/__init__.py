@@ -1,11 +1,12 @@
 """The bundle's own data loader (`--load_fast=mxboard`): an in-process TensorBoard data provider
 on mxboard's CRC-checked reading.
 
-walk.py finds the runs below a logdir, ingest.py reads each event file from where the last read
-stopped, index.py keeps a run's tags in memory (scalars as numpy columns, every point), blobs.py
-reads an image's or a graph's record back from its file on request, downsample.py picks what a
-plugin's budget allows (each bucket's extremes, the first and the last point), logdir.py reloads
-them all on a thread, and provider.py answers TensorBoard's DataProvider calls from them.
+walk.py finds the runs below a logdir; run.py reads a run's event files into its index:
+ingest.py reads each file from where the last read stopped, index.py keeps a run's tags in memory
+(scalars as numpy columns, every point); blobs.py reads an image's or a graph's record back from
+its file on request, downsample.py picks what a plugin's budget allows (each bucket's extremes,
+the first and the last point), logdir.py reloads them all on a thread, and provider.py answers
+TensorBoard's DataProvider calls from them.
 """
 from tensorboard_bundle.loader.logdir import Logdir
 from tensorboard_bundle.loader.provider import MxboardDataProvider, start

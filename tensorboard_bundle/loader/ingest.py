@@ -10,7 +10,7 @@ the one last seen.
 """
 import logging
 import os
-from typing import Any, Dict, Iterator, Tuple
+from typing import Any, Dict, Iterator, Optional, Tuple
 
 from mxboard._format._crc32c import masked_crc32c
 from mxboard._format.events import RECORD_HEADER, RECORD_TRAILER, whole_records
@@ -49,14 +49,16 @@ class EventFile:
         self.initial_metadata: Dict[str, Any] = {}
 
 
-def new_records(file: EventFile) -> Iterator[Tuple[int, bytes]]:
+def new_records(file: EventFile, size: Optional[int] = None) -> Iterator[Tuple[int, bytes]]:
     """(byte offset, payload) of each whole record added to `file` since its last read, its CRCs
-    checked; `file.offset` moves past them as they are read."""
-    try:
-        size = os.stat(file.path).st_size
-    except OSError:
-        # Gone (a run deleted while served): the caller finds that out when it walks the logdir.
-        return
+    checked; `file.offset` moves past them as they are read. `size`: the file's size where the
+    caller knows it (None: stat it)."""
+    if size is None:
+        try:
+            size = os.stat(file.path).st_size
+        except OSError:
+            # Gone (a run deleted while served): the caller finds that out when it walks the logdir.
+            return
     if size == file.size or file.ended:
         return
     if size < file.offset:
