@@ -8,9 +8,10 @@ A flag may be abbreviated as TensorBoard's argparse takes it (`--logdir_s` for -
 for --port: a prefix of one flag only); --logdir with --logdir_spec is refused, as upstream refuses
 it (rather than dropping the spec without a word).
 
-The bundle's defaults, where the command line says nothing: listen on 127.0.0.1 only, and reload
+The bundle's defaults, where the command line says nothing: listen on 127.0.0.1 only, reload
 every 2 s (upstream: 5 s), so that with mxboard's flush_secs=2 a point logged is served within
-about 4 s.
+about 4 s, and serve one --logdir with the bundle's own loader (loader/), which upstream's
+--load_fast=true (the Rust data server) and --load_fast=false (the Python loader) replace.
 """
 import argparse
 import dataclasses
@@ -43,9 +44,10 @@ mirror, with flags of its own:
                           proxy rewrites the Host (repeat, or ORIGIN,ORIGIN)
   --certfile PATH         serve HTTPS with this certificate (PEM), and --keyfile PATH its key
   --sock PATH             listen on a Unix socket of mode 0600 instead of a port (for proxies)
-  --load_fast mxboard     serve with mxboard's own loader, in this process: every point kept,
-                          every record's checksum checked (TensorBoard's values: auto, true,
-                          false)
+  --load_fast mxboard     mxboard's own loader, in this process (the default with --logdir):
+                          every point kept, every record's checksum checked; TensorBoard's
+                          loaders: true (the Rust data server), false (the Python loader),
+                          auto (the Rust one where it can start)
   --mirror_dir DIR        keep the mirror in DIR (empty, or a mirror of the same logdir, which
                           is then reused); by default a temporary directory, removed at exit
   --mirror_max_bytes N    the most the mirror may hold on disk (suffixes K, M, G, T); by default
@@ -61,7 +63,7 @@ TensorBoard's own flags:"""
 _OWN = ("mirror_dir", "mirror_max_bytes", "mirror_interval", "mirror_max_record_bytes", "auth", "token_file",
         "allow_host", "allow_origin", "certfile", "keyfile", "sock")
 # Flags the bundle reads, and leaves for TensorBoard.
-_READ = ("logdir", "logdir_spec", "load_fast", "port", "host", "reload_interval")
+_READ = ("logdir", "logdir_spec", "load_fast", "port", "host", "reload_interval", "grpc_data_provider")
 # Flags that take no value.
 _SWITCHES = ("bind_all",)
 
@@ -73,8 +75,9 @@ class Launch:
     logdir: Optional[str] = None
     logdir_spec: Optional[str] = None
     load_fast: Optional[str] = None
-    # "mxboard" (--load_fast=mxboard): the bundle's own in-process loader, a value TensorBoard's
-    # parser does not know, taken off its argv; None: TensorBoard's load_fast decides.
+    # "mxboard": the bundle's own in-process loader (the default with --logdir; --load_fast=mxboard,
+    # a value TensorBoard's parser does not know, is taken off its argv); None: TensorBoard's
+    # load_fast decides.
     loader: Optional[str] = None
     port: Optional[str] = None
     host: Optional[str] = None
@@ -192,13 +195,16 @@ def _scan(argv: List[str]) -> Tuple[Dict[str, str], Dict[str, List[str]], List[s
 
 
 def _loader(found: Dict[str, str]) -> Optional[str]:
-    """The bundle's own loader, "mxboard", where --load_fast=mxboard asks for it (it serves one
-    --logdir); else None."""
-    if found.get("load_fast") != "mxboard":
-        return None
-    if "logdir_spec" in found:
+    """The bundle's own loader, "mxboard", where --load_fast=mxboard asks for it, or where
+    --load_fast is not given and --grpc_data_provider (a data server of the user's) is not; else
+    None. It serves one logdir: a --logdir_spec that stays a spec (logdirs.py makes one tree of
+    it where it can) is served by upstream's Python loader, as upstream serves it."""
+    asked = found.get("load_fast")
+    if asked == "mxboard" and "logdir_spec" in found:
         raise ValueError("--load_fast=mxboard serves one --logdir: leave out --logdir_spec, or use --load_fast=false")
-    return "mxboard"
+    if asked is None and "grpc_data_provider" not in found:
+        return "mxboard"
+    return "mxboard" if asked == "mxboard" else None
 
 
 def _check_access(launch: Launch, found: Dict[str, str]) -> None:

@@ -2,8 +2,9 @@
 upstream TensorBoard with the bundle's fixes. Binds 127.0.0.1 unless --host or --bind_all says
 otherwise, answers only whoever holds its token (access.py; where it listens: serving.py),
 reloads every 2 s; needs no TensorFlow and no network; prints one line with the URL (its token
-in it), the data loader in use and the logdir. A logdir in an object store is served from a
-local mirror by the fast loader (logdirs.py). The command line is parsed once (arguments.py). A
+in it), the data loader in use and the logdir. The data loader is the bundle's own (loader/)
+unless --load_fast names one of upstream's. A logdir in an object store is served from a local
+mirror (logdirs.py). The command line is parsed once (arguments.py). A
 Ctrl-C, while TensorBoard starts or serves, ends it with one line that says what was kept, and
 status 130."""
 import importlib
@@ -57,10 +58,13 @@ def _use_patched_s3() -> None:
 
 
 def _tensorboard(program: ModuleType, launch: "Launch") -> Any:
-    """TensorBoard whose fast data loader answers no other user (data_server.py) and is watched
-    (watchdog.py): if its process dies, the Python loader serves from then on. A server on a
-    Unix socket writes no info file (it has no port, which the file must name, and no notebook
-    could show it)."""
+    """TensorBoard with the bundle's own loader (loader/) where the launch asks for it (the
+    default for a local --logdir or a store's mirror); otherwise upstream's, where the fast one
+    answers no other user (data_server.py) and is watched (watchdog.py): if its process dies, the
+    Python loader serves from then on. A server on a Unix socket writes no info file (it has no
+    port, which the file must name, and no notebook could show it)."""
+    from mxboard._format.names import is_url
+    from mxboard.storage.remote.profiles import profile_of
 
     # A module known at run time.
     class TensorBoard(program.TensorBoard):  # type: ignore[misc,name-defined]
@@ -75,13 +79,16 @@ def _tensorboard(program: ModuleType, launch: "Launch") -> Any:
             return data_server.start_ingester(self)
 
         def _make_data_provider(self) -> Tuple[Any, Any]:
-            if launch.loader == "mxboard":
-                # The bundle's own loader (--load_fast=mxboard), in this process: no data server.
+            if launch.loader == "mxboard" and self.flags.logdir and not is_url(self.flags.logdir):
+                # The bundle's own loader, in this process: no data server.
                 from tensorboard_bundle import loader
 
                 self.data_loader = "mxboard (in-process)"
                 return loader.start(self.flags.logdir, self.flags.reload_interval,
                                     self.flags.purge_orphaned_data), None
+            if launch.loader == "mxboard" and launch.load_fast == "mxboard":
+                sys.exit("Error: --load_fast=mxboard reads a local --logdir, or a store's mirror: install %s, or "
+                         "use --load_fast=true" % profile_of(self.flags.logdir).install)
             provider, multiplexer = super()._make_data_provider()
             if not getattr(self, "data_loader", "").startswith("fast"):
                 return provider, multiplexer
@@ -242,17 +249,17 @@ def _launch(argv: Optional[Sequence[str]]) -> None:
     absl.logging.set_verbosity(absl.logging.WARNING)
     logging.getLogger("tensorboard_bundle").setLevel(logging.WARNING)
 
+    launch = arguments.parse(argv)
     if "TENSORBOARD_DATA_SERVER_BINARY" not in os.environ:
         binary, why_not = locate.data_server_binary()
         if binary:
             os.environ["TENSORBOARD_DATA_SERVER_BINARY"] = binary
-        # The banner then names the Python loader; this says why there is no other.
-        else:
+        # Where upstream's loaders serve, the banner then names the Python one; this says why.
+        elif launch.loader != "mxboard":
             sys.stderr.write("note: no fast data loader: %s\n" % why_not)
     _use_patched_s3()
     _use_patched_record_reader()
     _raise_open_file_limit()
-    launch = arguments.parse(argv)
     helping = any(arg in ("-h", "--help", "--helpfull") for arg in asked)
     if helping:
         # Then TensorBoard's usage follows.

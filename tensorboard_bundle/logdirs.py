@@ -1,5 +1,6 @@
-"""Serves logdirs in object stores with the fast loader. The command line's `--logdir` URL, or
-the URLs of `--logdir_spec`, become local mirrors (mirror/) that the Rust data server reads. The
+"""Serves logdirs in object stores from local mirrors. The command line's `--logdir` URL, or the
+URLs of `--logdir_spec`, become local mirrors (mirror/) that the bundle's loader reads (or, with
+--load_fast=true, upstream's Rust data server). The
 server starts once the mirrors' first passes are done, or after FIRST_PASS_SECS. Local paths are
 left as they are, and so is everything with `--load_fast=false`: TensorBoard's Python loader then
 reads the store itself. A temporary mirror is removed at exit, on SIGTERM, SIGINT and SIGHUP

@@ -42,7 +42,7 @@ def test_no_tensorflow_and_one_honest_start_up_line(logdir, serve):
         w.add_scalar("x", 1.0, 1)
     server = serve(logdir)
     assert server.banner.startswith("TensorBoard 2.21.0 at http://127.0.0.1:")
-    assert "data loader: fast (Rust data server)" in server.banner and logdir in server.banner
+    assert "data loader: mxboard (in-process)" in server.banner and logdir in server.banner
     assert not any("TensorFlow installation not found" in line or "experimental fast data" in line
                    for line in server.output)
     assert server.json("/data/plugin/scalars/scalars", {"run": ".", "tag": "x"}, until=bool)[0][1] == 1
@@ -60,14 +60,14 @@ def test_upstreams_tensorboard_command_hands_over_to_the_bundle(tmp_path, logdir
     decoy.mkdir(parents=True)
     (decoy / "__init__.py").write_text("raise SystemExit('a tensorboard_bundle of the current directory')\n")
     server = serve(logdir, command=[script], cwd=str(decoy.parent))
-    assert "fast (Rust data server)" in server.banner and server.url.startswith("http://127.0.0.1:")
+    assert "mxboard (in-process)" in server.banner and server.url.startswith("http://127.0.0.1:")
     assert server.json("/data/plugin/scalars/scalars", {"run": ".", "tag": "x"}, until=bool)[0][1] == 1
     # elsewhere the entry point adds nothing: upstream's launcher run as a module is upstream's
     upstream = serve(logdir, command=UPSTREAM)
-    assert "fast (Rust data server)" not in upstream.banner
+    assert "mxboard (in-process)" not in upstream.banner
     # the opt-out: the command stays upstream's own
     kept = serve(logdir, "--host", "127.0.0.1", command=[script], env=dict(os.environ, MXBOARD_NO_HANDOVER="1"))
-    assert "fast (Rust data server)" not in kept.banner and kept.url.startswith("http://127.0.0.1:")
+    assert "mxboard (in-process)" not in kept.banner and kept.url.startswith("http://127.0.0.1:")
     assert any("TensorFlow installation not found" in line for line in kept.output)
     assert not any("this bundle needs no TensorFlow" in line for line in kept.output)
 
@@ -99,10 +99,10 @@ def test_data_server_without_exec_bit(tmp_path, logdir, serve):
                XDG_CACHE_HOME=str(tmp_path / "cache"))
     with pytest.raises(ServerDidNotStartError, match="PermissionError"):  # upstream: crashes
         Server(logdir, command=UPSTREAM, env=env)
-    server = serve(logdir, env=env)  # the bundle: runs a cached executable copy
+    server = serve(logdir, "--load_fast=auto", env=env)  # the bundle: runs a cached executable copy
     assert "data loader: fast (Rust data server)" in server.banner
     # and a data server that still cannot run is a fallback, said so, not a crash
-    server = serve(logdir, env=dict(env, TENSORBOARD_DATA_SERVER_BINARY=str(binary)))
+    server = serve(logdir, "--load_fast=auto", env=dict(env, TENSORBOARD_DATA_SERVER_BINARY=str(binary)))
     assert "data loader: Python (the data server could not start: " in server.banner
 
 
@@ -213,7 +213,7 @@ def test_from_a_zip(tmp_path, logdir, serve):
     assert imported.split() == [str(archive / "tensorboard" / "__init__.py"),
                                 str(archive / "tensorboard_bundle" / "_patched" / "program.py")]
     upstream = serve(logdir, command=UPSTREAM, env=env, cwd=str(tmp_path))
-    ours = serve(logdir, env=env, cwd=str(tmp_path))
+    ours = serve(logdir, "--load_fast=true", env=env, cwd=str(tmp_path))
     assert "data loader: fast (Rust data server)" in ours.banner  # unzipped to the cache, executable
     _, page = ours.get("/")
     assert len(page) > 100_000 and b"<!doctype html>" in page[:50]  # the real UI
@@ -257,11 +257,13 @@ def test_samples_per_plugin_zero_shows_every_point(logdir, serve):
         for step in range(2500):
             w.add_scalar("x", step * 0.5, step)
     hint = ("--samples_per_plugin", "scalars=0")
-    fast, python = serve(logdir, *hint), serve(logdir, *hint, "--load_fast", "false")
+    ours, fast = serve(logdir, *hint), serve(logdir, *hint, "--load_fast", "true")
+    python = serve(logdir, *hint, "--load_fast", "false")
     upstream = serve(logdir, *hint, command=UPSTREAM)
+    assert "data loader: mxboard" in ours.banner
     assert "data loader: fast (Rust data server)" in fast.banner
     assert "data loader: Python" in python.banner
-    for server in (fast, python):
+    for server in (ours, fast, python):
         rows = server.json("/data/plugin/scalars/scalars", {"run": ".", "tag": "x"},
                            until=lambda rows: len(rows) == 2500)
         assert [(step, value) for _, step, value in rows] == [(step, step * 0.5) for step in range(2500)]
@@ -338,7 +340,8 @@ def test_a_hostile_event_file_in_a_local_logdir(tmp_path, serve):
     on a header claiming 2^62 bytes, and every request was answered 500 for the server's life;
     the Python loader's thread died on MemoryError, and nothing was served. Now the Python
     loader reads such a file safely, and takes over when the data server dies, said once (here
-    the file comes while the server runs)."""
+    the file comes while the server runs). The bundle's own loader reads what such a file holds,
+    as it reads any."""
     import time
 
     import psutil
@@ -350,12 +353,13 @@ def test_a_hostile_event_file_in_a_local_logdir(tmp_path, serve):
         time.sleep(0.2)
     assert "MemoryError" in "".join(upstream.output)  # its loader's thread died: nothing is ever served
     upstream.close()
-    for extra in ((), ("--load_fast=false",)):
-        if not extra:
+    for extra in ((), ("--load_fast=true",), ("--load_fast=false",)):
+        fast = extra == ("--load_fast=true",)
+        if fast:
             shutil.rmtree(logdir)
             _hostile_logdir(tmp_path, hostile=False)
         server = serve(logdir, *extra)
-        if not extra:
+        if fast:
             assert "data loader: fast (Rust data server)" in server.banner
             assert len(served_losses(server, "good", "x", until=lambda rows: len(rows) == 20)) == 20
             _hostile_logdir(tmp_path, good=False)
@@ -364,7 +368,7 @@ def test_a_hostile_event_file_in_a_local_logdir(tmp_path, serve):
         for name in ("hostile62", "hostile30"):
             assert served_losses(server, name, "x", until=lambda rows: len(rows) == 3) == [(s, 7.0) for s in range(3)]
         assert psutil.Process(server.proc.pid).memory_info().rss < 500 << 20
-        if not extra:
+        if fast:
             assert "the fast data loader stopped answering" in "".join(server.output)
 
 

@@ -174,11 +174,13 @@ def served(tmp_path_factory):
     _run_script(TENSORBOARDX_SCRIPT, "peer", str(root), str(root / "tbx"))
     _run_script(TENSORBOARDX_SCRIPT, "mxboard", str(root), str(root / "mxb"))
     server = Server(root)
-    assert "fast (Rust data server)" in server.banner
-    server.json("/data/runs", until=lambda runs: {"tbx/hp", "mxb/hp", "tbx/data/scalar_group/xsinx",
-                                                   "mxb/data/scalar_group/xsinx"} <= set(runs))
-    yield root, server
-    server.close()
+    try:
+        assert "data loader: mxboard (in-process)" in server.banner
+        server.json("/data/runs", until=lambda runs: {"tbx/hp", "mxb/hp", "tbx/data/scalar_group/xsinx",
+                                                       "mxb/data/scalar_group/xsinx"} <= set(runs))
+        yield root, server
+    finally:
+        server.close()
 
 
 def _both(server, path, tag, extra=None):

@@ -1,7 +1,8 @@
 """Damaged event files read alike by every reader (issue 66, item 1): the numpy scanner
 (`_reading/scan.py`, behind `reader.table(..., "scalars")` and the report), `read_events` over
 `read_records`, the public tables, TensorBoard's Python loader, and what the bundled server's Rust
-loader serves over HTTP.
+loader serves over HTTP, and what the bundle's own loader (its default) serves: what mxboard's
+reader reads.
 
 The corpus (damaged_corpus.py) is one intact file holding every kind of record, and copies of it
 with a bit flipped in every field of every kind of record, truncated, with bytes zeroed or
@@ -537,7 +538,7 @@ def test_the_rust_loader_serves_what_it_reads_of_twenty_damaged_files(corpus, se
             assert mxboard_shows == expected[run.name][1], name
     # The sample holds damaged payloads that the Rust loader serves where mxboard skips them.
     assert differs >= 3
-    server = serve(tmp_path)
+    server = serve(tmp_path, "--load_fast=true")
     assert "fast (Rust data server)" in server.banner
     # The files do not change: once every run with scalars to serve has its tags, all were read.
     with_scalars = {run for run, (_, want) in expected.items() if want}
@@ -550,4 +551,39 @@ def test_the_rust_loader_serves_what_it_reads_of_twenty_damaged_files(corpus, se
             got[tag] = [(step, wall, float_bits(value)) for wall, step, value in points]
         if got != want:
             failures.append(("%s (%s)" % (name, run), "served %s, not %s" % (got, want)))
+    assert not failures, _report(failures, len(expected))
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(180)
+def test_the_bundles_loader_serves_what_mxboards_reader_reads_of_damaged_files(corpus, serve, tmp_path):
+    """The Rust loader's twenty damaged files and every hostile length (2**62 among them), one run
+    each, served over HTTP by the bundled server's default loader: each run's scalars are what
+    mxboard's scalars table reads of the file (a damaged record skipped, the rest served), as
+    TensorBoard shows a series (a step at or below the last one preempts)."""
+    sample = _http_sample(corpus) + [case for case in corpus if "2**" in case[0] and case not in _http_sample(corpus)]
+    expected = {}
+    for number, (name, path, rules) in enumerate(sample):
+        run = tmp_path / ("run%02d" % number)
+        run.mkdir()
+        with open(path, "rb") as f:
+            (run / "events.out.tfevents.1.damaged").write_bytes(f.read())
+        shows = {}
+        for row in rules.rows:
+            if row[0] == "scalars":
+                _preempted(shows.setdefault(row[1], []), (row[2], row[3], row[4]))
+        expected[run.name] = (name, shows)
+    server = serve(tmp_path)
+    assert "data loader: mxboard" in server.banner
+    with_scalars = {run for run, (_, want) in expected.items() if want}
+    tags = server.json("/data/plugin/scalars/tags", until=lambda found: set(found) >= with_scalars, timeout=60)
+    failures = []
+    for run, (name, want) in sorted(expected.items()):
+        got = {}
+        for tag in tags.get(run, {}):
+            points = server.json("/data/plugin/scalars/scalars", {"run": run, "tag": tag})
+            got[tag] = [(step, wall, float_bits(value)) for wall, step, value in points]
+        if got != want:
+            failures.append(("%s (%s)" % (name, run), "served %s, not %s" % (got, want)))
+    assert len(expected) >= 22
     assert not failures, _report(failures, len(expected))

@@ -263,7 +263,19 @@ def test_no_port_of_the_server_answers_list_runs_without_credentials(tmp_path, s
     assert foreign(open_ports) == dict.fromkeys(open_ports, ["train"])
     control.close()
 
-    server = serve(logdir)
+    # The bundle's default loader is in its process: the HTTP port is its one port, and answers
+    # no ListRuns.
+    default = serve(logdir)
+    assert "data loader: mxboard (in-process)" in default.banner
+    assert served_losses(default, "train", until=lambda rows: len(rows) == 30) == EXPECTED
+    assert _tree(default.proc.pid) == [default.proc.pid]
+    ports = _listening_runs(default)
+    assert len(ports) == 1 and all(runs is None for runs in ports.values()), ports
+    assert foreign(set(ports)) == dict.fromkeys(ports)
+    assert not _unix_listening(_tree(default.proc.pid))
+    default.close()
+
+    server = serve(logdir, "--load_fast=auto")
     assert "data loader: fast (Rust data server)" in server.banner
     assert served_losses(server, "train", until=lambda rows: len(rows) == 30) == EXPECTED
     tree = _tree(server.proc.pid)
@@ -289,7 +301,7 @@ def test_a_user_namespace_where_a_network_namespace_alone_is_refused(tmp_path, s
     the helper calls unshare(2) through ctypes before 3.12, and copies without os.splice in 3.9."""
     if os.geteuid() != 0:
         pytest.skip("needs root to drop CAP_SYS_ADMIN")
-    server = serve(_logdir(tmp_path), command=NO_SYS_ADMIN)
+    server = serve(_logdir(tmp_path), "--load_fast=auto", command=NO_SYS_ADMIN)
     assert "data loader: fast (Rust data server)" in server.banner
     assert served_losses(server, "train", until=lambda rows: len(rows) == 30) == EXPECTED
     data_server = _data_server(server)
@@ -301,12 +313,13 @@ def test_a_user_namespace_where_a_network_namespace_alone_is_refused(tmp_path, s
 @needs("unshare")
 def test_without_a_namespace_the_python_loader_serves_and_forced_the_port_is_said_open(tmp_path, serve):
     """unshare(2) refused for real (ENOSPC: the namespace limits are 0). By default: the Python
-    loader, no second port, the reason in the banner. With --load_fast=true: the data server on a
+    loader (where the Rust one is asked for: --load_fast=auto), no second port, the reason in the
+    banner. With --load_fast=true: the data server on a
     TCP port, and one line that says so (and it is so: the port answers)."""
     if subprocess.run(["unshare", "--user", "--map-root-user", "true"], capture_output=True).returncode != 0:
         pytest.skip("no user namespace can be made here to set its namespace limits")
     logdir = _logdir(tmp_path)
-    server = serve(logdir, command=NO_NAMESPACES)
+    server = serve(logdir, "--load_fast=auto", command=NO_NAMESPACES)
     assert REFUSED in server.banner
     assert served_losses(server, "train", until=lambda rows: len(rows) == 30) == EXPECTED
     assert _tcp_listening(_tree(server.proc.pid)) == {server.url.split("//")[1].split("/")[0]}
@@ -325,7 +338,7 @@ def test_nothing_is_left_when_the_server_is_killed(tmp_path, serve):
     helper with it, and the helper's directory (the socket) is removed."""
     import psutil
 
-    server = serve(_logdir(tmp_path))
+    server = serve(_logdir(tmp_path), "--load_fast=auto")
     assert served_losses(server, "train", until=lambda rows: len(rows) == 30) == EXPECTED
     tree = [psutil.Process(pid) for pid in _tree(server.proc.pid)]
     (path,) = _unix_listening(_tree(server.proc.pid))
@@ -339,7 +352,7 @@ def test_nothing_is_left_when_the_server_is_killed(tmp_path, serve):
 def test_the_python_loader_takes_over_when_the_data_server_dies(tmp_path, serve):
     """watchdog.py through the socket: the data server killed, the channel fails UNAVAILABLE,
     and the Python loader serves, said once; the helper has ended with the data server."""
-    server = serve(_logdir(tmp_path))
+    server = serve(_logdir(tmp_path), "--load_fast=auto")
     assert served_losses(server, "train", until=lambda rows: len(rows) == 30) == EXPECTED
     data_server = _data_server(server)
     helper = data_server.parent()

@@ -1,5 +1,5 @@
 """The bundled server's mirror of an object-store logdir (tensorboard_bundle/mirror/): what it
-fetches, what it keeps, and what the fast loader serves from it. Fast tests use fsspec's
+fetches, what it keeps, and what the bundle's loader serves from it. Fast tests use fsspec's
 memory:// store (real fsspec, real files, TensorBoard's own loader on the mirror); the slow ones a
 real S3 server (SeaweedFS) and the real bundled server over HTTP."""
 import importlib.util
@@ -184,14 +184,14 @@ def _mirror_dir(server):
     return line.split(" in ", 1)[1].split(" (", 1)[0]
 
 
-def test_ranks_still_writing_and_a_tensorboardx_run_are_served_by_the_fast_loader(bucket, serve):
+def test_ranks_still_writing_and_a_tensorboardx_run_are_served_by_the_bundles_loader(bucket, serve):
     """Three ranks write one logdir in S3 (each event file many objects) while the bundled server
-    serves it; tensorboardX writes a run into the same store. The fast loader, over the mirror,
+    serves it; tensorboardX writes a run into the same store. The bundle's loader, over the mirror,
     serves every point of each, as TensorBoard's Python loader reading S3 does (--load_fast=false)."""
     tbx_module = pytest.importorskip("tensorboardX")
     logdir = "s3://%s/ranks" % bucket
     server = serve(logdir)
-    assert "data loader: fast (Rust data server)" in server.banner
+    assert "data loader: mxboard (in-process)" in server.banner
     ranks = [subprocess.Popen([sys.executable, "-c", RANK, logdir, str(rank)]) for rank in range(3)]
     try:
         with tbx_module.SummaryWriter(logdir + "/tbx") as tbx:
@@ -297,11 +297,11 @@ def _read_from_store(directory):
         return json.load(f)["bytes_read"]
 
 
-@pytest.mark.parametrize("named, loader", [(True, "fast (Rust data server)"), (False, "Python")],
-                         ids=["named: one tree, the fast loader", "unnamed: a spec, the Python loader"])
+@pytest.mark.parametrize("named, loader", [(True, "mxboard (in-process)"), (False, "Python")],
+                         ids=["named: one tree, the bundle's loader", "unnamed: a spec, the Python loader"])
 def test_a_logdir_spec_of_s3_and_a_local_directory_is_served(named, loader, bucket, serve, tmp_path, monkeypatch):
     """With every entry named, the spec becomes one local tree (the mirror and a link) that the
-    fast loader serves; with an unnamed entry it stays a spec, as upstream reads it (the Python
+    bundle's loader serves; with an unnamed entry it stays a spec, as upstream reads it (the Python
     loader), its URL replaced by a mirror. Runs are named as the spec names them either way."""
     policy = UploadPolicy(upload_secs=0)
     with SummaryWriter("s3://%s/spec/run" % bucket, upload_policy=policy) as w:
@@ -320,7 +320,7 @@ def test_a_logdir_spec_of_s3_and_a_local_directory_is_served(named, loader, buck
 def test_a_spec_with_a_url_whose_package_is_missing_serves_the_rest(bucket, serve, tmp_path, monkeypatch):
     """`oss://` (Alibaba's) without ossfs beside an s3:// entry and a local one: nothing here reads that entry
     (upstream's Python loader would die of it, its reloader thread and every run with it): it is
-    left out, said in a line, and the others are served, by the fast loader (on 802362c only the
+    left out, said in a line, and the others are served, by the bundle's loader (on 802362c only the
     first URL's package was looked for: a traceback)."""
     pytest.importorskip("s3fs")
     if importlib.util.find_spec("ossfs"):
@@ -334,7 +334,7 @@ def test_a_spec_with_a_url_whose_package_is_missing_serves_the_rest(bucket, serv
                    % (bucket, tmp_path / "local"))
     printed = "".join(server.output)
     assert "note: oss://bucket/exp is left out of --logdir_spec, nothing here reads it: " in printed
-    assert "Install ossfs" in printed and "data loader: fast (Rust data server)" in server.banner
+    assert "Install ossfs" in printed and "data loader: mxboard (in-process)" in server.banner
     assert "mirror: s3://%s/mixed in " % bucket in printed and "Traceback" not in printed
     assert served_losses(server, "remote/run", until=lambda rows: len(rows) == 5) == [(s, float(s)) for s in range(5)]
     assert served_losses(server, "here/other", until=lambda rows: len(rows) == 7) == [(s, float(s)) for s in range(7)]

@@ -1,5 +1,5 @@
 """The mirror off the happy path, each case as a user met it on 802362c (SeaweedFS, the bundled
-server over HTTP with its fast loader): names the disk cannot hold, hostile and replaced event
+server over HTTP with its default loader): names the disk cannot hold, hostile and replaced event
 files, two servers and a resumed --mirror_dir, a spec mixing the store and the user's files,
 more files than the open-file limit, a hangup, and a full disk."""
 import os
@@ -127,7 +127,7 @@ def test_a_spec_never_writes_the_users_own_files(bucket, serve, tmp_path):
     _put("%s/mine/foreign/events.out.tfevents.1.h" % cloud, _event_bytes(tmp_path, range(2), 9.0))
 
     server = serve(None, "--logdir_spec", "cloud:%s,cloud/mine:%s" % (cloud, mine))
-    assert "data loader: fast (Rust data server)" in server.banner
+    assert "data loader: mxboard (in-process)" in server.banner
     assert served_losses(server, "cloud/x", until=lambda rows: len(rows) == 5) == [(s, 5.0) for s in range(5)]
     assert served_losses(server, "cloud/mine/run_a") == [(s, 1.0) for s in range(10)]
     fs, path = remote.open_filesystem(cloud)

@@ -1,6 +1,6 @@
 """Names are data: run names and tags from the whole printable Unicode range, with spaces, `%`,
 `+`, `,`, `=`, `..` inside a name, names over 255 bytes and names that nest, written to a real S3
-store (SeaweedFS) and served by the bundle's fast loader through its mirror, must be served as
+store (SeaweedFS) and served by the bundle's loader through its mirror, must be served as
 the same runs on local disk are (Hypothesis generates them). `local_names`, the one function that
 maps a store's names to local paths, is checked on its own first."""
 import itertools
@@ -62,10 +62,12 @@ def both(seaweed, tmp_path_factory):
     fs.pipe_file("%s/.keep/events.out.tfevents.0.h" % bucket, b"")  # the logdir exists before the first example
     (local / ".keep").mkdir()
     servers = [Server("s3://%s" % bucket, "--mirror_interval", "1"), Server(str(local))]
-    assert all("data loader: fast (Rust data server)" in s.banner for s in servers)
-    yield bucket, local, fs, servers
-    for server in servers:
-        server.close()
+    try:
+        assert all("data loader: mxboard (in-process)" in s.banner for s in servers)
+        yield bucket, local, fs, servers
+    finally:
+        for server in servers:
+            server.close()
 
 
 _EXAMPLES = itertools.count()

@@ -142,7 +142,7 @@ def test_ndarray_scalars_past_one_ring_of_slots_are_served_as_they_were_at_each_
             buffer[:] = step % 1000  # exact in every dtype (float16 up to 2048)
             w.add_scalar("loss", buffer, step)
     server = serve(logdir, "--samples_per_plugin", "scalars=5000")  # every point, not a sample of 1000
-    assert "data loader: fast (Rust data server)" in server.banner
+    assert "data loader: mxboard (in-process)" in server.banner
     points = server.json("/data/plugin/scalars/scalars", {"run": ".", "tag": "loss"},
                          until=lambda p: isinstance(p, list) and len(p) >= 2500)
     assert [(step, value) for _, step, value in points] == [(step, float(step % 1000)) for step in range(2500)]

@@ -53,7 +53,7 @@ def _serve_offline(tensorboard, work, env=None):
 
 def _assert_served_and_drawn(report):
     assert report["network"].startswith("unreachable")
-    assert "data loader: fast (Rust data server)" in report["banner"]
+    assert "data loader: mxboard (in-process)" in report["banner"]
     assert (report["scalars"], report["histograms"], report["images"]) == (50, 50, 1)
     assert report["text"] == "<p>offline run</p>" and report["projector"] == ["points"]
     pixels = np.asarray(Image.open(report["screenshot"]).convert("RGB")).astype(int)

@@ -103,7 +103,7 @@ def serve_a_logged_run(venv, work):
 
 def _assert_serves(venv, work):
     banner, points = serve_a_logged_run(venv, work)
-    assert "data loader: fast (Rust data server)" in banner and "http://127.0.0.1:" in banner
+    assert "data loader: mxboard (in-process)" in banner and "http://127.0.0.1:" in banner
     assert [step for _, step, _ in points] == list(range(20))
     assert [value for _, _, value in points] == pytest.approx([1.0 / (s + 1) for s in range(20)])
 

@@ -1,8 +1,8 @@
 """What you log is what TensorBoard shows, in the order you logged it (threads, NDArrays and floats
 on one tag, many writers in one second, a bad call among good ones): each case as a hostile user
-would try it, read back from what the bundled TensorBoard serves over HTTP with its default (fast,
-Rust) loader, which hides every point whose step is at or above a step that comes later in a run
-(it takes that for a restart)."""
+would try it, read back from what the bundled TensorBoard serves over HTTP with its default loader (the
+bundle's own), which, as upstream's loaders do, hides every point whose step is at or above a step
+that comes later in a run (it takes that for a restart)."""
 import os
 import threading
 import time
@@ -17,7 +17,7 @@ def served_steps(serve, logdir, tag, count, run="."):
     """The steps of `tag` the bundled TensorBoard serves, once it serves `count` points (or
     after 30 s, whatever it serves then)."""
     server = serve(logdir)
-    assert "data loader: fast (Rust data server)" in server.banner
+    assert "data loader: mxboard (in-process)" in server.banner
     points = server.json("/data/plugin/scalars/scalars", {"run": run, "tag": tag},
                          until=lambda p: isinstance(p, list) and len(p) >= count, timeout=30)
     return [step for _, step, _ in points]

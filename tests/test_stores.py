@@ -3,7 +3,7 @@
 standard variables only (AWS_*, STORAGE_EMULATOR_HOST, AZURE_STORAGE_CONNECTION_STRING:
 tests/object_stores.py). Each test runs against the three (the `store` fixture): writing (objects
 as parts within bounds, at most 2x the bytes, exactly once under lost answers, an outage kept
-then uploaded, ranks, a fork) and serving by the bundled server's fast loader over HTTP (names
+then uploaded, ranks, a fork) and serving by the bundled server's loader over HTTP (names
 as data, a resumed --mirror_dir, hostile records)."""
 import gc
 import json
@@ -49,7 +49,7 @@ def test_a_point_is_served_within_30_s_uploads_stay_within_twice_the_bytes(store
     proxy, url = store_proxy  # in 'pass' mode: it counts the bytes of the uploads the store performed
     writer = SummaryWriter("%s/exp/run" % url)
     server = serve("%s/exp" % url)
-    assert "data loader: fast (Rust data server)" in server.banner  # served from a local mirror
+    assert "data loader: mxboard (in-process)" in server.banner  # served from a local mirror
     assert any(line.startswith("mirror: %s/exp in /" % url) for line in server.output), server.output
     start = time.monotonic()
     writer.add_scalar("loss", 0.0, 0)
@@ -78,7 +78,7 @@ def test_objects_are_parts_within_their_bound(store_url, serve, monkeypatch):
     """On b621f0a a writer of gs:// paid gcsfs' 60 s gRPC probe of the bucket's type against an
     emulator, and the bundled server left gs:// to the data server, which knows only Google's
     endpoint: 0 of 50 points served. Each store now holds an event file as parts, none past
-    MAX_OBJECT, written within seconds and served by the fast loader."""
+    MAX_OBJECT, written within seconds and served by the bundle's loader."""
     policy = UploadPolicy(max_object=600, upload_secs=0)  # several parts
     logdir = "%s/exp" % store_url
     start = time.monotonic()
@@ -93,7 +93,7 @@ def test_objects_are_parts_within_their_bound(store_url, serve, monkeypatch):
     assert len(objects) > 2 and any(".part0001" in key for key in objects)
     assert max(fs.size(key) for key in objects) <= 600
     server = serve(logdir)
-    assert "data loader: fast (Rust data server)" in server.banner
+    assert "data loader: mxboard (in-process)" in server.banner
     assert served_losses(server, "run", until=lambda rows: len(rows) == 50) == _points(range(50))
 
 
@@ -230,14 +230,14 @@ NAMES = ["lr=0.1,bs=32", "baseline (v2)", "run 1", "résumé", "a+b", "plain"]
 def test_run_names_with_spaces_commas_plus_and_accents_are_served(store_url, serve):
     """On S3 the presigned listing returned keys URL-escaped (botocore asks for
     encoding-type=url): they were never decoded, so only 'plain' of these six runs was served
-    (and none under a prefix with a space). Every run is served by the fast loader, as named in
+    (and none under a prefix with a space). Every run is served by the bundle's loader, as named in
     the store, under a prefix with a space."""
     logdir = "%s/my experiments" % store_url
     for name in NAMES:
         with SummaryWriter("%s/%s" % (logdir, name)) as writer:
             _log(writer, range(5))
     server = serve(logdir)
-    assert "data loader: fast (Rust data server)" in server.banner
+    assert "data loader: mxboard (in-process)" in server.banner
     runs = server.json("/data/runs", until=lambda runs: len(runs) == len(NAMES), timeout=40)
     assert sorted(runs) == sorted(NAMES)
     for name in NAMES:
@@ -278,7 +278,8 @@ def test_a_hostile_event_file_cannot_take_the_server_down(store_url, serve, tmp_
     """On 802362c an 80-byte event file whose record header claims 2^62 bytes (its checksum
     right) aborted the data server, and every request got HTTP 500; one claiming 2^30 bytes cost
     it 1 GB. The mirror copies whole records only, checking each header: the first file is served
-    up to its last good record (said once), the second's record waits for its rest."""
+    up to its last good record (said once), the second's record waits for its rest; the server's
+    process stays small."""
     import psutil
 
     policy = UploadPolicy(upload_secs=0)
@@ -304,8 +305,9 @@ def test_a_hostile_event_file_cannot_take_the_server_down(store_url, serve, tmp_
     output = "".join(server.output)
     assert output.count("is served up to its last good record") == 1
     assert "hostile62/events.out.tfevents.1.h is served up to its last good record" in output
-    (data_server,) = [p for p in psutil.Process(server.proc.pid).children(recursive=True) if p.name() == "server"]
-    assert data_server.memory_info().rss < 300 << 20
+    # The bundle's loader reads in the server's process, in windows: what a length claims is never
+    # allocated.
+    assert psutil.Process(server.proc.pid).memory_info().rss < 500 << 20
 
 
 def test_an_object_the_store_refuses_is_said_once_and_backed_off_and_the_rest_served(store_proxy, tmp_path,
