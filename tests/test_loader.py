@@ -1,7 +1,9 @@
 """The bundle's own loader (tensorboard_bundle/loader/, `--load_fast=mxboard`), in this process:
 the same answers as upstream's MultiplexerDataProvider (every point kept) on every kind of summary
-under the request's budget, the documented downsampling over it, and a file read from where the
-last read stopped. test_loader_served.py reads it through the bundled server over HTTP."""
+under the request's budget (restarts purged, kinds interleaved with the scalars read in bulk), the
+documented downsampling over it, a file read from where the last read stopped, and many runs read
+together holding what each read alone holds. test_loader_served.py reads it through the bundled
+server over HTTP."""
 import math
 import os
 
@@ -326,3 +328,166 @@ def test_reads_while_the_reload_thread_reads_see_whole_points_in_order(tmp_path)
     grower.join(30)
     read = ours.read_scalars(CTX, experiment_id=EXPERIMENT, plugin_name="scalars", downsample=EVERY)
     assert [p.step for p in read["run"]["loss"]] == list(range(20_000)) and answers >= 2
+
+
+def _write_events(path, events):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "ab") as f:
+        for event in events:
+            f.write(frame(event.SerializeToString()))
+
+
+def _scalars(step, wall=None, **values):
+    from tensorboard.compat.proto import event_pb2, summary_pb2
+
+    return event_pb2.Event(wall_time=1.7e9 + step if wall is None else wall, step=step, summary=summary_pb2.Summary(
+        value=[summary_pb2.Summary.Value(tag=tag, simple_value=value) for tag, value in values.items()]))
+
+
+def _one(step, tag, value):
+    return _scalars(step, **{tag: value})
+
+
+def _write_restarts_and_kinds(logdir):
+    """Runs whose simple scalars the scanner decodes, read in bulk, between records that need
+    upstream's migration: restarts with and without file version 2, kinds interleaved, a tag's
+    kind that is no scalar, scalars of a second file, big and negative steps."""
+    from tensorboard.compat.proto import event_pb2, summary_pb2
+
+    root = logdir
+    start = event_pb2.Event(wall_time=1.7e9, step=0, session_log=event_pb2.SessionLog(status=1))
+    version2 = event_pb2.Event(wall_time=1.7e9, file_version="brain.Event:2")
+    version1 = event_pb2.Event(wall_time=1.7e9, file_version="brain.Event:1")
+    # No file version: steps going back purge each tag's later points, one tag at a time.
+    _write_events(root / "unversioned" / "events.out.tfevents.1",
+                  [_one(s, "a", s) for s in range(50)] + [_one(s, "b", -s) for s in range(40)]
+                  + [_one(s, "a", 100 + s) for s in range(20, 30)] + [_one(s, "b", 1.5) for s in range(45, 60)]
+                  + [_one(s, "a", 7.0) for s in (3, 2, 1, 9, 8)])
+    _write_events(root / "version1" / "events.out.tfevents.1",
+                  [version1] + [_scalars(s, a=s, b=2 * s) for s in range(30)] + [_one(s, "a", s) for s in range(30)]
+                  + [_one(s, "a", 1.0) for s in range(10, 20)])
+    # File version 2: a step going back purges nothing, a second SessionLog START purges every
+    # tag from its step, whatever lies between.
+    second = event_pb2.Event(wall_time=1.7e9, step=15, session_log=event_pb2.SessionLog(status=1))
+    _write_events(root / "version2" / "events.out.tfevents.1",
+                  [version2, start] + [_one(s, "a", s) for s in range(30)] + [_one(s, "b", s) for s in range(30)]
+                  + [_one(s, "a", -1.0) for s in range(5, 10)] + [second]
+                  + [_one(s, "b", 2.0) for s in range(15, 40)] + [_one(s, "a", 3.0) for s in range(15, 40)])
+    # Kinds interleaved step by step, and a tag first written as a histogram, then as scalars.
+    rng = np.random.default_rng(1)
+    with SummaryWriter(str(root / "interleaved")) as writer:
+        for step in range(30):
+            writer.add_scalar("loss", step / 3.0, step)
+            writer.add_histogram("weights", rng.normal(size=20), step)
+            writer.add_scalar("acc", 1 - step / 30.0, step)
+            if step % 7 == 0:
+                writer.add_image("picture", rng.integers(0, 255, (3, 4, 4), dtype=np.uint8), step)
+                writer.add_text("notes", "step %d" % step, step)
+        writer.add_histogram("mixed", rng.normal(size=20), 0)
+        for step in range(1, 20):
+            writer.add_scalar("mixed", float(step), step)
+    # Two files in one run: the second a restart of the first (file version 2, one START each),
+    # and a tag described in the first whose first event in the second needs no metadata.
+    two = root / "two_files"
+    _write_events(two / "events.out.tfevents.1",
+                  [version2, start] + [_scalars(s, a=s, b=s) for s in range(40)])
+    described = summary_pb2.SummaryMetadata(display_name="A shown", summary_description="a's words")
+    _write_events(two / "events.out.tfevents.2",
+                  [version2, event_pb2.Event(wall_time=1.8e9, step=20, session_log=event_pb2.SessionLog(status=1))]
+                  + [event_pb2.Event(wall_time=1.8e9, step=20, summary=summary_pb2.Summary(value=[
+                      summary_pb2.Summary.Value(tag="c", simple_value=1.0, metadata=described)]))]
+                  + [_one(s, "a", 5.0) for s in range(20, 60)] + [_one(s, "c", s) for s in range(21, 60)])
+    # Steps of many varint bytes, negative ones, wall times of every size.
+    _write_events(root / "steps" / "events.out.tfevents.1",
+                  [version2] + [_one(s, "big", s / 3.0) for s in (0, 127, 128, 2 ** 31, 2 ** 40, 2 ** 62)]
+                  + [_scalars(-s, wall=float(s), neg=s) for s in range(1, 5)])
+
+
+@pytest.fixture(scope="module")
+def restarts(tmp_path_factory):
+    logdir = tmp_path_factory.mktemp("restarts")
+    _write_restarts_and_kinds(logdir)
+    return str(logdir)
+
+
+def test_scalars_read_in_bulk_purge_and_interleave_as_upstream(restarts):
+    """The scanner's scalars go into their columns many at once, each record that needs
+    upstream's migration taken in file order with them: the same answers as upstream's, with
+    and without purge_orphaned_data."""
+    for purge in (True, False):
+        _every_call(_upstream(restarts, purge), _ours(restarts, purge))
+    ours = _ours(restarts)
+    read = ours.read_scalars(CTX, experiment_id=EXPERIMENT, plugin_name="scalars", downsample=EVERY)
+    # Checks of the corpus itself: each restart did purge.
+    assert [p.step for p in read["unversioned"]["a"]] == [0, 1, 8]
+    assert [p.step for p in read["unversioned"]["b"]] == list(range(40)) + list(range(45, 60))
+    assert [p.step for p in read["version1"]["a"]] == list(range(20))
+    assert [p.step for p in read["version2"]["a"]] == list(range(15)) + list(range(5, 10)) + list(range(15, 40))
+    assert [p.step for p in read["two_files"]["b"]] == list(range(20))
+    assert [p.step for p in read["steps"]["neg"]] == [-1, -2, -3, -4]
+    assert sorted(read["interleaved"]) == ["acc", "loss"]
+    assert ours.list_tensors(CTX, experiment_id=EXPERIMENT, plugin_name="histograms")["interleaved"].keys() == {
+        "weights", "mixed"}
+
+
+def _contents(run):
+    """All that a Run holds, as builtins: each tag's metadata, kind and points, the files'
+    offsets and ends."""
+    index = run.index
+    series = {}
+    for tag, found in index.series.items():
+        steps, walls, values = (column.tolist() for column in found.columns.view())
+        series[tag] = (found.kind, steps, walls, repr(values),
+                       [(e.step, e.wall_time, e.tensor_proto.SerializeToString()) for e in found.tensors],
+                       [(b.step, b.wall_time, b.offset, b.length) for b in found.blobs], len(found.pending))
+    return ({tag: m.SerializeToString(deterministic=True) for tag, m in index.metadata.items()}, series,
+            sorted(index.plugins), index.first_wall_time,
+            {os.path.basename(p): (f.offset, f.ended) for p, f in run.files.items()})
+
+
+def test_many_runs_read_together_hold_what_each_read_alone_holds(tmp_path, caplog):
+    """Runs read in one `read_runs`, their small files scanned together (the damaged corpus among
+    them: a torn end, a damaged length, a damaged payload), hold what each run read alone holds,
+    and each damage is said once, as alone; then every file grows, and is read from its offset."""
+    from tensorboard_bundle.loader.run import Run, read_runs
+
+    intact = damaged_corpus.write_intact(str(tmp_path / "intact"))
+    with open(intact, "rb") as f:
+        data = f.read()
+    cases = damaged_corpus.corpus(data)[::3]
+    logdir = tmp_path / "logdir"
+    _write_restarts_and_kinds(logdir)
+    for number, case in enumerate(cases):
+        (logdir / ("damaged%03d" % number)).mkdir()
+        (logdir / ("damaged%03d" % number) / "events.out.tfevents.1").write_bytes(case.data)
+    # A file too big to be scanned with others, read a window at a time.
+    with SummaryWriter(str(logdir / "big")) as writer:
+        for step in range(60_000):
+            writer.add_scalar("loss", step / 7.0, step)
+    names = sorted(os.listdir(str(logdir)))
+    paths = {name: sorted(str(logdir / name / f) for f in os.listdir(str(logdir / name))) for name in names}
+
+    def said():
+        lines = sorted(r.getMessage() for r in caplog.records if r.name.startswith("tensorboard_bundle.loader"))
+        caplog.clear()
+        return lines
+
+    together = {name: Run() for name in names}
+    alone = {name: Run() for name in names}
+    for turn in range(2):
+        read_runs([(together[name], paths[name], None) for name in names])
+        said_together = said()
+        for name in names:
+            alone[name].read(paths[name])
+        assert said() == said_together
+        if not turn:
+            first_said = said_together
+        for name in names:
+            assert _contents(together[name]) == _contents(alone[name]), (turn, name)
+        # Every file grows by some scalars, a torn record at the end of each (read again later).
+        for name in names if not turn else ():
+            with open(paths[name][-1], "ab") as f:
+                f.write(b"".join(_scalar_record(1000 + step) for step in range(5)) + _scalar_record(1005)[:20])
+    assert len(first_said) >= len(cases) // 3
+    assert together["big"].index.series["loss"].columns.size == 60_005
+    assert together["version2"].files[paths["version2"][0]].offset == os.path.getsize(paths["version2"][0]) - 20

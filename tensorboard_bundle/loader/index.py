@@ -1,14 +1,16 @@
 """One run in memory: each tag's metadata (the first the run gave it, as upstream keeps it) and
 every point of it.
 
-A scalar tag's points are numpy columns (`Columns`: step int64, wall time float64, value
-float64: 24 bytes a point, and up to as much again of room to grow). A tensor tag (histograms,
-text, pr curves, hparams, mesh, custom scalars) keeps upstream's TensorEvents; a blob sequence tag
-(images, audio, graphs) only where each record lies (`BlobRef`), its blobs read on request. A
-tag's events read before its metadata wait in `Series.pending` until the metadata says its kind.
-`RunIndex.add` takes the events upstream's loader yields (migrated by data_compat and
-dataclass_compat), `add_simple_scalars` a known tag's simple scalars without that cost, and both
-purge as upstream's accumulator purges after a restart.
+A scalar tag's points are numpy columns (`Columns`: step int64, wall time and value float64: 24
+bytes a point, and up to as much again as room where points come a few at a time). A tensor tag
+(histograms, text, pr curves, hparams, mesh, custom scalars) keeps upstream's TensorEvents; a
+blob sequence tag (images, audio, graphs) where each record lies (`BlobRef`), its blobs read on
+request. A tag's events read before its metadata wait in `Series.pending`. A small
+SummaryMetadata is shared by the runs that hold one alike (`interned`). `RunIndex.add` takes the
+events upstream's loader yields (data_compat, then dataclass_compat); `add_first_scalar` a tag's
+first simple scalar, given its migration; `add_simple_scalars` a known tag's simple scalars of
+one Event; `add_scalar_rows` many at once, as the scanner decodes them. All of them purge as
+upstream's accumulator purges after a restart.
 """
 import threading
 from typing import Any, Dict, List, NamedTuple, Optional, Set, Tuple
@@ -21,7 +23,7 @@ from tensorboard.util import tensor_util
 
 from tensorboard_bundle.loader.ingest import EventFile
 
-__all__ = ["BlobRef", "Columns", "RunIndex", "Series", "scalar_value", "tensor_size"]
+__all__ = ["BlobRef", "Columns", "RunIndex", "Series", "interned", "scalar_value", "tensor_size"]
 
 # TensorProto's DT_FLOAT.
 _DT_FLOAT = 1
@@ -37,25 +39,51 @@ class BlobRef(NamedTuple):
     length: int
 
 
+# The columns of a series without points: shared by all of them, and never written to (a point
+# finds no room in them).
+_EMPTY: Tuple[Any, Any, Any] = (np.zeros(0, np.int64), np.zeros(0, np.float64), np.zeros(0, np.float64))
+
+
 class Columns:
-    """A scalar series: steps, wall times and values, in arrays that grow by doubling. `view()`
-    (under the run's lock) gives arrays that later appends never change."""
+    """A scalar series: steps, wall times and values, in arrays that grow by doubling (the first
+    points read together take just their room). `view()` (under the run's lock) gives arrays that
+    later appends never change."""
 
     __slots__ = ("steps", "walls", "values", "size")
 
     def __init__(self) -> None:
-        self.steps = np.zeros(16, np.int64)
-        self.walls = np.zeros(16, np.float64)
-        self.values = np.zeros(16, np.float64)
+        self.steps, self.walls, self.values = _EMPTY
         self.size = 0
 
     def append(self, step: int, wall: float, value: float) -> None:
         if self.size == len(self.steps):
-            self.steps, self.walls, self.values = (np.concatenate([column, np.zeros_like(column)])
-                                                   for column in (self.steps, self.walls, self.values))
+            self._grow(1)
         n = self.size
         self.steps[n], self.walls[n], self.values[n] = step, wall, value
         self.size = n + 1
+
+    def extend(self, steps: Any, walls: Any, values: Any) -> None:
+        """Append the points of three numpy columns of one length."""
+        count = len(steps)
+        if self.size + count > len(self.steps):
+            self._grow(count)
+        n = self.size
+        self.steps[n:n + count] = steps
+        self.walls[n:n + count] = walls
+        self.values[n:n + count] = values
+        self.size = n + count
+
+    def _grow(self, count: int) -> None:
+        """New arrays with room for `count` more points: just that for the first points, else at
+        least as much again as they hold, 16 at least."""
+        n = self.size
+        room = n + count if not n else max(n + count, 2 * n, 16)
+        grown: List[Any] = []
+        for column in (self.steps, self.walls, self.values):
+            new = np.empty(room, column.dtype)
+            new[:n] = column[:n]
+            grown.append(new)
+        self.steps, self.walls, self.values = grown
 
     def view(self) -> Tuple[Any, Any, Any]:
         n = self.size
@@ -119,6 +147,9 @@ class RunIndex:
     (the plugins named by its metadata) and `first_wall_time` (its first event's). Read and
     changed under `lock`. `purge_orphaned_data`: purge as upstream (its flag of that name)."""
 
+    __slots__ = ("lock", "_purge", "metadata", "series", "plugins", "first_wall_time", "_file_version",
+                 "_seen_session_start", "_most_recent_step")
+
     def __init__(self, purge_orphaned_data: bool = True) -> None:
         self.lock = threading.Lock()
         self._purge = purge_orphaned_data
@@ -170,8 +201,75 @@ class RunIndex:
             self.series[value.tag].columns.append(event.step, event.wall_time, float(np.float32(value.simple_value)))
         return True
 
-    def _describe(self, tag: str, metadata: Any) -> None:
-        self.metadata[tag] = metadata
+    def add_first_scalar(self, tag: str, metadata: Any, step: int, wall: float, value: float) -> bool:
+        """Take the migration of an event that holds one simple scalar, of `tag` (not empty),
+        whose migrated metadata is `metadata` (`interned` already), as `add` would take it; False,
+        taking nothing, where the run holds `tag` as other than scalars (`add` then needs its
+        tensor)."""
+        series = self.series.get(tag)
+        if tag in self.metadata:
+            if series is None or series.kind != "scalar":
+                return False
+        elif metadata.data_class != summary_pb2.DATA_CLASS_SCALAR:
+            return False
+        if self.first_wall_time is None:
+            self.first_wall_time = wall
+        if self._purge:
+            # `_maybe_purge` for an event of one value that holds no SessionLog.
+            if not (self._file_version and self._file_version >= 2) and step < self._most_recent_step \
+                    and series is not None:
+                series.keep_before(step)
+            self._most_recent_step = step
+        if tag not in self.metadata:
+            self._describe(tag, metadata, shared=True)
+            series = self.series[tag]
+        assert series is not None
+        series.columns.append(step, wall, value)
+        return True
+
+    def scalar_tag(self, tag: str, file: EventFile) -> bool:
+        """Whether the simple scalars of `tag` read from `file` may go straight into its columns
+        (`add_simple_scalars`, `add_scalar_rows`): the run holds it as scalars, and `file` has
+        migrated it before."""
+        series = self.series.get(tag)
+        return series is not None and series.kind == "scalar" and tag in file.initial_metadata
+
+    def add_scalar_rows(self, tags: List[str], ids: Any, steps: Any, walls: Any, values: Any) -> None:
+        """Take simple scalar Events decoded by the scanner, one value each, in file order (numpy
+        columns; `ids` index `tags`), every tag one that `scalar_tag` allows, as
+        `add_simple_scalars` would take each: a step going back before file version 2 purges its
+        tag's later points (one at a time, then), and none of them purges otherwise."""
+        count = len(steps)
+        if not count:
+            return
+        if self._purge:
+            if not (self._file_version and self._file_version >= 2) and (
+                    int(steps[0]) < self._most_recent_step or (count > 1 and bool((steps[1:] < steps[:-1]).any()))):
+                self._add_rows_one_at_a_time(tags, ids, steps, walls, values)
+                return
+            self._most_recent_step = int(steps[-1])
+        first = int(ids[0])
+        if count == 1 or not (ids != first).any():
+            self.series[tags[first]].columns.extend(steps, walls, values)
+            return
+        order = np.argsort(ids, kind="stable")
+        ids, steps, walls, values = ids[order], steps[order], walls[order], values[order]
+        bounds = [0] + (np.flatnonzero(ids[1:] != ids[:-1]) + 1).tolist() + [count]
+        for a, b in zip(bounds, bounds[1:]):
+            self.series[tags[int(ids[a])]].columns.extend(steps[a:b], walls[a:b], values[a:b])
+
+    def _add_rows_one_at_a_time(self, tags: List[str], ids: Any, steps: Any, walls: Any, values: Any) -> None:
+        """Rows where a step goes back before file version 2: each purges as `_maybe_purge` would."""
+        for tag_id, step, wall, value in zip(ids.tolist(), steps.tolist(), walls.tolist(), values.tolist()):
+            series = self.series[tags[tag_id]]
+            if step < self._most_recent_step:
+                series.keep_before(step)
+            series.columns.append(step, wall, value)
+            self._most_recent_step = step
+
+    def _describe(self, tag: str, metadata: Any, shared: bool = False) -> None:
+        """Note `tag`'s metadata (`shared`: `interned` already) and so its series' kind."""
+        self.metadata[tag] = metadata if shared else interned(metadata)
         if metadata.plugin_data.plugin_name:
             self.plugins.add(metadata.plugin_data.plugin_name)
         series = self.series.get(tag)
@@ -199,6 +297,27 @@ class RunIndex:
                     self.series[value.tag].keep_before(event.step)
         if event.HasField("summary"):
             self._most_recent_step = event.step
+
+
+def interned(metadata: Any) -> Any:
+    """A SummaryMetadata equal to `metadata`, shared by every run that holds one so (a proto costs
+    about a kilobyte, and the runs of a sweep describe their tags alike); `metadata` itself where
+    it is big or where many are shared already. Shared ones are never changed."""
+    if len(_INTERNED) >= _INTERNED_MOST:
+        return metadata
+    key = metadata.SerializeToString(deterministic=True)
+    if len(key) > _INTERNED_BYTES:
+        return metadata
+    shared = _INTERNED.get(key)
+    if shared is None:
+        shared = _INTERNED[key] = summary_pb2.SummaryMetadata.FromString(key)
+    return shared
+
+
+# The metadata shared (`interned`): at most so many, of at most so many bytes each.
+_INTERNED: Dict[bytes, Any] = {}
+_INTERNED_MOST = 10_000
+_INTERNED_BYTES = 512
 
 
 def scalar_value(tensor: Any) -> float:

@@ -1,26 +1,37 @@
-"""Read an event file's new records, each checked against its CRCs, from where the last read
+"""Read event files' new records, each checked against its CRCs, from where the last read
 stopped.
 
-An `EventFile` remembers how far its file was read. `new_records` frames what was added since with
-mxboard's one framing (`events.whole_records`, every length's CRC checked) and checks each
-payload's CRC. A damaged record is skipped and said once in the server's log (it is never read
-again); a damaged length ends what can be read of the file, said once. A torn last record (its
-writer is writing it) is read again at the next reload. A file is not opened while its size is
-the one last seen.
+An `EventFile` remembers how far its file was read. `read` reads what many files added since, in
+their order, with mxboard's vectorised scanner (`mxboard._reading.scan`): small files' new bytes
+scanned together (`scan_together`, as `_reading/small_files.py` reads a sweep), a big file's a
+window at a time (`scan`). It gives a `Scanned` for each file: the simple scalar Events as numpy
+rows, the other records as payloads. Where the scanner cannot frame a file (a damaged length, a
+header inside a payload), the rest of it is read record by record (`Records`, with
+`events.whole_records`). Every payload's CRC is checked: a damaged record is skipped and said
+once, a damaged length ends what can be read of the file (said once), a torn last record is read
+again at the next reload, and a file is not opened while its size is the one last seen.
 """
+import bisect
 import logging
 import os
-from typing import Any, Dict, Iterator, Optional, Tuple
+from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple, Union
+
+import numpy as np
 
 from mxboard._format._crc32c import masked_crc32c
 from mxboard._format.events import RECORD_HEADER, RECORD_TRAILER, whole_records
+from mxboard._reading.scan import Tags, Window, joined, scan, scan_together
 
-__all__ = ["EventFile", "WINDOW", "new_records"]
+__all__ = ["BATCH", "EventFile", "Records", "SMALL", "Scanned", "WINDOW", "new_records", "read"]
 
 logger = logging.getLogger(__name__)
 
 # The bytes read at a time: a file of any size is read in about this much memory.
 WINDOW = 4 << 20
+# A file that added at most this many bytes is read whole and scanned with its neighbours.
+SMALL = 1 << 20
+# The most bytes of small files scanned together.
+BATCH = 8 << 20
 # Above any u64: a record is bounded by what its file holds, not by a size.
 _NO_LIMIT = 1 << 64
 
@@ -49,24 +60,233 @@ class EventFile:
         self.initial_metadata: Dict[str, Any] = {}
 
 
+class Scanned:
+    """What the scanner read of one file's new bytes: `rows`, the simple scalar Events (tag ids
+    into `tags`, record numbers, steps, walls, values: numpy arrays, in record order), and
+    `others`, [(record number, payload)] of the other records, in order. `offset(number)` and
+    `payload(number)` find any record of them in the file."""
+
+    __slots__ = ("file", "tags", "rows", "others", "_data", "_starts", "_base")
+
+    def __init__(self, file: EventFile, tags: List[str], rows: Tuple[Any, Any, Any, Any, Any],
+                 others: List[Tuple[int, bytes]], data: bytes, starts: Any, base: int) -> None:
+        self.file = file
+        self.tags = tags
+        self.rows = rows
+        self.others = others
+        self._data = data
+        self._starts = starts
+        # The file's byte offset of byte 0 of `data`.
+        self._base = base
+
+    def offset(self, number: int) -> int:
+        """The byte offset in the file of record `number`."""
+        return self._base + int(self._starts[number])
+
+    def payload(self, number: int) -> bytes:
+        """The payload of record `number` (its CRC checked by the scan)."""
+        start = int(self._starts[number])
+        return self._data[start + 12:start + 12 + RECORD_HEADER.unpack_from(self._data, start)[0]]
+
+
+class Records:
+    """The rest of a file that the scanner cannot frame: `records`, its (byte offset, payload)
+    read one at a time."""
+
+    __slots__ = ("file", "records")
+
+    def __init__(self, file: EventFile, records: Iterator[Tuple[int, bytes]]) -> None:
+        self.file = file
+        self.records = records
+
+
+Read = Union[Scanned, Records]
+
+
+def read(files: Sequence[Tuple[EventFile, Optional[int]]]) -> Iterator[Read]:
+    """What each of `files` added since its last read, in their order: (file, its size where the
+    caller knows it, None to stat it). Each Scanned or Records is to be taken before the next is
+    asked for."""
+    pending: List[Tuple[EventFile, bytes]] = []
+    held = 0
+    for file, size in files:
+        size = _new_size(file, size)
+        if size is None:
+            continue
+        if size - file.offset <= SMALL:
+            data = _read_small(file, size)
+            if data is None:
+                continue
+            if held + len(data) > BATCH:
+                yield from _together(pending)
+                pending, held = [], 0
+            pending.append((file, data))
+            held += len(data)
+            continue
+        yield from _together(pending)
+        pending, held = [], 0
+        yield from _alone(file)
+    yield from _together(pending)
+
+
 def new_records(file: EventFile, size: Optional[int] = None) -> Iterator[Tuple[int, bytes]]:
     """(byte offset, payload) of each whole record added to `file` since its last read, its CRCs
-    checked; `file.offset` moves past them as they are read. `size`: the file's size where the
-    caller knows it (None: stat it)."""
+    checked, read one at a time; `file.offset` moves past them as they are read. `size`: the
+    file's size where the caller knows it (None: stat it)."""
+    if _new_size(file, size) is not None:
+        yield from _record_by_record(file)
+
+
+def _new_size(file: EventFile, size: Optional[int]) -> Optional[int]:
+    """The size of `file` to read it up to, now noted as its size, or None where it is not to be
+    read: its size is the one last seen, it ended, it shrank, or it is gone."""
     if size is None:
         try:
             size = os.stat(file.path).st_size
         except OSError:
             # Gone (a run deleted while served): the caller finds that out when it walks the logdir.
-            return
+            return None
     if size == file.size or file.ended:
-        return
+        return None
     if size < file.offset:
         logger.warning("%s: the file shrank from %d to %d bytes: it is read no more (what was read is served)",
                        file.path, file.offset, size)
         file.ended = True
-        return
+        return None
     file.size = size
+    return size
+
+
+def _read_small(file: EventFile, size: int) -> Optional[bytes]:
+    """The bytes of `file` from its offset to `size` (fewer where it shrank meanwhile), or None
+    where it cannot be read (said, and read again at the next reload)."""
+    try:
+        fd = os.open(file.path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+        try:
+            pieces, at = [], file.offset
+            while at < size:
+                piece = os.pread(fd, size - at, at)
+                if not piece:
+                    break
+                pieces.append(piece)
+                at += len(piece)
+        finally:
+            os.close(fd)
+    except OSError as exc:
+        logger.warning("%s: cannot be read from byte %d: %s", file.path, file.offset, exc)
+        file.size = -1
+        return None
+    data = pieces[0] if len(pieces) == 1 else b"".join(pieces)
+    file.bytes_read += len(data)
+    return data
+
+
+def _together(files: List[Tuple[EventFile, bytes]], told: bool = False) -> Iterator[Read]:
+    """`files` (each with its new bytes) scanned together. Where one of them cannot be framed,
+    those that end inside a record, told by their lengths alone, are read alone and the others
+    scanned together again; where one still cannot be, they are scanned in halves, down to the one
+    file that cannot, which is read alone (as are the files in the order they come)."""
+    if not files:
+        return
+    if len(files) == 1:
+        yield from _alone(*files[0])
+        return
+    found = scan_together([data for _, data in files])
+    if found is not None:
+        yield from _split(files, *found)
+    elif not told:
+        start = 0
+        for at, (file, data) in enumerate(files):
+            if whole_records(data, _NO_LIMIT, check_from=_NO_LIMIT)[0] != len(data):
+                yield from _together(files[start:at], True)
+                yield from _alone(file, data)
+                start = at + 1
+        yield from _together(files[start:], True)
+    else:
+        half = len(files) // 2
+        yield from _together(files[:half], True)
+        yield from _together(files[half:], True)
+
+
+def _split(files: List[Tuple[EventFile, bytes]], window: Window, firsts: Any, corrupt: List[int]) -> Iterator[Read]:
+    """The window of files scanned together, file by file; each file's offset moves past its
+    bytes once it is taken."""
+    data_at = np.cumsum([0] + [len(data) for _, data in files], dtype=np.int64)
+    for at in corrupt:
+        index = int(np.searchsorted(data_at, at, side="right")) - 1
+        _say_corrupt(files[index][0], files[index][0].offset + at - int(data_at[index]))
+    ids, numbers, steps, walls, values = _sorted_rows(window)
+    row_at = np.searchsorted(numbers, firsts).tolist()
+    other_numbers = [number for number, _ in window.others]
+    data = b"".join(data for _, data in files) if len(files) > 1 else files[0][1]
+    for index, (file, piece) in enumerate(files):
+        first, last = int(firsts[index]), int(firsts[index + 1])
+        a, b = row_at[index], row_at[index + 1]
+        others = window.others[bisect.bisect_left(other_numbers, first):bisect.bisect_left(other_numbers, last)]
+        base = file.offset - int(data_at[index])
+        yield Scanned(file, window.tags, (ids[a:b], numbers[a:b], steps[a:b], walls[a:b], values[a:b]), others,
+                      data, window.starts, base)
+        file.offset += len(piece)
+
+
+def _alone(file: EventFile, data: Optional[bytes] = None) -> Iterator[Read]:
+    """One file's new records, scanned a window at a time from its offset: `data`, its new bytes
+    where they were read already, else read now from the file."""
+    tags = Tags()
+    if data is not None:
+        scanned = scan(data, 0, tags)
+        if scanned is None:
+            yield Records(file, _record_by_record(file))
+        else:
+            yield from _window(file, data, scanned)
+        return
+    try:
+        with open(file.path, "rb") as f:
+            f.seek(file.offset)
+            carry, need = b"", 1
+            while True:
+                data, more = _refill(file, f, carry, need)
+                scanned = scan(data, 0, tags)
+                if scanned is None:
+                    yield Records(file, _record_by_record(file))
+                    return
+                yield from _window(file, data, scanned)
+                carry = data[scanned[1]:]
+                if not more:
+                    # A torn last record, if any, is read again at the next reload.
+                    return
+                need = 16 + RECORD_HEADER.unpack_from(carry, 0)[0] if len(carry) >= 12 else 12
+    except OSError as exc:
+        logger.warning("%s: cannot be read from byte %d: %s", file.path, file.offset, exc)
+        file.size = -1
+
+
+def _window(file: EventFile, data: bytes, scanned: Tuple[Window, int, List[int]]) -> Iterator[Read]:
+    """One window of one file (`data`, from the file's offset), as scanned; the file's offset
+    moves past its whole records once it is taken."""
+    window, consumed, corrupt = scanned
+    for at in corrupt:
+        _say_corrupt(file, file.offset + at)
+    yield Scanned(file, window.tags, _sorted_rows(window), window.others, data, window.starts, file.offset)
+    file.offset += consumed
+
+
+def _sorted_rows(window: Window) -> Tuple[Any, Any, Any, Any, Any]:
+    """The window's decoded scalars and scalar tensors as one chunk, in record order."""
+    ids, numbers, steps, walls, values = joined(window.scalars + window.tensors)
+    if len(window.scalars) + len(window.tensors) > 1:
+        order = np.argsort(numbers, kind="stable")
+        return ids[order], numbers[order], steps[order], walls[order], values[order]
+    return ids, numbers, steps, walls, values
+
+
+def _say_corrupt(file: EventFile, offset: int) -> None:
+    logger.warning("%s: the record at byte %d fails its checksum: it is skipped, the rest of the file is served",
+                   file.path, offset)
+
+
+def _record_by_record(file: EventFile) -> Iterator[Tuple[int, bytes]]:
+    """The records of `file` from its offset, one at a time."""
     try:
         with open(file.path, "rb") as f:
             f.seek(file.offset)
@@ -92,8 +312,7 @@ def _records(file: EventFile, f: Any) -> Iterator[Tuple[int, bytes]]:
             if masked_crc32c(payload) == trailer_at(data, stop - 4)[0]:
                 yield file.offset + at, payload
             else:
-                logger.warning("%s: the record at byte %d fails its checksum: it is skipped, the rest of the file "
-                               "is served", file.path, file.offset + at)
+                _say_corrupt(file, file.offset + at)
             at = stop
         data = data[end:]
         file.offset += end

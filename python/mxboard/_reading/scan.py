@@ -31,6 +31,10 @@ LAYOUTS_MOST = 32
 
 # (tag ids, record numbers, steps, walls, values): the rows of one layout, as numpy arrays
 Chunk = Tuple[Any, Any, Any, Any, Any]
+# The starts of a window read record by record: none known.
+_NO_STARTS = np.zeros(0, np.int64)
+
+
 class Tags:
     """The tags of one file's decoded scalars, each given an id in the order first met.
 
@@ -103,9 +107,11 @@ class Window:
             (`scan_together`), each file's plugins are told by them.
         others: `[(record number, payload)]` of the other records, their CRCs checked.
         records: how many records the window framed.
+        starts: where each framed record starts in the bytes scanned, by its number less the
+            window's first (numpy int64; empty where the window was read record by record).
     """
 
-    __slots__ = ("scalars", "tensors", "tags", "plugins", "named", "others", "records")
+    __slots__ = ("scalars", "tensors", "tags", "plugins", "named", "others", "records", "starts")
 
     def __init__(self, tags: Optional[Tags] = None) -> None:
         self.scalars: List[Chunk] = []
@@ -115,6 +121,7 @@ class Window:
         self.named: List[Tuple[Any, Any]] = []
         self.others: List[Tuple[int, bytes]] = []
         self.records = 0
+        self.starts: Any = _NO_STARTS
 
 
 def joined(chunks: List[Chunk]) -> Chunk:
@@ -478,6 +485,7 @@ def _records(data: bytes, d: Any, starts: Any, lengths: Any, first: int, tags: T
     `first`, and the byte offsets of those whose payload fails its CRC."""
     window, corrupt = Window(tags), []  # type: Window, List[int]
     window.records = len(starts)
+    window.starts = starts
     numbers = np.arange(first, first + len(starts), dtype=np.int64)
     trailer_at = starts + 12 + lengths
     crcs = _rows(d, trailer_at, 4).view("<u4").ravel() if len(starts) else np.zeros(0, np.uint32)
