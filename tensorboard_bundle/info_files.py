@@ -166,8 +166,25 @@ def install(manager: Any, token: Optional[str] = None) -> None:
 
     def get_all() -> Any:
         """Upstream's, but none where the private directory is refused (one line says why): no
-        traceback out of `%tensorboard`."""
-        return upstream_get_all() if info_dir() is not None else []
+        traceback out of `%tensorboard`. Upstream's lists the directory, then opens each file,
+        and raised FileNotFoundError where one went in between (a server's file renamed into
+        place, or removed as it ends): such a file is skipped here, as is a file being written
+        aside (a dot file: `replace_whole`'s)."""
+        directory = info_dir()
+        if directory is None:
+            return []
+        from_string = upstream.private(manager, "_info_from_string")
+        found = []
+        for name in os.listdir(directory):
+            if name.startswith("."):
+                continue
+            try:
+                with open(os.path.join(directory, name)) as f:
+                    found.append(from_string(f.read()))
+            # Gone since the listing, not readable (another's mode, a directory), or no info file.
+            except (OSError, ValueError):
+                continue
+        return found
 
     def write_info_file(info: Any) -> None:
         """Upstream's file plus who wrote it (the boot, the PID namespace and this process's start

@@ -15,6 +15,8 @@ __all__ = ["PRIVATE", "REPLACED", "parser_actions", "private", "replace"]
 PRIVATE: Dict[Tuple[str, str], str] = {
     ("tensorboard.manager", "_info_to_string"):
         "info_files: an info file's fields, checked and written as upstream writes them",
+    ("tensorboard.manager", "_info_from_string"):
+        "info_files: an info file read as upstream reads it, in the listing that skips a file gone meanwhile",
     ("tensorboard.manager", "_get_info_dir"): "info_files: replaced by the user's private directory",
     ("tensorboard.manager", "_get_info_file_path"): "info_files: replaced: a name of its own for each server",
     ("tensorboard.notebook", "_display_ipython"): "notebook: replaced: Jupyter's frame carries the token",
@@ -27,13 +29,16 @@ PRIVATE: Dict[Tuple[str, str], str] = {
     ("tensorboard.program", "TensorBoard._start_subprocess_data_ingester"):
         "launcher: overridden: the data server in a network namespace of its own (data_server.py)",
     ("tensorboard.program", "TensorBoard._make_data_provider"):
-        "launcher: overridden: the fast loader watched, the Python loader its fallback (watchdog.py)",
+        "launcher: overridden: the bundle's own loader (loader/) by default; the fast loader watched, the "
+        "Python loader its fallback (watchdog.py)",
     ("argparse", "ArgumentParser._actions"):
         "arguments: every flag TensorBoard's parser defines (argparse has no public list of them)",
 }
 # (module, name): why the bundle replaces that public name at run time.
 REPLACED: Dict[Tuple[str, str], str] = {
-    ("tensorboard.manager", "get_all"): "info_files: none where the private directory is refused",
+    ("tensorboard.manager", "get_all"):
+        "info_files: none where the private directory is refused; a file gone between the listing and its reading "
+        "skipped",
     ("tensorboard.manager", "write_info_file"): "info_files: private, whole, with who wrote it and the token",
     ("tensorboard.manager", "remove_info_file"): "info_files: only the file this process wrote",
     ("tensorboard.compat.tensorflow_stub.pywrap_tensorflow", "PyRecordReader_New"):

@@ -155,3 +155,38 @@ def test_the_frame_and_the_line_outside_a_notebook_carry_the_token_where_the_ser
     else:
         assert _frame(kept.shown) == (port, server.token)
         assert line == "Please visit http://localhost:%d/?token=%s in a web browser." % (port, server.token)
+
+
+def test_the_list_of_servers_holds_while_info_files_come_and_go():
+    """upstream's get_all lists the info directory, then opens each file: a file renamed into
+    place (a server starting) or removed (a server ending) in between raised FileNotFoundError out
+    of `%tensorboard` and `notebook.list()`, as test_the_frame_and_the_line... once did."""
+    import threading
+
+    from tensorboard import manager
+
+    from mxboard._format import files
+    from tensorboard_bundle import info_files
+
+    directory = info_files.info_dir()
+    assert directory is not None
+    stop = threading.Event()
+
+    def churn():
+        path = os.path.join(directory, "churn-%d.info" % os.getpid())
+        while not stop.is_set():
+            files.replace_whole(path, b"{}\n", 0o600)
+            os.remove(path)
+
+    thread = threading.Thread(target=churn, daemon=True)
+    thread.start()
+    try:
+        deadline = time.monotonic() + 5
+        calls = 0
+        while time.monotonic() < deadline:
+            assert isinstance(manager.get_all(), list)
+            calls += 1
+    finally:
+        stop.set()
+        thread.join(10)
+    assert calls > 100
