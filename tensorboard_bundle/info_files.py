@@ -15,7 +15,7 @@ import re
 import stat
 import sys
 import tempfile
-from typing import Any, Dict, List, NamedTuple, Optional, Set
+from typing import Any, Callable, Dict, List, NamedTuple, Optional, Set
 
 from tensorboard_bundle import upstream
 
@@ -145,6 +145,24 @@ def _record() -> Optional[Dict[str, Any]]:
     return {"boot_id": view.boot_id, "pid_namespace": view.namespace, "start_ticks": ticks}
 
 
+def _servers(directory: str, from_string: Callable[[str], Any]) -> List[Any]:
+    """The TensorBoardInfo of each info file in `directory`, read with upstream's `from_string`.
+    Upstream's get_all lists the directory, then opens each file, and raised FileNotFoundError
+    where one went in between (a server's file renamed into place, or removed as it ends): such a
+    file is skipped here, as is a file being written aside (a dot file: `replace_whole`'s)."""
+    found = []
+    for name in os.listdir(directory):
+        if name.startswith("."):
+            continue
+        try:
+            with open(os.path.join(directory, name)) as f:
+                found.append(from_string(f.read()))
+        # Gone since the listing, not readable (another's mode, a directory), or no info file.
+        except (OSError, ValueError):
+            continue
+    return found
+
+
 def install(manager: Any, token: Optional[str] = None) -> None:
     """Point TensorBoard's `manager` (the one module that writes, reads and removes info files)
     at this user's private directory. Each function replaced says why in its docstring; the rest
@@ -165,26 +183,9 @@ def install(manager: Any, token: Optional[str] = None) -> None:
         return os.path.join(get_info_dir(), file_name())
 
     def get_all() -> Any:
-        """Upstream's, but none where the private directory is refused (one line says why): no
-        traceback out of `%tensorboard`. Upstream's lists the directory, then opens each file,
-        and raised FileNotFoundError where one went in between (a server's file renamed into
-        place, or removed as it ends): such a file is skipped here, as is a file being written
-        aside (a dot file: `replace_whole`'s)."""
+        """Upstream's, less its errors: no directory, no file gone meanwhile (`_servers`)."""
         directory = info_dir()
-        if directory is None:
-            return []
-        from_string = upstream.private(manager, "_info_from_string")
-        found = []
-        for name in os.listdir(directory):
-            if name.startswith("."):
-                continue
-            try:
-                with open(os.path.join(directory, name)) as f:
-                    found.append(from_string(f.read()))
-            # Gone since the listing, not readable (another's mode, a directory), or no info file.
-            except (OSError, ValueError):
-                continue
-        return found
+        return [] if directory is None else _servers(directory, upstream.private(manager, "_info_from_string"))
 
     def write_info_file(info: Any) -> None:
         """Upstream's file plus who wrote it (the boot, the PID namespace and this process's start

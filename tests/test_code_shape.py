@@ -54,6 +54,27 @@ WRITER_LEVELS: List[List[str]] = [
 ]
 WRITER_LEVELS_HEADING = "#### The levels inside `_writer/`"
 
+# The server's levels (docs/architecture.md, "The server's import levels"), by the same rule: a
+# unit is a top-level module or folder of tensorboard_bundle ("tensorboard_bundle" its
+# __init__.py). Following --logdir from the launcher to a served point thus never steps back up.
+BUNDLE_LEVELS: List[List[str]] = [
+    ["__main__", "handover", "notebook"],  # where a process enters
+    ["launcher"],  # the launcher, which composes the rest
+    ["logdirs", "serving", "loader", "data_server", "watchdog", "info_files", "locate"],  # what it composes
+    ["arguments", "mirror", "namespace_helper"],  # the command line; the store's mirror; the data server's helper
+    ["access", "upstream", "upstream_line", "_patched", "tensorboard_bundle"],  # the leaves
+]
+BUNDLE_LEVELS_HEADING = "### The server's import levels"
+# The levels inside `loader/` ("__init__" its __init__.py), from the data provider down to the bytes.
+LOADER_LEVELS: List[List[str]] = [
+    ["__init__", "provider"],  # the data provider
+    ["logdir", "downsample", "blobs"],  # the reload loop; a read's choice of points; a blob read back
+    ["run", "walk", "watch", "schedule"],  # a run read; the runs found; the kernel's news; the polling plan
+    ["index"],  # a run in memory
+    ["ingest"],  # bytes to records
+]
+LOADER_LEVELS_HEADING = "#### The levels inside `loader/`"
+
 Import = Tuple[str, str, int]  # (importer, imported module, line)
 
 
@@ -125,20 +146,20 @@ def unit_of(module: str) -> str:
     return parts[1] if len(parts) > 1 else parts[0]
 
 
-def level_of(unit: str) -> int:
-    return next(i for i, units in enumerate(LEVELS) if unit in units)
+def level_of(unit: str, levels: List[List[str]] = LEVELS) -> int:
+    return next(i for i, units in enumerate(levels) if unit in units)
 
 
-def units_without_a_level(modules: Set[str]) -> Set[str]:
-    placed = {unit for units in LEVELS for unit in units}
+def units_without_a_level(modules: Set[str], levels: List[List[str]] = LEVELS) -> Set[str]:
+    placed = {unit for units in levels for unit in units}
     return {unit_of(m) for m in modules} - placed
 
 
-def imports_up(found: List[Import]) -> List[str]:
+def imports_up(found: List[Import], levels: List[List[str]] = LEVELS) -> List[str]:
     """Each import of a module on a higher level than the importer's, as a line to read."""
     return [f"{importer}:{line} imports {target} ({unit_of(target)} is above {unit_of(importer)})"
             for importer, target, line in found
-            if level_of(unit_of(target)) < level_of(unit_of(importer))]
+            if level_of(unit_of(target), levels) < level_of(unit_of(importer), levels)]
 
 
 def circles(found: List[Import]) -> List[List[str]]:
@@ -182,6 +203,7 @@ def circles(found: List[Import]) -> List[List[str]]:
 
 
 MXBOARD = os.path.join(ROOT, "python", "mxboard")
+BUNDLE = os.path.join(ROOT, "tensorboard_bundle")
 
 
 def test_no_module_docstring_is_longer_than_fifteen_lines():
@@ -237,16 +259,17 @@ def test_no_imports_among_mxboard_modules_form_a_circle():
     assert circles(found) == []
 
 
-def documented_levels(markdown: str, heading: str = "### The import levels") -> List[List[str]]:
+def documented_levels(markdown: str, heading: str = "### The import levels",
+                      package: str = "mxboard") -> List[List[str]]:
     """The units of each numbered item under `heading`, in order: `x.py` and `x/` name the unit
-    x, `__init__.py` names "mxboard"; other backquoted text is not a unit."""
+    x, `__init__.py` names `package`; other backquoted text is not a unit."""
     section = markdown.split(heading, 1)[1].split("\n#", 1)[0]
     items = re.split(r"^\d+\. ", section, flags=re.M)[1:]
     units = []
     for item in items:
         item = item.split("\n\n", 1)[0]  # the list ends at a blank line
         names = re.findall(r"`([A-Za-z_]+)(?:\.py|/)`", item)
-        units.append(["mxboard" if name == "__init__" else name for name in names])
+        units.append([package if name == "__init__" else name for name in names])
     return units
 
 
@@ -255,16 +278,23 @@ def test_the_levels_are_the_ones_docs_architecture_lists():
         doc = f.read()
     assert documented_levels(doc) == LEVELS
     assert documented_levels(doc, WRITER_LEVELS_HEADING) == WRITER_LEVELS
+    assert documented_levels(doc, BUNDLE_LEVELS_HEADING, "tensorboard_bundle") == BUNDLE_LEVELS
+    assert documented_levels(doc, LOADER_LEVELS_HEADING, "__init__") == LOADER_LEVELS
 
 
-def writer_imports_up(modules: Set[str], found: List[Import]) -> Tuple[Set[str], List[str]]:
-    """The modules of `_writer/` that WRITER_LEVELS does not place, and each import between two
-    of its modules that runs up those levels, as a line to read."""
+def writer_imports_up(modules: Set[str], found: List[Import], folder: str = "_writer",
+                      levels: List[List[str]] = WRITER_LEVELS) -> Tuple[Set[str], List[str]]:
+    """The modules of the package's `folder` (`_writer/`) that `levels` does not place, and each
+    import between two of its modules that runs up those levels, as a line to read. The folder's
+    __init__.py is "__init__" where `levels` place it, else not a module of the folder."""
+    level = {unit: i for i, units in enumerate(levels) for unit in units}
+
     def name(module: str) -> str:
         parts = module.split(".")
-        return parts[2] if len(parts) == 3 and parts[1] == "_writer" else ""
+        if len(parts) == 2 and parts[1] == folder and "__init__" in level:
+            return "__init__"
+        return parts[2] if len(parts) == 3 and parts[1] == folder else ""
 
-    level = {unit: i for i, units in enumerate(WRITER_LEVELS) for unit in units}
     unplaced = {name(m) for m in modules if name(m)} - set(level)
     up = [f"{importer}:{line} imports {target}" for importer, target, line in found
           if name(importer) in level and name(target) in level and level[name(target)] < level[name(importer)]]
@@ -274,6 +304,14 @@ def writer_imports_up(modules: Set[str], found: List[Import]) -> Tuple[Set[str],
 def test_every_module_of_writer_has_a_level_and_no_import_runs_back_up():
     modules, found = imports(MXBOARD)
     assert writer_imports_up(modules, found) == (set(), [])
+
+
+def test_every_unit_of_the_server_has_a_level_and_the_way_to_a_served_point_never_runs_back_up():
+    modules, found = imports(BUNDLE)
+    assert units_without_a_level(modules, BUNDLE_LEVELS) == set()
+    assert imports_up(found, BUNDLE_LEVELS) == []
+    assert writer_imports_up(modules, found, "loader", LOADER_LEVELS) == (set(), [])
+    assert circles(found) == []
 
 
 def reaches_into_a_core(package_dir: str) -> List[str]:
