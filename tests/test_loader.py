@@ -1,4 +1,4 @@
-"""The bundle's own loader (tensorboard_bundle/loader/, `--load_fast=mxboard`), in this process:
+"""The bundle's own loader (tensorboard_bundle/loader/, the server's default), in this process:
 the same answers as upstream's MultiplexerDataProvider (every point kept) on every kind of summary
 under the request's budget (restarts purged, kinds interleaved with the scalars read in bulk), the
 documented downsampling over it, a file read from where the last read stopped, and many runs read
@@ -242,7 +242,7 @@ def test_a_loop_a_stray_file_and_a_deleted_run_cost_only_themselves(tmp_path, ca
     assert set(read) == {"a", "linked"}
 
 
-def test_load_fast_mxboard_is_the_bundles_and_never_reaches_tensorboards_parser():
+def test_the_bundles_loader_is_the_default_and_load_fast_mxboard_never_reaches_tensorboards_parser():
     from tensorboard_bundle import arguments
 
     for argv in (["tb", "--logdir", "runs", "--load_fast=mxboard"], ["tb", "--load_fast", "mxboard", "--logdir=runs"],
@@ -250,8 +250,14 @@ def test_load_fast_mxboard_is_the_bundles_and_never_reaches_tensorboards_parser(
         launch = arguments.parse(argv)
         assert launch.loader == "mxboard"
         assert "mxboard" not in launch.argv("tb") and "--load_fast" not in " ".join(launch.argv("tb"))
-    launch = arguments.parse(["tb", "--logdir", "runs", "--load_fast=true"])
-    assert launch.loader is None and "--load_fast" in launch.argv("tb")
+    # The default, with --logdir or a spec (which logdirs.py may make one tree); none where
+    # upstream's loaders or a data server of the user's are asked for.
+    for argv in (["tb", "--logdir", "runs"], ["tb", "--logdir_spec", "a:/x,b:/y"]):
+        assert arguments.parse(argv).loader == "mxboard"
+    for asked in ("true", "false", "auto"):
+        launch = arguments.parse(["tb", "--logdir", "runs", "--load_fast=" + asked])
+        assert launch.loader is None and ["--load_fast", asked] == launch.argv("tb")[1:3]
+    assert arguments.parse(["tb", "--logdir", "runs", "--grpc_data_provider", "localhost:1"]).loader is None
     with pytest.raises(SystemExit, match="^Error: --load_fast=mxboard serves one --logdir: leave out --logdir_spec"):
         arguments.parse(["tb", "--logdir_spec", "a:/x", "--load_fast=mxboard"])
 

@@ -1,4 +1,4 @@
-"""The bundle's own loader through the bundled server over HTTP (`--load_fast=mxboard`): a spike in
+"""The bundle's own loader, the bundled server's default, over HTTP: a spike in
 100,000 points is served, with the first and the last point, within the scalars route's budget;
 a damaged record is skipped, said once in the server's log, and the rest of its file served."""
 import os
@@ -56,7 +56,7 @@ def _served(server, run, expected, timeout=60):
 
 def test_the_banner_names_the_loader_and_a_spike_is_served_with_the_first_and_last_points(tmp_path, serve):
     _write_curve(tmp_path / "run", 100_000, spike_at=SPIKE_STEP)
-    server = serve(str(tmp_path), "--load_fast=mxboard")
+    server = serve(str(tmp_path))
     assert "data loader: mxboard (in-process)" in server.banner
     rows = _served(server, "run", 99_999)
     steps = [step for _, step, _ in rows]
@@ -69,7 +69,7 @@ def test_the_banner_names_the_loader_and_a_spike_is_served_with_the_first_and_la
 def test_a_damaged_record_is_skipped_said_once_and_the_rest_served(tmp_path, serve):
     path = _write_curve(tmp_path / "run", 1000)
     offset = _flip_a_bit_of_the_step(path, 500)
-    server = serve(str(tmp_path), "--load_fast", "mxboard")
+    server = serve(str(tmp_path))
     rows = _served(server, "run", 999)
     assert [step for _, step, _ in rows] == [step for step in range(1000) if step != 500]
     # A few reloads later (one a second), still said once.
@@ -92,8 +92,8 @@ def test_every_step_of_an_image_tag_is_served_when_asked_and_ten_evenly_spaced_b
             image = rng.integers(0, 255, (3, 4, 4), dtype=np.uint8)
             writer.add_image("picture", image, step)
             logged[step] = image
-    every = serve(str(tmp_path), "--load_fast=mxboard", "--samples_per_plugin", "images=0")
-    some = serve(str(tmp_path), "--load_fast=mxboard")
+    every = serve(str(tmp_path), "--samples_per_plugin", "images=0")
+    some = serve(str(tmp_path))
     deadline = time.monotonic() + 60
     while True:
         rows = every.json("/data/plugin/images/images", {"run": "run", "tag": "picture"})
@@ -128,7 +128,7 @@ def test_every_dashboards_routes_answer_as_upstreams_python_loader_keeping_every
     import every_kind_corpus
 
     every_kind_corpus.write(str(tmp_path))
-    ours = serve(str(tmp_path), "--load_fast=mxboard", "--samples_per_plugin", _EVERY_SAMPLE)
+    ours = serve(str(tmp_path), "--samples_per_plugin", _EVERY_SAMPLE)
     theirs = serve(str(tmp_path), "--load_fast=false", "--samples_per_plugin", _EVERY_SAMPLE)
     # Both load on a thread of their own: wait until each serves the last run's scalars.
     for server in (ours, theirs):
