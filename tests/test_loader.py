@@ -1,8 +1,9 @@
 """The bundle's own loader (tensorboard_bundle/loader/, the server's default), in this process:
 the same answers as upstream's MultiplexerDataProvider (every point kept) on every kind of summary
 under the request's budget (restarts purged, kinds interleaved with the scalars read in bulk), the
-documented downsampling over it, a file read from where the last read stopped, and many runs read
-together holding what each read alone holds. test_loader_served.py reads it through the bundled
+documented downsampling over it, a file read from where the last read stopped, many runs read
+together holding what each read alone holds, and tensor points read back from their records (a
+record changed since left out, said once). test_loader_served.py reads it through the bundled
 server over HTTP."""
 import math
 import os
@@ -444,11 +445,18 @@ def _contents(run):
     for tag, found in index.series.items():
         steps, walls, values = (column.tolist() for column in found.columns.view())
         series[tag] = (found.kind, steps, walls, repr(values),
-                       [(e.step, e.wall_time, e.tensor_proto.SerializeToString()) for e in found.tensors],
+                       _refs(found.refs.view()),
                        [(b.step, b.wall_time, b.offset, b.length) for b in found.blobs], len(found.pending))
     return ({tag: m.SerializeToString(deterministic=True) for tag, m in index.metadata.items()}, series,
             sorted(index.plugins), index.first_wall_time,
             {os.path.basename(p): (f.offset, f.ended) for p, f in run.files.items()})
+
+
+def _refs(points):
+    """A tensor series' points, as builtins: step, wall time, file name and byte offset."""
+    steps, walls, offsets, file_ids, files = points
+    return [(step, wall, os.path.basename(files[file_id].path), offset) for step, wall, offset, file_id in zip(
+        steps.tolist(), walls.tolist(), offsets.tolist(), file_ids.tolist())]
 
 
 def test_many_runs_read_together_hold_what_each_read_alone_holds(tmp_path, caplog):
@@ -497,3 +505,167 @@ def test_many_runs_read_together_hold_what_each_read_alone_holds(tmp_path, caplo
     assert len(first_said) >= len(cases) // 3
     assert together["big"].index.series["loss"].columns.size == 60_005
     assert together["version2"].files[paths["version2"][0]].offset == os.path.getsize(paths["version2"][0]) - 20
+
+
+def _histogram(tag, step, shift=0.0):
+    """An old-style histogram value (upstream migrates it to a tensor when read)."""
+    from tensorboard.compat.proto import summary_pb2
+
+    return summary_pb2.Summary.Value(tag=tag, histo=summary_pb2.HistogramProto(
+        min=-1.0 + shift, max=2.0 + shift + step, num=3, sum=shift, sum_squares=1.0,
+        bucket_limit=[0.0 + shift, 1.0 + shift, 2.0 + step], bucket=[1.0, 0.0, 2.0]))
+
+
+def _text(tag, words):
+    from tensorboard.compat.proto import summary_pb2
+    from tensorboard.util import tensor_util
+
+    metadata = summary_pb2.SummaryMetadata(plugin_data=summary_pb2.SummaryMetadata.PluginData(plugin_name="text"))
+    return summary_pb2.Summary.Value(tag=tag, metadata=metadata, tensor=tensor_util.make_tensor_proto([words]))
+
+
+def _values(step, *values, wall=None):
+    from tensorboard.compat.proto import event_pb2, summary_pb2
+
+    return event_pb2.Event(wall_time=1.7e9 + step if wall is None else wall, step=step,
+                           summary=summary_pb2.Summary(value=list(values)))
+
+
+def _write_tensor_cases(logdir):
+    """Tensor series whose points are read back from their records: a tag twice in one record
+    beside other tags, restarts with and without file version 2, a series over two files, the
+    second's records holding a simple scalar of the histograms' tag after each histogram."""
+    from tensorboard.compat.proto import event_pb2, summary_pb2
+
+    start = event_pb2.Event(wall_time=1.7e9, step=0, session_log=event_pb2.SessionLog(status=1))
+    version2 = event_pb2.Event(wall_time=1.7e9, file_version="brain.Event:2")
+    _write_events(logdir / "shared" / "events.out.tfevents.1",
+                  [_values(s, _histogram("h", s), _text("t", "step %d" % s), _histogram("h", s, 0.5),
+                           _histogram("g", s, 2.0)) for s in range(12)]
+                  + [_values(13, _text("t", "€ and \x00 bytes"))])
+    _write_events(logdir / "unversioned" / "events.out.tfevents.1",
+                  [_values(s, _histogram("h", s)) for s in range(30)] + [_values(s, _histogram("h", s, 1.0))
+                                                                        for s in range(10, 20)])
+    _write_events(logdir / "version2" / "events.out.tfevents.1",
+                  [version2, start] + [_values(s, _histogram("h", s), _text("t", str(s))) for s in range(30)]
+                  + [event_pb2.Event(wall_time=1.8e9, step=12, session_log=event_pb2.SessionLog(status=1))]
+                  + [_values(s, _histogram("h", s, 3.0)) for s in range(12, 20)])
+    # Histograms of every shape that upstream's migration meets: no bucket filled, empty buckets at
+    # either end, one bucket, edges NaN, infinite or past float32's range; a histogram of a tag
+    # first written as text.
+    shapes = [([0.0, 0.0, 0.0], [1.0, 2.0, 3.0], 0.0, 3.0),
+              ([0.0, 2.0, 0.0, 5.0, 0.0], [1.0, 2.0, 3.0, 4.0, 9.0], 0.5, 8.0), ([], [], 0.0, 0.0),
+              ([4.0], [1e39], -1e39, 1e39), ([1.0, 1.0], [0.0, 1.0], float("nan"), float("inf")),
+              ([1.0, float("nan"), 2.0], [1.0, 2.0, 3.0], -2.0, 3.0)]
+    _write_events(logdir / "edges" / "events.out.tfevents.1",
+                  [_values(s, summary_pb2.Summary.Value(tag="h", histo=summary_pb2.HistogramProto(
+                      min=low, max=high, num=5, bucket=counts, bucket_limit=limits)))
+                   for s, (counts, limits, low, high) in enumerate(shapes)]
+                  + [_values(10, _text("t", "words")), _values(11, _histogram("t", 11))])
+    _write_events(logdir / "two_files" / "events.out.tfevents.1", [_values(s, _histogram("h", s)) for s in range(9)])
+    _write_events(logdir / "two_files" / "events.out.tfevents.2",
+                  [_values(s, _histogram("h", s, 1.0), _scalars(s, h=1.0).summary.value[0]) for s in range(9, 20)])
+
+
+def test_tensor_points_read_back_from_their_records_answer_as_upstream(tmp_path):
+    """A tensor series keeps where each point's record lies, and a read takes the points it
+    chose back from their files: the same answers as upstream's (every point kept), with and
+    without purge_orphaned_data; under a budget, exactly the points `evenly` chose of them."""
+    _write_tensor_cases(tmp_path)
+    for purge in (True, False):
+        _every_call(_upstream(str(tmp_path), purge), _ours(str(tmp_path), purge))
+    ours = _ours(str(tmp_path))
+    for plugin in ("histograms", "text"):
+        every = ours.read_tensors(CTX, experiment_id=EXPERIMENT, plugin_name=plugin, downsample=EVERY)
+        for budget in (0, 1, 2, 5, 7):
+            read = ours.read_tensors(CTX, experiment_id=EXPERIMENT, plugin_name=plugin, downsample=budget)
+            for run, tags in every.items():
+                for tag, points in tags.items():
+                    chosen = evenly(len(points), budget).tolist()
+                    assert _plain(read[run][tag]) == _plain([points[i] for i in chosen]), (run, tag, budget)
+    every = ours.read_tensors(CTX, experiment_id=EXPERIMENT, plugin_name="histograms", downsample=EVERY)
+    # Checks of the corpus itself: two points a step where "h" comes twice a record, each restart purged.
+    assert [p.step for p in every["shared"]["h"]] == [s for s in range(12) for _ in range(2)]
+    assert [p.step for p in every["unversioned"]["h"]] == list(range(20))
+    assert [p.step for p in every["version2"]["h"]] == list(range(20))
+    assert [p.step for p in every["two_files"]["h"]] == list(range(9)) + [s for s in range(9, 20) for _ in range(2)]
+    series = ours._logdir.runs["two_files"].index.series["h"]
+    assert series.refs.size == 31 and len(series.refs.files) == 2
+
+
+def test_a_record_changed_under_the_server_leaves_its_point_out_said_once(tmp_path, caplog):
+    """A tensor point's record is read again, its CRCs checked: a flipped bit, another record
+    moved to its place (whole, CRCs good, another step), a file cut short or gone leaves those
+    points out of the answer, each said once however often it is read, and the rest is served."""
+    run = tmp_path / "run"
+    _write_events(run / "events.out.tfevents.1", [_values(s, _histogram("h", s)) for s in range(50)])
+    ours = _ours(str(tmp_path))
+    refs = ours._logdir.runs["run"].index.series["h"].refs
+    offsets = refs.offsets[:refs.size].tolist()
+    path = str(run / "events.out.tfevents.1")
+    with open(path, "r+b") as f:
+        data = bytearray(f.read())
+        # A bit of record 10's payload; records 20 and 21 swapped (one length: steps < 128).
+        data[offsets[10] + 20] ^= 0x01
+        assert offsets[21] - offsets[20] == offsets[22] - offsets[21]
+        twenty, twenty_one = data[offsets[20]:offsets[21]], data[offsets[21]:offsets[22]]
+        data[offsets[20]:offsets[22]] = twenty_one + twenty
+        f.seek(0)
+        f.write(data[:offsets[45] + 30])
+        f.truncate()
+    caplog.clear()
+    for _ in range(3):
+        read = ours.read_tensors(CTX, experiment_id=EXPERIMENT, plugin_name="histograms", downsample=EVERY)
+        assert [p.step for p in read["run"]["h"]] == [s for s in range(45) if s not in (10, 20, 21)]
+    said = [r.getMessage() for r in caplog.records if r.name.startswith("tensorboard_bundle.loader")]
+    assert len(said) == 3 + 5 and all("no longer reads as it was read" in line for line in said), said
+    assert ours.list_tensors(CTX, experiment_id=EXPERIMENT, plugin_name="histograms")["run"]["h"].max_step == 49
+    # The file gone (before the next reload sees it): no point, said once.
+    os.remove(path)
+    caplog.clear()
+    for _ in range(2):
+        assert ours.read_tensors(CTX, experiment_id=EXPERIMENT, plugin_name="histograms", downsample=EVERY) == {
+            "run": {"h": []}}
+    said = [r.getMessage() for r in caplog.records if r.name.startswith("tensorboard_bundle.loader")]
+    assert len(said) == 1 and "cannot be read again" in said[0], said
+
+
+def test_a_tensor_point_costs_its_place_in_the_file_not_its_tensor(tmp_path):
+    """20,000 histograms of 30 buckets: each point in memory is its step, wall time, file and
+    offset (28 bytes, and room to grow), and a read of 500 of them reads those 500 back."""
+    from tensorboard.compat.proto import event_pb2, summary_pb2
+
+    histo = summary_pb2.HistogramProto(min=-1.0, max=30.0, num=100, sum=5.0, sum_squares=50.0,
+                                       bucket_limit=[float(i) for i in range(30)], bucket=[3.0] * 30)
+    event = event_pb2.Event(summary=summary_pb2.Summary(value=[summary_pb2.Summary.Value(tag="h", histo=histo)]))
+    (tmp_path / "run").mkdir()
+    with open(str(tmp_path / "run" / "events.out.tfevents.1"), "wb") as f:
+        for step in range(20_000):
+            event.step, event.wall_time = step, 1.7e9 + step
+            f.write(frame(event.SerializeToString()))
+    ours = _ours(str(tmp_path))
+    refs = ours._logdir.runs["run"].index.series["h"].refs
+    held = sum(column.nbytes for column in (refs.steps, refs.walls, refs.offsets, refs.file_ids))
+    assert refs.size == 20_000 and held <= 2 * 28 * 20_000
+    read = ours.read_tensors(CTX, experiment_id=EXPERIMENT, plugin_name="histograms", downsample=500)
+    assert [p.step for p in read["run"]["h"]] == evenly(20_000, 500).tolist()
+    assert all(p.numpy.shape == (30, 3) for p in read["run"]["h"])
+
+
+def test_a_known_tags_histogram_that_upstreams_migration_refuses_is_skipped_and_said(tmp_path, caplog):
+    """A record of known tensor tags is kept unmigrated (where it lies) only where upstream's
+    migration cannot refuse it: a histogram with fewer limits than buckets is migrated, refused,
+    skipped and said, as any record upstream's migration refuses."""
+    from tensorboard.compat.proto import summary_pb2
+
+    broken = summary_pb2.Summary.Value(tag="h", histo=summary_pb2.HistogramProto(
+        min=0.0, max=1.0, num=3, bucket_limit=[0.5], bucket=[1.0, 1.0, 1.0]))
+    _write_events(tmp_path / "run" / "events.out.tfevents.1",
+                  [_values(s, _histogram("h", s)) for s in range(5)] + [_values(5, broken)]
+                  + [_values(s, _histogram("h", s)) for s in range(6, 8)])
+    caplog.clear()
+    ours = _ours(str(tmp_path))
+    read = ours.read_tensors(CTX, experiment_id=EXPERIMENT, plugin_name="histograms", downsample=EVERY)
+    assert [p.step for p in read["run"]["h"]] == [0, 1, 2, 3, 4, 6, 7]
+    said = [r.getMessage() for r in caplog.records if r.name.startswith("tensorboard_bundle.loader")]
+    assert len(said) == 1 and "is skipped" in said[0], said

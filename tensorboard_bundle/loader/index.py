@@ -3,14 +3,15 @@ every point of it.
 
 A scalar tag's points are numpy columns (`Columns`: step int64, wall time and value float64: 24
 bytes a point, and up to as much again as room where points come a few at a time). A tensor tag
-(histograms, text, pr curves, hparams, mesh, custom scalars) keeps upstream's TensorEvents; a
-blob sequence tag (images, audio, graphs) where each record lies (`BlobRef`), its blobs read on
-request. A tag's events read before its metadata wait in `Series.pending`. A small
-SummaryMetadata is shared by the runs that hold one alike (`interned`). `RunIndex.add` takes the
-events upstream's loader yields (data_compat, then dataclass_compat); `add_first_scalar` a tag's
-first simple scalar, given its migration; `add_simple_scalars` a known tag's simple scalars of
-one Event; `add_scalar_rows` many at once, as the scanner decodes them. All of them purge as
-upstream's accumulator purges after a restart.
+(histograms, text, pr curves, hparams, mesh, custom scalars) keeps where each point's record lies
+(`Refs`, numpy columns too: 28 bytes a point), a blob sequence tag (images, audio, graphs) its
+`BlobRef`s: their values are read back on request (blobs.py). A tag's events read before its
+metadata wait in `Series.pending`. A small SummaryMetadata is shared by the runs that hold one
+alike (`interned`). `RunIndex.add` takes the events upstream's loader yields (data_compat, then
+dataclass_compat); `add_first_scalar` a tag's first simple scalar, given its migration;
+`add_simple_scalars` a known tag's simple scalars of one Event, `add_known_tensors` its tensors,
+unmigrated; `add_scalar_rows` many scalars at once, as the scanner decodes them. All of them
+purge as upstream's accumulator purges after a restart.
 """
 import threading
 from typing import Any, Dict, List, NamedTuple, Optional, Set, Tuple
@@ -23,10 +24,13 @@ from tensorboard.util import tensor_util
 
 from tensorboard_bundle.loader.ingest import EventFile
 
-__all__ = ["BlobRef", "Columns", "RunIndex", "Series", "interned", "scalar_value", "tensor_size"]
+__all__ = ["BlobRef", "Columns", "Refs", "RefsView", "RunIndex", "Series", "interned", "scalar_value", "tensor_size"]
 
 # TensorProto's DT_FLOAT.
 _DT_FLOAT = 1
+# The kinds of Summary.Value that upstream's migration makes a tensor of the value's own tag (a
+# histogram's only where it has a limit for each bucket).
+_TENSOR_VALUES = frozenset(["tensor", "simple_value", "histo"])
 
 
 class BlobRef(NamedTuple):
@@ -42,6 +46,8 @@ class BlobRef(NamedTuple):
 # The columns of a series without points: shared by all of them, and never written to (a point
 # finds no room in them).
 _EMPTY: Tuple[Any, Any, Any] = (np.zeros(0, np.int64), np.zeros(0, np.float64), np.zeros(0, np.float64))
+_EMPTY_REFS: Tuple[Any, Any, Any, Any] = (np.zeros(0, np.int64), np.zeros(0, np.float64), np.zeros(0, np.int64),
+                                          np.zeros(0, np.int32))
 
 
 class Columns:
@@ -57,7 +63,7 @@ class Columns:
 
     def append(self, step: int, wall: float, value: float) -> None:
         if self.size == len(self.steps):
-            self._grow(1)
+            self.steps, self.walls, self.values = _grown(self.view(), 1)
         n = self.size
         self.steps[n], self.walls[n], self.values[n] = step, wall, value
         self.size = n + 1
@@ -66,24 +72,12 @@ class Columns:
         """Append the points of three numpy columns of one length."""
         count = len(steps)
         if self.size + count > len(self.steps):
-            self._grow(count)
+            self.steps, self.walls, self.values = _grown(self.view(), count)
         n = self.size
         self.steps[n:n + count] = steps
         self.walls[n:n + count] = walls
         self.values[n:n + count] = values
         self.size = n + count
-
-    def _grow(self, count: int) -> None:
-        """New arrays with room for `count` more points: just that for the first points, else at
-        least as much again as they hold, 16 at least."""
-        n = self.size
-        room = n + count if not n else max(n + count, 2 * n, 16)
-        grown: List[Any] = []
-        for column in (self.steps, self.walls, self.values):
-            new = np.empty(room, column.dtype)
-            new[:n] = column[:n]
-            grown.append(new)
-        self.steps, self.walls, self.values = grown
 
     def view(self) -> Tuple[Any, Any, Any]:
         n = self.size
@@ -91,27 +85,109 @@ class Columns:
 
     def keep_before(self, step: int) -> int:
         """Drop the points at `step` or later; returns how many were dropped."""
-        steps, walls, values = self.view()
-        kept = steps < step
-        dropped = int(len(steps) - kept.sum())
-        if dropped:
-            # New arrays: views given out before still hold what they held.
-            self.steps, self.walls, self.values = (np.concatenate([column[kept], np.zeros(16, column.dtype)])
-                                                   for column in (steps, walls, values))
-            self.size = len(steps) - dropped
-        return dropped
+        kept = _kept_before(self.view(), step)
+        if kept is None:
+            return 0
+        before = self.size
+        (self.steps, self.walls, self.values), self.size = kept
+        return before - self.size
+
+
+class RefsView(NamedTuple):
+    """A tensor series' points as they stood (`Refs.view`): arrays that later appends never
+    change, and the files their ids name."""
+
+    steps: Any
+    walls: Any
+    offsets: Any
+    file_ids: Any
+    files: List[EventFile]
+
+
+class Refs:
+    """A tensor series: each point's step and wall time, and where its record lies (the byte
+    `offsets` of `files`[file id]), in arrays that grow as `Columns`' grow. The points of one
+    record (a tag's values of one Event) lie next to each other, in the record's order."""
+
+    __slots__ = ("steps", "walls", "offsets", "file_ids", "files", "_ids", "size")
+
+    def __init__(self) -> None:
+        self.steps, self.walls, self.offsets, self.file_ids = _EMPTY_REFS
+        self.files: List[EventFile] = []
+        # {file: its id}
+        self._ids: Dict[EventFile, int] = {}
+        self.size = 0
+
+    def append(self, step: int, wall: float, file: EventFile, offset: int) -> None:
+        if self.size == len(self.steps):
+            self.steps, self.walls, self.offsets, self.file_ids = _grown(self._columns(), 1)
+        n = self.size
+        self.steps[n], self.walls[n], self.offsets[n] = step, wall, offset
+        self.file_ids[n] = self._file_id(file)
+        self.size = n + 1
+
+    def view(self) -> RefsView:
+        """The points as they stand (under the run's lock); `files` only ever grows."""
+        return RefsView(*self._columns(), self.files)
+
+    def _columns(self) -> Tuple[Any, Any, Any, Any]:
+        n = self.size
+        return self.steps[:n], self.walls[:n], self.offsets[:n], self.file_ids[:n]
+
+    def keep_before(self, step: int) -> int:
+        """Drop the points at `step` or later; returns how many were dropped."""
+        kept = _kept_before(self._columns(), step)
+        if kept is None:
+            return 0
+        before = self.size
+        (self.steps, self.walls, self.offsets, self.file_ids), self.size = kept
+        return before - self.size
+
+    def _file_id(self, file: EventFile) -> int:
+        """The id of `file` in `files`, added where new."""
+        files = self.files
+        if files and files[-1] is file:
+            return len(files) - 1
+        found = self._ids.get(file)
+        if found is None:
+            found = self._ids[file] = len(files)
+            files.append(file)
+        return found
+
+
+def _grown(columns: Tuple[Any, ...], count: int) -> Tuple[Any, ...]:
+    """New arrays holding `columns` (a series' points, of one length) with room for `count` more
+    points: just that for the first points, else at least as much again as they hold, 16 at least."""
+    n = len(columns[0])
+    room = n + count if not n else max(n + count, 2 * n, 16)
+    grown: List[Any] = []
+    for column in columns:
+        new = np.empty(room, column.dtype)
+        new[:n] = column
+        grown.append(new)
+    return tuple(grown)
+
+
+def _kept_before(columns: Tuple[Any, ...], step: int) -> Optional[Tuple[Tuple[Any, ...], int]]:
+    """New arrays holding the points of `columns` (steps first) before `step`, with room for 16
+    more, and their count; None where every point is before it. Views given out before still hold
+    what they held."""
+    kept = columns[0] < step
+    if kept.all():
+        return None
+    return tuple(np.concatenate([column[kept], np.zeros(16, column.dtype)]) for column in columns), int(kept.sum())
 
 
 class Series:
-    """One tag's points: `kind` is "scalar" (`columns`), "tensor" (`tensors`) or "blob" (`blobs`)
+    """One tag's points: `kind` is "scalar" (`columns`), "tensor" (`refs`) or "blob" (`blobs`)
     once its metadata is known, None before (`pending`)."""
 
-    __slots__ = ("kind", "columns", "tensors", "blobs", "pending")
+    __slots__ = ("kind", "columns", "refs", "blobs", "pending")
 
     def __init__(self) -> None:
         self.kind: Optional[str] = None
         self.columns = Columns()
-        self.tensors: List[Any] = []
+        self.refs = Refs()
         self.blobs: List[BlobRef] = []
         self.pending: List[Tuple[Any, EventFile, int]] = []
 
@@ -120,7 +196,7 @@ class Series:
         if self.kind == "scalar":
             self.columns.append(event.step, event.wall_time, scalar_value(event.tensor_proto))
         elif self.kind == "tensor":
-            self.tensors.append(event)
+            self.refs.append(event.step, event.wall_time, file, offset)
         elif self.kind == "blob":
             self.blobs.append(BlobRef(event.step, event.wall_time, file, offset, tensor_size(event.tensor_proto)))
         else:
@@ -134,12 +210,11 @@ class Series:
 
     def keep_before(self, step: int) -> int:
         """Drop the points at `step` or later; returns how many were dropped."""
-        dropped = self.columns.keep_before(step)
-        before = len(self.tensors) + len(self.blobs) + len(self.pending)
-        self.tensors = [e for e in self.tensors if e.step < step]
+        dropped = self.columns.keep_before(step) + self.refs.keep_before(step)
+        before = len(self.blobs) + len(self.pending)
         self.blobs = [b for b in self.blobs if b.step < step]
         self.pending = [p for p in self.pending if p[0].step < step]
-        return dropped + before - len(self.tensors) - len(self.blobs) - len(self.pending)
+        return dropped + before - len(self.blobs) - len(self.pending)
 
 
 class RunIndex:
@@ -199,6 +274,29 @@ class RunIndex:
         self._maybe_purge(event)
         for value in values:
             self.series[value.tag].columns.append(event.step, event.wall_time, float(np.float32(value.simple_value)))
+        return True
+
+    def add_known_tensors(self, event: Any, file: EventFile, offset: int) -> bool:
+        """Take a raw (unmigrated) event, read from the record at `offset` of `file`, whose values
+        are all of tags that this run holds as tensor series and that `file` has migrated before,
+        each one that upstream's migration makes a tensor of its tag without fail, as `add` would
+        take its migration; False, taking nothing, for any other event. (A point's tensor is
+        read back, migrated, on request: its migration now would be thrown away.)"""
+        if event.WhichOneof("what") != "summary" or not event.summary.value:
+            return False
+        values = event.summary.value
+        for value in values:
+            kind = value.WhichOneof("value")
+            # A histogram with fewer limits than buckets may fail its migration.
+            if kind not in _TENSOR_VALUES or not value.tag or value.tag not in file.initial_metadata or (
+                    kind == "histo" and len(value.histo.bucket_limit) < len(value.histo.bucket)):
+                return False
+            series = self.series.get(value.tag)
+            if series is None or series.kind != "tensor":
+                return False
+        self._maybe_purge(event)
+        for value in values:
+            self.series[value.tag].refs.append(event.step, event.wall_time, file, offset)
         return True
 
     def add_first_scalar(self, tag: str, metadata: Any, step: int, wall: float, value: float) -> bool:

@@ -11,7 +11,6 @@ from typing import Any, Callable, Dict, Iterator, Optional, Tuple
 from tensorboard import errors
 from tensorboard.compat.proto import summary_pb2
 from tensorboard.data import provider
-from tensorboard.util import tensor_util
 
 from tensorboard_bundle.loader import blobs
 from tensorboard_bundle.loader.downsample import evenly, extremes
@@ -94,11 +93,12 @@ class MxboardDataProvider(provider.DataProvider):  # type: ignore[misc]
                      run_tag_filter: Any = None) -> Answer:
         _check(ctx, experiment_id, downsample)
         result: Answer = {}
-        for run, tag, _, events in self._series(plugin_name, run_tag_filter, summary_pb2.DATA_CLASS_TENSOR):
+        for run, tag, _, points in self._series(plugin_name, run_tag_filter, summary_pb2.DATA_CLASS_TENSOR):
+            # Only the points chosen are read back from their files.
+            chosen = evenly(len(points.steps), downsample)
             result.setdefault(run, {})[tag] = [
-                provider.TensorDatum(step=events[i].step, wall_time=events[i].wall_time,
-                                     numpy=tensor_util.make_ndarray(events[i].tensor_proto))
-                for i in evenly(len(events), downsample).tolist()]
+                provider.TensorDatum(step=step, wall_time=wall, numpy=array)
+                for step, wall, array in blobs.read_tensors(points, chosen, tag)]
         return result
 
     def list_blob_sequences(self, ctx: Any = None, *, experiment_id: str, plugin_name: str,
@@ -152,13 +152,10 @@ class MxboardDataProvider(provider.DataProvider):  # type: ignore[misc]
     def _list(self, construct: Callable[..., Any], plugin_name: str, run_tag_filter: Any, data_class: int) -> Answer:
         result: Answer = {}
         for run, tag, metadata, series in self._series(plugin_name, run_tag_filter, data_class):
-            if data_class == summary_pb2.DATA_CLASS_SCALAR:
-                steps, walls, _ = series
-                max_step = int(steps.max()) if len(steps) else None
-                max_wall_time = float(walls.max()) if len(walls) else None
-            else:
-                max_step = max((e.step for e in series), default=None)
-                max_wall_time = max((e.wall_time for e in series), default=None)
+            # A scalar series' columns, or a tensor series' RefsView: steps and wall times first.
+            steps, walls = series[0], series[1]
+            max_step = int(steps.max()) if len(steps) else None
+            max_wall_time = float(walls.max()) if len(walls) else None
             result.setdefault(run, {})[tag] = construct(
                 max_step=max_step, max_wall_time=max_wall_time, plugin_content=metadata.plugin_data.content,
                 description=metadata.summary_description, display_name=metadata.display_name)
@@ -167,7 +164,7 @@ class MxboardDataProvider(provider.DataProvider):  # type: ignore[misc]
     def _series(self, plugin_name: str, run_tag_filter: Any,
                 data_class: int) -> Iterator[Tuple[str, str, Any, Any]]:
         """(run, tag, metadata, points) of each time series the filters let through, in upstream's
-        order; points: the columns of a scalar series, the TensorEvents of a tensor series, the
+        order; points: the columns of a scalar series, the RefsView of a tensor series, the
         BlobRefs of a blob sequence, each as they stand now. A run all of whose series are
         filtered out is answered as upstream answers it (absent)."""
         runs = run_tag_filter.runs if run_tag_filter is not None else None
@@ -188,7 +185,9 @@ def _points(series: Series) -> Any:
     """A series' points as they stand now (a tag with metadata has its kind)."""
     if series.kind == "scalar":
         return series.columns.view()
-    return list(series.tensors if series.kind == "tensor" else series.blobs)
+    if series.kind == "tensor":
+        return series.refs.view()
+    return list(series.blobs)
 
 
 def _check(ctx: Any, experiment_id: Optional[str] = "", downsample: Any = 0) -> None:

@@ -6,8 +6,9 @@ is skipped and said once.
 `read_runs` reads many runs' files at once, so that their small files are scanned together
 (ingest.py). The simple scalars that the scanner decodes, of a tag that the run holds as scalars
 and that their file migrated before, go straight into the tag's columns, many at once
-(`RunIndex.add_scalar_rows`); every other record is parsed and migrated as upstream does, in file
-order with them: each record that needs upstream's migration is taken after the rows before it and
+(`RunIndex.add_scalar_rows`); every other record is parsed (and migrated as upstream does, but
+where its values are all of known tensor tags: the index keeps only where it lies), in file order
+with them: each record that needs upstream's migration is taken after the rows before it and
 before the rows after it, so that metadata comes first and a restart purges as upstream purges.
 """
 import logging
@@ -71,7 +72,7 @@ def _take(index: RunIndex, file: EventFile, offset: int, payload: bytes) -> None
     try:
         event = event_pb2.Event.FromString(payload)
         with index.lock:
-            if index.add_simple_scalars(event, file):
+            if index.add_simple_scalars(event, file) or index.add_known_tensors(event, file, offset):
                 return
         events = dataclass_compat.migrate_event(data_compat.migrate_event(event), file.initial_metadata)
         with index.lock:
