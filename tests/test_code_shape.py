@@ -68,7 +68,7 @@ BUNDLE_LEVELS_HEADING = "### The server's import levels"
 # The levels inside `loader/` ("__init__" its __init__.py), from the data provider down to the bytes.
 LOADER_LEVELS: List[List[str]] = [
     ["__init__", "provider"],  # the data provider
-    ["logdir", "downsample", "blobs"],  # the reload loop; a read's choice of points; a blob read back
+    ["logdir", "downsample", "blobs"],  # the reload loop; a read's choice of points; records read back
     ["run", "walk", "watch", "schedule"],  # a run read; the runs found; the kernel's news; the polling plan
     ["index"],  # a run in memory
     ["ingest"],  # bytes to records
