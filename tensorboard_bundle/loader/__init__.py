@@ -5,8 +5,9 @@ walk.py finds the runs below a logdir; run.py reads a run's event files into its
 ingest.py reads each file from where the last read stopped, index.py keeps a run's tags in memory
 (scalars as numpy columns, every point); blobs.py reads an image's or a graph's record back from
 its file on request, downsample.py picks what a plugin's budget allows (each bucket's extremes,
-the first and the last point), logdir.py reloads them all on a thread, and provider.py answers
-TensorBoard's DataProvider calls from them.
+the first and the last point), logdir.py reads them again where they change, on a thread (told by
+the kernel on a local disk: watch.py; polled within a budget of calls on a network filesystem:
+schedule.py), and provider.py answers TensorBoard's DataProvider calls from them.
 """
 from tensorboard_bundle.loader.logdir import Logdir
 from tensorboard_bundle.loader.provider import MxboardDataProvider, start
