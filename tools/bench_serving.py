@@ -1,9 +1,9 @@
-"""The benchmark's serving cases (tools/bench.py runs them; alone: python tools/bench_serving.py):
-the bundled server over runs in an object store, served from its mirror by the fast loader, beside
-the same runs on local disk and beside the old path, TensorBoard's Python loader reading the store
-(--load_fast=false). The stores are real, on 127.0.0.1 (tests/object_stores.py): S3 (SeaweedFS) at
-100 and 10,000 runs, GCS (fake-gcs-server) and Azure Blob (Azurite) at 100. Each run holds 3 tags
-of 100 points.
+"""The benchmark's serving cases (tools/bench.py runs them all; alone: python
+tools/bench_serving.py [stores | loader]): the bundled server over runs in an object store, served
+from its mirror by the fast loader, beside the same runs on local disk and beside the old path,
+TensorBoard's Python loader reading the store (--load_fast=false). The stores are real, on
+127.0.0.1 (tests/object_stores.py): S3 (SeaweedFS) at 100 and 10,000 runs, GCS (fake-gcs-server)
+and Azure Blob (Azurite) at 100. Each run holds 3 tags of 100 points.
 
 - every tag served: seconds from the server's start until /data/plugin/scalars/tags lists every
   run with its 3 tags and 5 runs picked across the logdir serve all their points;
@@ -12,6 +12,28 @@ of 100 points.
 - a new point: seconds from a flush() that put it in the store to the point being served (5
   points; median and worst);
 - bytes the mirror read from the store (its manifest), over the logdir's size.
+
+The loader's rows (`loader()`; alone: python tools/bench_serving.py loader [--runs N ...]): the
+bundle's own loader (--load_fast=mxboard) beside upstream's Rust data server (--load_fast=true)
+and Python loader (--load_fast=false), each in the bundle as a user starts it (every 2 s a reload
+for the upstream two), over the same runs of 3 tags x 100 points (one file, copied), the targets
+of the [loader] issue printed under each row with "holds" or "MISSED":
+- 2,000 runs from local disk, and behind a FUSE passthrough that waits 1 ms a call (tests/slow_fs.py;
+  the row says why where it cannot mount): every tag served (target: within 2x of local disk);
+  behind the slow filesystem, for the bundle's loader and the Rust server, then 20 s of nothing
+  changing: their CPU and the filesystem calls a second (target <= 20), and a new point logged
+  to a run being written (target <= 3 s, of 5 points the worst);
+- 10,000 runs from local disk: every tag served (target: no later than the Rust server); for the
+  bundle's loader and the Rust server, idle CPU (target <= 1% of a core) and a new point;
+- 100,000 runs from local disk, the bundle's loader alone: every tag served (target <= 60 s; given
+  120 s, past which the runs /tags lists then are said) and the peak RSS of the server's
+  processes (target <= 2 GB);
+- one series of 1,000,000 points, a spike in its middle: seconds until its last point is served,
+  then the scalars route's time (the median of 7 requests; target <= 50 ms) and whether its
+  answer holds the spike (upstream's two keep 1,000 points picked at random).
+The Python loader is given 90 s, and is skipped where its time at 2,000 runs says it would take
+longer (10,000 and 100,000 runs). CPU and RSS are those of the server's process tree (the Rust
+server is the bundle's child). The rows take about 11 minutes on 2 cores.
 """
 import json
 import os
@@ -77,6 +99,7 @@ class Server:
         self.output = []
         threading.Thread(target=lambda: self.output.extend(self.proc.stderr), daemon=True).start()
         self.peak_rss = 0
+        self.listed = 0
 
     def get(self, path):
         request = urllib.request.Request("http://127.0.0.1:%d%s" % (self.port, path),
@@ -120,13 +143,14 @@ class Server:
 
 def all_served(server, runs, limit):
     """Seconds from the server's start until every run's tags and 5 runs' points are served; None
-    past `limit`."""
+    past `limit`. `server.listed`: the runs /tags listed at the last look."""
     names = ["run%05d" % r for r in range(runs)]
     sample = [names[i] for i in sorted({0, runs // 4, runs // 2, 3 * runs // 4, runs - 1})]
     while time.monotonic() - server.started < limit:
         server.rss()
         try:
             tags = server.get("/data/plugin/scalars/tags")
+            server.listed = len(tags)
             if len(tags) >= runs and all(len(tags.get(n, ())) == len(TAGS) for n in names):
                 if all(len(server.get("/data/plugin/scalars/scalars?run=%s&tag=%s" % (n, t))) == POINTS
                        for n in sample for t in TAGS):
@@ -246,6 +270,8 @@ def main(results=None, sizes=(100, 10_000), python_limit=120, every_store=(100,)
             make_runs(local, runs)
             limit = 120 if runs <= 1000 else 300
             on_disk = case(results, "%d runs, local disk" % runs, local, runs, limit, idle=True, live_url=local)
+            # The run the new points made is no run of the logdir's: the stores get the runs alone.
+            shutil.rmtree(os.path.join(local, "live"), ignore_errors=True)
             for scheme in stores:
                 main = profile_of(scheme + "://") is profiles.S3  # the store every size is served from
                 if not main and runs not in every_store:
@@ -280,6 +306,279 @@ def main(results=None, sizes=(100, 10_000), python_limit=120, every_store=(100,)
     return results
 
 
+# The loader's rows ([loader]): the bundle's own loader (--load_fast=mxboard) beside upstream's
+# Rust data server (--load_fast=true) and Python loader (--load_fast=false), by their names here.
+LOADERS = {"mxboard": "mxboard", "Rust server": "true", "Python loader": "false"}
+# The 1,000,000-point series: one run, one tag, this value at one step in the middle.
+SPIKE = 100.0
+
+
+def grow_runs(directory, count):
+    """Runs in `directory` up to `count`, as make_runs makes them: the runs there are kept, each
+    new one a copy of run00000's file (written first where there is none)."""
+    first = os.path.join(directory, "run00000")
+    if not os.path.isdir(first):
+        make_runs(directory, 1)
+    (name,) = os.listdir(first)
+    with open(os.path.join(first, name), "rb") as f:
+        data = f.read()
+    have = sum(1 for entry in os.listdir(directory) if entry.startswith("run"))
+    for run in range(have, count):
+        os.mkdir(os.path.join(directory, "run%05d" % run))
+        with open(os.path.join(directory, "run%05d" % run, name), "wb") as f:
+            f.write(data)
+
+
+def loader_case(rows, name, logdir, runs, limit, *, idle=0, live=None, calls=None):
+    """One server (`name`, a key of LOADERS) over `logdir`: every tag served, then, where that
+    came within `limit`, `idle` seconds of nothing changing (its CPU, and `calls()`'s count a
+    second where given) and the new points logged to `live` (a run made in the logdir, removed
+    after). Printed, and put into `rows[name]`."""
+    server = Server(logdir, "--load_fast", LOADERS[name])
+    try:
+        row = rows[name] = {"served_s": all_served(server, runs, limit)}
+        if row["served_s"] is not None and idle:
+            # The first pass's work done, a few seconds to settle (the upstream loaders reload
+            # every 2 s, the bundle's default).
+            time.sleep(3)
+            cpu, counted, start = server.cpu(), calls() if calls else 0, time.monotonic()
+            time.sleep(idle)
+            seconds = time.monotonic() - start
+            row["idle_cpu_percent"] = 100 * (server.cpu() - cpu) / seconds
+            if calls:
+                row["fs_calls_per_s"] = (calls() - counted) / seconds
+        if row["served_s"] is not None and live:
+            row["new_point_s"] = new_points(server, live)
+        row["peak_rss_mb"] = server.peak_rss / 1e6
+    finally:
+        server.close()
+        if live:
+            shutil.rmtree(os.path.join(live, "live"), ignore_errors=True)
+    row["listed"] = server.listed
+    text = "every tag served in %.1f s" % row["served_s"] if row["served_s"] is not None else \
+        "every tag served: not within %d s (%d of %d runs listed then)" % (limit, server.listed, runs)
+    text += ", peak RSS %.0f MB" % row["peak_rss_mb"]
+    if "idle_cpu_percent" in row:
+        text += ", idle %.2f%% of a core" % row["idle_cpu_percent"]
+    if "fs_calls_per_s" in row:
+        text += ", %.1f filesystem calls/s" % row["fs_calls_per_s"]
+    if row.get("new_point_s"):
+        text += ", a new point in %.1f s (worst %.1f)" % (statistics.median(row["new_point_s"]),
+                                                          max(row["new_point_s"]))
+    print("%-44s %-14s %s" % ("", name, text), flush=True)
+    return row
+
+
+def skipped(rows, name, why):
+    rows[name] = {"skipped": why}
+    print("%-44s %-14s skipped: %s" % ("", name, why), flush=True)
+
+
+def target(line, holds):
+    """A target's line: what was measured against it, and whether it holds."""
+    print("%-44s %-14s %s: %s" % ("", "", line, "holds" if holds else "MISSED"), flush=True)
+    return holds
+
+
+def new_point_target(row):
+    new = row.get("new_point_s")
+    return target("mxboard: a new point served in %s (target <= 3 s)" % (
+        "%.1f s at worst" % max(new) if new else "n/a"), bool(new) and max(new) <= 3)
+
+
+def ratio(rows, name, over="Rust server"):
+    """rows[name]'s time over rows[over]'s; None where either was not served."""
+    mine, theirs = (rows.get(n, {}).get("served_s") for n in (name, over))
+    return mine / theirs if mine is not None and theirs else None
+
+
+def series(directory, points):
+    """One run ("big") of one tag ("loss") of `points` points, SPIKE at the middle step; the
+    spike's step."""
+    from mxboard import SummaryWriter
+
+    spike = points // 2 + 1234 if points > 10_000 else points // 2
+    with SummaryWriter(os.path.join(directory, "big")) as writer:
+        for step in range(points):
+            writer.add_scalar("loss", SPIKE if step == spike else 1.0 + (step % 13) / 100.0, step)
+    return spike
+
+
+def scalars_request(rows, name, logdir, points, spike, limit, requests=7):
+    """The scalars route over one `points`-point series: seconds until its last point is served,
+    then the median time of `requests` requests, the points each answer holds and whether the
+    spike is among them."""
+    server = Server(logdir, "--load_fast", LOADERS[name])
+    path = "/data/plugin/scalars/scalars?run=big&tag=loss"
+    row = rows[name] = {"served_s": None}
+    try:
+        while time.monotonic() - server.started < limit:
+            server.rss()
+            try:
+                answer = server.get(path)
+                if answer and answer[-1][1] == points - 1:
+                    row["served_s"] = time.monotonic() - server.started
+                    break
+            except OSError:
+                pass
+            time.sleep(0.5)
+        if row["served_s"] is not None:
+            seconds = []
+            for _ in range(requests + 1):
+                start = time.perf_counter()
+                answer = server.get(path)
+                seconds.append(time.perf_counter() - start)
+            # The first request may fill a cache: the median is of the rest.
+            row["request_ms"] = 1000 * statistics.median(seconds[1:])
+            row["points_served"] = len(answer)
+            row["spike_served"] = any(step == spike and value == SPIKE for _, step, value in answer)
+        row["peak_rss_mb"] = server.peak_rss / 1e6
+    finally:
+        server.close()
+    if row["served_s"] is None:
+        text = "the last point not served within %d s" % limit
+    else:
+        text = "loaded in %.1f s, a request %.1f ms (median of %d), %d points served, the spike %s" % (
+            row["served_s"], row["request_ms"], requests, row["points_served"],
+            "among them" if row["spike_served"] else "NOT among them")
+    print("%-44s %-14s %s, peak RSS %.0f MB" % ("", name, text, row["peak_rss_mb"]), flush=True)
+    return row
+
+
+def slow_filesystem():
+    """tests/slow_fs.py's module, or the reason it cannot mount here (a line)."""
+    sys.path.insert(0, os.path.join(ROOT, "tests"))
+    try:
+        import slow_fs
+    except ImportError as exc:
+        return None, "tests/slow_fs.py cannot be imported (%s)" % exc
+    why = slow_fs.why_unavailable()
+    return (None, why) if why else (slow_fs, None)
+
+
+def loader(results=None, runs=10_000, fuse_runs=2_000, big_runs=100_000, points=1_000_000, python_limit=90):
+    """The loader's rows, printed with their targets and put into `results` (a dict): every tag
+    served from `fuse_runs` runs on local disk and behind a FUSE passthrough that waits 1 ms a
+    call, from `runs` and (the bundle's loader alone) `big_runs` on local disk, and a scalars
+    request over one series of `points` points. The Python loader is given `python_limit` seconds,
+    and is skipped where its time from local disk at `fuse_runs` runs says it would take longer."""
+    results = {} if results is None else results
+    try:
+        import psutil  # noqa: F401
+    except ImportError as exc:
+        print("the loader's rows skipped: %s" % exc)
+        return results
+    started = time.monotonic()
+    work = tempfile.mkdtemp(prefix="bench-loader-")
+    try:
+        local = os.path.join(work, "runs")
+
+        def python_or_skip(rows, logdir, count, slower=False):
+            """The Python loader over `count` runs, unless its time at `fuse_runs` from local disk
+            says that it would not serve them within the limit (`slower`: a logdir slower than
+            local disk, where it is tried only if that time came within the limit)."""
+            measured = results["%d runs, local disk" % fuse_runs]["Python loader"]["served_s"]
+            if measured is None:
+                skipped(rows, "Python loader", "not within %d s at %d runs from local disk" % (python_limit, fuse_runs))
+            elif not slower and measured * count / fuse_runs > python_limit:
+                skipped(rows, "Python loader", "about %.0f s by its time at %d runs (the limit: %d s)" % (
+                    measured * count / fuse_runs, fuse_runs, python_limit))
+            else:
+                loader_case(rows, "Python loader", logdir, count, python_limit)
+
+        # The same runs, from local disk, then through the slow filesystem.
+        grow_runs(local, fuse_runs)
+        print("%d runs, local disk" % fuse_runs, flush=True)
+        near = results["%d runs, local disk" % fuse_runs] = {}
+        for name in ("mxboard", "Rust server"):
+            loader_case(near, name, local, fuse_runs, 120)
+        loader_case(near, "Python loader", local, fuse_runs, python_limit)
+        print("%d runs behind a FUSE passthrough that waits 1 ms a call" % fuse_runs, flush=True)
+        far = results["%d runs, FUSE, 1 ms a call" % fuse_runs] = {}
+        module, why = slow_filesystem()
+        if module is None:
+            far["skipped"] = why
+            print("%-44s %-14s skipped: %s" % ("", "", why), flush=True)
+        else:
+            with module.SlowFilesystem(local, latency=0.001) as mount:
+                for name in ("mxboard", "Rust server"):
+                    loader_case(far, name, mount.mountpoint, fuse_runs, 180, idle=20, live=local, calls=mount.calls)
+                python_or_skip(far, mount.mountpoint, fuse_runs, slower=True)
+            over = (far["mxboard"]["served_s"] / near["mxboard"]["served_s"]
+                    if far["mxboard"]["served_s"] and near["mxboard"]["served_s"] else None)
+            target("mxboard: %s local disk's time (target <= 2x)" % ("%.2fx" % over if over else "n/a"),
+                   over is not None and over <= 2)
+            for name in ("mxboard", "Rust server"):
+                if "fs_calls_per_s" in far[name]:
+                    target("%s: %.1f filesystem calls/s while nothing changes (target <= 20)" % (
+                        name, far[name]["fs_calls_per_s"]), far[name]["fs_calls_per_s"] <= 20)
+            new_point_target(far["mxboard"])
+
+        grow_runs(local, runs)
+        print("%d runs, local disk" % runs, flush=True)
+        rows = results["%d runs, local disk" % runs] = {}
+        for name in ("mxboard", "Rust server"):
+            loader_case(rows, name, local, runs, 300, idle=20, live=local)
+        python_or_skip(rows, local, runs)
+        over = ratio(rows, "mxboard")
+        target("mxboard: %s the Rust server's time to every tag (target <= 1x)" % (
+            "%.2fx" % over if over else "n/a"), over is not None and over <= 1)
+        idle = rows["mxboard"].get("idle_cpu_percent")
+        target("mxboard: idle %s of a core (target <= 1%%)" % ("%.2f%%" % idle if idle is not None else "n/a"),
+               idle is not None and idle <= 1)
+        new_point_target(rows["mxboard"])
+
+        setup = time.monotonic()
+        grow_runs(local, big_runs)
+        print("%d runs, local disk (made in %.0f s)" % (big_runs, time.monotonic() - setup), flush=True)
+        rows = results["%d runs, local disk" % big_runs] = {}
+        # Measured up to twice the target.
+        row = loader_case(rows, "mxboard", local, big_runs, 120)
+        for name in ("Rust server", "Python loader"):
+            skipped(rows, name, "the bundle's loader alone at this size")
+        target("mxboard: every tag served in %s (target <= 60 s), peak RSS %.0f MB (target <= 2,000 MB)" % (
+            "%.1f s" % row["served_s"] if row["served_s"] is not None else "more than 120 s", row["peak_rss_mb"]),
+            row["served_s"] is not None and row["served_s"] <= 60 and row["peak_rss_mb"] <= 2000)
+        shutil.rmtree(local, ignore_errors=True)
+
+        one = os.path.join(work, "series")
+        spike = series(one, points)
+        print("a scalars request over one series of %d points (the spike at step %d)" % (points, spike), flush=True)
+        rows = results["a %d-point series" % points] = {}
+        for name in ("mxboard", "Rust server"):
+            scalars_request(rows, name, one, points, spike, 120)
+        scalars_request(rows, "Python loader", one, points, spike, python_limit)
+        row = rows["mxboard"]
+        target("mxboard: a request in %s (target <= 50 ms), the spike %s" % (
+            "%.1f ms" % row["request_ms"] if "request_ms" in row else "n/a",
+            "served" if row.get("spike_served") else "NOT served"),
+            row.get("request_ms", 1e9) <= 50 and bool(row.get("spike_served")))
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    results["seconds"] = time.monotonic() - started
+    print("the loader's rows took %.0f s" % results["seconds"], flush=True)
+    return results
+
+
+def arguments(argv):
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python tools/bench_serving.py", description=(
+        "The serving cases: the stores' and the loader's rows (all, as make bench runs them), or one of the two."))
+    parser.add_argument("what", nargs="?", default="all", choices=("all", "stores", "loader"))
+    parser.add_argument("--sizes", nargs="+", type=int, default=[100, 10_000], help="the stores' numbers of runs")
+    parser.add_argument("--runs", type=int, default=10_000, help="the loader's main row's runs, on local disk")
+    parser.add_argument("--fuse-runs", type=int, default=2_000, help="runs behind the slow filesystem")
+    parser.add_argument("--big-runs", type=int, default=100_000, help="runs served by the bundle's loader alone")
+    parser.add_argument("--points", type=int, default=1_000_000, help="points of the one series")
+    parser.add_argument("--python-limit", type=int, default=90, help="seconds the Python loader is given")
+    return parser.parse_args(argv)
+
+
 if __name__ == "__main__":
-    sizes = tuple(int(a) for a in sys.argv[1:]) or (100, 10_000)
-    main(sizes=sizes)
+    args = arguments(sys.argv[1:])
+    if args.what in ("all", "stores"):
+        main(sizes=tuple(args.sizes))
+    if args.what in ("all", "loader"):
+        loader(runs=args.runs, fuse_runs=args.fuse_runs, big_runs=args.big_runs, points=args.points,
+               python_limit=args.python_limit)
