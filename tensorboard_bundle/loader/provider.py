@@ -151,34 +151,38 @@ class MxboardDataProvider(provider.DataProvider):  # type: ignore[misc]
 
     def _list(self, construct: Callable[..., Any], plugin_name: str, run_tag_filter: Any, data_class: int) -> Answer:
         result: Answer = {}
-        for run, tag, metadata, series in self._series(plugin_name, run_tag_filter, data_class):
-            # A scalar series' columns, or a tensor series' RefsView: steps and wall times first.
-            steps, walls = series[0], series[1]
-            max_step = int(steps.max()) if len(steps) else None
-            max_wall_time = float(walls.max()) if len(walls) else None
+        for run, tag, metadata, (max_step, max_wall_time) in self._series(plugin_name, run_tag_filter, data_class,
+                                                                         _maxima):
             result.setdefault(run, {})[tag] = construct(
                 max_step=max_step, max_wall_time=max_wall_time, plugin_content=metadata.plugin_data.content,
                 description=metadata.summary_description, display_name=metadata.display_name)
         return result
 
-    def _series(self, plugin_name: str, run_tag_filter: Any,
-                data_class: int) -> Iterator[Tuple[str, str, Any, Any]]:
+    def _series(self, plugin_name: str, run_tag_filter: Any, data_class: int,
+                points: Optional[Callable[[Series], Any]] = None) -> Iterator[Tuple[str, str, Any, Any]]:
         """(run, tag, metadata, points) of each time series the filters let through, in upstream's
         order; points: the columns of a scalar series, the RefsView of a tensor series, the
-        BlobRefs of a blob sequence, each as they stand now. A run all of whose series are
-        filtered out is answered as upstream answers it (absent)."""
+        BlobRefs of a blob sequence, each as they stand now (or what `points` gives of the
+        series). A run all of whose series are filtered out is answered as upstream answers it
+        (absent)."""
+        take = _points if points is None else points
         runs = run_tag_filter.runs if run_tag_filter is not None else None
         tags = run_tag_filter.tags if run_tag_filter is not None else None
         for name, run in list(self._logdir.runs.items()):
             if runs is not None and name not in runs:
                 continue
             with run.index.lock:
-                chosen = [(tag, metadata, _points(run.index.series[tag]))
+                chosen = [(tag, metadata, take(run.index.series[tag]))
                           for tag, metadata in run.index.metadata.items()
                           if (tags is None or tag in tags) and metadata.data_class == data_class
                           and metadata.plugin_data.plugin_name == plugin_name]
-            for tag, metadata, points in chosen:
-                yield name, tag, metadata, points
+            for tag, metadata, found in chosen:
+                yield name, tag, metadata, found
+
+
+def _maxima(series: Series) -> Any:
+    """A scalar or tensor series' largest step and wall time."""
+    return series.columns.maxima() if series.kind == "scalar" else series.refs.maxima()
 
 
 def _points(series: Series) -> Any:
