@@ -268,7 +268,7 @@ class RunIndex:
             self.first_wall_time = event.wall_time
         if event.HasField("file_version"):
             self._file_version = event_util.ParseFileVersion(event.file_version)
-        self._maybe_purge(event)
+        self._maybe_purge(event, file)
         if not event.HasField("summary"):
             return
         for value in event.summary.value:
@@ -296,7 +296,7 @@ class RunIndex:
             series = self.series.get(value.tag)
             if series is None or series.kind != "scalar":
                 return False
-        self._maybe_purge(event)
+        self._maybe_purge(event, file)
         for value in values:
             self.series[value.tag].columns.append(event.step, event.wall_time, float(np.float32(value.simple_value)))
         return True
@@ -319,7 +319,7 @@ class RunIndex:
             series = self.series.get(value.tag)
             if series is None or series.kind != "tensor":
                 return False
-        self._maybe_purge(event)
+        self._maybe_purge(event, file)
         for value in values:
             self.series[value.tag].refs.append(event.step, event.wall_time, file, offset)
         return True
@@ -402,15 +402,25 @@ class RunIndex:
                 summary_pb2.DATA_CLASS_BLOB_SEQUENCE: "blob"}.get(metadata.data_class, "tensor")
         series.described(kind)
 
-    def _maybe_purge(self, event: Any) -> None:
+    def _holds_points(self) -> bool:
+        return any(series.columns.size or series.refs.size or series.blobs for series in self.series.values())
+
+    def _maybe_purge(self, event: Any, file: EventFile) -> None:
         """Upstream's purge of what a restarted job wrote again: with file version 2, all points
         at or after the step of a second SessionLog START; before it, the points of the event's
-        tags at or after a step lower than the last one seen."""
+        tags at or after a step lower than the last one seen. Upstream's Python loader passes
+        over a run's first START; here a first START that heads a file (none of its points read
+        before it) where the run holds points already purges too, as the Rust loader and
+        mxboard's reader hide a resumed run's old points: torch's and tensorboardX's
+        `purge_step` write one START, in the resumed run's new file (the Python loader shows its
+        points interleaved with the old ones)."""
+        if event.HasField("summary"):
+            file.gave_points = True
         if not self._purge:
             return
         if self._file_version and self._file_version >= 2:
             if event.session_log.status == event_pb2.SessionLog.START:
-                if self._seen_session_start:
+                if self._seen_session_start or (not file.gave_points and self._holds_points()):
                     for series in self.series.values():
                         series.keep_before(event.step)
                 self._seen_session_start = True

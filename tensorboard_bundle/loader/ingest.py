@@ -47,9 +47,10 @@ class EventFile:
         bytes_read: every byte read from the file so far (a torn end is read again).
         initial_metadata: upstream's state of the file's migration (dataclass_compat), kept for
             reading a blob's record back as it was read first.
+        gave_points: a summary of the file was taken (index.py: a restart's START heads a file).
     """
 
-    __slots__ = ("path", "offset", "size", "ended", "bytes_read", "initial_metadata")
+    __slots__ = ("path", "offset", "size", "ended", "bytes_read", "initial_metadata", "gave_points")
 
     def __init__(self, path: str) -> None:
         self.path = path
@@ -58,6 +59,7 @@ class EventFile:
         self.ended = False
         self.bytes_read = 0
         self.initial_metadata: Dict[str, Any] = {}
+        self.gave_points = False
 
 
 class Scanned:

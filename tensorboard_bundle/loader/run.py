@@ -111,6 +111,7 @@ def _take_first(index: RunIndex, file: EventFile, offset: int, payload: bytes) -
             if index.add_first_scalar(value.tag, metadata, event.step, event.wall_time,
                                       float(np.float32(value.simple_value))):
                 file.initial_metadata[value.tag] = initial
+                file.gave_points = True
                 return
         _take(index, file, offset, payload)
         return
@@ -164,6 +165,7 @@ def _take_scanned(index: RunIndex, scanned: Scanned) -> None:
         if stop > row:
             with index.lock:
                 index.add_scalar_rows(names, ids[row:stop], steps[row:stop], walls[row:stop], values[row:stop])
+            file.gave_points = True
         if number < 0:
             return
         take(index, file, scanned.offset(number), payload)
