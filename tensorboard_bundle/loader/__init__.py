@@ -1,13 +1,13 @@
-"""The bundle's own data loader (`--load_fast=mxboard`): an in-process TensorBoard data provider
-on mxboard's CRC-checked reading.
+"""The bundle's own data loader, the server's default (`--load_fast=mxboard` names it): an
+in-process TensorBoard data provider on mxboard's CRC-checked reading.
 
 walk.py finds the runs below a logdir; run.py reads a run's event files into its index:
 ingest.py reads each file from where the last read stopped, index.py keeps a run's tags in memory
-(scalars as numpy columns, every point); blobs.py reads an image's or a graph's record back from
-its file on request, downsample.py picks what a plugin's budget allows (each bucket's extremes,
-the first and the last point), logdir.py reads them again where they change, on a thread (told by
-the kernel on a local disk: watch.py; polled within a budget of calls on a network filesystem:
-schedule.py), and provider.py answers TensorBoard's DataProvider calls from them.
+(scalars as numpy columns, every point; where each tensor's and blob's record lies); blobs.py
+reads those records back on request, downsample.py picks what a plugin's budget allows (each
+bucket's extremes, the first and the last point), logdir.py reads the runs again where they
+change, on a thread (told by the kernel on a local disk: watch.py; polled within a budget of calls
+on a network filesystem: schedule.py), and provider.py answers TensorBoard's DataProvider calls.
 """
 from tensorboard_bundle.loader.logdir import Logdir
 from tensorboard_bundle.loader.provider import MxboardDataProvider, start
