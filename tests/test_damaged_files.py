@@ -513,6 +513,33 @@ def _http_sample(corpus):
     return flips[::len(flips) // 12][:12] + others[::len(others) // 8][:8]
 
 
+def _reader_shows(rules):
+    """{tag: [(step, wall, value bits)]}: mxboard's scalars rows of a damaged file
+    (`damaged_corpus`'s rules), as TensorBoard shows a series (`_preempted`)."""
+    shows = {}
+    for row in rules.rows:
+        if row[0] == "scalars":
+            _preempted(shows.setdefault(row[1], []), (row[2], row[3], row[4]))
+    return shows
+
+
+def _served_otherwise(server, expected):
+    """[(case, what differs)] of the runs whose scalars `server` serves otherwise than `expected`
+    says ({run: (case's name, {tag: [(step, wall, value bits)]})}). The files do not change: once
+    every run with scalars to serve has its tags, all were read."""
+    with_scalars = {run for run, (_, want) in expected.items() if want}
+    tags = server.json("/data/plugin/scalars/tags", until=lambda found: set(found) >= with_scalars, timeout=60)
+    failures = []
+    for run, (name, want) in sorted(expected.items()):
+        got = {}
+        for tag in tags.get(run, {}):
+            points = server.json("/data/plugin/scalars/scalars", {"run": run, "tag": tag})
+            got[tag] = [(step, wall, float_bits(value)) for wall, step, value in points]
+        if got != want:
+            failures.append(("%s (%s)" % (name, run), "served %s, not %s" % (got, want)))
+    return failures
+
+
 @pytest.mark.slow
 @pytest.mark.timeout(180)
 def test_the_rust_loader_serves_what_it_reads_of_twenty_damaged_files(corpus, serve, tmp_path):
@@ -528,10 +555,7 @@ def test_the_rust_loader_serves_what_it_reads_of_twenty_damaged_files(corpus, se
             data = f.read()
         (run / "events.out.tfevents.1.damaged").write_bytes(data)
         expected[run.name] = (name, what_tensorboard_reads(data, "rust"))
-        mxboard_shows = {}
-        for row in rules.rows:
-            if row[0] == "scalars":
-                _preempted(mxboard_shows.setdefault(row[1], []), (row[2], row[3], row[4]))
+        mxboard_shows = _reader_shows(rules)
         if any(kind == "payload" for kind, _ in rules.notes):
             differs += mxboard_shows != expected[run.name][1]
         else:  # no payload fails its checksum: the Rust loader shows what mxboard shows
@@ -540,17 +564,7 @@ def test_the_rust_loader_serves_what_it_reads_of_twenty_damaged_files(corpus, se
     assert differs >= 3
     server = serve(tmp_path, "--load_fast=true")
     assert "fast (Rust data server)" in server.banner
-    # The files do not change: once every run with scalars to serve has its tags, all were read.
-    with_scalars = {run for run, (_, want) in expected.items() if want}
-    tags = server.json("/data/plugin/scalars/tags", until=lambda found: set(found) >= with_scalars, timeout=60)
-    failures = []
-    for run, (name, want) in sorted(expected.items()):
-        got = {}
-        for tag in tags.get(run, {}):
-            points = server.json("/data/plugin/scalars/scalars", {"run": run, "tag": tag})
-            got[tag] = [(step, wall, float_bits(value)) for wall, step, value in points]
-        if got != want:
-            failures.append(("%s (%s)" % (name, run), "served %s, not %s" % (got, want)))
+    failures = _served_otherwise(server, expected)
     assert not failures, _report(failures, len(expected))
 
 
@@ -568,22 +582,9 @@ def test_the_bundles_loader_serves_what_mxboards_reader_reads_of_damaged_files(c
         run.mkdir()
         with open(path, "rb") as f:
             (run / "events.out.tfevents.1.damaged").write_bytes(f.read())
-        shows = {}
-        for row in rules.rows:
-            if row[0] == "scalars":
-                _preempted(shows.setdefault(row[1], []), (row[2], row[3], row[4]))
-        expected[run.name] = (name, shows)
+        expected[run.name] = (name, _reader_shows(rules))
     server = serve(tmp_path)
     assert "data loader: mxboard" in server.banner
-    with_scalars = {run for run, (_, want) in expected.items() if want}
-    tags = server.json("/data/plugin/scalars/tags", until=lambda found: set(found) >= with_scalars, timeout=60)
-    failures = []
-    for run, (name, want) in sorted(expected.items()):
-        got = {}
-        for tag in tags.get(run, {}):
-            points = server.json("/data/plugin/scalars/scalars", {"run": run, "tag": tag})
-            got[tag] = [(step, wall, float_bits(value)) for wall, step, value in points]
-        if got != want:
-            failures.append(("%s (%s)" % (name, run), "served %s, not %s" % (got, want)))
+    failures = _served_otherwise(server, expected)
     assert len(expected) >= 22
     assert not failures, _report(failures, len(expected))

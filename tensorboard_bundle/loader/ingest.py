@@ -22,7 +22,7 @@ from mxboard._format._crc32c import masked_crc32c
 from mxboard._format.events import RECORD_HEADER, RECORD_TRAILER, whole_records
 from mxboard._reading.scan import Tags, Window, joined, scan, scan_together
 
-__all__ = ["BATCH", "EventFile", "Records", "SMALL", "Scanned", "WINDOW", "new_records", "read"]
+__all__ = ["BATCH", "EventFile", "Records", "SMALL", "Scanned", "WINDOW", "read"]
 
 logger = logging.getLogger(__name__)
 
@@ -129,14 +129,6 @@ def read(files: Sequence[Tuple[EventFile, Optional[int]]]) -> Iterator[Read]:
         pending, held = [], 0
         yield from _alone(file)
     yield from _together(pending)
-
-
-def new_records(file: EventFile, size: Optional[int] = None) -> Iterator[Tuple[int, bytes]]:
-    """(byte offset, payload) of each whole record added to `file` since its last read, its CRCs
-    checked, read one at a time; `file.offset` moves past them as they are read. `size`: the
-    file's size where the caller knows it (None: stat it)."""
-    if _new_size(file, size) is not None:
-        yield from _record_by_record(file)
 
 
 def _new_size(file: EventFile, size: Optional[int]) -> Optional[int]:

@@ -123,11 +123,6 @@ class Logdir:
             existing = os.path.dirname(existing)
         self._local = is_local(existing)
 
-    @property
-    def mode(self) -> str:
-        """How changes are found: "watch" (inotify), "poll", or "once" (before `start`)."""
-        return "watch" if self._watcher is not None else "poll" if self._runs_plan is not None else "once"
-
     def reload(self) -> None:
         """One whole pass: list every directory, drop the runs gone, read what each file added."""
         if self.path not in self._dirs:
