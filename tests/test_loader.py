@@ -181,6 +181,44 @@ def _scalar_record(step):
         Summary.Value(tag="loss", simple_value=float(step))])).SerializeToString())
 
 
+def test_listings_kept_between_calls_follow_every_change_as_upstream(tmp_path):
+    """The provider keeps each run's answer to a listing while the run stands still: after points,
+    tags and kinds are added to one run and another run is deleted, every call (listings filtered
+    and not) answers as a fresh upstream provider does."""
+    import shutil
+
+    rng = np.random.default_rng(3)
+
+    def log(run, steps, extra=False):
+        with SummaryWriter(str(tmp_path / run)) as writer:
+            for step in steps:
+                writer.add_scalar("loss", 1.0 / (step + 1), step)
+                writer.add_histogram("weights", rng.normal(size=50), step)
+                writer.add_image("picture", rng.integers(0, 255, (3, 4, 4), dtype=np.uint8), step)
+                if extra:
+                    writer.add_scalar("accuracy", step / 100.0, step)
+                    writer.add_text("notes", "step %d" % step, step)
+
+    log("a", range(5))
+    log("b", range(3))
+    loaded = Logdir(str(tmp_path))
+    loaded.reload()
+    ours = MxboardDataProvider(loaded)
+    _every_call(_upstream(str(tmp_path)), ours)
+    listed = ours.list_scalars(CTX, experiment_id=EXPERIMENT, plugin_name="scalars")
+    assert listed["a"]["loss"].max_step == 4 and set(listed) == {"a", "b"}
+    # The same answer for a run that did not change; a new one for a run that did.
+    log("a", range(5, 9), extra=True)
+    loaded.reload()
+    _every_call(_upstream(str(tmp_path)), ours)
+    listed = ours.list_scalars(CTX, experiment_id=EXPERIMENT, plugin_name="scalars")
+    assert listed["a"]["loss"].max_step == 8 and set(listed["a"]) == {"loss", "accuracy"}
+    shutil.rmtree(tmp_path / "b")
+    loaded.reload()
+    _every_call(_upstream(str(tmp_path)), ours)
+    assert set(ours.list_scalars(CTX, experiment_id=EXPERIMENT, plugin_name="scalars")) == {"a"}
+
+
 def test_a_growing_file_is_read_from_where_the_last_read_stopped(tmp_path):
     run = tmp_path / "run"
     with SummaryWriter(str(run)) as writer:

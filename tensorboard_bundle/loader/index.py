@@ -245,10 +245,12 @@ class Series:
 class RunIndex:
     """What one run holds: `metadata` {tag: SummaryMetadata}, `series` {tag: Series}, `plugins`
     (the plugins named by its metadata) and `first_wall_time` (its first event's). Read and
-    changed under `lock`. `purge_orphaned_data`: purge as upstream (its flag of that name)."""
+    changed under `lock`. `purge_orphaned_data`: purge as upstream (its flag of that name).
+    `changes` counts the reads that changed it (run.py adds one after each, under the lock): an
+    answer made from it under the lock holds while the count is the one it was made at."""
 
     __slots__ = ("lock", "_purge", "metadata", "series", "plugins", "first_wall_time", "_file_version",
-                 "_seen_session_start", "_most_recent_step")
+                 "_seen_session_start", "_most_recent_step", "changes")
 
     def __init__(self, purge_orphaned_data: bool = True) -> None:
         self.lock = threading.Lock()
@@ -260,6 +262,7 @@ class RunIndex:
         self._file_version: Optional[float] = None
         self._seen_session_start = False
         self._most_recent_step = -1
+        self.changes = 0
 
     def add(self, event: Any, file: EventFile, offset: int) -> None:
         """Take one migrated event, read from the record at `offset` of `file` (upstream's

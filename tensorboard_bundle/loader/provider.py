@@ -4,7 +4,8 @@ Every call answers as upstream's MultiplexerDataProvider answers with every poin
 series fits the request's budget (`downsample`); over it, scalars keep the first and the last
 point and each bucket's extremes (downsample.extremes), tensors and blob sequences points evenly
 spaced (downsample.evenly), instead of upstream's random sample. Runs are named by their
-directory, as upstream names them.
+directory, as upstream names them. A run's answer to a listing is kept while the run does not
+change: a page's listing of 100,000 runs makes the answers of those that changed alone.
 """
 from typing import Any, Callable, Dict, Iterator, Optional, Tuple
 
@@ -21,6 +22,8 @@ __all__ = ["MxboardDataProvider", "start"]
 
 # {run: {tag: what a call returns for it}}
 Answer = Dict[str, Dict[str, Any]]
+# A run's answer to a listing: (the run, its index's `changes` then, {tag: the answer}).
+_Listing = Tuple[Any, int, Dict[str, Any]]
 
 
 def start(logdir: str, reload_interval: float, purge_orphaned_data: bool = True) -> "MxboardDataProvider":
@@ -34,6 +37,8 @@ def start(logdir: str, reload_interval: float, purge_orphaned_data: bool = True)
 class MxboardDataProvider(provider.DataProvider):  # type: ignore[misc]
     def __init__(self, logdir: Logdir) -> None:
         self._logdir = logdir
+        # {(describe, plugin, data class): {run name: its listing}}: `_list`'s answers kept.
+        self._listings: Dict[Tuple[Any, str, int], Dict[str, _Listing]] = {}
 
     def __str__(self) -> str:
         return "MxboardDataProvider(logdir=%r)" % self._logdir.path
@@ -58,7 +63,7 @@ class MxboardDataProvider(provider.DataProvider):  # type: ignore[misc]
     def list_scalars(self, ctx: Any = None, *, experiment_id: str, plugin_name: str,
                      run_tag_filter: Any = None) -> Answer:
         _check(ctx, experiment_id)
-        return self._list(provider.ScalarTimeSeries, plugin_name, run_tag_filter, summary_pb2.DATA_CLASS_SCALAR)
+        return self._list(_scalar_series, plugin_name, run_tag_filter, summary_pb2.DATA_CLASS_SCALAR)
 
     def read_scalars(self, ctx: Any = None, *, experiment_id: str, plugin_name: str, downsample: Any = None,
                      run_tag_filter: Any = None) -> Answer:
@@ -87,7 +92,7 @@ class MxboardDataProvider(provider.DataProvider):  # type: ignore[misc]
     def list_tensors(self, ctx: Any = None, *, experiment_id: str, plugin_name: str,
                      run_tag_filter: Any = None) -> Answer:
         _check(ctx, experiment_id)
-        return self._list(provider.TensorTimeSeries, plugin_name, run_tag_filter, summary_pb2.DATA_CLASS_TENSOR)
+        return self._list(_tensor_series, plugin_name, run_tag_filter, summary_pb2.DATA_CLASS_TENSOR)
 
     def read_tensors(self, ctx: Any = None, *, experiment_id: str, plugin_name: str, downsample: Any = None,
                      run_tag_filter: Any = None) -> Answer:
@@ -104,16 +109,7 @@ class MxboardDataProvider(provider.DataProvider):  # type: ignore[misc]
     def list_blob_sequences(self, ctx: Any = None, *, experiment_id: str, plugin_name: str,
                             run_tag_filter: Any = None) -> Answer:
         _check(ctx, experiment_id)
-        result: Answer = {}
-        for run, tag, metadata, refs in self._series(plugin_name, run_tag_filter,
-                                                     summary_pb2.DATA_CLASS_BLOB_SEQUENCE):
-            result.setdefault(run, {})[tag] = provider.BlobSequenceTimeSeries(
-                max_step=max((ref.step for ref in refs), default=None),
-                max_wall_time=max((ref.wall_time for ref in refs), default=None),
-                max_length=max((ref.length for ref in refs), default=None),
-                plugin_content=metadata.plugin_data.content, description=metadata.summary_description,
-                display_name=metadata.display_name)
-        return result
+        return self._list(_blob_sequence, plugin_name, run_tag_filter, summary_pb2.DATA_CLASS_BLOB_SEQUENCE)
 
     def read_blob_sequences(self, ctx: Any = None, *, experiment_id: str, plugin_name: str, downsample: Any = None,
                             run_tag_filter: Any = None) -> Answer:
@@ -149,30 +145,48 @@ class MxboardDataProvider(provider.DataProvider):  # type: ignore[misc]
             raise errors.NotFoundError("%s: no such step %r" % (blob_key, step))
         return blobs.read_blob(ref, tag, index, blob_key)
 
-    def _list(self, construct: Callable[..., Any], plugin_name: str, run_tag_filter: Any, data_class: int) -> Answer:
+    def _list(self, describe: Callable[[Any, Series], Any], plugin_name: str, run_tag_filter: Any,
+              data_class: int) -> Answer:
+        """Each run's series of the plugin and data class that the filters let through, as
+        `describe(metadata, series)` gives each. A run's answer is kept while the run does not
+        change (a listing of 100,000 runs is asked for while most of them stand still)."""
+        runs = run_tag_filter.runs if run_tag_filter is not None else None
+        tags = run_tag_filter.tags if run_tag_filter is not None else None
+        key = (describe, plugin_name, data_class)
+        kept = self._listings.get(key, {})
+        # Every run listed: the answers of runs gone are dropped with the old dict.
+        fresh: Dict[str, _Listing] = {} if runs is None else kept
         result: Answer = {}
-        for run, tag, metadata, (max_step, max_wall_time) in self._series(plugin_name, run_tag_filter, data_class,
-                                                                         _maxima):
-            result.setdefault(run, {})[tag] = construct(
-                max_step=max_step, max_wall_time=max_wall_time, plugin_content=metadata.plugin_data.content,
-                description=metadata.summary_description, display_name=metadata.display_name)
+        for name, run in list(self._logdir.runs.items()):
+            if runs is not None and name not in runs:
+                continue
+            listing = kept.get(name)
+            if listing is None or listing[0] is not run or listing[1] != run.index.changes:
+                with run.index.lock:
+                    listing = (run, run.index.changes, {
+                        tag: describe(metadata, run.index.series[tag])
+                        for tag, metadata in run.index.metadata.items()
+                        if metadata.data_class == data_class and metadata.plugin_data.plugin_name == plugin_name})
+            fresh[name] = listing
+            answers = listing[2] if tags is None else {tag: v for tag, v in listing[2].items() if tag in tags}
+            if answers:
+                # A copy: the caller may change what it is given.
+                result[name] = dict(answers)
+        self._listings[key] = fresh
         return result
 
-    def _series(self, plugin_name: str, run_tag_filter: Any, data_class: int,
-                points: Optional[Callable[[Series], Any]] = None) -> Iterator[Tuple[str, str, Any, Any]]:
+    def _series(self, plugin_name: str, run_tag_filter: Any, data_class: int) -> Iterator[Tuple[str, str, Any, Any]]:
         """(run, tag, metadata, points) of each time series the filters let through, in upstream's
         order; points: the columns of a scalar series, the RefsView of a tensor series, the
-        BlobRefs of a blob sequence, each as they stand now (or what `points` gives of the
-        series). A run all of whose series are filtered out is answered as upstream answers it
-        (absent)."""
-        take = _points if points is None else points
+        BlobRefs of a blob sequence, each as they stand now. A run all of whose series are
+        filtered out is answered as upstream answers it (absent)."""
         runs = run_tag_filter.runs if run_tag_filter is not None else None
         tags = run_tag_filter.tags if run_tag_filter is not None else None
         for name, run in list(self._logdir.runs.items()):
             if runs is not None and name not in runs:
                 continue
             with run.index.lock:
-                chosen = [(tag, metadata, take(run.index.series[tag]))
+                chosen = [(tag, metadata, _points(run.index.series[tag]))
                           for tag, metadata in run.index.metadata.items()
                           if (tags is None or tag in tags) and metadata.data_class == data_class
                           and metadata.plugin_data.plugin_name == plugin_name]
@@ -180,9 +194,28 @@ class MxboardDataProvider(provider.DataProvider):  # type: ignore[misc]
                 yield name, tag, metadata, found
 
 
-def _maxima(series: Series) -> Any:
-    """A scalar or tensor series' largest step and wall time."""
-    return series.columns.maxima() if series.kind == "scalar" else series.refs.maxima()
+def _scalar_series(metadata: Any, series: Series) -> Any:
+    max_step, max_wall_time = series.columns.maxima()
+    return provider.ScalarTimeSeries(
+        max_step=max_step, max_wall_time=max_wall_time, plugin_content=metadata.plugin_data.content,
+        description=metadata.summary_description, display_name=metadata.display_name)
+
+
+def _tensor_series(metadata: Any, series: Series) -> Any:
+    max_step, max_wall_time = series.refs.maxima()
+    return provider.TensorTimeSeries(
+        max_step=max_step, max_wall_time=max_wall_time, plugin_content=metadata.plugin_data.content,
+        description=metadata.summary_description, display_name=metadata.display_name)
+
+
+def _blob_sequence(metadata: Any, series: Series) -> Any:
+    refs = series.blobs
+    return provider.BlobSequenceTimeSeries(
+        max_step=max((ref.step for ref in refs), default=None),
+        max_wall_time=max((ref.wall_time for ref in refs), default=None),
+        max_length=max((ref.length for ref in refs), default=None),
+        plugin_content=metadata.plugin_data.content, description=metadata.summary_description,
+        display_name=metadata.display_name)
 
 
 def _points(series: Series) -> Any:

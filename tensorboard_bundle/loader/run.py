@@ -60,11 +60,15 @@ def read_runs(work: Iterable[Tuple[Run, List[str], Optional[Mapping[str, int]]]]
             runs[id(file)] = run
     for found in read(files):
         index = runs[id(found.file)].index
-        if isinstance(found, Records):
-            for offset, payload in found.records:
-                _take(index, found.file, offset, payload)
-        else:
-            _take_scanned(index, found)
+        try:
+            if isinstance(found, Records):
+                for offset, payload in found.records:
+                    _take(index, found.file, offset, payload)
+            else:
+                _take_scanned(index, found)
+        finally:
+            with index.lock:
+                index.changes += 1
 
 
 def _take(index: RunIndex, file: EventFile, offset: int, payload: bytes) -> None:
