@@ -52,7 +52,7 @@ mirror, with flags of its own:
                           is then reused); by default a temporary directory, removed at exit
   --mirror_max_bytes N    the most the mirror may hold on disk (suffixes K, M, G, T); by default
                           80% of the space free where it lives, at start
-  --mirror_interval SECS  seconds between passes over the store, at least (default 2)
+  --mirror_interval SECS  seconds from one pass over the store to the next, at least (default 2)
   --mirror_max_record_bytes N
                           a record in an event file claiming more ends that file's copy at the
                           record before it, said once (default 1G: no file in a store can make

@@ -93,6 +93,7 @@ class Mirror:
 
     def _loop(self) -> None:
         while not self._stop.is_set():
+            started = time.monotonic()
             try:
                 self.sync()
             # A store's errors vary by library: all are an outage.
@@ -106,7 +107,13 @@ class Mirror:
                     log.warning("mirror: %s answers again after %.0f s", self.url, time.time() - self._failing_since)
                     self._failing_since = None
             self.first_pass.set()
-            self._stop.wait(min(MAX_INTERVAL, max(self.interval, self._poll_cpu / MAX_CPU_SHARE)))
+            # A pass starts every `interval` seconds, from one start to the next (what was written
+            # just after a listing waits for the next, not for the rest of this pass as well), or
+            # less often where listing costs more than MAX_CPU_SHARE of a core; a pass longer than
+            # that is followed by a quarter of the interval at least (the store is not listed
+            # back to back).
+            period = min(MAX_INTERVAL, max(self.interval, self._poll_cpu / MAX_CPU_SHARE))
+            self._stop.wait(max(self.interval / 4, started + period - time.monotonic()))
         if self._unsaved:
             self._save()
 
