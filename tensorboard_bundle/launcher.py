@@ -120,6 +120,16 @@ def _use_patched_record_reader() -> None:
     upstream.replace(pywrap_tensorflow, "PyRecordReader_New", patched("pywrap_tensorflow").PyRecordReader_New)
 
 
+def _use_patched_respond() -> None:
+    """TensorBoard's JSON answers dumped without walking every value first where they need no
+    cleansing (patches/0009), where the plugins look Respond up (http_util's module)."""
+    from tensorboard.backend import http_util
+
+    from tensorboard_bundle import upstream
+
+    upstream.replace(http_util, "Respond", patched("http_util").Respond)
+
+
 def _say_if_missing(logdir: Optional[str]) -> None:
     """A local --logdir that does not exist is said at once: a typo, or a run that has not
     started yet (otherwise the page only says "No dashboards are active"). It is mxboard's one
@@ -259,6 +269,7 @@ def _launch(argv: Optional[Sequence[str]]) -> None:
             sys.stderr.write("note: no fast data loader: %s\n" % why_not)
     _use_patched_s3()
     _use_patched_record_reader()
+    _use_patched_respond()
     _raise_open_file_limit()
     helping = any(arg in ("-h", "--help", "--helpfull") for arg in asked)
     if helping:

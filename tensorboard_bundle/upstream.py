@@ -43,6 +43,8 @@ REPLACED: Dict[Tuple[str, str], str] = {
     ("tensorboard.manager", "remove_info_file"): "info_files: only the file this process wrote",
     ("tensorboard.compat.tensorflow_stub.pywrap_tensorflow", "PyRecordReader_New"):
         "launcher: the patched record reader (patches/0008), where the Python loader looks it up",
+    ("tensorboard.backend.http_util", "Respond"):
+        "launcher: JSON dumped without walking clean content first (patches/0009), where the plugins look it up",
 }
 
 

@@ -230,7 +230,7 @@ def test_every_patch_is_vendored_and_the_build_fails_on_a_stale_patch(tmp_path, 
 
     out = tmp_path / "patched"
     vendor.vendor(str(out))
-    assert sorted(os.listdir(out)) == ["default.py", "gfile.py", "program.py", "projector_plugin.py",
+    assert sorted(os.listdir(out)) == ["default.py", "gfile.py", "http_util.py", "program.py", "projector_plugin.py",
                                        "pywrap_tensorflow.py"]
     with open(out / "projector_plugin.py") as f:  # 0003 and 0005 both change it, in order
         patched = f.read()
@@ -249,6 +249,38 @@ def test_every_patch_is_vendored_and_the_build_fails_on_a_stale_patch(tmp_path, 
                        % good):
         vendor.vendor(str(tmp_path / "again"))
     assert not (tmp_path / "again").exists()
+
+
+def test_json_answers_are_the_bytes_upstreams_respond_makes(logdir, serve):
+    """patches/0009: the bundle's Respond dumps JSON that needs no cleansing at once and cleanses
+    the rest as upstream's does: the same bytes for every kind of content; and the bundled server
+    serves a NaN and the infinities as upstream names them."""
+    import werkzeug
+    from tensorboard.backend import http_util
+
+    from tensorboard_bundle._patched import http_util as patched_http_util
+
+    request = werkzeug.wrappers.Request(werkzeug.test.EnvironBuilder().get_environ())
+    nan, inf = float("nan"), float("inf")
+    contents = [
+        {"run%d" % i: {tag: {"displayName": "", "description": "<p>%s</p>" % tag} for tag in ("loss", "lr")}
+         for i in range(100)},
+        [[1.5, 1, nan], [2.5, 2, inf], [3.5, 3, -inf], [4.5, 4, 0.25]],
+        {"bytes": b"text", "set": {3, 1, 2}, "tuple": (1, (2, 3)), "nested": [{"deep": [nan]}]},
+        {b"key": 1}, {1: "int", None: "none", 1.5: "float", False: "bool"}, {nan: 1},
+        {"\u00e9t\u00e9": "\u00fcber \u2603"}, [], {}, (), set(), [None, True, False, 10 ** 30, -0.0, 1e-300],
+    ]
+    for content in contents:
+        for content_type in ("application/json", "application/json; charset=utf-8"):
+            ours = patched_http_util.Respond(request, content, content_type)
+            theirs = http_util.Respond(request, content, content_type)
+            assert (ours.get_data(), ours.content_type) == (theirs.get_data(), theirs.content_type), content
+    with SummaryWriter(logdir) as w, pytest.warns(RuntimeWarning, match="logged as given"):
+        for step, value in enumerate((1.0, nan, inf, -inf, 2.0)):
+            w.add_scalar("x", value, step)
+    rows = serve(logdir).json("/data/plugin/scalars/scalars", {"run": ".", "tag": "x"},
+                              until=lambda rows: len(rows) == 5)
+    assert [value for _, _, value in rows] == [1.0, "NaN", "Infinity", "-Infinity", 2.0]
 
 
 def test_samples_per_plugin_zero_shows_every_point(logdir, serve):
