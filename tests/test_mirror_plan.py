@@ -74,6 +74,16 @@ def test_a_listing_plans_each_file_once_from_its_objects_in_order(listing):
             assert "%s/%s" % (ROOT, base) not in listing
 
 
+@given(listings(), listings())
+def test_a_plan_made_with_what_earlier_listings_placed_is_the_plan_made_without(earlier, listing):
+    """The mirror keeps what each key is to the plan between its passes (plan's memo)."""
+    memo = {}
+    plan(earlier, ROOT, exclude=("excluded/",), own=OWN, memo=memo)
+    assert plan(listing, ROOT, exclude=("excluded/",), own=OWN, memo=memo) == plan(
+        listing, ROOT, exclude=("excluded/",), own=OWN)
+    assert set(memo) >= {key for key, info in listing.items() if info["type"] == "file"}
+
+
 @given(st.lists(st.integers(0, 50), min_size=1, max_size=5), st.data())
 def test_a_jobs_range_reads_cover_what_the_file_lacks_once_in_order(sizes, data):
     pieces = [("k%d" % i, size, "t") for i, size in enumerate(sizes)]

@@ -67,6 +67,10 @@ class Mirror:
         self._settled: Optional[Dict[str, Any]] = None
         # The CPU seconds the last listing took.
         self._poll_cpu = 0.0
+        # What each key of the store is to the plan (plan.plan's memo), and the local names of
+        # the files of the last plan (their names, and {name: local path}).
+        self._placed: Dict[str, Tuple[str, str]] = {}
+        self._names: Optional[Tuple[Set[str], Dict[str, str]]] = None
         self._unsaved, self._saved_at = False, 0.0
         self._stop = threading.Event()
         # Set when the first pass ended (done or failed).
@@ -147,7 +151,10 @@ class Mirror:
             return
         self._dir.new_pass()
         wanted = self._plan(listing)
-        places = local_names(wanted)
+        # The local names of the files, made again only where the files are others.
+        if self._names is None or self._names[0] != wanted.keys():
+            self._names = (set(wanted), local_names(wanted))
+        places = self._names[1]
         gone = [name for name in self._files if name not in wanted]
         for name in gone:
             self._drop(name)
@@ -180,7 +187,7 @@ class Mirror:
 
     def _plan(self, listing: Dict[str, Any]) -> Dict[str, List[Piece]]:
         """plan.plan's files of the listing; what it leaves out said (an excluded path once)."""
-        found = plan(listing, self._root, self._exclude, OWN, profile_of(self.url).versions)
+        found = plan(listing, self._root, self._exclude, OWN, profile_of(self.url).versions, self._placed)
         for key in found.refused:
             log.warning("mirror: %r is not a path below the logdir; skipped", key)
         for excluded in sorted(found.excluded - self._said):
