@@ -324,7 +324,7 @@ def test_the_python_patch_applier_makes_what_gnu_patch_makes(tmp_path):
             subprocess.run(["patch", "-p1", "--forward", "--batch", "--fuzz=0", "-d", str(work)], stdin=f,
                            check=True, capture_output=True)
     ours = vendor.patched()
-    assert len(ours) == 5
+    assert len(ours) == 6
     for target, text in ours.items():
         origin, rest = text.split("\n", 1)
         assert origin.startswith("# TensorBoard 2.21.0's %s, changed by mxboard's patches/" % target)
