@@ -50,28 +50,23 @@ _EMPTY_REFS: Tuple[Any, Any, Any, Any] = (np.zeros(0, np.int64), np.zeros(0, np.
                                           np.zeros(0, np.int32))
 
 
-# A series' largest step and wall time (None, None without points).
-Maxima = Tuple[Optional[int], Optional[float]]
-
-
 class Columns:
     """A scalar series: steps, wall times and values, in arrays that grow by doubling (the first
     points read together take just their room). `view()` (under the run's lock) gives arrays that
     later appends never change."""
 
-    __slots__ = ("steps", "walls", "values", "size", "_maxima")
+    __slots__ = ("steps", "walls", "values", "size")
 
     def __init__(self) -> None:
         self.steps, self.walls, self.values = _EMPTY
         self.size = 0
-        self._maxima: Optional[Maxima] = None
 
     def append(self, step: int, wall: float, value: float) -> None:
         if self.size == len(self.steps):
             self.steps, self.walls, self.values = _grown(self.view(), 1)
         n = self.size
         self.steps[n], self.walls[n], self.values[n] = step, wall, value
-        self.size, self._maxima = n + 1, None
+        self.size = n + 1
 
     def extend(self, steps: Any, walls: Any, values: Any) -> None:
         """Append the points of three numpy columns of one length."""
@@ -82,7 +77,7 @@ class Columns:
         self.steps[n:n + count] = steps
         self.walls[n:n + count] = walls
         self.values[n:n + count] = values
-        self.size, self._maxima = n + count, None
+        self.size = n + count
 
     def view(self) -> Tuple[Any, Any, Any]:
         n = self.size
@@ -95,15 +90,7 @@ class Columns:
             return 0
         before = self.size
         (self.steps, self.walls, self.values), self.size = kept
-        self._maxima = None
         return before - self.size
-
-    def maxima(self) -> "Maxima":
-        """The largest step and wall time (None, None without points), kept until the next change
-        (a listing of 100,000 runs asks every series for them)."""
-        if self._maxima is None:
-            self._maxima = _maxima(self.steps[:self.size], self.walls[:self.size])
-        return self._maxima
 
 
 class RefsView(NamedTuple):
@@ -122,7 +109,7 @@ class Refs:
     `offsets` of `files`[file id]), in arrays that grow as `Columns`' grow. The points of one
     record (a tag's values of one Event) lie next to each other, in the record's order."""
 
-    __slots__ = ("steps", "walls", "offsets", "file_ids", "files", "_ids", "size", "_maxima")
+    __slots__ = ("steps", "walls", "offsets", "file_ids", "files", "_ids", "size")
 
     def __init__(self) -> None:
         self.steps, self.walls, self.offsets, self.file_ids = _EMPTY_REFS
@@ -130,7 +117,6 @@ class Refs:
         # {file: its id}
         self._ids: Dict[EventFile, int] = {}
         self.size = 0
-        self._maxima: Optional[Maxima] = None
 
     def append(self, step: int, wall: float, file: EventFile, offset: int) -> None:
         if self.size == len(self.steps):
@@ -138,7 +124,7 @@ class Refs:
         n = self.size
         self.steps[n], self.walls[n], self.offsets[n] = step, wall, offset
         self.file_ids[n] = self._file_id(file)
-        self.size, self._maxima = n + 1, None
+        self.size = n + 1
 
     def view(self) -> RefsView:
         """The points as they stand (under the run's lock); `files` only ever grows."""
@@ -155,14 +141,7 @@ class Refs:
             return 0
         before = self.size
         (self.steps, self.walls, self.offsets, self.file_ids), self.size = kept
-        self._maxima = None
         return before - self.size
-
-    def maxima(self) -> "Maxima":
-        """As `Columns.maxima`."""
-        if self._maxima is None:
-            self._maxima = _maxima(self.steps[:self.size], self.walls[:self.size])
-        return self._maxima
 
     def _file_id(self, file: EventFile) -> int:
         """The id of `file` in `files`, added where new."""
@@ -174,10 +153,6 @@ class Refs:
             found = self._ids[file] = len(files)
             files.append(file)
         return found
-
-
-def _maxima(steps: Any, walls: Any) -> "Maxima":
-    return (int(steps.max()), float(walls.max())) if len(steps) else (None, None)
 
 
 def _grown(columns: Tuple[Any, ...], count: int) -> Tuple[Any, ...]:

@@ -195,17 +195,23 @@ class MxboardDataProvider(provider.DataProvider):  # type: ignore[misc]
 
 
 def _scalar_series(metadata: Any, series: Series) -> Any:
-    max_step, max_wall_time = series.columns.maxima()
+    max_step, max_wall_time = _largest(*series.columns.view()[:2])
     return provider.ScalarTimeSeries(
         max_step=max_step, max_wall_time=max_wall_time, plugin_content=metadata.plugin_data.content,
         description=metadata.summary_description, display_name=metadata.display_name)
 
 
 def _tensor_series(metadata: Any, series: Series) -> Any:
-    max_step, max_wall_time = series.refs.maxima()
+    max_step, max_wall_time = _largest(*series.refs.view()[:2])
     return provider.TensorTimeSeries(
         max_step=max_step, max_wall_time=max_wall_time, plugin_content=metadata.plugin_data.content,
         description=metadata.summary_description, display_name=metadata.display_name)
+
+
+def _largest(steps: Any, walls: Any) -> Tuple[Optional[int], Optional[float]]:
+    """A series' largest step and wall time (None, None without points); `_list` keeps what it
+    gives until the run changes."""
+    return (int(steps.max()), float(walls.max())) if len(steps) else (None, None)
 
 
 def _blob_sequence(metadata: Any, series: Series) -> Any:
