@@ -6,9 +6,9 @@ import errno
 import os
 import shutil
 import stat
-from typing import Callable, Set
+from typing import Callable, Optional, Set
 
-__all__ = ["Directory", "ChangedError", "STAGING", "NOFOLLOW", "remove"]
+__all__ = ["Directory", "ChangedError", "CutShortError", "STAGING", "NOFOLLOW", "remove"]
 
 # Other files being fetched whole, before they replace theirs.
 STAGING = ".mxboard-mirror-new"
@@ -17,6 +17,14 @@ NOFOLLOW = getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
 
 class ChangedError(Exception):
     """A local file is not as the mirror left it (deleted or changed by someone): copied anew."""
+
+
+class CutShortError(OSError):
+    """An append failed (its error's errno, text and file) after writing `kept` bytes, which stay."""
+
+    def __init__(self, error: OSError, kept: int) -> None:
+        super().__init__(error.errno, error.strerror, error.filename)
+        self.kept = kept
 
 
 def remove(path: str, how: Callable[[str], None] = os.remove) -> None:
@@ -58,19 +66,26 @@ class Directory:
             self._checked.add(path)
         return os.path.join(path, parts[-1])
 
-    def append(self, path: str, offset: int, data: bytes) -> None:
+    def append(self, path: str, offset: int, data: bytes, keep: Optional[Callable[[int], int]] = None) -> None:
         """Append `data` to the file `path` (never through a symlink), which must hold `offset`
-        bytes (ChangedError if not); on an error, the file is left as it was."""
+        bytes (ChangedError if not). On an error, the file is cut back to `offset`, or where
+        `keep` is given, to `offset + keep(the bytes written)` (CutShortError says how many stay
+        where any do): a reader may have taken the whole records that a short write left (a disk
+        that fills does that), and a file that shrank under it is one it reads no more."""
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | NOFOLLOW, 0o644)
         try:
             if os.fstat(fd).st_size != offset:
                 raise ChangedError(path)
+            written = 0
             try:
                 view = memoryview(data)
-                while view:
-                    view = view[os.write(fd, view):]
-            except OSError:
-                os.ftruncate(fd, offset)
+                while written < len(data):
+                    written += os.write(fd, view[written:])
+            except OSError as exc:
+                kept = keep(written) if keep and written else 0
+                os.ftruncate(fd, offset + kept)
+                if kept:
+                    raise CutShortError(exc, kept) from exc
                 raise
         finally:
             os.close(fd)

@@ -11,7 +11,7 @@ from mxboard._format.names import local_names
 from mxboard._format.sizes import readable
 from mxboard.storage.remote.profiles import profile_of
 
-from .directory import STAGING, ChangedError, Directory, remove
+from .directory import STAGING, ChangedError, CutShortError, Directory, remove
 from .manifest import LOCK, MANIFEST, Entry, Manifest
 from .plan import Job, Piece, extends, is_event_file, plan
 from .stores import open_reader
@@ -324,14 +324,25 @@ class Mirror:
         job.carry += data
         end, problem = whole_records(job.carry, self.max_record_bytes)
         if end:
-            self._dir.append(self._dir.place(job.local), job.copied, bytes(job.carry[:end]))
-            job.copied += end
-            self._files[job.name].copied = job.copied
-            del job.carry[:end]
+            records = bytes(job.carry[:end])
+            try:
+                # A short write keeps its whole records (the loader may have read them).
+                self._dir.append(self._dir.place(job.local), job.copied, records,
+                                 lambda written: whole_records(records, self.max_record_bytes, room=written)[0])
+            except CutShortError as exc:
+                self._copied(job, exc.kept)
+                raise
+            self._copied(job, end)
         if problem:
             job.ended = "%s in %s" % (problem, key)
             log.warning("mirror: %s is served up to its last good record: %s (--mirror_max_record_bytes)",
                         posixpath.join(self.url, job.name), job.ended)
+
+    def _copied(self, job: Job, size: int) -> None:
+        """The first `size` bytes of an event file's job's whole records are in its file."""
+        job.copied += size
+        self._files[job.name].copied = job.copied
+        del job.carry[:size]
 
     def _finish(self, job: Job) -> None:
         if is_event_file(job.name):
