@@ -497,10 +497,14 @@ def _refs(points):
         steps.tolist(), walls.tolist(), offsets.tolist(), file_ids.tolist())]
 
 
-def test_many_runs_read_together_hold_what_each_read_alone_holds(tmp_path, caplog):
+@pytest.mark.parametrize("read_ahead", [False, True], ids=["in turn", "read ahead"])
+def test_many_runs_read_together_hold_what_each_read_alone_holds(tmp_path, caplog, read_ahead):
     """Runs read in one `read_runs`, their small files scanned together (the damaged corpus among
     them: a torn end, a damaged length, a damaged payload), hold what each run read alone holds,
-    and each damage is said once, as alone; then every file grows, and is read from its offset."""
+    and each damage is said once, as alone; then every file grows, and is read from its offset.
+    Read ahead on threads (as behind a network filesystem), they hold the same."""
+    import concurrent.futures
+
     from tensorboard_bundle.loader.run import Run, read_runs
 
     intact = damaged_corpus.write_intact(str(tmp_path / "intact"))
@@ -526,8 +530,9 @@ def test_many_runs_read_together_hold_what_each_read_alone_holds(tmp_path, caplo
 
     together = {name: Run() for name in names}
     alone = {name: Run() for name in names}
+    fetch = concurrent.futures.ThreadPoolExecutor(4) if read_ahead else None
     for turn in range(2):
-        read_runs([(together[name], paths[name], None) for name in names])
+        read_runs([(together[name], paths[name], None) for name in names], fetch)
         said_together = said()
         for name in names:
             alone[name].read(paths[name])
@@ -540,6 +545,8 @@ def test_many_runs_read_together_hold_what_each_read_alone_holds(tmp_path, caplo
         for name in names if not turn else ():
             with open(paths[name][-1], "ab") as f:
                 f.write(b"".join(_scalar_record(1000 + step) for step in range(5)) + _scalar_record(1005)[:20])
+    if fetch is not None:
+        fetch.shutdown()
     assert len(first_said) >= len(cases) // 3
     assert together["big"].index.series["loss"].columns.size == 60_005
     assert together["version2"].files[paths["version2"][0]].offset == os.path.getsize(paths["version2"][0]) - 20

@@ -12,9 +12,11 @@ once, a damaged length ends what can be read of the file (said once), a torn las
 again at the next reload, and a file is not opened while its size is the one last seen.
 """
 import bisect
+import collections
 import logging
 import os
-from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple, Union
+from concurrent.futures import Executor, Future
+from typing import Any, Deque, Dict, Iterator, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
@@ -105,30 +107,64 @@ class Records:
 Read = Union[Scanned, Records]
 
 
-def read(files: Sequence[Tuple[EventFile, Optional[int]]]) -> Iterator[Read]:
+def read(files: Sequence[Tuple[EventFile, Optional[int]]], fetch: Optional[Executor] = None) -> Iterator[Read]:
     """What each of `files` added since its last read, in their order: (file, its size where the
     caller knows it, None to stat it). Each Scanned or Records is to be taken before the next is
-    asked for."""
+    asked for. `fetch`: threads that read the small files' new bytes ahead, several at once (each
+    read waits on a network filesystem's server), BATCH bytes ahead at most; else each is read
+    when its turn comes."""
     pending: List[Tuple[EventFile, bytes]] = []
-    held = 0
-    for file, size in files:
-        size = _new_size(file, size)
-        if size is None:
-            continue
-        if size - file.offset <= SMALL:
-            data = _read_small(file, size)
-            if data is None:
+    held = reached = 0
+    noted = [file.size for file, _ in files]
+    sized = [(file, _new_size(file, size)) for file, size in files]
+    # Told before any is read (a file read alone moves its offset).
+    small = [size is not None and size - file.offset <= SMALL for file, size in sized]
+    ahead = _read_ahead([(file, size) for (file, size), is_small in zip(sized, small) if is_small and size is not None],
+                        fetch) if fetch else None
+    try:
+        for (file, size), is_small in zip(sized, small):
+            reached += 1
+            if size is None:
                 continue
-            if held + len(data) > BATCH:
-                yield from _together(pending)
-                pending, held = [], 0
-            pending.append((file, data))
-            held += len(data)
-            continue
+            if is_small:
+                data = next(ahead).result() if ahead is not None else _read_small(file, size)
+                if data is None:
+                    continue
+                if held + len(data) > BATCH:
+                    yield from _together(pending)
+                    pending, held = [], 0
+                pending.append((file, data))
+                held += len(data)
+                continue
+            yield from _together(pending)
+            pending, held = [], 0
+            yield from _alone(file)
         yield from _together(pending)
-        pending, held = [], 0
-        yield from _alone(file)
-    yield from _together(pending)
+    finally:
+        # Stopped early (an error of the caller's): the files not reached are read at the next reload.
+        for (file, _), size in zip(files[reached:], noted[reached:]):
+            file.size = size
+
+
+def _read_ahead(small: List[Tuple[EventFile, int]], fetch: Executor) -> Iterator["Future[Optional[bytes]]"]:
+    """`_read_small` of each of the `small` files (with their sizes) on `fetch`, in order, each
+    started while those started and not yet asked for hold at most BATCH bytes."""
+    started: Deque[Tuple["Future[Optional[bytes]]", int]] = collections.deque()
+    held = at = 0
+    try:
+        while at < len(small) or started:
+            while at < len(small) and (not started or held + small[at][1] - small[at][0].offset <= BATCH):
+                file, size = small[at]
+                started.append((fetch.submit(_read_small, file, size), size - file.offset))
+                held += size - file.offset
+                at += 1
+            future, planned = started.popleft()
+            held -= planned
+            yield future
+    finally:
+        # The caller stopped early: nothing read for it is left running.
+        for future, _ in started:
+            future.cancel()
 
 
 def _new_size(file: EventFile, size: Optional[int]) -> Optional[int]:

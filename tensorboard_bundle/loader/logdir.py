@@ -44,8 +44,10 @@ CAP = 60.0
 # A directory whose mtime is this recent is listed again at each check: an entry added within the
 # same tick of its clock as the last listing leaves the mtime as it was.
 _RACY_SECONDS = 2.0
-# The runs read at once in a whole pass (each read waits on the filesystem, most behind NFS).
-_READERS = 8
+# The runs stated, listed and read at once in a whole pass behind a network filesystem (each call
+# waits on its server). 2,000 runs behind a FUSE passthrough that waits 1 ms a call: 8 took 5.3
+# to 7.0 s, 16 took 3.4 to 4.7 s, 32 took 3.9 to 4.1 s and made 15% more calls.
+_READERS = 16
 # The runs whose files a batch reads together (their small files scanned at once).
 _BATCH_RUNS = 500
 # `runs` is copied for requests at most this often while a turn finds runs.
@@ -357,10 +359,11 @@ class Logdir:
                 # it again at each collection (100,000 runs: a fifth of their first read).
                 gc.freeze()
         elif len(paths) > 1 and (every or len(paths) > _READERS):
-            with concurrent.futures.ThreadPoolExecutor(_READERS, thread_name_prefix="mxboard reader") as pool:
+            with concurrent.futures.ThreadPoolExecutor(_READERS, thread_name_prefix="mxboard reader") as pool, \
+                    concurrent.futures.ThreadPoolExecutor(_READERS, thread_name_prefix="mxboard fetch") as fetch:
                 stated = list(zip(paths, pool.map(self._stat_run, paths)))
                 batches = [stated[i:i + _BATCH_RUNS] for i in range(0, len(stated), _BATCH_RUNS)]
-                for batch, future in [(batch, pool.submit(self._read_batch, batch)) for batch in batches]:
+                for batch, future in [(batch, pool.submit(self._read_batch, batch, fetch)) for batch in batches]:
                     self._said_if_failed(", ".join(path for path, _ in batch[:3]), future)
             gc.freeze()
         else:
@@ -368,12 +371,14 @@ class Logdir:
                 self._read(path)
         self._publish_stale()
 
-    def _read_batch(self, batch: List[Tuple[str, Optional[_Stated]]]) -> bool:
-        """Read the runs of `batch` whose files grew (`_stat_run`'s), together."""
+    def _read_batch(self, batch: List[Tuple[str, Optional[_Stated]]],
+                    fetch: Optional[concurrent.futures.Executor] = None) -> bool:
+        """Read the runs of `batch` whose files grew (`_stat_run`'s), together (`fetch`: threads
+        that read their files ahead)."""
         work = [(run, list(sizes), sizes) for _, stated in batch if stated is not None
                 for run, sizes, grew in [stated] if grew]
         if work:
-            read_runs(work)
+            read_runs(work, fetch)
         return bool(work)
 
     def _said_if_failed(self, path: str, future: "concurrent.futures.Future[bool]") -> None:

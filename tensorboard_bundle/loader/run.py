@@ -12,6 +12,7 @@ with them: each record that needs upstream's migration is taken after the rows b
 before the rows after it, so that metadata comes first and a restart purges as upstream purges.
 """
 import logging
+from concurrent.futures import Executor
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Tuple
 
 import numpy as np
@@ -45,10 +46,11 @@ class Run:
         return sum(file.bytes_read for file in self.files.values())
 
 
-def read_runs(work: Iterable[Tuple[Run, List[str], Optional[Mapping[str, int]]]]) -> None:
+def read_runs(work: Iterable[Tuple[Run, List[str], Optional[Mapping[str, int]]]],
+              fetch: Optional[Executor] = None) -> None:
     """Read what each run's files added since the last read: (run, its event files' paths,
     sorted, their sizes where the caller knows them, else None), many runs' small files scanned
-    together."""
+    together; `fetch`: threads that read the small files ahead (ingest.read)."""
     files: List[Tuple[EventFile, Optional[int]]] = []
     runs: Dict[int, Run] = {}
     for run, paths, sizes in work:
@@ -58,7 +60,7 @@ def read_runs(work: Iterable[Tuple[Run, List[str], Optional[Mapping[str, int]]]]
                 file = run.files[path] = EventFile(path)
             files.append((file, None if sizes is None else sizes.get(path)))
             runs[id(file)] = run
-    for found in read(files):
+    for found in read(files, fetch):
         index = runs[id(found.file)].index
         try:
             if isinstance(found, Records):
