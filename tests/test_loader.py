@@ -5,6 +5,7 @@ documented downsampling over it, a file read from where the last read stopped, m
 together holding what each read alone holds, and tensor points read back from their records (a
 record changed since left out, said once). test_loader_served.py reads it through the bundled
 server over HTTP."""
+import contextlib
 import math
 import os
 
@@ -550,6 +551,30 @@ def test_many_runs_read_together_hold_what_each_read_alone_holds(tmp_path, caplo
     assert len(first_said) >= len(cases) // 3
     assert together["big"].index.series["loss"].columns.size == 60_005
     assert together["version2"].files[paths["version2"][0]].offset == os.path.getsize(paths["version2"][0]) - 20
+
+
+@pytest.mark.parametrize("read_ahead", [False, True], ids=["in turn", "read ahead"])
+def test_a_read_stopped_early_leaves_the_files_it_never_handed_over_to_the_next(tmp_path, read_ahead, monkeypatch):
+    """A read that stops after its first file (the caller's error) reads the others at the next
+    call, with the sizes a listing gave: their sizes are not noted as seen."""
+    import concurrent.futures
+
+    from tensorboard_bundle.loader import ingest
+    from tensorboard_bundle.loader.ingest import EventFile, read
+
+    # Each file too big to be scanned with the next: one Scanned a file, in turn.
+    monkeypatch.setattr(ingest, "BATCH", 500)
+    files = []
+    for number in range(3):
+        path = tmp_path / ("events.out.tfevents.%d" % number)
+        path.write_bytes(b"".join(_scalar_record(step) for step in range(number * 10, number * 10 + 10)))
+        files.append((EventFile(str(path)), path.stat().st_size))
+    with concurrent.futures.ThreadPoolExecutor(2) if read_ahead else contextlib.nullcontext() as fetch:
+        first = read(files, fetch)
+        assert next(first).file is files[0][0]
+        first.close()
+        again = [found.file.path for found in read(files, fetch)]
+    assert again == [file.path for file, _ in files[1:]] and all(file.offset == size for file, size in files[1:])
 
 
 def _histogram(tag, step, shift=0.0):

@@ -114,7 +114,8 @@ def read(files: Sequence[Tuple[EventFile, Optional[int]]], fetch: Optional[Execu
     read waits on a network filesystem's server), BATCH bytes ahead at most; else each is read
     when its turn comes."""
     pending: List[Tuple[EventFile, bytes]] = []
-    held = reached = 0
+    # The files handed to the caller so far (in part at least), in their order.
+    held = handed = 0
     noted = [file.size for file, _ in files]
     sized = [(file, _new_size(file, size)) for file, size in files]
     # Told before any is read (a file read alone moves its offset).
@@ -122,8 +123,7 @@ def read(files: Sequence[Tuple[EventFile, Optional[int]]], fetch: Optional[Execu
     ahead = _read_ahead([(file, size) for (file, size), is_small in zip(sized, small) if is_small and size is not None],
                         fetch) if fetch else None
     try:
-        for (file, size), is_small in zip(sized, small):
-            reached += 1
+        for at, ((file, size), is_small) in enumerate(zip(sized, small)):
             if size is None:
                 continue
             if is_small:
@@ -131,19 +131,23 @@ def read(files: Sequence[Tuple[EventFile, Optional[int]]], fetch: Optional[Execu
                 if data is None:
                     continue
                 if held + len(data) > BATCH:
+                    handed = at
                     yield from _together(pending)
                     pending, held = [], 0
                 pending.append((file, data))
                 held += len(data)
                 continue
+            handed = at
             yield from _together(pending)
-            pending, held = [], 0
+            pending, held, handed = [], 0, at + 1
             yield from _alone(file)
+        handed = len(sized)
         yield from _together(pending)
     finally:
-        # Stopped early (an error of the caller's): the files not reached are read at the next reload.
-        for (file, _), size in zip(files[reached:], noted[reached:]):
-            file.size = size
+        # Stopped early (an error of the caller's): the files never handed over are read at the
+        # next reload, not only once they grow.
+        for (file, _), before in zip(files[handed:], noted[handed:]):
+            file.size = before
 
 
 def _read_ahead(small: List[Tuple[EventFile, int]], fetch: Executor) -> Iterator["Future[Optional[bytes]]"]:
