@@ -370,6 +370,45 @@ def test_a_store_refusing_presigned_requests_is_read_through_s3fs(seaweed, bucke
         proxy.close()
 
 
+@pytest.mark.slow
+def test_s3_listed_in_parts_at_once_lists_every_object_once(bucket, monkeypatch):
+    """S3Reader lists the parts of the key space that its last listing cut, at once (pages of 7
+    keys here): objects added before, between and after the cuts, a cut's own object deleted, an
+    object grown, and a part grown past two pages are listed as fsspec lists them, each once."""
+    from tensorboard_bundle.mirror import stores
+
+    monkeypatch.setattr(stores, "PAGE_KEYS", 7)
+    url = "s3://%s/parts" % bucket
+    fs, root = remote.open_filesystem(url)
+
+    def put(names, data=b"x"):
+        fs.pipe({"%s/%s" % (root, name): data for name in names})
+
+    def truth():
+        fs.invalidate_cache()
+        return {key: info["size"] for key, info in fs.find(root, detail=True).items()}
+
+    reader = stores.S3Reader(url)
+    counted = []
+    part = reader._part
+    monkeypatch.setattr(reader, "_part", lambda *args: counted.append(part(*args)) or counted[-1])
+    put(["run%03d/events.out.tfevents.%d" % (run, run) for run in range(0, 120, 2)] + ["a b+c/é ü", "z/last"])
+    changes = [
+        lambda: None,
+        lambda: put(["run%03d/events.out.tfevents.%d" % (run, run) for run in range(1, 120, 10)]),
+        lambda: fs.rm("%s/%s" % (root, reader._cuts[1])),
+        lambda: put(["run010/events.out.tfevents.10"], b"grown"),
+        lambda: put(["0first", "run050/a", "run050/b", "zz"] + ["run051/%02d" % n for n in range(20)]),
+    ]
+    for change in changes:
+        change()
+        counted.clear()
+        listed = reader.listing()
+        assert {key: info["size"] for key, info in listed.items()} == truth()
+        assert sum(len(entries) for entries, _ in counted) == len(listed), "each object in one part"
+        assert len(reader._cuts) >= 5, "listed in parts"
+
+
 def test_the_launchers_mirror_flags_are_checked_and_load_fast_false_keeps_the_store():
     from tensorboard_bundle.arguments import parse
     from tensorboard_bundle.logdirs import serve_remote

@@ -121,13 +121,13 @@ class Mirror:
         if self._unsaved:
             self._save()
 
-    @staticmethod
-    def _cpu() -> float:
-        """CPU seconds of this thread (S3Reader's requests run in it) and fsspec's I/O thread (other
-        stores' requests): a pass's own cost, whatever the server's other threads do."""
+    def _cpu(self) -> float:
+        """CPU seconds of this thread (S3Reader's reads run in it), S3Reader's listing threads and
+        fsspec's I/O thread (other stores' requests): a pass's own cost, whatever the server's
+        other threads do."""
         import fsspec.asyn
 
-        spent = time.thread_time()
+        spent = time.thread_time() + getattr(self._store, "cpu_elsewhere", 0.0)
         io_thread = fsspec.asyn.iothread[0]
         if io_thread is not None and io_thread.ident is not None:
             try:
