@@ -38,11 +38,16 @@ def patched(name: str) -> Any:
 
 def plugins() -> List[Any]:
     """TensorBoard's plugins (patched default.py: a broken third-party one is skipped), with the
-    projector replaced by its patched copy (its files read as package data)."""
+    projector replaced by its patched copy (its files read as package data) and the scalars
+    plugin by ours (its tags made from each run's kept part under the bundle's loader)."""
     from tensorboard.plugins.projector import projector_plugin as upstream_projector
+    from tensorboard.plugins.scalar import scalars_plugin as upstream_scalars
 
-    projector = patched("projector_plugin").ProjectorPlugin
-    return [projector if p is upstream_projector.ProjectorPlugin else p for p in patched("default").get_plugins()]
+    from tensorboard_bundle.scalars_plugin import ScalarsPlugin
+
+    ours = {upstream_projector.ProjectorPlugin: patched("projector_plugin").ProjectorPlugin,
+            upstream_scalars.ScalarsPlugin: ScalarsPlugin}
+    return [ours.get(p, p) for p in patched("default").get_plugins()]
 
 
 def _use_patched_s3() -> None:

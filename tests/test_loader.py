@@ -6,6 +6,7 @@ together holding what each read alone holds, and tensor points read back from th
 record changed since left out, said once). test_loader_served.py reads it through the bundled
 server over HTTP."""
 import contextlib
+import json
 import math
 import os
 
@@ -19,7 +20,7 @@ from tensorboard.backend.event_processing import plugin_event_multiplexer
 
 from mxboard import SummaryWriter, reader
 from mxboard._format.events import frame
-from mxboard.proto import Event, Summary
+from mxboard.proto import Event, ScalarPluginData, Summary, SummaryMetadata, TensorProto, TensorShapeProto
 from tensorboard_bundle.loader import Logdir, MxboardDataProvider
 from tensorboard_bundle.loader.downsample import evenly, extremes
 
@@ -218,6 +219,65 @@ def test_listings_kept_between_calls_follow_every_change_as_upstream(tmp_path):
     loaded.reload()
     _every_call(_upstream(str(tmp_path)), ours)
     assert set(ours.list_scalars(CTX, experiment_id=EXPERIMENT, plugin_name="scalars")) == {"a"}
+
+
+def test_the_scalars_tags_route_answers_upstreams_bytes_through_every_change(tmp_path):
+    """The bundle's scalars plugin makes its tags answer from each run's kept part: through points
+    and a described tag added to one run, a run with a name JSON escapes, a run without scalars,
+    a run deleted, and a tag of a version upstream does not know (left out), its bytes (gzipped and not) are those of upstream's plugin over the same
+    provider, its answer that of upstream's plugin over upstream's provider (whose runs come in
+    the order its walk met them), and a run that did not change keeps its part."""
+    import shutil
+
+    from tensorboard.plugins import base_plugin
+    from tensorboard.plugins.scalar import scalars_plugin as upstream_scalars
+    from werkzeug.test import Client
+
+    from tensorboard_bundle.scalars_plugin import ScalarsPlugin
+
+    def log(run, steps, described=False, newer=False):
+        with SummaryWriter(str(tmp_path / run)) as writer:
+            if newer:
+                writer.add_event(Event(step=0, wall_time=1.7e9, summary=Summary(value=[Summary.Value(
+                    tag="newer", tensor=TensorProto(dtype=1, float_val=[1.0], tensor_shape=TensorShapeProto()),
+                    metadata=SummaryMetadata(plugin_data=SummaryMetadata.PluginData(
+                        plugin_name="scalars", content=ScalarPluginData(version=1).SerializeToString())))])))
+            for step in steps:
+                writer.add_scalar("loss", 1.0 / (step + 1), step)
+                if described:
+                    writer.add_text("notes", "step %d" % step, step)
+                    writer.add_event(Event(step=step, wall_time=1.7e9 + step, summary=Summary(value=[Summary.Value(
+                        tag="described", simple_value=float(step), metadata=SummaryMetadata(
+                            display_name="Shown", summary_description="**bold** <b>x</b>"))])))
+
+    def answers(plugin):
+        return [(response.data, response.headers["Content-Type"], response.headers.get("Content-Encoding"))
+                for response in (Client(plugin.tags_route).get("/", headers=headers)
+                                 for headers in ({}, {"Accept-Encoding": "gzip"}))]
+
+    loaded = Logdir(str(tmp_path))
+    context = base_plugin.TBContext(data_provider=MxboardDataProvider(loaded), logdir=str(tmp_path))
+    ours, upstreams_over_ours = ScalarsPlugin(context), upstream_scalars.ScalarsPlugin(context)
+    steps = [lambda: (log("a", range(5)), log('b "quoted" é', range(3))),
+             lambda: log("a", range(5, 9), described=True),
+             lambda: log("no scalars", []) or (tmp_path / "no scalars" / "events.out.tfevents.0").write_bytes(b""),
+             lambda: shutil.rmtree(tmp_path / 'b "quoted" é'),
+             # Data of a version upstream does not know: left out of the answer (upstream's route).
+             lambda: log("newer", [], newer=True),
+             lambda: shutil.rmtree(tmp_path / "newer")]
+    for step in steps:
+        step()
+        loaded.reload()
+        kept = dict(ours._parts)
+        newer = (tmp_path / "newer").exists()
+        theirs = upstream_scalars.ScalarsPlugin(base_plugin.TBContext(
+            data_provider=_upstream(str(tmp_path)), logdir=str(tmp_path)))
+        assert answers(ours) == answers(upstreams_over_ours)
+        assert json.loads(answers(ours)[0][0]) == json.loads(answers(theirs)[0][0])
+        assert newer == ("newer" in json.loads(answers(ours)[0][0]))
+        assert newer or set(ours._parts) == set(json.loads(answers(ours)[0][0]))
+        assert all(ours._parts[run] is part for run, part in kept.items() if run != "a" and run in ours._parts)
+    assert b"Shown" in answers(ours)[0][0] and b"<strong>bold</strong>" in answers(ours)[0][0]
 
 
 def test_a_growing_file_is_read_from_where_the_last_read_stopped(tmp_path):

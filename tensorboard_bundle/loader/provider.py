@@ -145,18 +145,39 @@ class MxboardDataProvider(provider.DataProvider):  # type: ignore[misc]
             raise errors.NotFoundError("%s: no such step %r" % (blob_key, step))
         return blobs.read_blob(ref, tag, index, blob_key)
 
+    def kept_scalars(self, ctx: Any = None, *, experiment_id: str, plugin_name: str) -> Dict[str, _Listing]:
+        """`list_scalars` unfiltered, as each run's kept answer: {run: (the run, its `changes`
+        then, {tag: ScalarTimeSeries})}, every run in the logdir's order, a run's tuple the same
+        object while the run does not change (a caller may keep what it made of it). Never to be
+        changed by the caller."""
+        _check(ctx, experiment_id)
+        return self._kept(_scalar_series, plugin_name, None, summary_pb2.DATA_CLASS_SCALAR)
+
     def _list(self, describe: Callable[[Any, Series], Any], plugin_name: str, run_tag_filter: Any,
               data_class: int) -> Answer:
         """Each run's series of the plugin and data class that the filters let through, as
-        `describe(metadata, series)` gives each. A run's answer is kept while the run does not
-        change (a listing of 100,000 runs is asked for while most of them stand still)."""
+        `describe(metadata, series)` gives each."""
         runs = run_tag_filter.runs if run_tag_filter is not None else None
         tags = run_tag_filter.tags if run_tag_filter is not None else None
+        result: Answer = {}
+        for name, listing in self._kept(describe, plugin_name, runs, data_class).items():
+            answers = listing[2] if tags is None else {tag: v for tag, v in listing[2].items() if tag in tags}
+            if answers:
+                # A copy: the caller may change what it is given.
+                result[name] = dict(answers)
+        return result
+
+    def _kept(self, describe: Callable[[Any, Series], Any], plugin_name: str, runs: Any,
+              data_class: int) -> Dict[str, _Listing]:
+        """Each run's answer (of those in `runs`, None: all) to a listing of the plugin's series of
+        the data class, as `describe(metadata, series)` gives each, in the logdir's order. A run's
+        answer is kept while the run does not change (a listing of 100,000 runs is asked for while
+        most of them stand still)."""
         key = (describe, plugin_name, data_class)
         kept = self._listings.get(key, {})
         # Every run listed: the answers of runs gone are dropped with the old dict.
         fresh: Dict[str, _Listing] = {} if runs is None else kept
-        result: Answer = {}
+        found: Dict[str, _Listing] = {}
         for name, run in list(self._logdir.runs.items()):
             if runs is not None and name not in runs:
                 continue
@@ -167,13 +188,9 @@ class MxboardDataProvider(provider.DataProvider):  # type: ignore[misc]
                         tag: describe(metadata, run.index.series[tag])
                         for tag, metadata in run.index.metadata.items()
                         if metadata.data_class == data_class and metadata.plugin_data.plugin_name == plugin_name})
-            fresh[name] = listing
-            answers = listing[2] if tags is None else {tag: v for tag, v in listing[2].items() if tag in tags}
-            if answers:
-                # A copy: the caller may change what it is given.
-                result[name] = dict(answers)
+            fresh[name] = found[name] = listing
         self._listings[key] = fresh
-        return result
+        return found
 
     def _series(self, plugin_name: str, run_tag_filter: Any, data_class: int) -> Iterator[Tuple[str, str, Any, Any]]:
         """(run, tag, metadata, points) of each time series the filters let through, in upstream's
