@@ -38,15 +38,18 @@ def patched(name: str) -> Any:
 
 def plugins() -> List[Any]:
     """TensorBoard's plugins (patched default.py: a broken third-party one is skipped), with the
-    projector replaced by its patched copy (its files read as package data) and the scalars
-    plugin by ours (its tags made from each run's kept part under the bundle's loader)."""
+    projector replaced by its patched copy (its files read as package data) and the scalars and
+    Time Series plugins by ours (their tags made from each run's kept part under the bundle's
+    loader: kept_tags.py)."""
+    from tensorboard.plugins.metrics import metrics_plugin as upstream_metrics
     from tensorboard.plugins.projector import projector_plugin as upstream_projector
     from tensorboard.plugins.scalar import scalars_plugin as upstream_scalars
 
-    from tensorboard_bundle.scalars_plugin import ScalarsPlugin
+    from tensorboard_bundle import kept_tags
 
     ours = {upstream_projector.ProjectorPlugin: patched("projector_plugin").ProjectorPlugin,
-            upstream_scalars.ScalarsPlugin: ScalarsPlugin}
+            upstream_scalars.ScalarsPlugin: kept_tags.ScalarsPlugin,
+            upstream_metrics.MetricsPlugin: kept_tags.MetricsPlugin}
     return [ours.get(p, p) for p in patched("default").get_plugins()]
 
 

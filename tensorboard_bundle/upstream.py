@@ -31,6 +31,12 @@ PRIVATE: Dict[Tuple[str, str], str] = {
     ("tensorboard.program", "TensorBoard._make_data_provider"):
         "launcher: overridden: the bundle's own loader (loader/) by default; the fast loader watched, the "
         "Python loader its fallback (watchdog.py)",
+    ("tensorboard.plugins.metrics.metrics_plugin", "MetricsPlugin._tags_impl"):
+        "kept_tags: the Time Series tags as upstream makes them, where a run's kept part cannot be made",
+    ("tensorboard.plugins.metrics.metrics_plugin", "_get_tag_to_description"):
+        "kept_tags: the Time Series tags' descriptions made as upstream makes them, from the runs that describe a tag",
+    ("tensorboard.plugins.metrics.metrics_plugin", "_get_tag_run_image_info"):
+        "kept_tags: the Time Series images' samples made as upstream makes them",
     ("argparse", "ArgumentParser._actions"):
         "arguments: every flag TensorBoard's parser defines (argparse has no public list of them)",
 }

@@ -60,7 +60,7 @@ WRITER_LEVELS_HEADING = "#### The levels inside `_writer/`"
 BUNDLE_LEVELS: List[List[str]] = [
     ["__main__", "handover", "notebook"],  # where a process enters
     ["launcher"],  # the launcher, which composes the rest
-    ["logdirs", "serving", "loader", "data_server", "watchdog", "info_files", "locate", "scalars_plugin"],  # composed
+    ["logdirs", "serving", "loader", "data_server", "watchdog", "info_files", "locate", "kept_tags"],  # composed
     ["arguments", "mirror", "namespace_helper"],  # the command line; the store's mirror; the data server's helper
     ["access", "upstream", "upstream_line", "_patched", "tensorboard_bundle"],  # the leaves
 ]

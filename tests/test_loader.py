@@ -221,21 +221,26 @@ def test_listings_kept_between_calls_follow_every_change_as_upstream(tmp_path):
     assert set(ours.list_scalars(CTX, experiment_id=EXPERIMENT, plugin_name="scalars")) == {"a"}
 
 
-def test_the_scalars_tags_route_answers_upstreams_bytes_through_every_change(tmp_path):
-    """The bundle's scalars plugin makes its tags answer from each run's kept part: through points
-    and a described tag added to one run, a run with a name JSON escapes, a run without scalars,
-    a run deleted, and a tag of a version upstream does not know (left out), its bytes (gzipped and not) are those of upstream's plugin over the same
-    provider, its answer that of upstream's plugin over upstream's provider (whose runs come in
-    the order its walk met them), and a run that did not change keeps its part."""
+def test_the_tags_routes_answer_upstreams_bytes_through_every_change(tmp_path):
+    """The bundle's Scalars and Time Series plugins make their tags answers from each run's kept
+    part. Through points and described tags added to a run (two runs describing one tag alike, a
+    third otherwise), a run with a name JSON escapes, a run without series, a run deleted, and a
+    tag of a version upstream does not know (left out), each answer's bytes (gzipped and not) are
+    those of upstream's plugin over the same provider, each answer that of upstream's plugin over
+    upstream's provider (whose runs come in the order its walk met them), and a run that did not
+    change keeps its parts."""
     import shutil
 
     from tensorboard.plugins import base_plugin
+    from tensorboard.plugins.metrics import metrics_plugin as upstream_metrics
     from tensorboard.plugins.scalar import scalars_plugin as upstream_scalars
     from werkzeug.test import Client
 
-    from tensorboard_bundle.scalars_plugin import ScalarsPlugin
+    from tensorboard_bundle import kept_tags
 
-    def log(run, steps, described=False, newer=False):
+    rng = np.random.default_rng(5)
+
+    def log(run, steps, described=None, newer=False):
         with SummaryWriter(str(tmp_path / run)) as writer:
             if newer:
                 writer.add_event(Event(step=0, wall_time=1.7e9, summary=Summary(value=[Summary.Value(
@@ -244,23 +249,33 @@ def test_the_scalars_tags_route_answers_upstreams_bytes_through_every_change(tmp
                         plugin_name="scalars", content=ScalarPluginData(version=1).SerializeToString())))])))
             for step in steps:
                 writer.add_scalar("loss", 1.0 / (step + 1), step)
+                writer.add_histogram("weights", rng.normal(size=20), step)
+                writer.add_image("picture", rng.integers(0, 255, (3, 4, 4), dtype=np.uint8), step)
                 if described:
                     writer.add_text("notes", "step %d" % step, step)
                     writer.add_event(Event(step=step, wall_time=1.7e9 + step, summary=Summary(value=[Summary.Value(
                         tag="described", simple_value=float(step), metadata=SummaryMetadata(
-                            display_name="Shown", summary_description="**bold** <b>x</b>"))])))
+                            display_name="Shown", summary_description=described))])))
 
-    def answers(plugin):
+    def answers(route):
+        asked = (Client(route).get("/", headers=headers) for headers in ({}, {"Accept-Encoding": "gzip"}))
         return [(response.data, response.headers["Content-Type"], response.headers.get("Content-Encoding"))
-                for response in (Client(plugin.tags_route).get("/", headers=headers)
-                                 for headers in ({}, {"Accept-Encoding": "gzip"}))]
+                for response in asked]
+
+    def routes(scalars, metrics):
+        return [scalars.tags_route, metrics.get_plugin_apps()["/tags"]]
+
+    def parts(scalars, metrics):
+        return [scalars._kept_tags._kept] + [metrics._kept_tags[kind]._kept for kind in ("scalars", "images")]
 
     loaded = Logdir(str(tmp_path))
     context = base_plugin.TBContext(data_provider=MxboardDataProvider(loaded), logdir=str(tmp_path))
-    ours, upstreams_over_ours = ScalarsPlugin(context), upstream_scalars.ScalarsPlugin(context)
+    ours = (kept_tags.ScalarsPlugin(context), kept_tags.MetricsPlugin(context))
+    upstreams_over_ours = (upstream_scalars.ScalarsPlugin(context), upstream_metrics.MetricsPlugin(context))
     steps = [lambda: (log("a", range(5)), log('b "quoted" é', range(3))),
-             lambda: log("a", range(5, 9), described=True),
-             lambda: log("no scalars", []) or (tmp_path / "no scalars" / "events.out.tfevents.0").write_bytes(b""),
+             lambda: (log("a", range(5, 9), described="**bold** <b>x</b>"), log("c", range(2), described="other"),
+                      log("d", range(2), described="**bold** <b>x</b>")),
+             lambda: log("no series", []) or (tmp_path / "no series" / "events.out.tfevents.0").write_bytes(b""),
              lambda: shutil.rmtree(tmp_path / 'b "quoted" é'),
              # Data of a version upstream does not know: left out of the answer (upstream's route).
              lambda: log("newer", [], newer=True),
@@ -268,16 +283,21 @@ def test_the_scalars_tags_route_answers_upstreams_bytes_through_every_change(tmp
     for step in steps:
         step()
         loaded.reload()
-        kept = dict(ours._parts)
-        newer = (tmp_path / "newer").exists()
-        theirs = upstream_scalars.ScalarsPlugin(base_plugin.TBContext(
-            data_provider=_upstream(str(tmp_path)), logdir=str(tmp_path)))
-        assert answers(ours) == answers(upstreams_over_ours)
-        assert json.loads(answers(ours)[0][0]) == json.loads(answers(theirs)[0][0])
-        assert newer == ("newer" in json.loads(answers(ours)[0][0]))
-        assert newer or set(ours._parts) == set(json.loads(answers(ours)[0][0]))
-        assert all(ours._parts[run] is part for run, part in kept.items() if run != "a" and run in ours._parts)
-    assert b"Shown" in answers(ours)[0][0] and b"<strong>bold</strong>" in answers(ours)[0][0]
+        kept = [dict(each) for each in parts(*ours)]
+        theirs = [plugin(base_plugin.TBContext(data_provider=_upstream(str(tmp_path)), logdir=str(tmp_path)))
+                  for plugin in (upstream_scalars.ScalarsPlugin, upstream_metrics.MetricsPlugin)]
+        for our_route, same_provider, upstreams in zip(routes(*ours), routes(*upstreams_over_ours), routes(*theirs)):
+            assert answers(our_route) == answers(same_provider)
+            assert json.loads(answers(our_route)[0][0]) == json.loads(answers(upstreams)[0][0])
+        # Made from kept parts (upstream's route answers data of a version it does not know).
+        assert (tmp_path / "newer").exists() or all(parts(*ours))
+        for before, now in zip(kept, parts(*ours)):
+            assert all(now[run] is part for run, part in before.items() if run != "a" and run in now)
+    scalars, metrics = (json.loads(answers(route)[0][0]) for route in routes(*ours))
+    assert scalars["a"]["described"] == {"displayName": "Shown",
+                                         "description": "<p><strong>bold</strong> &lt;b&gt;x&lt;/b&gt;</p>"}
+    assert "Multiple descriptions" in metrics["scalars"]["tagDescriptions"]["described"]
+    assert set(metrics["images"]["tagRunSampledInfo"]["picture"]) == {"a", "c", "d"}
 
 
 def test_a_growing_file_is_read_from_where_the_last_read_stopped(tmp_path):

@@ -24,7 +24,8 @@ from tensorboard.util import tensor_util
 
 from tensorboard_bundle.loader.ingest import EventFile
 
-__all__ = ["BlobRef", "Columns", "Refs", "RefsView", "RunIndex", "Series", "interned", "scalar_value", "tensor_size"]
+__all__ = ["BlobRef", "Changes", "Columns", "Refs", "RefsView", "RunIndex", "Series", "interned", "scalar_value",
+           "tensor_size"]
 
 # TensorProto's DT_FLOAT.
 _DT_FLOAT = 1
@@ -215,6 +216,14 @@ class Series:
         self.blobs = [b for b in self.blobs if b.step < step]
         self.pending = [p for p in self.pending if p[0].step < step]
         return dropped + before - len(self.blobs) - len(self.pending)
+
+
+class Changes:
+    """The reads that changed any run's index in this process (run.py counts each, as it counts the
+    run's own `changes`): an answer made from every run holds while `count` is the one it was made
+    at, and the runs are the same."""
+
+    count = 0
 
 
 class RunIndex:

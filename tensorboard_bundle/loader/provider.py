@@ -15,7 +15,7 @@ from tensorboard.data import provider
 
 from tensorboard_bundle.loader import blobs
 from tensorboard_bundle.loader.downsample import evenly, extremes
-from tensorboard_bundle.loader.index import Series
+from tensorboard_bundle.loader.index import Changes, Series
 from tensorboard_bundle.loader.logdir import Logdir
 
 __all__ = ["MxboardDataProvider", "start"]
@@ -39,6 +39,8 @@ class MxboardDataProvider(provider.DataProvider):  # type: ignore[misc]
         self._logdir = logdir
         # {(describe, plugin, data class): {run name: its listing}}: `_list`'s answers kept.
         self._listings: Dict[Tuple[Any, str, int], Dict[str, _Listing]] = {}
+        # The same key -> (the runs, Changes.count, every run's listing) when all were last listed.
+        self._whole: Dict[Tuple[Any, str, int], Tuple[Any, int, Dict[str, _Listing]]] = {}
 
     def __str__(self) -> str:
         return "MxboardDataProvider(logdir=%r)" % self._logdir.path
@@ -145,13 +147,17 @@ class MxboardDataProvider(provider.DataProvider):  # type: ignore[misc]
             raise errors.NotFoundError("%s: no such step %r" % (blob_key, step))
         return blobs.read_blob(ref, tag, index, blob_key)
 
-    def kept_scalars(self, ctx: Any = None, *, experiment_id: str, plugin_name: str) -> Dict[str, _Listing]:
-        """`list_scalars` unfiltered, as each run's kept answer: {run: (the run, its `changes`
-        then, {tag: ScalarTimeSeries})}, every run in the logdir's order, a run's tuple the same
-        object while the run does not change (a caller may keep what it made of it). Never to be
-        changed by the caller."""
+    def kept_listings(self, ctx: Any = None, *, experiment_id: str, plugin_name: str,
+                      data_class: int) -> Dict[str, _Listing]:
+        """`list_scalars` (DATA_CLASS_SCALAR), `list_tensors` (DATA_CLASS_TENSOR) or
+        `list_blob_sequences` (DATA_CLASS_BLOB_SEQUENCE) unfiltered, as each run's kept answer:
+        {run: (the run, its `changes` then, {tag: what the call gives for it})}, every run in the
+        logdir's order, a run's tuple the same object while the run does not change (a caller may
+        keep what it made of it). Never to be changed by the caller."""
         _check(ctx, experiment_id)
-        return self._kept(_scalar_series, plugin_name, None, summary_pb2.DATA_CLASS_SCALAR)
+        describe = {summary_pb2.DATA_CLASS_SCALAR: _scalar_series, summary_pb2.DATA_CLASS_TENSOR: _tensor_series,
+                    summary_pb2.DATA_CLASS_BLOB_SEQUENCE: _blob_sequence}[data_class]
+        return self._kept(describe, plugin_name, None, data_class)
 
     def _list(self, describe: Callable[[Any, Series], Any], plugin_name: str, run_tag_filter: Any,
               data_class: int) -> Answer:
@@ -174,11 +180,16 @@ class MxboardDataProvider(provider.DataProvider):  # type: ignore[misc]
         answer is kept while the run does not change (a listing of 100,000 runs is asked for while
         most of them stand still)."""
         key = (describe, plugin_name, data_class)
+        now, changes = self._logdir.runs, Changes.count
+        whole = self._whole.get(key)
+        if runs is None and whole is not None and whole[0] is now and whole[1] == changes:
+            # No run came, went or changed since (100,000 runs: 0.22 s to check each).
+            return whole[2]
         kept = self._listings.get(key, {})
         # Every run listed: the answers of runs gone are dropped with the old dict.
         fresh: Dict[str, _Listing] = {} if runs is None else kept
         found: Dict[str, _Listing] = {}
-        for name, run in list(self._logdir.runs.items()):
+        for name, run in list(now.items()):
             if runs is not None and name not in runs:
                 continue
             listing = kept.get(name)
@@ -190,6 +201,8 @@ class MxboardDataProvider(provider.DataProvider):  # type: ignore[misc]
                         if metadata.data_class == data_class and metadata.plugin_data.plugin_name == plugin_name})
             fresh[name] = found[name] = listing
         self._listings[key] = fresh
+        if runs is None:
+            self._whole[key] = (now, changes, found)
         return found
 
     def _series(self, plugin_name: str, run_tag_filter: Any, data_class: int) -> Iterator[Tuple[str, str, Any, Any]]:

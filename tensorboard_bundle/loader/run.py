@@ -19,7 +19,7 @@ import numpy as np
 from tensorboard import data_compat, dataclass_compat
 from tensorboard.compat.proto import event_pb2
 
-from tensorboard_bundle.loader.index import RunIndex, interned
+from tensorboard_bundle.loader.index import Changes, RunIndex, interned
 from tensorboard_bundle.loader.ingest import EventFile, Records, Scanned, read
 
 __all__ = ["Run", "read_runs"]
@@ -71,6 +71,7 @@ def read_runs(work: Iterable[Tuple[Run, List[str], Optional[Mapping[str, int]]]]
         finally:
             with index.lock:
                 index.changes += 1
+                Changes.count += 1
 
 
 def _take(index: RunIndex, file: EventFile, offset: int, payload: bytes) -> None:

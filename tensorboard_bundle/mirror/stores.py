@@ -5,9 +5,10 @@
   botocore's request pipeline (~1.6 ms a range read) and XML parsing (~0.18 ms an object listed).
   Here botocore only presigns each request (SigV4: credentials, region and addressing as botocore
   resolves them), aiohttp sends it, and C ElementTree parses listings: ~0.5 ms a read and ~0.01 ms
-  an object listed (tools/bench_serving.py). A listing page that fails is asked again
-  (PAGE_TRIES in all). A store that refuses a presigned listing (4xx) is read through fsspec for
-  that pass (said once): the next pass tries presigned requests again.
+  an object listed (tools/bench_serving.py). The parts of the key space that the last listing
+  cut are listed at once (LISTERS). A listing page that fails is asked again (PAGE_TRIES in
+  all). A store that refuses a presigned listing (4xx) is read through fsspec for that pass
+  (said once): the next pass tries presigned requests again.
 
 Both give keys as `<bucket>/<key>` below `root`, and never wait on a request longer than
 REQUEST_SECS (fsspec's calls through mxboard's `call_with_timeout`: gcsfs and adlfs have no bound of their
