@@ -219,11 +219,18 @@ class Series:
 
 
 class Changes:
-    """The reads that changed any run's index in this process (run.py counts each, as it counts the
-    run's own `changes`): an answer made from every run holds while `count` is the one it was made
-    at, and the runs are the same."""
+    """The reads that changed any run's index in this process (run.py counts each with `add`, after
+    it counts the run's own `changes`): an answer made from every run holds while `count` is the
+    one it was made at, and the runs are the same. Counted under a lock: two threads' reads that
+    ended at once could otherwise leave the count as one of them left it."""
 
     count = 0
+    _lock = threading.Lock()
+
+    @classmethod
+    def add(cls) -> None:
+        with cls._lock:
+            cls.count += 1
 
 
 class RunIndex:

@@ -71,7 +71,7 @@ def read_runs(work: Iterable[Tuple[Run, List[str], Optional[Mapping[str, int]]]]
         finally:
             with index.lock:
                 index.changes += 1
-                Changes.count += 1
+            Changes.add()
 
 
 def _take(index: RunIndex, file: EventFile, offset: int, payload: bytes) -> None:
