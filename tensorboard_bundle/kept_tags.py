@@ -105,7 +105,7 @@ def _scalars_part(run: str, tag_to_content: Dict[str, Any]) -> Optional[str]:
 
 
 # The Time Series dashboard's kinds: (its name in the answer, the plugin, the data class, the
-# plugin's metadata parser).
+# plugin's metadata module, whose parser reads a series' version).
 _KINDS = [("scalars", scalar_metadata.PLUGIN_NAME, summary_pb2.DATA_CLASS_SCALAR, scalar_metadata),
           ("histograms", histogram_metadata.PLUGIN_NAME, summary_pb2.DATA_CLASS_TENSOR, histogram_metadata),
           ("images", image_metadata.PLUGIN_NAME, summary_pb2.DATA_CLASS_BLOB_SEQUENCE, image_metadata)]
@@ -131,7 +131,8 @@ class MetricsPlugin(metrics_plugin.MetricsPlugin):  # type: ignore[misc]
         return http_util.Respond(request, answer, "application/json")
 
     def _answer(self, request: Any) -> Optional[str]:
-        """upstream's `_tags_impl`, as Respond dumps it, from each run's kept part."""
+        """Upstream's `_tags_impl`, as Respond dumps it, from each run's kept part; None where one
+        cannot be made."""
         made = []
         for name, plugin_name, data_class, _ in _KINDS:
             listings = _kept(self._kept_by, request, plugin_name, data_class)
