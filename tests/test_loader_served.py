@@ -124,7 +124,7 @@ _EVERY_SAMPLE = "scalars=0,histograms=0,images=0,audio=0,pr_curves=0,mesh=0,text
 def test_every_dashboards_routes_answer_as_upstreams_python_loader_keeping_every_sample(tmp_path, serve):
     """Over HTTP, what the dashboards read: the bundle's loader and upstream's Python loader, both
     keeping and showing every sample (--samples_per_plugin NAME=0), answer every tags and data route
-    of every plugin alike, each blob's bytes too."""
+    of every plugin alike (the Time Series dashboard's tags too), each blob's bytes too."""
     import every_kind_corpus
 
     every_kind_corpus.write(str(tmp_path))
@@ -152,4 +152,9 @@ def test_every_dashboards_routes_answer_as_upstreams_python_loader_keeping_every
     assert compared >= 10
     for path in ("/data/plugin/graphs/info", "/data/plugin/custom_scalars/layout"):
         assert ours.json(path) == theirs.json(path), path
+    # The Time Series dashboard's tags (the bundle's from each run's kept part: kept_tags.py).
+    series = ours.json("/data/plugin/timeseries/tags")
+    assert series == theirs.json("/data/plugin/timeseries/tags")
+    assert series["scalars"]["runTagInfo"] and series["histograms"]["runTagInfo"]
+    assert series["images"]["tagRunSampledInfo"]
     assert ours.get("/data/plugin/graphs/graph?run=train") == theirs.get("/data/plugin/graphs/graph?run=train")
