@@ -578,15 +578,20 @@ def _refs(points):
         steps.tolist(), walls.tolist(), offsets.tolist(), file_ids.tolist())]
 
 
-@pytest.mark.parametrize("read_ahead", [False, True], ids=["in turn", "read ahead"])
-def test_many_runs_read_together_hold_what_each_read_alone_holds(tmp_path, caplog, read_ahead):
+@pytest.mark.parametrize("how", ["in turn", "read ahead", pytest.param("scanned by a process", marks=pytest.mark.slow)])
+def test_many_runs_read_together_hold_what_each_read_alone_holds(tmp_path, caplog, how, monkeypatch):
     """Runs read in one `read_runs`, their small files scanned together (the damaged corpus among
     them: a torn end, a damaged length, a damaged payload), hold what each run read alone holds,
     and each damage is said once, as alone; then every file grows, and is read from its offset.
-    Read ahead on threads (as behind a network filesystem), they hold the same."""
+    Read ahead on threads (as behind a network filesystem), or scanned by a second process in
+    small batches, several sent ahead (as a big first pass on a local disk), they hold the same."""
     import concurrent.futures
 
+    from mxboard._reading.scan_process import ScanProcess
+    from tensorboard_bundle.loader import ingest
     from tensorboard_bundle.loader.run import Run, read_runs
+
+    monkeypatch.setattr(ingest, "SPREAD_BATCH", 3000)
 
     intact = damaged_corpus.write_intact(str(tmp_path / "intact"))
     with open(intact, "rb") as f:
@@ -597,6 +602,11 @@ def test_many_runs_read_together_hold_what_each_read_alone_holds(tmp_path, caplo
     for number, case in enumerate(cases):
         (logdir / ("damaged%03d" % number)).mkdir()
         (logdir / ("damaged%03d" % number) / "events.out.tfevents.1").write_bytes(case.data)
+    # A run of many small files, each a restart of the one before (no file version: steps going
+    # back purge): scanned in several batches, they are taken in their order.
+    for number in range(12):
+        _write_events(logdir / "restarted" / ("events.out.tfevents.%02d" % number),
+                      [_one(s, "a", number + s / 100) for s in range(5 * number, 5 * number + 20)])
     # A file too big to be scanned with others, read a window at a time.
     with SummaryWriter(str(logdir / "big")) as writer:
         for step in range(60_000):
@@ -611,9 +621,10 @@ def test_many_runs_read_together_hold_what_each_read_alone_holds(tmp_path, caplo
 
     together = {name: Run() for name in names}
     alone = {name: Run() for name in names}
-    fetch = concurrent.futures.ThreadPoolExecutor(4) if read_ahead else None
+    fetch = concurrent.futures.ThreadPoolExecutor(4) if how == "read ahead" else None
+    scanner = ScanProcess() if how == "scanned by a process" else None
     for turn in range(2):
-        read_runs([(together[name], paths[name], None) for name in names], fetch)
+        read_runs([(together[name], paths[name], None) for name in names], fetch, scanner)
         said_together = said()
         for name in names:
             alone[name].read(paths[name])
@@ -628,32 +639,38 @@ def test_many_runs_read_together_hold_what_each_read_alone_holds(tmp_path, caplo
                 f.write(b"".join(_scalar_record(1000 + step) for step in range(5)) + _scalar_record(1005)[:20])
     if fetch is not None:
         fetch.shutdown()
+    if scanner is not None:
+        scanner.close()
     assert len(first_said) >= len(cases) // 3
     assert together["big"].index.series["loss"].columns.size == 60_005
     assert together["version2"].files[paths["version2"][0]].offset == os.path.getsize(paths["version2"][0]) - 20
 
 
-@pytest.mark.parametrize("read_ahead", [False, True], ids=["in turn", "read ahead"])
-def test_a_read_stopped_early_leaves_the_files_it_never_handed_over_to_the_next(tmp_path, read_ahead, monkeypatch):
+@pytest.mark.parametrize("how", ["in turn", "read ahead", pytest.param("scanned by a process", marks=pytest.mark.slow)])
+def test_a_read_stopped_early_leaves_the_files_it_never_handed_over_to_the_next(tmp_path, how, monkeypatch):
     """A read that stops after its first file (the caller's error) reads the others at the next
-    call, with the sizes a listing gave: their sizes are not noted as seen."""
+    call, with the sizes a listing gave: their sizes are not noted as seen (those sent to a
+    scanner's process too)."""
     import concurrent.futures
 
+    from mxboard._reading.scan_process import ScanProcess
     from tensorboard_bundle.loader import ingest
     from tensorboard_bundle.loader.ingest import EventFile, read
 
     # Each file too big to be scanned with the next: one Scanned a file, in turn.
     monkeypatch.setattr(ingest, "BATCH", 500)
+    monkeypatch.setattr(ingest, "SPREAD_BATCH", 500)
     files = []
     for number in range(3):
         path = tmp_path / ("events.out.tfevents.%d" % number)
         path.write_bytes(b"".join(_scalar_record(step) for step in range(number * 10, number * 10 + 10)))
         files.append((EventFile(str(path)), path.stat().st_size))
-    with concurrent.futures.ThreadPoolExecutor(2) if read_ahead else contextlib.nullcontext() as fetch:
-        first = read(files, fetch)
+    with concurrent.futures.ThreadPoolExecutor(2) if how == "read ahead" else contextlib.nullcontext() as fetch, \
+            ScanProcess() if how == "scanned by a process" else contextlib.nullcontext() as scanner:
+        first = read(files, fetch, scanner)
         assert next(first).file is files[0][0]
         first.close()
-        again = [found.file.path for found in read(files, fetch)]
+        again = [found.file.path for found in read(files, fetch, scanner)]
     assert again == [file.path for file, _ in files[1:]] and all(file.offset == size for file, size in files[1:])
 
 

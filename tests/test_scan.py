@@ -3,6 +3,7 @@ it decodes by numpy is what protobuf parses from the same bytes, every other rec
 whole, in any writer's files and across window boundaries; a corrupt payload, a corrupt length
 and a torn end are warned of as mxboard.reader warns of them, and the rest is read."""
 import os
+import signal
 import warnings
 
 import numpy as np
@@ -280,3 +281,108 @@ def test_the_scans_work_does_not_grow_with_the_number_of_tags(tmp_path, monkeypa
         assert len(table["tag"]) == 20000 and len(set(table["tag"])) == tags
     # a few layouts a window (the step's length, the file's first record), whatever the tags
     assert counts[2000] <= counts[20] + 2 <= 12, counts
+
+
+def _scan_as_builtins(found):
+    """scan_together's answer as builtins: each chunk's rows, the others, the starts, the firsts,
+    the corrupt offsets."""
+    if found is None:
+        return None
+    window, firsts, corrupt = found
+    chunks = [[column.tolist() for column in chunk] for chunk in window.scalars + window.tensors]
+    return (chunks, window.tags, window.plugins, [[a.tolist() for a in pair] for pair in window.named],
+            window.others, window.records, window.starts.tolist(), firsts.tolist(), corrupt)
+
+
+def _pieces(tmp_path):
+    """Batches of whole files from several writers (scalars, a histogram, text), one with a
+    damaged payload, and one that cannot be framed together (a torn end)."""
+    files = []
+    for number in range(6):
+        with SummaryWriter(str(tmp_path / ("run%d" % number))) as writer:
+            for step in range(40):
+                writer.add_scalar("loss", step / (number + 1), step)
+                writer.add_scalar("acc/%d" % number, 1 - step / 40, step)
+                if step % 10 == 0:
+                    writer.add_histogram("w", np.arange(10.0) * step, step)
+                    writer.add_text("note", "step %d" % step, step)
+        (name,) = os.listdir(str(tmp_path / ("run%d" % number)))
+        with open(str(tmp_path / ("run%d" % number) / name), "rb") as f:
+            files.append(f.read())
+    damaged = bytearray(files[2])
+    damaged[len(damaged) // 2] ^= 0x10
+    return [files[:3], files[3:] + [bytes(damaged)], [files[0], files[1][:-7]]]
+
+
+@pytest.mark.slow
+def test_a_scan_process_answers_what_scan_together_answers_here_and_its_child_ends_with_it(tmp_path):
+    """ScanProcess (the loader's second core) answers each batch as scan_together does in this
+    process, in the order submitted, a Ctrl-C at the terminal notwithstanding; its child is gone
+    once it is closed."""
+    import psutil
+
+    from mxboard._reading.scan import scan_together
+    from mxboard._reading.scan_process import ScanProcess
+
+    batches = _pieces(tmp_path)
+    with ScanProcess() as scanner:
+        (child,) = psutil.Process().children()
+        # A Ctrl-C at the terminal reaches the child too: it goes on (the parent decides).
+        assert _scan_as_builtins(scanner.submit(batches[0]).result(timeout=60)) is not None
+        child.send_signal(signal.SIGINT)
+        futures = [scanner.submit(pieces) for pieces in batches]
+        answers = [_scan_as_builtins(future.result(timeout=60)) for future in futures]
+        assert child.is_running() and child.status() != psutil.STATUS_ZOMBIE
+    assert answers == [_scan_as_builtins(scan_together(pieces)) for pieces in batches]
+    assert answers[1] is not None and answers[1][-1] and answers[2] is None
+    assert not child.is_running() or child.status() == psutil.STATUS_ZOMBIE
+    assert not psutil.Process().children()
+
+
+@pytest.mark.slow
+def test_a_scan_process_whose_child_died_or_never_started_scans_here(tmp_path, monkeypatch, caplog):
+    """Where the child is killed, or cannot start, each batch is scanned in this process: the
+    answers are the same, and the child's end is said."""
+    import logging
+    import sys
+
+    import psutil
+
+    from mxboard._reading import scan_process
+    from mxboard._reading.scan import scan_together
+
+    batches = _pieces(tmp_path)
+    expected = [_scan_as_builtins(scan_together(pieces)) for pieces in batches]
+    caplog.set_level(logging.INFO, "mxboard._reading.scan_process")
+    with scan_process.ScanProcess() as scanner:
+        assert _scan_as_builtins(scanner.submit(batches[0]).result(timeout=60)) == expected[0]
+        (child,) = psutil.Process().children()
+        child.kill()
+        child.wait(30)
+        assert [_scan_as_builtins(scanner.submit(pieces).result(timeout=60)) for pieces in batches] == expected
+    assert any("child process ended" in r.getMessage() for r in caplog.records)
+    monkeypatch.setattr(sys, "executable", str(tmp_path / "no-such-python"))
+    with scan_process.ScanProcess() as scanner:
+        assert [_scan_as_builtins(scanner.submit(pieces).result(timeout=60)) for pieces in batches] == expected
+    assert any("cannot start" in r.getMessage() for r in caplog.records)
+
+
+@pytest.mark.slow
+def test_a_scan_process_started_in_a_directory_imports_nothing_from_it(tmp_path, monkeypatch):
+    """The child starts isolated: a module planted in the directory the server starts in (a shared
+    directory, say) is not imported by it."""
+    from mxboard._reading.scan import scan_together
+    from mxboard._reading.scan_process import ScanProcess
+
+    batches = _pieces(tmp_path / "runs")
+    planted = tmp_path / "planted"
+    planted.mkdir()
+    for name in ("pickle", "sys", "struct", "numpy"):
+        (planted / (name + ".py")).write_text("open(%r, 'w').write('imported')\n" % str(tmp_path / (name + ".ran")))
+    monkeypatch.chdir(planted)
+    # As a user's shell has it (the tests' own processes are started with it set).
+    monkeypatch.delenv("PYTHONSAFEPATH", raising=False)
+    with ScanProcess() as scanner:
+        assert _scan_as_builtins(scanner.submit(batches[0]).result(timeout=60)) == \
+            _scan_as_builtins(scan_together(batches[0]))
+    assert not list(tmp_path.glob("*.ran"))

@@ -34,6 +34,10 @@ _DT_FLOAT = 1
 _TENSOR_VALUES = frozenset(["tensor", "simple_value", "histo"])
 
 
+# A series' kind, by its metadata's data class ("tensor" for any other).
+_KINDS = {summary_pb2.DATA_CLASS_SCALAR: "scalar", summary_pb2.DATA_CLASS_BLOB_SEQUENCE: "blob"}
+
+
 class BlobRef(NamedTuple):
     """Where a blob sequence's event lies: its record at `offset` of `file`; `length` blobs."""
 
@@ -62,9 +66,11 @@ class Columns:
         self.steps, self.walls, self.values = _EMPTY
         self.size = 0
 
-    def append(self, step: int, wall: float, value: float) -> None:
+    def append(self, step: int, wall: float, value: float, room: int = 1) -> None:
+        """Append a point; `room`: the points about to come, this one among them (room made for
+        them at once where the series has none left)."""
         if self.size == len(self.steps):
-            self.steps, self.walls, self.values = _grown(self.view(), 1)
+            self.steps, self.walls, self.values = _grown(self.view(), max(1, room))
         n = self.size
         self.steps[n], self.walls[n], self.values[n] = step, wall, value
         self.size = n + 1
@@ -318,11 +324,11 @@ class RunIndex:
             self.series[value.tag].refs.append(event.step, event.wall_time, file, offset)
         return True
 
-    def add_first_scalar(self, tag: str, metadata: Any, step: int, wall: float, value: float) -> bool:
+    def add_first_scalar(self, tag: str, metadata: Any, step: int, wall: float, value: float, room: int = 1) -> bool:
         """Take the migration of an event that holds one simple scalar, of `tag` (not empty),
         whose migrated metadata is `metadata` (`interned` already), as `add` would take it; False,
         taking nothing, where the run holds `tag` as other than scalars (`add` then needs its
-        tensor)."""
+        tensor). `room`: the points of `tag` about to come, this one among them."""
         series = self.series.get(tag)
         if tag in self.metadata:
             if series is None or series.kind != "scalar":
@@ -341,7 +347,7 @@ class RunIndex:
             self._describe(tag, metadata, shared=True)
             series = self.series[tag]
         assert series is not None
-        series.columns.append(step, wall, value)
+        series.columns.append(step, wall, value, room)
         return True
 
     def scalar_tag(self, tag: str, file: EventFile) -> bool:
@@ -392,9 +398,7 @@ class RunIndex:
         series = self.series.get(tag)
         if series is None:
             series = self.series[tag] = Series()
-        kind = {summary_pb2.DATA_CLASS_SCALAR: "scalar",
-                summary_pb2.DATA_CLASS_BLOB_SEQUENCE: "blob"}.get(metadata.data_class, "tensor")
-        series.described(kind)
+        series.described(_KINDS.get(metadata.data_class, "tensor"))
 
     def _holds_points(self) -> bool:
         return any(series.columns.size or series.refs.size or series.blobs for series in self.series.values())

@@ -23,8 +23,9 @@ import numpy as np
 from mxboard._format._crc32c import masked_crc32c
 from mxboard._format.events import RECORD_HEADER, RECORD_TRAILER, whole_records
 from mxboard._reading.scan import Tags, Window, joined, scan, scan_together
+from mxboard._reading.scan_process import ScanProcess
 
-__all__ = ["BATCH", "EventFile", "Records", "SMALL", "Scanned", "WINDOW", "read"]
+__all__ = ["AHEAD", "BATCH", "EventFile", "Records", "SMALL", "SPREAD_BATCH", "Scanned", "WINDOW", "read"]
 
 logger = logging.getLogger(__name__)
 
@@ -34,6 +35,10 @@ WINDOW = 4 << 20
 SMALL = 1 << 20
 # The most bytes of small files scanned together.
 BATCH = 8 << 20
+# The most bytes of small files scanned together by a scanner's process: small, so that the
+# caller waits little for the first; and how many of them it may have to scan at once.
+SPREAD_BATCH = 1 << 20
+AHEAD = 4
 # Above any u64: a record is bounded by what its file holds, not by a size.
 _NO_LIMIT = 1 << 64
 
@@ -107,13 +112,17 @@ class Records:
 Read = Union[Scanned, Records]
 
 
-def read(files: Sequence[Tuple[EventFile, Optional[int]]], fetch: Optional[Executor] = None) -> Iterator[Read]:
+def read(files: Sequence[Tuple[EventFile, Optional[int]]], fetch: Optional[Executor] = None,
+         scanner: Optional[ScanProcess] = None) -> Iterator[Read]:
     """What each of `files` added since its last read, in their order: (file, its size where the
     caller knows it, None to stat it). Each Scanned or Records is to be taken before the next is
     asked for. `fetch`: threads that read the small files' new bytes ahead, several at once (each
     read waits on a network filesystem's server), BATCH bytes ahead at most; else each is read
-    when its turn comes."""
+    when its turn comes. `scanner`: a child process that scans each batch of small files while
+    the caller takes the batch before (AHEAD batches ahead at most)."""
     pending: List[Tuple[EventFile, bytes]] = []
+    # Batches sent to `scanner`: (their files, their scan to come, the index in `files` after them).
+    sent: Deque[Tuple[List[Tuple[EventFile, bytes]], "Future[Any]", int]] = collections.deque()
     # The files handed to the caller so far (in part at least), in their order.
     held = handed = 0
     noted = [file.size for file, _ in files]
@@ -122,6 +131,22 @@ def read(files: Sequence[Tuple[EventFile, Optional[int]]], fetch: Optional[Execu
     small = [size is not None and size - file.offset <= SMALL for file, size in sized]
     ahead = _read_ahead([(file, size) for (file, size), is_small in zip(sized, small) if is_small and size is not None],
                         fetch) if fetch else None
+
+    def batch(at: int, most: int) -> Iterator[Read]:
+        """The pending files (those before `at`) scanned, once no more than `most` batches are sent."""
+        nonlocal pending, held, handed
+        if scanner is not None:
+            if pending:
+                sent.append((pending, scanner.submit([data for _, data in pending]), at))
+                pending, held = [], 0
+            while len(sent) > most:
+                done, found, handed = sent.popleft()
+                yield from _together(done, found=found.result())
+            return
+        handed = at
+        yield from _together(pending)
+        pending, held = [], 0
+
     try:
         for at, ((file, size), is_small) in enumerate(zip(sized, small)):
             if size is None:
@@ -130,24 +155,22 @@ def read(files: Sequence[Tuple[EventFile, Optional[int]]], fetch: Optional[Execu
                 data = next(ahead).result() if ahead is not None else _read_small(file, size)
                 if data is None:
                     continue
-                if held + len(data) > BATCH:
-                    handed = at
-                    yield from _together(pending)
-                    pending, held = [], 0
+                if held + len(data) > (BATCH if scanner is None else SPREAD_BATCH):
+                    yield from batch(at, AHEAD)
                 pending.append((file, data))
                 held += len(data)
                 continue
-            handed = at
-            yield from _together(pending)
-            pending, held, handed = [], 0, at + 1
+            yield from batch(at, 0)
+            handed = at + 1
             yield from _alone(file)
-        handed = len(sized)
-        yield from _together(pending)
+        yield from batch(len(sized), 0)
     finally:
         # Stopped early (an error of the caller's): the files never handed over are read at the
         # next reload, not only once they grow.
         for (file, _), before in zip(files[handed:], noted[handed:]):
             file.size = before
+        for _, found, _ in sent:
+            found.cancel()
 
 
 def _read_ahead(small: List[Tuple[EventFile, int]], fetch: Executor) -> Iterator["Future[Optional[bytes]]"]:
@@ -215,7 +238,7 @@ def _read_small(file: EventFile, size: int) -> Optional[bytes]:
     return data
 
 
-def _together(files: List[Tuple[EventFile, bytes]], told: bool = False) -> Iterator[Read]:
+def _together(files: List[Tuple[EventFile, bytes]], told: bool = False, found: Any = False) -> Iterator[Read]:
     """`files` (each with its new bytes) scanned together. Where one of them cannot be framed,
     those that end inside a record, told by their lengths alone, are read alone and the others
     scanned together again; where one still cannot be, they are scanned in halves, down to the one
@@ -225,7 +248,8 @@ def _together(files: List[Tuple[EventFile, bytes]], told: bool = False) -> Itera
     if len(files) == 1:
         yield from _alone(*files[0])
         return
-    found = scan_together([data for _, data in files])
+    if found is False:
+        found = scan_together([data for _, data in files])
     if found is not None:
         yield from _split(files, *found)
     elif not told:

@@ -19,6 +19,7 @@ import numpy as np
 from tensorboard import data_compat, dataclass_compat
 from tensorboard.compat.proto import event_pb2
 
+from mxboard._reading.scan_process import ScanProcess
 from tensorboard_bundle.loader.index import Changes, RunIndex, interned
 from tensorboard_bundle.loader.ingest import EventFile, Records, Scanned, read
 
@@ -47,7 +48,7 @@ class Run:
 
 
 def read_runs(work: Iterable[Tuple[Run, List[str], Optional[Mapping[str, int]]]],
-              fetch: Optional[Executor] = None) -> None:
+              fetch: Optional[Executor] = None, scanner: Optional[ScanProcess] = None) -> None:
     """Read what each run's files added since the last read: (run, its event files' paths,
     sorted, their sizes where the caller knows them, else None), many runs' small files scanned
     together; `fetch`: threads that read the small files ahead (ingest.read)."""
@@ -60,7 +61,7 @@ def read_runs(work: Iterable[Tuple[Run, List[str], Optional[Mapping[str, int]]]]
                 file = run.files[path] = EventFile(path)
             files.append((file, None if sizes is None else sizes.get(path)))
             runs[id(file)] = run
-    for found in read(files, fetch):
+    for found in read(files, fetch, scanner):
         index = runs[id(found.file)].index
         try:
             if isinstance(found, Records):
@@ -90,7 +91,7 @@ def _take(index: RunIndex, file: EventFile, offset: int, payload: bytes) -> None
         logger.warning("%s: the record at byte %d is skipped: %s", file.path, offset, exc)
 
 
-def _take_first(index: RunIndex, file: EventFile, offset: int, payload: bytes) -> None:
+def _take_first(index: RunIndex, file: EventFile, offset: int, payload: bytes, room: int = 1) -> None:
     """A record that the scanner decoded as a simple scalar, of a tag that `file` did not migrate
     before (its first), as `_take` takes it.
 
@@ -98,7 +99,7 @@ def _take_first(index: RunIndex, file: EventFile, offset: int, payload: bytes) -
     alone, but for the value itself, which becomes a float32 scalar tensor (data_compat), and
     what it leaves `file.initial_metadata` holding (dataclass_compat): once a tag and metadata
     were migrated, the next file's alike are taken from what that migration gave (about 13 us
-    a tag a file, not 52)."""
+    a tag a file, not 52). `room`: the points of its tag about to come, this one among them."""
     try:
         event = event_pb2.Event.FromString(payload)
     except Exception:  # noqa: BLE001
@@ -116,7 +117,7 @@ def _take_first(index: RunIndex, file: EventFile, offset: int, payload: bytes) -
         metadata, initial = migrated
         with index.lock:
             if index.add_first_scalar(value.tag, metadata, event.step, event.wall_time,
-                                      float(np.float32(value.simple_value))):
+                                      float(np.float32(value.simple_value)), room):
                 file.initial_metadata[value.tag] = initial
                 file.gave_points = True
                 return
@@ -151,8 +152,10 @@ def _take_scanned(index: RunIndex, scanned: Scanned) -> None:
     # The rows whose tag may not go straight into its columns yet (`waiting`: those tags).
     slow = np.zeros(len(names), bool)
     waiting: List[int] = []
+    # Each tag's rows: room for them is made at its first point.
+    counts = np.bincount(ids, minlength=len(names)) if end else ids[:0]
     if end:
-        for tag_id in np.flatnonzero(np.bincount(ids, minlength=len(names))).tolist():
+        for tag_id in counts.nonzero()[0].tolist():
             if not index.scalar_tag(names[tag_id], file):
                 slow[tag_id] = True
                 waiting.append(tag_id)
@@ -162,11 +165,12 @@ def _take_scanned(index: RunIndex, scanned: Scanned) -> None:
         # The next record to migrate: the next other record, or the next row of a waiting tag.
         other_number = others[other][0] if other < len(others) else -1
         slow_row = int(slow_rows[slow_at]) if slow_at < len(slow_rows) else -1
+        room = 0
         if slow_row >= 0 and (other_number < 0 or int(numbers[slow_row]) < other_number):
-            stop, number = slow_row, int(numbers[slow_row])
-            payload, take = scanned.payload(number), _take_first
+            stop, number, room = slow_row, int(numbers[slow_row]), int(counts[ids[slow_row]])
+            payload = scanned.payload(number)
         elif other_number >= 0:
-            stop, (number, payload), take = int(np.searchsorted(numbers, other_number)), others[other], _take
+            stop, (number, payload) = int(np.searchsorted(numbers, other_number)), others[other]
         else:
             stop, number = end, -1
         if stop > row:
@@ -175,7 +179,10 @@ def _take_scanned(index: RunIndex, scanned: Scanned) -> None:
             file.gave_points = True
         if number < 0:
             return
-        take(index, file, scanned.offset(number), payload)
+        if room:
+            _take_first(index, file, scanned.offset(number), payload, room)
+        else:
+            _take(index, file, scanned.offset(number), payload)
         if number == other_number:
             other += 1
             row = stop

@@ -1,0 +1,123 @@
+"""`scan_together` on a second core: a child process that scans the batches of small files that
+a parent sends it, so that the parent takes one batch's records while the child scans the next.
+
+The parent (`ScanProcess`) sends each batch down the child's stdin and reads its scan from the
+child's stdout, a frame each way (an 8-byte length, then a pickle), on one thread of its own;
+`submit` gives a Future. The pipes are the only way in: nothing listens, and the child ends at the
+end of its stdin (the parent closed it, or died), not at a Ctrl-C. It starts isolated (-I) and
+imports numpy and the scanner only (about 0.15 s). Where the child cannot start or dies, each
+batch is scanned in the parent.
+"""
+import concurrent.futures
+import logging
+import os
+import pickle
+import signal
+import struct
+import subprocess
+import sys
+from typing import IO, Any, List, Optional
+
+from .scan import scan_together
+
+__all__ = ["ScanProcess", "main"]
+
+logger = logging.getLogger(__name__)
+
+_LENGTH = struct.Struct("<Q")
+# What the child runs, isolated (-I: nothing imported from the directory it starts in, nor from
+# the environment's PYTHON* variables): the parent's sys.path comes first down the pipe, so the
+# child imports the scanner the parent imported, from wherever the parent found it.
+_CHILD = "import pickle, sys; sys.path[:] = pickle.load(sys.stdin.buffer); " \
+         "from mxboard._reading.scan_process import main; main()"
+
+
+class ScanProcess:
+    """A child process that scans batches (`submit`), one after another; `close` ends it."""
+
+    def __init__(self) -> None:
+        self._process: Optional["subprocess.Popen[bytes]"] = None
+        # One thread: a batch is sent, then its scan read back, in the order submitted.
+        self._thread = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="mxboard scan")
+        try:
+            self._process = subprocess.Popen([sys.executable, "-I", "-c", _CHILD], stdin=subprocess.PIPE,
+                                             stdout=subprocess.PIPE)
+            assert self._process.stdin is not None
+            pickle.dump(list(sys.path), self._process.stdin)
+            self._process.stdin.flush()
+        except (OSError, ValueError) as exc:
+            logger.info("the scanner's child process cannot start (%s): batches are scanned here", exc)
+            self._stop()
+
+    def submit(self, pieces: List[bytes]) -> "concurrent.futures.Future[Any]":
+        """`scan_together(pieces)`, as the child gives it (or as it gives it here)."""
+        return self._thread.submit(self._scan, pieces)
+
+    def _scan(self, pieces: List[bytes]) -> Any:
+        process = self._process
+        if process is not None:
+            assert process.stdin is not None and process.stdout is not None
+            try:
+                _send(process.stdin, pieces)
+                return _received(process.stdout)
+            except (OSError, EOFError, pickle.UnpicklingError) as exc:
+                logger.info("the scanner's child process ended (%s): batches are scanned here", exc)
+                self._stop()
+        return scan_together(pieces)
+
+    def _stop(self) -> None:
+        process, self._process = self._process, None
+        if process is not None:
+            for pipe in (process.stdin, process.stdout):
+                try:
+                    if pipe is not None:
+                        pipe.close()
+                except OSError:
+                    pass
+            process.kill()
+            process.wait()
+
+    def close(self) -> None:
+        """End the child, once what was submitted is done or cancelled."""
+        self._thread.shutdown(wait=True, cancel_futures=True)
+        self._stop()
+
+    def __enter__(self) -> "ScanProcess":
+        return self
+
+    def __exit__(self, *_: Any) -> None:
+        self.close()
+
+
+def _send(pipe: IO[bytes], value: Any) -> None:
+    data = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
+    pipe.write(_LENGTH.pack(len(data)))
+    pipe.write(data)
+    pipe.flush()
+
+
+def _received(pipe: IO[bytes]) -> Any:
+    head = pipe.read(_LENGTH.size)
+    if len(head) < _LENGTH.size:
+        raise EOFError("the pipe ended")
+    (length,) = _LENGTH.unpack(head)
+    data = pipe.read(length)
+    if len(data) < length:
+        raise EOFError("the pipe ended inside a frame")
+    return pickle.loads(data)
+
+
+def main() -> None:
+    """The child: scan each batch read from stdin, its scan written to stdout, until stdin ends."""
+    # A Ctrl-C at the terminal reaches the whole process group: the parent decides, and the child
+    # ends with its pipe, without a traceback of its own.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    source, sink = sys.stdin.buffer, os.fdopen(os.dup(sys.stdout.fileno()), "wb")
+    # Nothing else may write to the frames' pipe.
+    sys.stdout = sys.stderr
+    while True:
+        try:
+            pieces = _received(source)
+        except EOFError:
+            return
+        _send(sink, scan_together(pieces))
