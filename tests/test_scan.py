@@ -341,8 +341,8 @@ def test_a_scan_process_answers_what_scan_together_answers_here_and_its_child_en
 
 @pytest.mark.slow
 def test_a_scan_process_whose_child_died_or_never_started_scans_here(tmp_path, monkeypatch, caplog):
-    """Where the child is killed, or cannot start, each batch is scanned in this process: the
-    answers are the same, and the child's end is said."""
+    """Where the child is killed, or cannot start (no such Python, or a frozen application's
+    executable), each batch is scanned in this process: the answers are the same, and why is said."""
     import logging
     import sys
 
@@ -365,6 +365,12 @@ def test_a_scan_process_whose_child_died_or_never_started_scans_here(tmp_path, m
     with scan_process.ScanProcess() as scanner:
         assert [_scan_as_builtins(scanner.submit(pieces).result(timeout=60)) for pieces in batches] == expected
     assert any("cannot start" in r.getMessage() for r in caplog.records)
+    # A frozen application (PyInstaller, say): its executable would run the application itself.
+    monkeypatch.setattr(sys, "frozen", True, raising=False)
+    with scan_process.ScanProcess() as scanner:
+        assert not psutil.Process().children()
+        assert [_scan_as_builtins(scanner.submit(pieces).result(timeout=60)) for pieces in batches] == expected
+    assert any("no Python to run" in r.getMessage() for r in caplog.records)
 
 
 @pytest.mark.slow

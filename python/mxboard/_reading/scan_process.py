@@ -39,6 +39,10 @@ class ScanProcess:
         self._process: Optional["subprocess.Popen[bytes]"] = None
         # One thread: a batch is sent, then its scan read back, in the order submitted.
         self._thread = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="mxboard scan")
+        if getattr(sys, "frozen", False) or not sys.executable:
+            # A frozen application's executable is no Python that runs -c.
+            logger.info("no Python to run the scanner's child process: batches are scanned here")
+            return
         try:
             self._process = subprocess.Popen([sys.executable, "-I", "-c", _CHILD], stdin=subprocess.PIPE,
                                              stdout=subprocess.PIPE)
