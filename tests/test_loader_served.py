@@ -191,3 +191,38 @@ def test_a_first_load_big_enough_for_a_second_process_serves_what_upstreams_rust
             assert rows == theirs.json("/data/plugin/scalars/scalars", params), params
             assert [(step, value) for _, step, value in rows] == [
                 (step, float(np.float32(run * 1000 + step + tag / 10))) for step in range(points)], params
+
+
+def test_a_ctrl_c_during_a_large_first_load_ends_the_server_and_its_scanner_at_once(tmp_path, serve):
+    """A Ctrl-C at the terminal (SIGINT to the whole process group) while the scanner's child
+    process scans a large first load: the server ends within seconds, the child with it, neither
+    prints a traceback, and no run is said unreadable."""
+    import signal
+
+    import psutil
+
+    first = tmp_path / "run00000"
+    with SummaryWriter(str(first)) as writer:
+        for step in range(100):
+            for tag in ("loss", "accuracy", "lr"):
+                writer.add_scalar(tag, 1.0 / (step + 1), step)
+    (name,) = os.listdir(str(first))
+    data = (first / name).read_bytes()
+    for run in range(1, 12_000):
+        (tmp_path / ("run%05d" % run)).mkdir()
+        (tmp_path / ("run%05d" % run) / name).write_bytes(data)
+    server = serve(str(tmp_path), start_new_session=True)
+    main = psutil.Process(server.proc.pid)
+    deadline, scanners = time.monotonic() + 60, []
+    while not scanners and time.monotonic() < deadline and server.proc.poll() is None:
+        scanners = [child for child in main.children(recursive=True)
+                    if "scan_process" in " ".join(child.cmdline())]
+        time.sleep(0.01)
+    assert scanners, "no scanner's child process seen during the first load"
+    os.killpg(server.proc.pid, signal.SIGINT)
+    server.proc.wait(20)
+    scanners[0].wait(10)
+    output = "".join(server.output)
+    assert "Traceback" not in output and "KeyboardInterrupt" not in output, output
+    # Nor is a run said unreadable because the interpreter was ending.
+    assert "cannot be read" not in output, output

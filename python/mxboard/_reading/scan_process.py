@@ -4,9 +4,9 @@ a parent sends it, so that the parent takes one batch's records while the child 
 The parent (`ScanProcess`) sends each batch down the child's stdin and reads its scan from the
 child's stdout, a frame each way (an 8-byte length, then a pickle), on one thread of its own;
 `submit` gives a Future. The pipes are the only way in: nothing listens, and the child ends at the
-end of its stdin (the parent closed it, or died), not at a Ctrl-C. It starts isolated (-I) and
-imports numpy and the scanner only (about 0.15 s). Where the child cannot start or dies, each
-batch is scanned in the parent.
+end of its stdin (the parent closed it, or died), not at a Ctrl-C (a process group of its own).
+It starts isolated (-I) and imports numpy and the scanner only (about 0.15 s). Where the child
+cannot start or dies, each batch is scanned in the parent.
 """
 import concurrent.futures
 import logging
@@ -44,8 +44,10 @@ class ScanProcess:
             logger.info("no Python to run the scanner's child process: batches are scanned here")
             return
         try:
-            self._process = subprocess.Popen([sys.executable, "-I", "-c", _CHILD], stdin=subprocess.PIPE,
-                                             stdout=subprocess.PIPE)
+            # In a process group of its own: a Ctrl-C at the terminal is the parent's to decide.
+            self._process = subprocess.Popen(
+                [sys.executable, "-I", "-c", _CHILD], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                start_new_session=True, creationflags=getattr(subprocess, "CREATE_NEW_PROCESS_GROUP", 0))
             assert self._process.stdin is not None
             pickle.dump(list(sys.path), self._process.stdin)
             self._process.stdin.flush()
@@ -55,7 +57,14 @@ class ScanProcess:
 
     def submit(self, pieces: List[bytes]) -> "concurrent.futures.Future[Any]":
         """`scan_together(pieces)`, as the child gives it (or as it gives it here)."""
-        return self._thread.submit(self._scan, pieces)
+        try:
+            return self._thread.submit(self._scan, pieces)
+        except RuntimeError:
+            # The interpreter is ending (its threads take no new work): scanned on this thread,
+            # as where there is no child.
+            done: "concurrent.futures.Future[Any]" = concurrent.futures.Future()
+            done.set_result(scan_together(pieces))
+            return done
 
     def _scan(self, pieces: List[bytes]) -> Any:
         process = self._process
@@ -113,8 +122,8 @@ def _received(pipe: IO[bytes]) -> Any:
 
 def main() -> None:
     """The child: scan each batch read from stdin, its scan written to stdout, until stdin ends."""
-    # A Ctrl-C at the terminal reaches the whole process group: the parent decides, and the child
-    # ends with its pipe, without a traceback of its own.
+    # A Ctrl-C is the parent's to decide (the child's group is its own; this for a SIGINT sent to
+    # it alone): the child ends with its pipe, without a traceback of its own.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     source, sink = sys.stdin.buffer, os.fdopen(os.dup(sys.stdout.fileno()), "wb")
     # Nothing else may write to the frames' pipe.
