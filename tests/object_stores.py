@@ -29,6 +29,10 @@ from mxboard.storage.remote import profiles
 KEY, SECRET = "mxboard", "mxboard-secret"
 
 
+# The tries of a store server whose ports another process took before it bound them.
+_PORT_TRIES = 3
+
+
 def _free_ports(count):
     sockets = [socket.socket() for _ in range(count)]
     for s in sockets:
@@ -62,8 +66,15 @@ def _wait_until_up(proc, url, log, seconds=60):
 
 
 def _tail(log):
+    return _tail_bytes(log)[-600:].decode(errors="replace")
+
+
+def _tail_bytes(log):
+    """The log's last 64 KiB (a Go program's stack trace follows its fatal line)."""
     with open(log.name, "rb") as f:
-        return f.read()[-600:].decode(errors="replace")
+        f.seek(0, os.SEEK_END)
+        f.seek(max(0, f.tell() - 65536))
+        return f.read()
 
 
 def _stop(proc):
@@ -90,11 +101,21 @@ class SeaweedFS:
         with open(self.config, "w") as f:
             json.dump({"identities": [{"name": "admin", "credentials": [{"accessKey": KEY, "secretKey": SECRET}],
                                        "actions": ["Admin", "Read", "Write", "List", "Tagging"]}]}, f)
-        self.ports = _free_ports(12)
-        self.endpoint = "http://127.0.0.1:%d" % self.ports[6]
-        self.env = self.env_for(self.endpoint)
         self.proc = None
-        self.start()
+        # The ports are free when chosen, and weed binds them a few seconds later, one service
+        # after another: on a busy machine another process may take one between (a client's
+        # ephemeral port, say). weed then ends at once ("address already in use"): new ports.
+        for attempt in range(_PORT_TRIES):
+            self.ports = _free_ports(12)
+            self.endpoint = "http://127.0.0.1:%d" % self.ports[6]
+            self.env = self.env_for(self.endpoint)
+            try:
+                self.start()
+                return
+            except RuntimeError:
+                self.log.close()
+                if attempt + 1 == _PORT_TRIES or b"address already in use" not in _tail_bytes(self.log):
+                    raise
 
     @staticmethod
     def env_for(endpoint):

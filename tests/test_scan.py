@@ -314,6 +314,15 @@ def _pieces(tmp_path):
     return [files[:3], files[3:] + [bytes(damaged)], [files[0], files[1][:-7]]]
 
 
+def _children_since(before):
+    """This process's children not among `before` (their pids), alive: those a test started (a
+    session's store server, started by another test of this worker, is among `before`)."""
+    import psutil
+
+    return [child for child in psutil.Process().children() if child.pid not in before
+            and child.is_running() and child.status() != psutil.STATUS_ZOMBIE]
+
+
 @pytest.mark.slow
 def test_a_scan_process_answers_what_scan_together_answers_here_and_its_child_ends_with_it(tmp_path):
     """ScanProcess (the loader's second core) answers each batch as scan_together does in this
@@ -325,8 +334,9 @@ def test_a_scan_process_answers_what_scan_together_answers_here_and_its_child_en
     from mxboard._reading.scan_process import ScanProcess
 
     batches = _pieces(tmp_path)
+    before = {child.pid for child in psutil.Process().children()}
     with ScanProcess() as scanner:
-        (child,) = psutil.Process().children()
+        (child,) = _children_since(before)
         # A Ctrl-C at the terminal reaches the child too: it goes on (the parent decides).
         assert _scan_as_builtins(scanner.submit(batches[0]).result(timeout=60)) is not None
         child.send_signal(signal.SIGINT)
@@ -336,7 +346,7 @@ def test_a_scan_process_answers_what_scan_together_answers_here_and_its_child_en
     assert answers == [_scan_as_builtins(scan_together(pieces)) for pieces in batches]
     assert answers[1] is not None and answers[1][-1] and answers[2] is None
     assert not child.is_running() or child.status() == psutil.STATUS_ZOMBIE
-    assert not psutil.Process().children()
+    assert not _children_since(before)
 
 
 @pytest.mark.slow
@@ -354,9 +364,10 @@ def test_a_scan_process_whose_child_died_or_never_started_scans_here(tmp_path, m
     batches = _pieces(tmp_path)
     expected = [_scan_as_builtins(scan_together(pieces)) for pieces in batches]
     caplog.set_level(logging.INFO, "mxboard._reading.scan_process")
+    before = {child.pid for child in psutil.Process().children()}
     with scan_process.ScanProcess() as scanner:
         assert _scan_as_builtins(scanner.submit(batches[0]).result(timeout=60)) == expected[0]
-        (child,) = psutil.Process().children()
+        (child,) = _children_since(before)
         child.kill()
         child.wait(30)
         assert [_scan_as_builtins(scanner.submit(pieces).result(timeout=60)) for pieces in batches] == expected
@@ -368,7 +379,7 @@ def test_a_scan_process_whose_child_died_or_never_started_scans_here(tmp_path, m
     # A frozen application (PyInstaller, say): its executable would run the application itself.
     monkeypatch.setattr(sys, "frozen", True, raising=False)
     with scan_process.ScanProcess() as scanner:
-        assert not psutil.Process().children()
+        assert not _children_since(before)
         assert [_scan_as_builtins(scanner.submit(pieces).result(timeout=60)) for pieces in batches] == expected
     assert any("no Python to run" in r.getMessage() for r in caplog.records)
 
