@@ -126,7 +126,9 @@ def main() -> None:
     # it alone): the child ends with its pipe, without a traceback of its own.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     source, sink = sys.stdin.buffer, os.fdopen(os.dup(sys.stdout.fileno()), "wb")
-    # Nothing else may write to the frames' pipe.
+    # Nothing else may write to the frames' pipe: what Python or a C library writes to standard
+    # output goes to standard error.
+    os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
     sys.stdout = sys.stderr
     while True:
         try:
