@@ -51,7 +51,8 @@ def read_runs(work: Iterable[Tuple[Run, List[str], Optional[Mapping[str, int]]]]
               fetch: Optional[Executor] = None, scanner: Optional[ScanProcess] = None) -> None:
     """Read what each run's files added since the last read: (run, its event files' paths,
     sorted, their sizes where the caller knows them, else None), many runs' small files scanned
-    together; `fetch`: threads that read the small files ahead (ingest.read)."""
+    together; `fetch`: threads that read the small files ahead; `scanner`: a child process that
+    scans them while their records are taken here (ingest.read)."""
     files: List[Tuple[EventFile, Optional[int]]] = []
     runs: Dict[int, Run] = {}
     for run, paths, sizes in work:
