@@ -41,6 +41,10 @@ SPREAD_BATCH = 1 << 20
 AHEAD = 4
 # Above any u64: a record is bounded by what its file holds, not by a size.
 _NO_LIMIT = 1 << 64
+# The "scan" of a batch of one file, never sent to a scanner's process: a file alone is read alone
+# (`_together`), and `found` False leaves that to it.
+_SCANNED_HERE: "Future[Any]" = Future()
+_SCANNED_HERE.set_result(False)
 
 
 class EventFile:
@@ -137,7 +141,8 @@ def read(files: Sequence[Tuple[EventFile, Optional[int]]], fetch: Optional[Execu
         nonlocal pending, held, handed
         if scanner is not None:
             if pending:
-                sent.append((pending, scanner.submit([data for _, data in pending]), at))
+                sent.append((pending, _SCANNED_HERE if len(pending) == 1 else
+                             scanner.submit([data for _, data in pending]), at))
                 pending, held = [], 0
             while len(sent) > most:
                 done, found, handed = sent.popleft()
@@ -242,7 +247,9 @@ def _together(files: List[Tuple[EventFile, bytes]], told: bool = False, found: A
     """`files` (each with its new bytes) scanned together. Where one of them cannot be framed,
     those that end inside a record, told by their lengths alone, are read alone and the others
     scanned together again; where one still cannot be, they are scanned in halves, down to the one
-    file that cannot, which is read alone (as are the files in the order they come)."""
+    file that cannot, which is read alone (as are the files in the order they come). `found`:
+    `scan_together`'s answer for `files` where it was asked already (a scanner's process), False
+    to ask it here."""
     if not files:
         return
     if len(files) == 1:

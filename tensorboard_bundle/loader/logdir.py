@@ -359,8 +359,7 @@ class Logdir:
             # while this one takes, where there is much to read.
             stated = [(path, self._stat_run(path)) for path in paths]
             spread = _unread_bytes(stated) >= SPREAD_BYTES
-            with contextlib.ExitStack() as stack:
-                scanner = stack.enter_context(ScanProcess()) if spread else None
+            with ScanProcess() if spread else contextlib.nullcontext() as scanner:
                 chunk = _SPREAD_RUNS if spread else _BATCH_RUNS
                 for i in range(0, len(stated), chunk):
                     try:
