@@ -578,18 +578,21 @@ def _refs(points):
         steps.tolist(), walls.tolist(), offsets.tolist(), file_ids.tolist())]
 
 
-@pytest.mark.parametrize("how", ["in turn", "read ahead", pytest.param("scanned by a process", marks=pytest.mark.slow)])
+@pytest.mark.parametrize("how", ["in turn", "read ahead", "read whole with their listing",
+                                 pytest.param("scanned by a process", marks=pytest.mark.slow)])
 def test_many_runs_read_together_hold_what_each_read_alone_holds(tmp_path, caplog, how, monkeypatch):
     """Runs read in one `read_runs`, their small files scanned together (the damaged corpus among
     them: a torn end, a damaged length, a damaged payload), hold what each run read alone holds,
     and each damage is said once, as alone; then every file grows, and is read from its offset.
-    Read ahead on threads (as behind a network filesystem), or scanned by a second process in
-    small batches, several sent ahead (as a big first pass on a local disk), they hold the same."""
+    Read ahead on threads (as behind a network filesystem), read whole as their directory was
+    listed (walk.py, as a first pass behind one), or scanned by a second process in small
+    batches, several sent ahead (as a big first pass on a local disk), they hold the same."""
     import concurrent.futures
 
     from mxboard._reading.scan_process import ScanProcess
     from tensorboard_bundle.loader import ingest
     from tensorboard_bundle.loader.run import Run, read_runs
+    from tensorboard_bundle.loader.walk import Walker
 
     monkeypatch.setattr(ingest, "SPREAD_BATCH", 3000)
 
@@ -623,8 +626,19 @@ def test_many_runs_read_together_hold_what_each_read_alone_holds(tmp_path, caplo
     alone = {name: Run() for name in names}
     fetch = concurrent.futures.ThreadPoolExecutor(4) if how == "read ahead" else None
     scanner = ScanProcess() if how == "scanned by a process" else None
+    given = {}
+    if how == "read whole with their listing":
+        walker = Walker(str(logdir))
+        for name in names:
+            _, listing, whole = walker.look(str(logdir / name), (), each=ingest.read_whole)
+            assert listing is not None
+            given.update((path, read.data) for path, read in whole.items())
+        # Every file is read so but the big one, and an empty one (read as any file is).
+        assert sorted(given) == sorted(path for name in names for path in paths[name]
+                                       if 0 < os.path.getsize(path) <= ingest.SMALL)
+        assert len(given) > len(names)
     for turn in range(2):
-        read_runs([(together[name], paths[name], None) for name in names], fetch, scanner)
+        read_runs([(together[name], paths[name], None) for name in names], fetch, scanner, given if not turn else None)
         said_together = said()
         for name in names:
             alone[name].read(paths[name])

@@ -16,23 +16,25 @@ import collections
 import logging
 import os
 from concurrent.futures import Executor, Future
-from typing import Any, Deque, Dict, Iterator, List, Optional, Sequence, Tuple, Union
+from typing import Any, Deque, Dict, Generator, Iterator, List, Mapping, NamedTuple, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
 from mxboard._format._crc32c import masked_crc32c
 from mxboard._format.events import RECORD_HEADER, RECORD_TRAILER, whole_records
+from mxboard._reading import small_files
 from mxboard._reading.scan import Tags, Window, joined, scan, scan_together
 from mxboard._reading.scan_process import ScanProcess
 
-__all__ = ["AHEAD", "BATCH", "EventFile", "Records", "SMALL", "SPREAD_BATCH", "Scanned", "WINDOW", "read"]
+__all__ = ["AHEAD", "BATCH", "EventFile", "Records", "SMALL", "SPREAD_BATCH", "Scanned", "WINDOW", "Whole", "read",
+           "read_whole"]
 
 logger = logging.getLogger(__name__)
 
 # The bytes read at a time: a file of any size is read in about this much memory.
 WINDOW = 4 << 20
 # A file that added at most this many bytes is read whole and scanned with its neighbours.
-SMALL = 1 << 20
+SMALL = small_files.SMALL
 # The most bytes of small files scanned together.
 BATCH = 8 << 20
 # The most bytes of small files scanned together by a scanner's process: small, so that the
@@ -117,24 +119,23 @@ Read = Union[Scanned, Records]
 
 
 def read(files: Sequence[Tuple[EventFile, Optional[int]]], fetch: Optional[Executor] = None,
-         scanner: Optional[ScanProcess] = None) -> Iterator[Read]:
+         scanner: Optional[ScanProcess] = None, given: Optional[Mapping[str, bytes]] = None) -> Iterator[Read]:
     """What each of `files` added since its last read, in their order: (file, its size where the
     caller knows it, None to stat it). Each Scanned or Records is to be taken before the next is
-    asked for. `fetch`: threads that read the small files' new bytes ahead, several at once (each
-    read waits on a network filesystem's server), BATCH bytes ahead at most; else each is read
-    when its turn comes. `scanner`: a child process that scans each batch of small files while
-    the caller takes the batch before (AHEAD batches ahead at most)."""
+    asked for. `fetch`: threads that read the small files' new bytes ahead (each read waits on a
+    network filesystem's server), BATCH bytes ahead at most; else each is read in its turn.
+    `scanner`: a process that scans each batch of small files while the caller takes the batch
+    before (AHEAD batches ahead at most). `given`: files read whole already, by path."""
     pending: List[Tuple[EventFile, bytes]] = []
     # Batches sent to `scanner`: (their files, their scan to come, the index in `files` after them).
     sent: Deque[Tuple[List[Tuple[EventFile, bytes]], "Future[Any]", int]] = collections.deque()
-    # The files handed to the caller so far (in part at least), in their order.
-    held = handed = 0
+    held = handed = 0  # the bytes pending; the files handed to the caller so far (in part at least)
     noted = [file.size for file, _ in files]
     sized = [(file, _new_size(file, size)) for file, size in files]
     # Told before any is read (a file read alone moves its offset).
     small = [size is not None and size - file.offset <= SMALL for file, size in sized]
-    ahead = _read_ahead([(file, size) for (file, size), is_small in zip(sized, small) if is_small and size is not None],
-                        fetch) if fetch else None
+    reads = _small_reads([(file, size) for (file, size), is_small in zip(sized, small)
+                          if is_small and size is not None], fetch, given or {})
 
     def batch(at: int, most: int) -> Iterator[Read]:
         """The pending files (those before `at`) scanned, once no more than `most` batches are sent."""
@@ -157,7 +158,7 @@ def read(files: Sequence[Tuple[EventFile, Optional[int]]], fetch: Optional[Execu
             if size is None:
                 continue
             if is_small:
-                data = next(ahead).result() if ahead is not None else _read_small(file, size)
+                data = next(reads)
                 if data is None:
                     continue
                 if held + len(data) > (BATCH if scanner is None else SPREAD_BATCH):
@@ -176,9 +177,32 @@ def read(files: Sequence[Tuple[EventFile, Optional[int]]], fetch: Optional[Execu
             file.size = before
         for _, found, _ in sent:
             found.cancel()
+        reads.close()
 
 
-def _read_ahead(small: List[Tuple[EventFile, int]], fetch: Executor) -> Iterator["Future[Optional[bytes]]"]:
+def _small_reads(small: List[Tuple[EventFile, int]], fetch: Optional[Executor],
+                 given: Mapping[str, bytes]) -> Generator[Optional[bytes], None, None]:
+    """The new bytes of each of the `small` files (with their sizes), in order, each when asked
+    for: a file's bytes in `given` where it is read from its start up to its size and they are
+    that many; the others read ahead on `fetch` (`_read_ahead`), else when asked for."""
+    whole = [given.get(file.path) for file, _ in small]
+    whole = [data if data is not None and file.offset == 0 and len(data) == size else None
+             for (file, size), data in zip(small, whole)]
+    ahead = _read_ahead([each for each, data in zip(small, whole) if data is None], fetch) if fetch else None
+    try:
+        for (file, size), data in zip(small, whole):
+            if data is not None:
+                file.bytes_read += len(data)
+                yield data
+            else:
+                yield next(ahead).result() if ahead is not None else _read_small(file, size)
+    finally:
+        if ahead is not None:
+            ahead.close()
+
+
+def _read_ahead(small: List[Tuple[EventFile, int]],
+                fetch: Executor) -> Generator["Future[Optional[bytes]]", None, None]:
     """`_read_small` of each of the `small` files (with their sizes) on `fetch`, in order, each
     started while those started and not yet asked for hold at most BATCH bytes."""
     started: Deque[Tuple["Future[Optional[bytes]]", int]] = collections.deque()
@@ -217,6 +241,21 @@ def _new_size(file: EventFile, size: Optional[int]) -> Optional[int]:
         return None
     file.size = size
     return size
+
+
+class Whole(NamedTuple):
+    """A small file read whole before its run's read (`read_whole`): its bytes, and its mtime."""
+
+    data: bytes
+    mtime: float
+
+
+def read_whole(directory: Optional[int], name: str) -> Optional[Whole]:
+    """The file `name` (opened in the directory open as `directory`; a path where None) read whole,
+    where it is a regular file of 1 to SMALL bytes; else None (it is then read as any file is, which
+    says why it cannot be)."""
+    found = small_files.read_whole(name, directory)
+    return Whole(found[0], found[1].st_mtime) if found is not None else None
 
 
 def _read_small(file: EventFile, size: int) -> Optional[bytes]:

@@ -21,13 +21,13 @@ import select
 import stat
 import threading
 import time
-from typing import Dict, List, Optional, Set, Tuple
+from typing import Dict, Iterable, Iterator, List, Optional, Set, Tuple
 
 from mxboard._reading.scan_process import ScanProcess
-from tensorboard_bundle.loader.ingest import SMALL
+from tensorboard_bundle.loader.ingest import SMALL, Whole, read_whole
 from tensorboard_bundle.loader.run import Run, read_runs
 from tensorboard_bundle.loader.schedule import Schedule
-from tensorboard_bundle.loader.walk import Listing, Walker, is_event_file
+from tensorboard_bundle.loader.walk import Listing, Signature, Walker, is_event_file
 from tensorboard_bundle.loader.watch import Change, Watcher, WatchLimitError, is_local
 
 __all__ = ["Logdir", "BUDGET", "CAP", "LOCAL_BUDGET", "SPREAD_BYTES"]
@@ -53,6 +53,10 @@ _RACY_SECONDS = 2.0
 _READERS = 16
 # The runs whose files a batch reads together (their small files scanned at once).
 _BATCH_RUNS = 500
+# Behind a network filesystem, a new run's small event files are read whole as its directory is
+# listed, by their names in it (walk.py): 10 calls a run of one file, not 14, where each of a
+# path's parts is looked up again. At most so many bytes are held so, until the pass reads them.
+_WHOLE_BYTES = 64 << 20
 # A whole pass on a local disk that reads at least this many bytes is scanned by a second process
 # (mxboard._reading.scan_process: about 0.15 s to start) while this one takes what it scanned; the
 # runs are then read so many at a time (a batch's first scan is waited for).
@@ -62,8 +66,9 @@ _SPREAD_RUNS = 2_000
 _PUBLISH_SECONDS = 0.5
 
 
-# A directory's signature (None: not stated) and listing (None: gone, or unreadable).
-_Looked = Tuple[Optional[Tuple[int, int, int]], Optional[Listing]]
+# A directory's signature (None: not stated), listing (None: gone, or unreadable), and its event
+# files read whole with it, by path.
+_Looked = Tuple[Optional[Signature], Optional[Listing], Dict[str, Whole]]
 # A run, its event files' sizes, whether any grew since its last read.
 _Stated = Tuple[Run, Dict[str, int], bool]
 
@@ -117,8 +122,12 @@ class Logdir:
         self._walker = Walker(path)
         self._prefix = path if path.endswith(os.sep) else path + os.sep
         self._dirs: Dict[str, _Directory] = {}
-        # Run directories found and not yet read.
+        # Run directories found and not yet read; event files read whole with their listing, and
+        # their bytes, until they are read.
         self._unread: List[str] = []
+        self._whole: Dict[str, Whole] = {}
+        self._whole_bytes = 0
+        self._whole_lock = threading.Lock()
         # The filesystem calls made, as the schedule pays for them.
         self._calls = 0
         self._watcher: Optional[Watcher] = None
@@ -248,7 +257,8 @@ class Logdir:
         made or dropped; `whole`: its known subdirectories listed again too; `looked`: its
         listing, where it was made already. Whether it changed."""
         directory = self._dirs[path]
-        signature, listing = looked or self._look(path, directory.path_here, signature)
+        signature, listing, read = looked or self._look(path, directory.path_here, signature)
+        self._whole.update(read)
         if listing is None:
             if path != self.path:
                 self._forget(path)
@@ -262,18 +272,22 @@ class Logdir:
             self._forget(sub)
         directory.below = {sub for sub, _ in below}
         # Many directories to list, polled (behind a network filesystem): listed at once, each
-        # waiting on the server. A watched one is watched before it is listed (else what is made in
-        # between would be missed), one at a time.
+        # waiting on the server, and the runs found read meanwhile, a batch at a time. A watched
+        # one is watched before it is listed (else what is made in between would be missed), one
+        # at a time.
         subs = [(sub, path_here) for sub, path_here in below if whole or sub not in self._dirs]
-        prefetched = self._look_all(subs) if not self._local and len(subs) > _READERS else {}
+        looks = self._look_all(subs) if not self._local and len(subs) > _READERS else None
         for sub, path_here in below:
+            looked = next(looks) if looks is not None and (whole or sub not in self._dirs) else None
             if sub not in self._dirs:
                 self._dirs[sub] = _Directory(path_here)
                 self._dirs[sub].changed_at = time.monotonic()
                 self._attach(sub, time.monotonic())
-                self._list(sub, whole=whole, looked=prefetched.get(sub))
+                self._list(sub, whole=whole, looked=looked)
             elif whole:
-                self._list(sub, whole=True, looked=prefetched.get(sub))
+                self._list(sub, whole=True, looked=looked)
+            if looks is not None and len(self._unread) >= _BATCH_RUNS:
+                self._read_unread(every=True)
         had_files, directory.files = bool(directory.files), files
         if had_files != bool(files):
             self._replan(path, time.monotonic())
@@ -301,28 +315,42 @@ class Logdir:
         if self._runs.pop(self._name(path), None) is not None:
             self._publish()
 
-    def _look(self, path: str, path_here: Tuple[str, ...],
-              signature: Optional[Tuple[int, int, int]] = None) -> _Looked:
-        """(`path`'s signature, its listing): the signature stated first where polling needs it
-        (a change made between the two is seen at the next check)."""
-        if signature is None and self._watcher is None:
-            signature = self._signature(path)
-        self._calls += 1
-        return signature, self._walker.listing(path, path_here)
+    def _look(self, path: str, path_here: Tuple[str, ...], signature: Optional[Signature] = None,
+              new: bool = False) -> _Looked:
+        """`path`'s signature, listing, and files read with it (where it is `new`, a run never
+        read: `_read_whole`): the signature stated first where polling needs it (a change made
+        between the two is seen at the next check)."""
+        stated = signature is None and self._watcher is None
+        self._calls += 1 + stated
+        found, listing, whole = self._walker.look(path, path_here, stated, self._read_whole if new else None)
+        return (signature if signature is not None else found), listing, whole
 
-    def _look_all(self, subs: List[Tuple[str, Tuple[str, ...]]]) -> Dict[str, _Looked]:
-        """`_look` of each of `subs` (paths and their path_here), several at once."""
+    def _look_all(self, subs: List[Tuple[str, Tuple[str, ...]]]) -> Iterator[_Looked]:
+        """`_look` of each of `subs` (paths and their path_here), in their order, several at once,
+        the new ones' small event files read whole with them."""
+        new = [sub not in self._dirs for sub, _ in subs]
         with concurrent.futures.ThreadPoolExecutor(_READERS, thread_name_prefix="mxboard lister") as pool:
-            return dict(zip([sub for sub, _ in subs], pool.map(lambda sub: self._look(*sub), subs)))
+            yield from pool.map(lambda sub, is_new: self._look(sub[0], sub[1], new=is_new), subs, new)
 
-    def _signature(self, path: str) -> Optional[Tuple[int, int, int]]:
-        """(inode, mtime, ctime) of the directory `path`; None where it is gone."""
-        self._calls += 1
-        try:
-            found = os.stat(path)
-        except OSError:
-            return None
-        return (found.st_ino, found.st_mtime_ns, found.st_ctime_ns)
+    def _read_whole(self, directory: Optional[int], name: str) -> Optional[Whole]:
+        """A new run's event file `name` read whole (ingest.read_whole) as its directory (open as
+        `directory`) is listed, while the bytes so held leave room; else None."""
+        with self._whole_lock:
+            if self._whole_bytes >= _WHOLE_BYTES:
+                return None
+        self._calls += 2
+        whole = read_whole(directory, name)
+        if whole is not None:
+            with self._whole_lock:
+                self._whole_bytes += len(whole.data)
+        return whole
+
+    def _given(self, files: Iterable[str]) -> Dict[str, bytes]:
+        """The bytes of those of `files` read whole with their listing, no longer held here."""
+        given = {file: whole.data for file in files for whole in [self._whole.pop(file, None)] if whole is not None}
+        with self._whole_lock:
+            self._whole_bytes -= sum(len(data) for data in given.values())
+        return given
 
     def _name(self, path: str) -> str:
         """The run name of `path` (the logdir or a directory below it): its path from the logdir."""
@@ -381,6 +409,8 @@ class Logdir:
         else:
             for path in paths:
                 self._read(path)
+        # What was read whole of runs no longer there.
+        self._given(list(self._whole))
         self._publish_stale()
 
     def _read_batch(self, batch: List[Tuple[str, Optional[_Stated]]],
@@ -390,7 +420,7 @@ class Logdir:
         work = [(run, list(sizes), sizes) for _, stated in batch if stated is not None
                 for run, sizes, grew in [stated] if grew]
         if work:
-            read_runs(work, fetch, scanner)
+            read_runs(work, fetch, scanner, self._given([file for _, files, _ in work for file in files]))
         return bool(work)
 
     def _said_if_failed(self, path: str, future: "concurrent.futures.Future[bool]") -> None:
@@ -404,7 +434,7 @@ class Logdir:
         if stated is None or not stated[2]:
             return False
         run, sizes, _ = stated
-        run.read(list(sizes), sizes)
+        read_runs([(run, list(sizes), sizes)], given=self._given(list(sizes)))
         return True
 
     def _stat_run(self, path: str) -> Optional[_Stated]:
@@ -418,6 +448,11 @@ class Logdir:
         newest = None
         for name in directory.files:
             file = os.path.join(path, name)
+            whole = self._whole.get(file)
+            if whole is not None:
+                sizes[file] = len(whole.data)
+                newest = max(newest or whole.mtime, whole.mtime)
+                continue
             self._calls += 1
             try:
                 found = os.stat(file)
@@ -432,8 +467,8 @@ class Logdir:
         if newest is not None:
             # The newest write's age, on the loader's clock (a server's clock ahead counts as now).
             directory.changed_at = time.monotonic() - max(0.0, time.time() - newest)
-        # Its open and its read, at least.
-        self._calls += 2 * len(grew)
+        # Its open and its read, at least (paid already for a file read whole).
+        self._calls += 2 * sum(file not in self._whole for file in grew)
         return run, sizes, bool(grew)
 
     # Polling.

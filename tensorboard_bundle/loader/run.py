@@ -48,11 +48,13 @@ class Run:
 
 
 def read_runs(work: Iterable[Tuple[Run, List[str], Optional[Mapping[str, int]]]],
-              fetch: Optional[Executor] = None, scanner: Optional[ScanProcess] = None) -> None:
+              fetch: Optional[Executor] = None, scanner: Optional[ScanProcess] = None,
+              given: Optional[Mapping[str, bytes]] = None) -> None:
     """Read what each run's files added since the last read: (run, its event files' paths,
     sorted, their sizes where the caller knows them, else None), many runs' small files scanned
     together; `fetch`: threads that read the small files ahead; `scanner`: a child process that
-    scans them while their records are taken here (ingest.read)."""
+    scans them while their records are taken here; `given`: files read whole already, by path
+    (ingest.read)."""
     files: List[Tuple[EventFile, Optional[int]]] = []
     runs: Dict[int, Run] = {}
     for run, paths, sizes in work:
@@ -62,7 +64,7 @@ def read_runs(work: Iterable[Tuple[Run, List[str], Optional[Mapping[str, int]]]]
                 file = run.files[path] = EventFile(path)
             files.append((file, None if sizes is None else sizes.get(path)))
             runs[id(file)] = run
-    for found in read(files, fetch, scanner):
+    for found in read(files, fetch, scanner, given):
         index = runs[id(found.file)].index
         try:
             if isinstance(found, Records):

@@ -91,17 +91,18 @@ def walk(logdir: str, say: Say = _warn) -> Iterator[Tuple[str, List[str]]]:
         except OSError as exc:
             say("%s: cannot be listed (%s); the runs below it are left out" % (directory, exc.strerror or exc))
             continue
-        files, below = _sorted_out(entries, path_here, identities, say)
+        files, below = _sorted_out(directory, entries, path_here, identities, say)
         yield directory, files
         # Last pushed is first listed: the subdirectories are walked in name order, each one whole.
         pending.extend(reversed(below))
 
 
-def _sorted_out(entries: List[os.DirEntry[str]], path_here: Tuple[str, ...],
+def _sorted_out(directory: str, entries: List[os.DirEntry[str]], path_here: Tuple[str, ...],
                 identities: Dict[str, Optional[Tuple[int, int]]],
                 say: Say) -> Tuple[List[str], List[Tuple[str, Tuple[str, ...]]]]:
-    """A directory's entries as (the names of its regular files, the directories to walk with
-    their paths), links followed, loops said and left out."""
+    """`directory`'s entries as (the names of its regular files, the directories to walk with
+    their paths), links followed, loops said and left out. (Its entries may come from a scandir of
+    a descriptor, whose paths are their names alone.)"""
     files: List[str] = []
     below: List[Tuple[str, Tuple[str, ...]]] = []
     for entry in entries:
@@ -114,26 +115,28 @@ def _sorted_out(entries: List[os.DirEntry[str]], path_here: Tuple[str, ...],
             # So is a directory that is no link. Only a link can lead back to a directory the
             # walk is in, and only links are checked (as walkdir, TensorBoard's walk, does).
             if entry.is_dir(follow_symlinks=False):
-                below.append((entry.path, path_here + (entry.path,)))
+                path = os.path.join(directory, entry.name)
+                below.append((path, path_here + (path,)))
                 continue
             # A link is what it leads to, as for TensorBoard: this stat follows it.
             found = entry.stat()
         except OSError as exc:
             if exc.errno == errno.ELOOP:
                 say("%s: a link loop (its links never lead to a file or a directory); not followed, as "
-                    "TensorBoard does not follow it" % entry.path)
+                    "TensorBoard does not follow it" % os.path.join(directory, entry.name))
             # A dangling link, or a file removed since the listing: TensorBoard says nothing.
             continue
         if stat.S_ISREG(found.st_mode):
             files.append(entry.name)
         elif stat.S_ISDIR(found.st_mode):
-            identity = identities[entry.path] = (found.st_dev, found.st_ino)
+            path = os.path.join(directory, entry.name)
+            identity = identities[path] = (found.st_dev, found.st_ino)
             ancestor = next((name for name in path_here if _identity(name, identities) == identity), None)
             if ancestor is not None:
                 say("%s: a link loop (it leads back to %s, which holds it); not followed, as TensorBoard does "
-                    "not follow it" % (entry.path, ancestor))
+                    "not follow it" % (path, ancestor))
                 continue
-            below.append((entry.path, path_here + (entry.path,)))
+            below.append((path, path_here + (path,)))
     return files, below
 
 

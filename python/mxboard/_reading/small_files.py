@@ -77,9 +77,17 @@ def _small(path: str) -> Optional[bytes]:
     file, a store's, or one that cannot be opened: scan_file then reads it, or says why not)."""
     if "://" in path:
         return None
+    found = read_whole(path)
+    return found[0] if found is not None else None
+
+
+def read_whole(path: str, dir_fd: Optional[int] = None) -> Optional[Tuple[bytes, os.stat_result]]:
+    """The bytes of the regular file `path` (a name in the directory open as `dir_fd`, where
+    given), and its stat, where it holds 1 to SMALL bytes; else None (a big file, an empty one, one
+    that is no regular file or cannot be opened: a reader then reads it alone, or says why not)."""
     try:
         # Not blocking: a FIFO put in a file's place since the listing is refused below.
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0), dir_fd=dir_fd)
     except OSError:
         return None
     try:
@@ -97,7 +105,7 @@ def _small(path: str) -> Optional[bytes]:
                 break
             pieces.append(piece)
             left -= len(piece)
-        return pieces[0] if len(pieces) == 1 else b"".join(pieces)
+        return (pieces[0] if len(pieces) == 1 else b"".join(pieces)), found
     except OSError:
         return None
     finally:
