@@ -55,7 +55,8 @@ _READERS = 16
 _BATCH_RUNS = 500
 # Behind a network filesystem, a new run's small event files are read whole as its directory is
 # listed, by their names in it (walk.py): 10 calls a run of one file, not 14, where each of a
-# path's parts is looked up again. At most so many bytes are held so, until the pass reads them.
+# path's parts is looked up again. So many bytes at most are held so until the pass reads them
+# (the room is checked before a file is read: each lister may read one file past it).
 _WHOLE_BYTES = 64 << 20
 # A whole pass on a local disk that reads at least this many bytes is scanned by a second process
 # (mxboard._reading.scan_process: about 0.15 s to start) while this one takes what it scanned; the

@@ -6,10 +6,10 @@ followed, a link back to a directory the walk is inside (a loop) left out, a dan
 over. What it says (a loop, a directory that cannot be listed) goes to the server's log, once.
 
 `runs()` walks the whole logdir; `look(directory, path_here)` lists one directory of it, with
-the same rules, for a reader that lists a directory only when it changed (logdir.py). Where the
-platform allows (not Windows), the directory is opened once: its signature is the open
-descriptor's, and what `look` is given to do with each event file (read it, on a first pass behind
-a network filesystem) opens the file by its name in that directory. Each path resolved from the
+the same rules, for a reader that lists a directory only when it changed (logdir.py). Where it is
+given something to do with each event file (read it, on a first pass behind a network
+filesystem) and the platform allows (not Windows), the directory is opened once: its signature
+is the open descriptor's, and each file is opened by its name in it. Each path resolved from the
 logdir costs a network filesystem a lookup of each of its parts (its cache of them expires).
 """
 import logging
@@ -67,10 +67,10 @@ class Walker:
         of its event files, by path, where it gave something). `path_here`: the directories on its
         path from the logdir, itself included. The signature is taken before the listing: a change
         made between the two is seen at the next look. `each` gets the directory's open descriptor
-        (None where the platform opens no file by one: the name is then a path)."""
+        and a file's name (None and its path where the platform opens no file by a descriptor)."""
         descriptor = None
         try:
-            if _BY_DESCRIPTOR:
+            if _BY_DESCRIPTOR and each is not None:
                 descriptor = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
             signature = _signature(os.fstat(descriptor) if descriptor is not None else os.stat(directory)) \
                 if stated else None
