@@ -9,6 +9,7 @@ import contextlib
 import json
 import math
 import os
+import time
 
 import damaged_corpus
 import every_kind_corpus
@@ -658,6 +659,32 @@ def test_many_runs_read_together_hold_what_each_read_alone_holds(tmp_path, caplo
     assert len(first_said) >= len(cases) // 3
     assert together["big"].index.series["loss"].columns.size == 60_005
     assert together["version2"].files[paths["version2"][0]].offset == os.path.getsize(paths["version2"][0]) - 20
+
+
+def test_a_long_first_pass_shows_its_runs_as_it_reads_them(tmp_path, monkeypatch):
+    """A first pass that lists the runs sooner than `runs` is copied for requests (0.5 s), then
+    reads them a batch at a time, copies `runs` as it reads them: each batch's runs are served
+    with their points before the pass ends (they were not, but the first run, until the end)."""
+    from tensorboard_bundle.loader import logdir
+
+    for number in range(30):
+        _write_events(tmp_path / ("run%02d" % number) / "events.out.tfevents.1", [_one(1, "a", 0.5)])
+    monkeypatch.setattr(logdir, "_BATCH_RUNS", 10)
+    monkeypatch.setattr(logdir, "_PUBLISH_SECONDS", 0.2)
+    served = []
+    read_batch = logdir.Logdir._read_batch
+
+    def slow_batch(self, batch, *args, **kwargs):
+        # What a request would see as this batch starts; the batch then takes a while.
+        served.append(sum(bool(run.index.series) for run in self.runs.values()))
+        time.sleep(0.25)
+        return read_batch(self, batch, *args, **kwargs)
+
+    monkeypatch.setattr(logdir.Logdir, "_read_batch", slow_batch)
+    loaded = logdir.Logdir(str(tmp_path))
+    loaded.reload()
+    assert served == [0, 10, 20]
+    assert sum(bool(run.index.series) for run in loaded.runs.values()) == 30
 
 
 @pytest.mark.parametrize("how", ["in turn", "read ahead", pytest.param("scanned by a process", marks=pytest.mark.slow)])

@@ -376,6 +376,12 @@ class Logdir:
         if self._stale:
             self._publish(now=True)
 
+    def _publish_due(self) -> None:
+        """`runs` copied where it is behind and its last copy older than _PUBLISH_SECONDS: a long
+        first pass shows the runs it found as it reads them (their runs are read in place)."""
+        if self._stale:
+            self._publish()
+
     # Reading.
 
     def _read_unread(self, every: bool = False) -> None:
@@ -399,6 +405,7 @@ class Logdir:
                     # What the runs hold lives as long as they do: the cyclic collector need not
                     # walk it again at each collection (100,000 runs: a fifth of their first read).
                     gc.freeze()
+                    self._publish_due()
         elif len(paths) > 1 and (every or len(paths) > _READERS):
             with concurrent.futures.ThreadPoolExecutor(_READERS, thread_name_prefix="mxboard reader") as pool, \
                     concurrent.futures.ThreadPoolExecutor(_READERS, thread_name_prefix="mxboard fetch") as fetch:
@@ -406,6 +413,7 @@ class Logdir:
                 batches = [stated[i:i + _BATCH_RUNS] for i in range(0, len(stated), _BATCH_RUNS)]
                 for batch, future in [(batch, pool.submit(self._read_batch, batch, fetch)) for batch in batches]:
                     self._said_if_failed(", ".join(path for path, _ in batch[:3]), future)
+                    self._publish_due()
             gc.freeze()
         else:
             for path in paths:
