@@ -249,6 +249,8 @@ def test_the_tags_routes_answer_upstreams_bytes_through_every_change(tmp_path):
                     metadata=SummaryMetadata(plugin_data=SummaryMetadata.PluginData(
                         plugin_name="scalars", content=ScalarPluginData(version=1).SerializeToString())))])))
             for step in steps:
+                # Two scalar tags met in a file, in an order other than their names'.
+                writer.add_scalar("zeta", float(step), step)
                 writer.add_scalar("loss", 1.0 / (step + 1), step)
                 writer.add_histogram("weights", rng.normal(size=20), step)
                 writer.add_image("picture", rng.integers(0, 255, (3, 4, 4), dtype=np.uint8), step)
@@ -289,7 +291,11 @@ def test_the_tags_routes_answer_upstreams_bytes_through_every_change(tmp_path):
                   for plugin in (upstream_scalars.ScalarsPlugin, upstream_metrics.MetricsPlugin)]
         for our_route, same_provider, upstreams in zip(routes(*ours), routes(*upstreams_over_ours), routes(*theirs)):
             assert answers(our_route) == answers(same_provider)
-            assert json.loads(answers(our_route)[0][0]) == json.loads(answers(upstreams)[0][0])
+            ours_now, upstreams_now = (json.loads(answers(route)[0][0]) for route in (our_route, upstreams))
+            assert ours_now == upstreams_now
+            # Each run's tags in upstream's order too (the order the run's files first gave them).
+            assert {run: list(tags) for run, tags in ours_now.items()} == \
+                {run: list(tags) for run, tags in upstreams_now.items()}
         # Made from kept parts (upstream's route answers data of a version it does not know).
         assert (tmp_path / "newer").exists() or all(parts(*ours))
         for before, now in zip(kept, parts(*ours)):
@@ -659,6 +665,38 @@ def test_many_runs_read_together_hold_what_each_read_alone_holds(tmp_path, caplo
     assert len(first_said) >= len(cases) // 3
     assert together["big"].index.series["loss"].columns.size == 60_005
     assert together["version2"].files[paths["version2"][0]].offset == os.path.getsize(paths["version2"][0]) - 20
+
+
+def test_files_of_scalars_alone_are_taken_a_tag_at_a_time_as_upstream_reads_them(tmp_path):
+    """Files of simple scalars alone, of file version 2 (where order between tags cannot matter):
+    each tag's points are taken at once (run._take_at_once), a tag met first in a later file and a
+    file that grows between reloads among them; every call answers as upstream's provider, each
+    run's tags in upstream's order (that in which its files first gave them, not their names')."""
+    from tensorboard.compat.proto import event_pb2
+
+    def version(path):
+        _write_events(path, [event_pb2.Event(wall_time=1.7e9, file_version="brain.Event:2")])
+
+    first, second = tmp_path / "one" / "events.out.tfevents.1", tmp_path / "two" / "events.out.tfevents.2"
+    version(first)
+    _write_events(first, [_scalars(step, zeta=float(step), loss=1.0 / (step + 1)) for step in range(40)])
+    _write_events(first, [_one(step, "alpha", step / 2.0) for step in range(40, 60)])
+    version(second)
+    _write_events(second, [_one(step, tag, float(step)) for step in range(30) for tag in ("mid", "beta")])
+    loaded = Logdir(str(tmp_path))
+    loaded.reload()
+    for turn, tags in enumerate((["zeta", "loss", "alpha"], ["zeta", "loss", "alpha", "omega"])):
+        ours = MxboardDataProvider(loaded)
+        _every_call(_upstream(str(tmp_path)), ours)
+        listed = ours.list_scalars(CTX, experiment_id=EXPERIMENT, plugin_name="scalars")
+        assert {run: list(found) for run, found in listed.items()} == {"one": tags, "two": ["mid", "beta"]}
+        if not turn:
+            # A second file of the run gives a tag of its own; the other run's file grows.
+            later = tmp_path / "one" / "events.out.tfevents.3"
+            version(later)
+            _write_events(later, [_one(step, tag, 0.5) for step in range(60, 70) for tag in ("omega", "loss")])
+            _write_events(second, [_one(30, "beta", 1.0)])
+            loaded.reload()
 
 
 def test_a_long_first_pass_shows_its_runs_as_it_reads_them(tmp_path, monkeypatch):

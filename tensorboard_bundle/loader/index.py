@@ -69,7 +69,11 @@ class Columns:
     def append(self, step: int, wall: float, value: float, room: int = 1) -> None:
         """Append a point; `room`: the points about to come, this one among them (room made for
         them at once where the series has none left)."""
-        if self.size == len(self.steps):
+        if not self.size and not len(self.steps):
+            # A series' first point: its room made at once (what _grown does, less its copies).
+            room = max(1, room)
+            self.steps, self.walls, self.values = np.empty(room, np.int64), np.empty(room), np.empty(room)
+        elif self.size == len(self.steps):
             self.steps, self.walls, self.values = _grown(self.view(), max(1, room))
         n = self.size
         self.steps[n], self.walls[n], self.values[n] = step, wall, value
@@ -211,9 +215,10 @@ class Series:
 
     def described(self, kind: str) -> None:
         self.kind = kind
-        pending, self.pending = self.pending, []
-        for event, file, offset in pending:
-            self.add(event, file, offset)
+        if self.pending:
+            pending, self.pending = self.pending, []
+            for event, file, offset in pending:
+                self.add(event, file, offset)
 
     def keep_before(self, step: int) -> int:
         """Drop the points at `step` or later; returns how many were dropped."""
@@ -349,6 +354,16 @@ class RunIndex:
         assert series is not None
         series.columns.append(step, wall, value, room)
         return True
+
+    def at_once(self) -> bool:
+        """Whether points of different tags may be taken in any order, each tag's in its own:
+        no step going back purges (file version 2 or later). A SessionLog still purges in place."""
+        return bool(self._file_version and self._file_version >= 2)
+
+    def took_up_to(self, step: int) -> None:
+        """Points were taken up to one at `step`, last (`_maybe_purge`'s state)."""
+        if self._purge:
+            self._most_recent_step = step
 
     def scalar_tag(self, tag: str, file: EventFile) -> bool:
         """Whether the simple scalars of `tag` read from `file` may go straight into its columns

@@ -146,11 +146,57 @@ _MIGRATED_MOST = 10_000
 
 
 def _take_scanned(index: RunIndex, scanned: Scanned) -> None:
-    """A file's scanned records, in their order: runs of rows that may go straight into their
-    columns, and between them each record that needs upstream's migration."""
+    """A file's scanned records: a record ahead of every row (the file's version, typically)
+    first; then, where points of different tags may be taken in any order (`at_once`) and no
+    other record lies among the rows, each tag's rows at once (`_take_at_once`); else in their
+    order (`_take_in_order`)."""
+    others, numbers = scanned.others, scanned.rows[1]
+    if others and (not len(numbers) or others[0][0] < int(numbers[0])):
+        number, payload = others[0]
+        _take(index, scanned.file, scanned.offset(number), payload)
+        others = others[1:]
+    if not others and len(numbers) and index.at_once():
+        _take_at_once(index, scanned)
+    else:
+        _take_in_order(index, scanned, others)
+
+
+def _take_at_once(index: RunIndex, scanned: Scanned) -> None:
+    """A file's rows, each tag's at once, in the order of the tags' first rows: a tag that the
+    file did not migrate before has its first row migrated (`_take_first`, room made for the
+    rest), then its other rows go straight into its columns (one by one through `_take` where
+    the migration made it no scalar). As `_take_in_order` leaves the run, where order between
+    tags does not matter (RunIndex.at_once)."""
     file, names = scanned.file, scanned.tags
     ids, numbers, steps, walls, values = scanned.rows
-    others = scanned.others
+    order = np.argsort(ids, kind="stable")
+    ranked = ids[order]
+    bounds = [0] + (np.flatnonzero(ranked[1:] != ranked[:-1]) + 1).tolist() + [len(ids)]
+    for first, a, b in sorted(zip(order[bounds[:-1]].tolist(), bounds, bounds[1:])):
+        tag = names[int(ids[first])]
+        if not index.scalar_tag(tag, file):
+            number = int(numbers[first])
+            _take_first(index, file, scanned.offset(number), scanned.payload(number), b - a)
+            a += 1
+        rest = order[a:b]
+        if not len(rest):
+            continue
+        if index.scalar_tag(tag, file):
+            with index.lock:
+                index.series[tag].columns.extend(steps[rest], walls[rest], values[rest])
+        else:
+            for number in numbers[rest].tolist():
+                _take(index, file, scanned.offset(number), scanned.payload(number))
+    with index.lock:
+        index.took_up_to(int(steps[-1]))
+    file.gave_points = True
+
+
+def _take_in_order(index: RunIndex, scanned: Scanned, others: List[Tuple[int, bytes]]) -> None:
+    """A file's rows and `others` (its other records), in their order: runs of rows that may go
+    straight into their columns, and between them each record that needs upstream's migration."""
+    file, names = scanned.file, scanned.tags
+    ids, numbers, steps, walls, values = scanned.rows
     end = len(numbers)
     # The rows whose tag may not go straight into its columns yet (`waiting`: those tags).
     slow = np.zeros(len(names), bool)
