@@ -403,3 +403,38 @@ def test_a_scan_process_started_in_a_directory_imports_nothing_from_it(tmp_path,
         assert _scan_as_builtins(scanner.submit(batches[0]).result(timeout=60)) == \
             _scan_as_builtins(scan_together(batches[0]))
     assert not list(tmp_path.glob("*.ran"))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("spread", [False, True])
+def test_a_first_pass_of_many_runs_starts_the_scanners_child_as_it_lists_them_and_ends_it(
+        tmp_path, monkeypatch, spread):
+    """A first pass on a local disk that lists 2,000 runs or more starts the scanner's child while
+    it lists them (its start then costs the pass nothing); where the runs hold too little to be
+    scanned there (SPREAD_BYTES), the child is ended unused. Either way every run is read, and no
+    child is left once the pass ends."""
+    import psutil
+
+    from mxboard._format.events import frame
+    from mxboard._reading.scan_process import ScanProcess
+    from mxboard.proto import Summary
+    from tensorboard_bundle.loader import logdir
+
+    record = frame(Event(step=3, wall_time=1.7e9, summary=Summary(value=[
+        Summary.Value(tag="loss", simple_value=0.5)])).SerializeToString())
+    for number in range(logdir._SPREAD_RUNS):
+        (tmp_path / ("run%04d" % number)).mkdir()
+        (tmp_path / ("run%04d" % number) / "events.out.tfevents.1").write_bytes(record)
+    if spread:
+        monkeypatch.setattr(logdir, "SPREAD_BYTES", 1)
+    started = []
+    monkeypatch.setattr(logdir, "ScanProcess", lambda: started.append(ScanProcess()) or started[-1])
+    before = {child.pid for child in psutil.Process().children()}
+    loaded = logdir.Logdir(str(tmp_path))
+    loaded.reload()
+    # Started as the runs were listed (where they hold too little, it would not have been), and
+    # used where they hold enough (not a second one).
+    assert len(started) == 1
+    assert not _children_since(before)
+    assert len(loaded.runs) == logdir._SPREAD_RUNS
+    assert all(run.index.series["loss"].columns.view()[0].tolist() == [3] for run in loaded.runs.values())
