@@ -21,7 +21,7 @@ import select
 import stat
 import threading
 import time
-from typing import Dict, Iterable, Iterator, List, Optional, Set, Tuple
+from typing import Dict, Generator, Iterable, List, Optional, Set, Tuple
 
 from mxboard._reading.scan_process import ScanProcess
 from tensorboard_bundle.loader.ingest import SMALL, Whole, read_whole
@@ -285,12 +285,13 @@ class Logdir:
         # at a time.
         subs = [(sub, path_here) for sub, path_here in below if whole or sub not in self._dirs]
         looks = self._look_all(subs) if not self._local and len(subs) > _READERS else None
+        looked_for = {sub for sub, _ in subs} if looks is not None else set()
         if self._local and not self._runs and len(subs) >= _SPREAD_RUNS and self._scanner is None:
             # A first pass of this many runs likely reads enough to be scanned by a second process
             # (`_read_unread`): it starts (0.2-0.3 s) while they are listed.
             self._scanner = ScanProcess()
         for sub, path_here in below:
-            looked = next(looks) if looks is not None and (whole or sub not in self._dirs) else None
+            looked = next(looks) if looks is not None and sub in looked_for else None
             if sub not in self._dirs:
                 self._dirs[sub] = _Directory(path_here)
                 self._dirs[sub].changed_at = time.monotonic()
@@ -300,6 +301,8 @@ class Logdir:
                 self._list(sub, whole=True, looked=looked)
             if looks is not None and len(self._unread) >= _BATCH_RUNS:
                 self._read_unread(every=True)
+        if looks is not None:
+            looks.close()
         had_files, directory.files = bool(directory.files), files
         if had_files != bool(files):
             self._replan(path, time.monotonic())
@@ -337,7 +340,7 @@ class Logdir:
         found, listing, whole = self._walker.look(path, path_here, stated, self._read_whole if new else None)
         return (signature if signature is not None else found), listing, whole
 
-    def _look_all(self, subs: List[Tuple[str, Tuple[str, ...]]]) -> Iterator[_Looked]:
+    def _look_all(self, subs: List[Tuple[str, Tuple[str, ...]]]) -> Generator[_Looked, None, None]:
         """`_look` of each of `subs` (paths and their path_here), in their order, several at once,
         the new ones' small event files read whole with them."""
         new = [sub not in self._dirs for sub, _ in subs]
