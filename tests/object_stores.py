@@ -130,7 +130,11 @@ class SeaweedFS:
                 "-filer.port=%d" % p[4], "-filer.port.grpc=%d" % p[5], "-s3.port=%d" % p[6],
                 "-s3.port.grpc=%d" % p[7], "-s3.port.iceberg=0", "-s3.port.lance=0", "-admin.ui=false",
                 "-admin.port=%d" % p[8], "-admin.port.grpc=%d" % p[9], "-webdav=false", "-debug.port=%d" % p[10],
-                "-s3.config=" + self.config]
+                # Each bucket takes 7 volumes as it is first written to. By default `weed mini`
+                # allows free disk / 128 MB volumes: with 22 GB free, about 24 buckets, and a
+                # test worker's 25th bucket was refused ("no free volumes left": the store's
+                # InternalError). The volumes are sparse files; the tests write kilobytes.
+                "-volume.max=2000", "-s3.config=" + self.config]
         self.log = open(os.path.join(self.directory, "weed.log"), "ab")
         self.proc = subprocess.Popen(args, stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True)
         _wait_until_up(self.proc, self.endpoint, self.log)
