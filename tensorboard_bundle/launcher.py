@@ -38,19 +38,22 @@ def patched(name: str) -> Any:
 
 def plugins() -> List[Any]:
     """TensorBoard's plugins (patched default.py: a broken third-party one is skipped), with the
-    projector replaced by its patched copy (its files read as package data) and the scalars and
+    projector replaced by its patched copy (its files read as package data), the scalars and
     Time Series plugins by ours (their tags made from each run's kept part under the bundle's
-    loader: kept_tags.py)."""
+    loader: kept_tags.py), and the core plugin by ours (its assets gzipped without compressing
+    them again: assets.py; with its debug information, as upstream's default.py loads it)."""
+    from tensorboard.plugins.core import core_plugin
     from tensorboard.plugins.metrics import metrics_plugin as upstream_metrics
     from tensorboard.plugins.projector import projector_plugin as upstream_projector
     from tensorboard.plugins.scalar import scalars_plugin as upstream_scalars
 
-    from tensorboard_bundle import kept_tags
+    from tensorboard_bundle import assets, kept_tags
 
     ours = {upstream_projector.ProjectorPlugin: patched("projector_plugin").ProjectorPlugin,
             upstream_scalars.ScalarsPlugin: kept_tags.ScalarsPlugin,
             upstream_metrics.MetricsPlugin: kept_tags.MetricsPlugin}
-    return [ours.get(p, p) for p in patched("default").get_plugins()]
+    return [assets.CorePluginLoader(include_debug_info=True) if isinstance(p, core_plugin.CorePluginLoader)
+            else ours.get(p, p) for p in patched("default").get_plugins()]
 
 
 def _use_patched_s3() -> None:

@@ -37,6 +37,9 @@ PRIVATE: Dict[Tuple[str, str], str] = {
         "kept_tags: the Time Series tags' descriptions made as upstream makes them, from the runs that describe a tag",
     ("tensorboard.plugins.metrics.metrics_plugin", "_get_tag_run_image_info"):
         "kept_tags: the Time Series images' samples made as upstream makes them",
+    ("tensorboard.plugins.core.core_plugin", "CorePlugin._serve_asset"):
+        "assets: serves each asset as upstream serves it, gzipped without compressing it again",
+    ("tensorboard.plugins.core.core_plugin", "CorePlugin._serve_index"): "assets: serves index.html as upstream does",
     ("argparse", "ArgumentParser._actions"):
         "arguments: every flag TensorBoard's parser defines (argparse has no public list of them)",
 }
