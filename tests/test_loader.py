@@ -55,7 +55,9 @@ def _plain(answer):
         return "nan" if math.isnan(answer) else answer
     if isinstance(answer, np.ndarray):
         return (str(answer.dtype), answer.shape, repr(answer.tolist()))
-    fields = getattr(type(answer), "__slots__", None)
+    # Upstream's fields, where the answer is of a class of the bundle's made on upstream's.
+    made_on = next(kind for kind in type(answer).__mro__ if not kind.__module__.startswith("tensorboard_bundle"))
+    fields = getattr(made_on, "__slots__", None)
     if fields:
         return (type(answer).__name__, {name: _plain(getattr(answer, name)) for name in fields})
     return answer
