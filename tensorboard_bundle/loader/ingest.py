@@ -81,17 +81,20 @@ class Scanned:
     `others`, [(record number, payload)] of the other records, in order. `offset(number)` and
     `payload(number)` find any record of them in the file."""
 
-    __slots__ = ("file", "tags", "rows", "others", "_data", "_starts", "_base")
+    __slots__ = ("file", "tags", "rows", "others", "_data", "_starts", "_base", "_shift")
 
     def __init__(self, file: EventFile, tags: List[str], rows: Tuple[Any, Any, Any, Any, Any],
-                 others: List[Tuple[int, bytes]], data: bytes, starts: Any, base: int) -> None:
+                 others: List[Tuple[int, bytes]], data: bytes, starts: Any, base: int, shift: int = 0) -> None:
         self.file = file
         self.tags = tags
         self.rows = rows
         self.others = others
+        # The file's new bytes, and where each record starts in the bytes scanned with them
+        # (`starts`, less `shift`: the file's first byte there).
         self._data = data
         self._starts = starts
-        # The file's byte offset of byte 0 of `data`.
+        self._shift = shift
+        # The file's byte offset of the bytes scanned.
         self._base = base
 
     def offset(self, number: int) -> int:
@@ -100,7 +103,7 @@ class Scanned:
 
     def payload(self, number: int) -> bytes:
         """The payload of record `number` (its CRC checked by the scan)."""
-        start = int(self._starts[number])
+        start = int(self._starts[number]) - self._shift
         return self._data[start + 12:start + 12 + RECORD_HEADER.unpack_from(self._data, start)[0]]
 
 
@@ -322,14 +325,13 @@ def _split(files: List[Tuple[EventFile, bytes]], window: Window, firsts: Any, co
     ids, numbers, steps, walls, values = _sorted_rows(window)
     row_at = np.searchsorted(numbers, firsts).tolist()
     other_numbers = [number for number, _ in window.others]
-    data = b"".join(data for _, data in files) if len(files) > 1 else files[0][1]
     for index, (file, piece) in enumerate(files):
         first, last = int(firsts[index]), int(firsts[index + 1])
         a, b = row_at[index], row_at[index + 1]
         others = window.others[bisect.bisect_left(other_numbers, first):bisect.bisect_left(other_numbers, last)]
-        base = file.offset - int(data_at[index])
+        at = int(data_at[index])
         yield Scanned(file, window.tags, (ids[a:b], numbers[a:b], steps[a:b], walls[a:b], values[a:b]), others,
-                      data, window.starts, base)
+                      piece, window.starts, file.offset - at, at)
         file.offset += len(piece)
 
 

@@ -169,17 +169,15 @@ def _take_at_once(index: RunIndex, scanned: Scanned) -> None:
     tags does not matter (RunIndex.at_once)."""
     file, names = scanned.file, scanned.tags
     ids, numbers, steps, walls, values = scanned.rows
-    order = np.argsort(ids, kind="stable")
-    ranked = ids[order]
-    bounds = [0] + (np.flatnonzero(ranked[1:] != ranked[:-1]) + 1).tolist() + [len(ids)]
-    for first, a, b in sorted(zip(order[bounds[:-1]].tolist(), bounds, bounds[1:])):
+    for rows in _groups(ids):
+        first, rest = _first(rows)
         tag = names[int(ids[first])]
-        if not index.scalar_tag(tag, file):
+        if index.scalar_tag(tag, file):
+            rest = rows
+        else:
             number = int(numbers[first])
-            _take_first(index, file, scanned.offset(number), scanned.payload(number), b - a)
-            a += 1
-        rest = order[a:b]
-        if not len(rest):
+            _take_first(index, file, scanned.offset(number), scanned.payload(number), len(ids[rows]))
+        if not len(ids[rest]):
             continue
         if index.scalar_tag(tag, file):
             with index.lock:
@@ -190,6 +188,35 @@ def _take_at_once(index: RunIndex, scanned: Scanned) -> None:
     with index.lock:
         index.took_up_to(int(steps[-1]))
     file.gave_points = True
+
+
+def _groups(ids: Any) -> List[Any]:
+    """The rows of each tag (`ids`: the rows' tag ids), in the order of the tags' first rows: a
+    slice where each tag's rows lie together, or where the tags come in turn (as writers write
+    a file: tag after tag, or step after step), else an index array."""
+    count = len(ids)
+    cuts = np.flatnonzero(ids[1:] != ids[:-1]) + 1
+    if len(cuts) < 64:
+        starts = [0] + cuts.tolist()
+        if len(set(ids[starts].tolist())) == len(starts):
+            return [slice(a, b) for a, b in zip(starts, starts[1:] + [count])]
+    elif len(cuts) == count - 1:
+        repeats = np.flatnonzero(ids == ids[0])
+        period = int(repeats[1]) if len(repeats) > 1 else count
+        if not count % period and np.array_equal(ids[period:], ids[:-period]) \
+                and len(set(ids[:period].tolist())) == period:
+            return [slice(j, count, period) for j in range(period)]
+    order = np.argsort(ids, kind="stable")
+    ranked = ids[order]
+    bounds = [0] + (np.flatnonzero(ranked[1:] != ranked[:-1]) + 1).tolist() + [count]
+    return [order[a:b] for _, a, b in sorted(zip(order[bounds[:-1]].tolist(), bounds, bounds[1:]))]
+
+
+def _first(rows: Any) -> Tuple[int, Any]:
+    """A group's first row, and its other rows (`_groups`')."""
+    if isinstance(rows, slice):
+        return rows.start, slice(rows.start + (rows.step or 1), rows.stop, rows.step)
+    return int(rows[0]), rows[1:]
 
 
 def _take_in_order(index: RunIndex, scanned: Scanned, others: List[Tuple[int, bytes]]) -> None:
