@@ -920,3 +920,34 @@ def test_a_known_tags_histogram_that_upstreams_migration_refuses_is_skipped_and_
     assert [p.step for p in read["run"]["h"]] == [0, 1, 2, 3, 4, 6, 7]
     said = [r.getMessage() for r in caplog.records if r.name.startswith("tensorboard_bundle.loader")]
     assert len(said) == 1 and "is skipped" in said[0], said
+
+
+def test_a_files_rows_are_grouped_by_tag_as_a_stable_sort_groups_them():
+    """run._groups, which takes a file's rows tag by tag: each tag's rows in file order, the tags
+    in the order of their first rows, as a stable sort by tag gives them, whether the tags' rows
+    lie together (slices), come in turn (strided slices) or neither (index arrays)."""
+    from tensorboard_bundle.loader.run import _first, _groups
+
+    def by_sort(ids):
+        order = np.argsort(ids, kind="stable")
+        ranked = ids[order]
+        bounds = [0] + (np.flatnonzero(ranked[1:] != ranked[:-1]) + 1).tolist() + [len(ids)]
+        return sorted(order[a:b].tolist() for a, b in zip(bounds, bounds[1:]))
+
+    rng = np.random.default_rng(7)
+    cases = [np.repeat([2, 0, 1], 100), np.tile([2, 0, 1], 100), np.array([4]), np.array([0, 0, 1, 0]),
+             np.tile([0, 1, 0, 2], 10), np.tile([1, 2], 100)]
+    for _ in range(500):
+        cases.append(rng.integers(0, rng.integers(1, 6), rng.integers(1, 200)))
+        cases.append(np.tile(rng.permutation(rng.integers(1, 6)), rng.integers(1, 50)))
+        cases.append(np.repeat(rng.permutation(5)[:rng.integers(1, 6)], rng.integers(1, 30)))
+    kinds = set()
+    for ids in cases:
+        rows = np.arange(len(ids))
+        groups = _groups(ids.astype(np.int64))
+        kinds.update(type(group).__name__ + str(getattr(group, "step", None)) for group in groups)
+        assert [rows[group].tolist() for group in groups] == by_sort(ids), ids
+        for group in groups:
+            first, rest = _first(group)
+            assert [first] + rows[rest].tolist() == rows[group].tolist()
+    assert kinds >= {"sliceNone", "ndarrayNone"} and any(kind.startswith("slice") and kind != "sliceNone" for kind in kinds)
