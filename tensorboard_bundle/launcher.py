@@ -241,6 +241,17 @@ def _say_stopped() -> None:
     sys.stderr.flush()
 
 
+def _scan_ahead(launch: "Launch") -> None:
+    """A big first pass's scanning process started now, where the bundle's loader will read a
+    local --logdir (loader/ahead.py)."""
+    from mxboard._format.names import is_url
+
+    if launch.loader == "mxboard" and launch.logdir and not is_url(launch.logdir):
+        from tensorboard_bundle.loader import ahead
+
+        ahead.start(launch.logdir)
+
+
 def main(argv: Optional[Sequence[str]] = None) -> None:
     """The bundle's TensorBoard. A Ctrl-C while it starts or serves ends it with one line and
     exit status 130, never a traceback. A second Ctrl-C while it ends changes nothing: the exit's
@@ -258,11 +269,18 @@ def _launch(argv: Optional[Sequence[str]]) -> None:
     asked = argv[1:]
     # This tells handover.py that this process is the bundle.
     os.environ["MXBOARD_TENSORBOARD_BUNDLE"] = "1"
+    from tensorboard_bundle import arguments
+
+    launch = arguments.parse(argv)
+    helping = any(arg in ("-h", "--help", "--helpfull") for arg in asked)
+    if not helping:
+        # Before TensorBoard's imports, which its scanning may overlap.
+        _scan_ahead(launch)
     import absl.logging
     from absl import app
     from tensorboard.plugins import base_plugin
 
-    from tensorboard_bundle import access, arguments, info_files, locate, logdirs, serving
+    from tensorboard_bundle import access, info_files, locate, logdirs, serving
 
     # What tensorboard.main_lib.global_init does, less its TensorFlow notice: this bundle
     # needs no TensorFlow, and says which data loader it uses instead.
@@ -270,7 +288,6 @@ def _launch(argv: Optional[Sequence[str]]) -> None:
     absl.logging.set_verbosity(absl.logging.WARNING)
     logging.getLogger("tensorboard_bundle").setLevel(logging.WARNING)
 
-    launch = arguments.parse(argv)
     if "TENSORBOARD_DATA_SERVER_BINARY" not in os.environ:
         binary, why_not = locate.data_server_binary()
         if binary:
@@ -282,7 +299,6 @@ def _launch(argv: Optional[Sequence[str]]) -> None:
     _use_patched_record_reader()
     _use_patched_respond()
     _raise_open_file_limit()
-    helping = any(arg in ("-h", "--help", "--helpfull") for arg in asked)
     if helping:
         # Then TensorBoard's usage follows.
         print(arguments.HELP, flush=True)

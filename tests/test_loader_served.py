@@ -226,3 +226,42 @@ def test_a_ctrl_c_during_a_large_first_load_ends_the_server_and_its_scanner_at_o
     assert "Traceback" not in output and "KeyboardInterrupt" not in output, output
     # Nor is a run said unreadable because the interpreter was ending.
     assert "cannot be read" not in output, output
+
+
+def test_a_logdir_of_thousands_of_runs_scanned_before_the_server_asks_serves_what_rusts_loader_serves(
+        tmp_path, serve):
+    """A logdir of 2,400 runs: the launcher starts the scanning process before TensorBoard's imports
+    (loader/ahead.py), and the first load takes the scans it made ahead. Every run lists the tags
+    logged to it, as upstream's Rust loader lists them, and runs across the logdir (one with a
+    damaged record, one with a point more than the rest) serve the rows Rust serves."""
+    from tensorboard_bundle.loader import ahead
+
+    runs = 2_400
+    first = tmp_path / "run0000"
+    with SummaryWriter(str(first)) as writer:
+        for step in range(150):
+            for tag in ("loss", "accuracy"):
+                writer.add_scalar(tag, 1.0 / (step + 1), step)
+    (name,) = os.listdir(str(first))
+    data = (first / name).read_bytes()
+    for run in range(1, runs):
+        (tmp_path / ("run%04d" % run)).mkdir()
+        (tmp_path / ("run%04d" % run) / name).write_bytes(data)
+    assert runs >= ahead.SPREAD_RUNS
+    _flip_a_bit_of_the_step(str(tmp_path / "run1234" / name), 130)
+    with SummaryWriter(str(tmp_path / "run2222")) as writer:
+        writer.add_scalar("loss", 7.0, 150)
+    ours, theirs = serve(str(tmp_path)), serve(str(tmp_path), "--load_fast=true")
+    every_tag = {"run%04d" % run: 2 for run in range(runs)}
+    listed = [server.json("/data/plugin/scalars/tags", until=lambda found: {
+        run: len(found.get(run, ())) for run in every_tag} == every_tag, timeout=120) for server in (ours, theirs)]
+    assert [{run: sorted(tags) for run, tags in found.items()} for found in listed] == [
+        {run: ["accuracy", "loss"] for run in every_tag}] * 2
+    for run in ("run0000", "run0777", "run1234", "run2222", "run2399"):
+        for tag in ("loss", "accuracy"):
+            params = {"run": run, "tag": tag}
+            rows = ours.json("/data/plugin/scalars/scalars", params)
+            assert rows == theirs.json("/data/plugin/scalars/scalars", params), params
+            expected = [step for step in range(150) if (run, tag) != ("run1234", "loss") or step != 130]
+            expected += [150] if (run, tag) == ("run2222", "loss") else []
+            assert [step for _, step, _ in rows] == expected, params

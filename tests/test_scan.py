@@ -3,6 +3,7 @@ it decodes by numpy is what protobuf parses from the same bytes, every other rec
 whole, in any writer's files and across window boundaries; a corrupt payload, a corrupt length
 and a torn end are warned of as mxboard.reader warns of them, and the rest is read."""
 import os
+import pathlib
 import signal
 import warnings
 
@@ -405,36 +406,119 @@ def test_a_scan_process_started_in_a_directory_imports_nothing_from_it(tmp_path,
     assert not list(tmp_path.glob("*.ran"))
 
 
+def _point(step, value, tag="loss"):
+    """One framed record of a point of `tag`."""
+    from mxboard._format.events import frame
+    from mxboard.proto import Summary
+
+    return frame(Event(step=step, wall_time=1.7e9, summary=Summary(value=[
+        Summary.Value(tag=tag, simple_value=value)])).SerializeToString())
+
+
+def _many_runs(directory, count, filler=0):
+    """`count` runs, each of one small event file: `filler` points of "acc", then one point (step 3)
+    of "loss"."""
+    from mxboard._format.events import frame
+
+    head = frame(Event(wall_time=1.7e9, file_version="brain.Event:2").SerializeToString()) + b"".join(
+        _point(step, 0.5, "acc") for step in range(filler))
+    for number in range(count):
+        (directory / ("run%04d" % number)).mkdir()
+        (directory / ("run%04d" % number) / "events.out.tfevents.1").write_bytes(head + _point(3, number / 7))
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("spread", [False, True])
-def test_a_first_pass_of_many_runs_starts_the_scanners_child_as_it_lists_them_and_ends_it(
-        tmp_path, monkeypatch, spread):
+def test_a_first_pass_of_many_runs_starts_the_scanners_child_as_it_lists_them_and_ends_it(tmp_path, monkeypatch):
     """A first pass on a local disk that lists 2,000 runs or more starts the scanner's child while
-    it lists them (its start then costs the pass nothing); where the runs hold too little to be
-    scanned there (SPREAD_BYTES), the child is ended unused. Either way every run is read, and no
-    child is left once the pass ends."""
+    it lists them (its start then costs the pass nothing) and has it scan the runs, however little
+    they hold. Every run is read, and no child is left once the pass ends."""
     import psutil
 
-    from mxboard._format.events import frame
     from mxboard._reading.scan_process import ScanProcess
-    from mxboard.proto import Summary
-    from tensorboard_bundle.loader import logdir
+    from tensorboard_bundle.loader import ahead, logdir
 
-    record = frame(Event(step=3, wall_time=1.7e9, summary=Summary(value=[
-        Summary.Value(tag="loss", simple_value=0.5)])).SerializeToString())
-    for number in range(logdir._SPREAD_RUNS):
-        (tmp_path / ("run%04d" % number)).mkdir()
-        (tmp_path / ("run%04d" % number) / "events.out.tfevents.1").write_bytes(record)
-    if spread:
-        monkeypatch.setattr(logdir, "SPREAD_BYTES", 1)
+    _many_runs(tmp_path, ahead.SPREAD_RUNS)
     started = []
     monkeypatch.setattr(logdir, "ScanProcess", lambda: started.append(ScanProcess()) or started[-1])
     before = {child.pid for child in psutil.Process().children()}
     loaded = logdir.Logdir(str(tmp_path))
     loaded.reload()
-    # Started as the runs were listed (where they hold too little, it would not have been), and
-    # used where they hold enough (not a second one).
-    assert len(started) == 1
+    assert len(started) == 1 and started[0]._process is None
     assert not _children_since(before)
-    assert len(loaded.runs) == logdir._SPREAD_RUNS
+    assert len(loaded.runs) == ahead.SPREAD_RUNS
     assert all(run.index.series["loss"].columns.view()[0].tolist() == [3] for run in loaded.runs.values())
+
+
+@pytest.mark.slow
+def test_a_first_pass_started_ahead_takes_the_scans_made_before_it_asked(tmp_path, monkeypatch):
+    """The launcher's scanning process (loader/ahead.py), started before the pass: the pass takes
+    it (none other is started), the batches it sends were scanned ahead (their bytes not sent),
+    and every run holds what a pass without it reads. Runs written after the child read them (a
+    point more; the same size, another value) are read as they are now."""
+    import time
+
+    from tensorboard_bundle.loader import ahead, logdir
+
+    # About 140 runs a batch: 15 batches of the first 2,000 runs, 5 of the rest.
+    _many_runs(tmp_path, 2_600, filler=200)
+    ahead.start(str(tmp_path))
+    scanner = ahead._started[str(tmp_path)]
+    time.sleep(1.5)
+    grown = tmp_path / "run0007" / "events.out.tfevents.1"
+    grown.write_bytes(grown.read_bytes() + _point(4, 0.5))
+    rewritten = tmp_path / "run2100" / "events.out.tfevents.1"
+    before = rewritten.read_bytes()
+    time.sleep(0.05)
+    version = before[:before.index(_point(0, 0.5, "acc"))]
+    rewritten.write_bytes(version + b"".join(_point(step, 0.25, "acc") for step in range(200)) + _point(3, -1.0))
+    assert len(rewritten.read_bytes()) == len(before) != rewritten.read_bytes()
+    monkeypatch.setattr(logdir, "ScanProcess", lambda: pytest.fail("a second scanning process was started"))
+    with_ahead = logdir.Logdir(str(tmp_path))
+    with_ahead.reload()
+    assert not ahead._started and scanner._process is None
+    monkeypatch.undo()
+    plain = logdir.Logdir(str(tmp_path))
+    plain.reload()
+
+    def held(loaded):
+        return {(name, tag): [column.tolist() for column in series.columns.view()]
+                for name, run in loaded.runs.items() for tag, series in run.index.series.items()}
+
+    assert held(with_ahead) == held(plain)
+    assert held(plain)["run0007", "loss"][0] == [3, 4]
+    assert held(plain)["run2100", "loss"][2] == [-1.0]
+    assert held(plain)["run2100", "acc"][2] == [0.25] * 200
+    # Every batch but the two holding a file written since.
+    assert scanner.scanned_ahead >= 15, scanner.scanned_ahead
+
+
+def test_scans_ahead_answer_only_the_batches_planned_and_unchanged_and_stop_where_the_order_differs(tmp_path):
+    """mxboard._reading.scan_ahead in this process: a planned batch asked for with the lengths
+    read is answered with its scan made ahead (as scan_together makes it); one of a file grown
+    since, or asked with other lengths, is not (the asker then sends its bytes); a batch never
+    planned stops the scans ahead, and nothing is answered from them after."""
+    from mxboard._reading.scan import scan_together
+    from mxboard._reading.scan_ahead import Ahead, Plan
+
+    _many_runs(tmp_path, 60, filler=200)
+    ahead = Ahead(Plan(str(tmp_path), 2_000, 64 << 10, 1 << 20, 1 << 20))
+    with ahead._lock:
+        assert ahead._lock.wait_for(lambda: ahead._scanned == len(ahead._numbers) > 3, timeout=60)
+    batches = sorted(ahead._numbers, key=ahead._numbers.get)
+
+    def lengths(paths):
+        return [os.path.getsize(path) for path in paths]
+
+    def pieces(paths):
+        return [pathlib.Path(path).read_bytes() for path in paths]
+
+    first = batches[0]
+    scanned, found = ahead.answer(first, lengths(first))
+    assert scanned and _scan_as_builtins(found) == _scan_as_builtins(scan_together(pieces(first)))
+    with open(batches[1][0], "ab") as f:
+        f.write(_point(4, 0.5))
+    assert ahead.answer(batches[1], lengths(batches[1])) == (False, None)
+    assert ahead.answer(batches[2], [1] + lengths(batches[2])[1:]) == (False, None)
+    assert ahead.answer(batches[3][1:], lengths(batches[3][1:])) == (False, None)
+    assert ahead._stopped
+    assert ahead.answer(batches[-1], lengths(batches[-1])) == (False, None)

@@ -146,7 +146,7 @@ def read(files: Sequence[Tuple[EventFile, Optional[int]]], fetch: Optional[Execu
         if scanner is not None:
             if pending:
                 sent.append((pending, _SCANNED_HERE if len(pending) == 1 else
-                             scanner.submit([data for _, data in pending]), at))
+                             scanner.submit([data for _, data in pending], [file.path for file, _ in pending]), at))
                 pending, held = [], 0
             while len(sent) > most:
                 done, found, handed = sent.popleft()

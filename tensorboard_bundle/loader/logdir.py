@@ -24,6 +24,7 @@ import time
 from typing import Dict, Generator, Iterable, List, Optional, Set, Tuple
 
 from mxboard._reading.scan_process import ScanProcess
+from tensorboard_bundle.loader import ahead
 from tensorboard_bundle.loader.ingest import SMALL, Whole, read_whole
 from tensorboard_bundle.loader.run import Run, read_runs
 from tensorboard_bundle.loader.schedule import Schedule
@@ -60,9 +61,8 @@ _BATCH_RUNS = 500
 _WHOLE_BYTES = 64 << 20
 # A whole pass on a local disk that reads at least this many bytes is scanned by a second process
 # (mxboard._reading.scan_process: about 0.15 s to start) while this one takes what it scanned; the
-# runs are then read so many at a time (a batch's first scan is waited for).
+# runs are then read ahead.SPREAD_RUNS at a time (a batch's first scan is waited for).
 SPREAD_BYTES = 32 << 20
-_SPREAD_RUNS = 2_000
 # `runs` is copied for requests at most this often while a turn finds runs.
 _PUBLISH_SECONDS = 0.5
 
@@ -154,9 +154,11 @@ class Logdir:
             self._list(self.path, whole=True)
             self._read_unread(every=True)
         finally:
-            if self._scanner is not None:
-                self._scanner.close()
-                self._scanner = None
+            # One started for this logdir and not taken (it holds no directories, say) ends too.
+            for started in (ahead.taken(self.path), self._scanner):
+                if started is not None:
+                    started.close()
+            self._scanner = None
 
     def start(self, interval: float) -> None:
         """Load now and then read what changes (`interval`: a polled run being written is read
@@ -286,10 +288,11 @@ class Logdir:
         subs = [(sub, path_here) for sub, path_here in below if whole or sub not in self._dirs]
         looks = self._look_all(subs) if not self._local and len(subs) > _READERS else None
         looked_for = {sub for sub, _ in subs} if looks is not None else set()
-        if self._local and not self._runs and len(subs) >= _SPREAD_RUNS and self._scanner is None:
+        if self._local and not self._runs and len(subs) >= ahead.SPREAD_RUNS and self._scanner is None:
             # A first pass of this many runs likely reads enough to be scanned by a second process
-            # (`_read_unread`): it starts (0.2-0.3 s) while they are listed.
-            self._scanner = ScanProcess()
+            # (`_read_unread`): started by the launcher (ahead.py), or now (0.2-0.3 s) while they
+            # are listed.
+            self._scanner = ahead.taken(self.path) or ScanProcess()
         for sub, path_here in below:
             looked = next(looks) if looks is not None and sub in looked_for else None
             if sub not in self._dirs:
@@ -405,14 +408,13 @@ class Logdir:
         paths, self._unread = list(dict.fromkeys(self._unread)), []
         if len(paths) > 1 and self._local:
             # On a local disk a thread would only wait for the others' turn; a second core scans
-            # while this one takes, where there is much to read.
+            # while this one takes, where there is much to read, or where its process was started
+            # already (while the runs were listed, or ahead of the server's imports).
             stated = [(path, self._stat_run(path)) for path in paths]
-            spread = _unread_bytes(stated) >= SPREAD_BYTES
             started, self._scanner = self._scanner, None
-            if started is not None and not spread:
-                started.close()
+            spread = started is not None or _unread_bytes(stated) >= SPREAD_BYTES
             with (started or ScanProcess()) if spread else contextlib.nullcontext() as scanner:
-                chunk = _SPREAD_RUNS if spread else _BATCH_RUNS
+                chunk = ahead.SPREAD_RUNS if spread else _BATCH_RUNS
                 for i in range(0, len(stated), chunk):
                     try:
                         self._read_batch(stated[i:i + chunk], scanner=scanner)
