@@ -265,3 +265,21 @@ def test_a_logdir_of_thousands_of_runs_scanned_before_the_server_asks_serves_wha
             expected = [step for step in range(150) if (run, tag) != ("run1234", "loss") or step != 130]
             expected += [150] if (run, tag) == ("run2222", "loss") else []
             assert [step for _, step, _ in rows] == expected, params
+
+
+def test_a_small_logdir_is_served_whole_from_the_banner_on(tmp_path, serve):
+    """A page opened at the server's banner lists every run of a logdir whose first pass takes
+    less than FIRST_PASS_WAIT (loader/provider.py): the runs' list asked for at once, without waiting, is the whole one,
+    as upstream's Rust loader lists it once loaded (a run's runs below it among them)."""
+    for run in ("a", "a/train", "a/eval", "b", "c/deep/er"):
+        with SummaryWriter(str(tmp_path / run)) as writer:
+            for step in range(200):
+                writer.add_scalar("loss", 1.0 / (step + 1), step)
+                writer.add_histogram("weights", np.arange(10.0) * step, step)
+    expected = ["a", "a/eval", "a/train", "b", "c/deep/er"]
+    for attempt in range(3):
+        server = serve(str(tmp_path))
+        assert sorted(server.json("/data/runs")) == expected, attempt
+        server.close()
+    rust = serve(str(tmp_path), "--load_fast=true")
+    assert sorted(rust.json("/data/runs", until=lambda runs: len(runs) == len(expected))) == expected

@@ -138,6 +138,9 @@ class Logdir:
         self._runs_plan: Optional[Schedule] = None
         self._dirs_plan: Optional[Schedule] = None
         self._thread: Optional[threading.Thread] = None
+        # Set once a page may be shown: the first pass (`start`'s) ended, or it is a long one
+        # (2,000 runs or more in one directory: shown a batch of runs at a time as they are read).
+        self.shown = threading.Event()
         # Whether the logdir is on a local disk (watch.py), where its files are read on this
         # thread; elsewhere each call waits on the server, several at once. A logdir not made yet
         # is on the filesystem of the nearest directory above it.
@@ -168,6 +171,8 @@ class Logdir:
                 self.reload()
             except Exception:
                 logger.exception("%s: the first load failed; what changes is read from now on", self.path)
+            finally:
+                self.shown.set()
             if interval <= 0:
                 return
             self._follow(interval)
@@ -288,6 +293,8 @@ class Logdir:
         subs = [(sub, path_here) for sub, path_here in below if whole or sub not in self._dirs]
         looks = self._look_all(subs) if not self._local and len(subs) > _READERS else None
         looked_for = {sub for sub, _ in subs} if looks is not None else set()
+        if len(subs) >= ahead.SPREAD_RUNS:
+            self.shown.set()
         if self._local and not self._runs and len(subs) >= ahead.SPREAD_RUNS and self._scanner is None:
             # A first pass of this many runs likely reads enough to be scanned by a second process
             # (`_read_unread`): started by the launcher (ahead.py), or now (0.2-0.3 s) while they

@@ -26,11 +26,19 @@ Answer = Dict[str, Dict[str, Any]]
 _Listing = Tuple[Any, int, Dict[str, Any]]
 
 
+# How long `start` waits at most for the first pass.
+FIRST_PASS_WAIT = 2.0
+
+
 def start(logdir: str, reload_interval: float, purge_orphaned_data: bool = True) -> "MxboardDataProvider":
     """A provider over `logdir`, loading it now and every `reload_interval` seconds (0: once)
-    on a thread of its own; `purge_orphaned_data` as TensorBoard's flag of that name."""
+    on a thread of its own; `purge_orphaned_data` as TensorBoard's flag of that name. It is given
+    once the first pass ended (at most FIRST_PASS_WAIT seconds after it began), so that a page
+    opened at the server's banner lists every run, not the first found; at once where the pass is
+    a long one (Logdir.shown), whose runs are then shown a batch at a time as they are read."""
     loaded = Logdir(logdir, purge_orphaned_data)
     loaded.start(reload_interval)
+    loaded.shown.wait(FIRST_PASS_WAIT)
     return MxboardDataProvider(loaded)
 
 
