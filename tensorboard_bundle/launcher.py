@@ -241,15 +241,20 @@ def _say_stopped() -> None:
     sys.stderr.flush()
 
 
-def _scan_ahead(launch: "Launch") -> None:
-    """A big first pass's scanning process started now, where the bundle's loader will read a
-    local --logdir (loader/ahead.py)."""
+def _parsed(argv: List[str]) -> Tuple["Launch", bool]:
+    """The command line parsed, and whether it asks for help. Where the bundle's loader will read
+    a local --logdir, a big first pass's scanning process is started now, before TensorBoard's
+    imports, which it overlaps (loader/ahead.py)."""
     from mxboard._format.names import is_url
+    from tensorboard_bundle import arguments
 
-    if launch.loader == "mxboard" and launch.logdir and not is_url(launch.logdir):
+    launch = arguments.parse(argv)
+    helping = any(arg in ("-h", "--help", "--helpfull") for arg in argv[1:])
+    if not helping and launch.loader == "mxboard" and launch.logdir and not is_url(launch.logdir):
         from tensorboard_bundle.loader import ahead
 
         ahead.start(launch.logdir)
+    return launch, helping
 
 
 def main(argv: Optional[Sequence[str]] = None) -> None:
@@ -269,18 +274,12 @@ def _launch(argv: Optional[Sequence[str]]) -> None:
     asked = argv[1:]
     # This tells handover.py that this process is the bundle.
     os.environ["MXBOARD_TENSORBOARD_BUNDLE"] = "1"
-    from tensorboard_bundle import arguments
-
-    launch = arguments.parse(argv)
-    helping = any(arg in ("-h", "--help", "--helpfull") for arg in asked)
-    if not helping:
-        # Before TensorBoard's imports, which its scanning may overlap.
-        _scan_ahead(launch)
+    launch, helping = _parsed(argv)
     import absl.logging
     from absl import app
     from tensorboard.plugins import base_plugin
 
-    from tensorboard_bundle import access, info_files, locate, logdirs, serving
+    from tensorboard_bundle import access, arguments, info_files, locate, logdirs, serving
 
     # What tensorboard.main_lib.global_init does, less its TensorFlow notice: this bundle
     # needs no TensorFlow, and says which data loader it uses instead.

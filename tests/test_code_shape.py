@@ -60,7 +60,8 @@ WRITER_LEVELS_HEADING = "#### The levels inside `_writer/`"
 BUNDLE_LEVELS: List[List[str]] = [
     ["__main__", "handover", "notebook"],  # where a process enters
     ["launcher"],  # the launcher, which composes the rest
-    ["logdirs", "serving", "loader", "data_server", "watchdog", "info_files", "locate", "kept_tags"],  # composed
+    ["logdirs", "serving", "loader", "data_server", "watchdog", "info_files", "locate", "kept_tags",
+     "assets"],  # composed
     ["arguments", "mirror", "namespace_helper"],  # the command line; the store's mirror; the data server's helper
     ["access", "upstream", "upstream_line", "_patched", "tensorboard_bundle"],  # the leaves
 ]
@@ -69,7 +70,8 @@ BUNDLE_LEVELS_HEADING = "### The server's import levels"
 LOADER_LEVELS: List[List[str]] = [
     ["__init__", "provider"],  # the data provider
     ["logdir", "downsample", "blobs"],  # the reload loop; a read's choice of points; records read back
-    ["run", "walk", "watch", "schedule"],  # a run read; the runs found; the kernel's news; the polling plan
+    # a run read; the runs found; the kernel's news; the polling plan; the first pass scanned ahead
+    ["run", "walk", "watch", "schedule", "ahead"],
     ["index"],  # a run in memory
     ["ingest"],  # bytes to records
 ]
