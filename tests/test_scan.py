@@ -522,3 +522,32 @@ def test_scans_ahead_answer_only_the_batches_planned_and_unchanged_and_stop_wher
     assert ahead.answer(batches[3][1:], lengths(batches[3][1:])) == (False, None)
     assert ahead._stopped
     assert ahead.answer(batches[-1], lengths(batches[-1])) == (False, None)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(120)
+def test_scans_ahead_that_wait_on_a_slow_share_linked_below_the_logdir_let_the_asker_go(tmp_path, monkeypatch):
+    """A logdir on a local disk holds a link to a share behind a slow filesystem (tests/slow_fs.py,
+    0.2 s a call): the scans ahead, still listing it, stop once an asker has waited WAIT seconds,
+    and the asker is told to send its bytes, not held for the listing."""
+    import time
+
+    from mxboard._reading import scan_ahead
+    from slow_fs import SlowFilesystem, why_unavailable
+
+    reason = why_unavailable()
+    if reason is not None:
+        pytest.skip("needs a FUSE mount (make test-tools, pip install '.[test]'): " + reason)
+    share, logdir = tmp_path / "share", tmp_path / "logdir"
+    share.mkdir()
+    logdir.mkdir()
+    _many_runs(share, 40, filler=20)
+    _many_runs(logdir, 4, filler=20)
+    monkeypatch.setattr(scan_ahead, "WAIT", 0.5)
+    with SlowFilesystem(share, latency=0.2) as fs:
+        (logdir / "linked").symlink_to(fs.mountpoint)
+        ahead = scan_ahead.Ahead(scan_ahead.Plan(str(logdir), 2_000, 1 << 20, 1 << 20, 1 << 20))
+        paths = tuple(str(logdir / ("run%04d" % number) / "events.out.tfevents.1") for number in range(4))
+        started = time.monotonic()
+        assert ahead.answer(paths, [os.path.getsize(path) for path in paths]) == (False, None)
+        assert time.monotonic() - started < 5 and ahead._stopped

@@ -21,7 +21,7 @@ from .listing import _sorted_out
 from .scan import scan_together
 from .small_files import read_whole
 
-__all__ = ["Ahead", "Plan"]
+__all__ = ["WAIT", "Ahead", "Plan"]
 
 
 class Plan(NamedTuple):
@@ -34,6 +34,8 @@ class Plan(NamedTuple):
     held: int
 
 
+# The most seconds an asker waits for the plan, or for a batch's scan ahead.
+WAIT = 10.0
 # A batch's files: their paths, in order.
 Key = Tuple[str, ...]
 # A file's size, mtime (ns), inode and device (`_stamp`).
@@ -71,7 +73,10 @@ class Ahead:
         """The planned batch of `paths`, once scanned, taken from those held (with those before
         it, which the asker passed over); None where it is none, or the scans stopped."""
         with self._lock:
-            self._lock.wait_for(lambda: self._planned or self._stopped)
+            # A listing or a read that hangs (a network share linked below the logdir) stops the
+            # scans ahead, not the asker.
+            if not self._lock.wait_for(lambda: self._planned or self._stopped, WAIT):
+                self._stop()
             number = self._numbers.get(paths)
             if number is None:
                 self._stop()
@@ -79,7 +84,8 @@ class Ahead:
             for passed in [n for n in self._done if n < number]:
                 self._drop(passed)
             self._lock.notify_all()
-            self._lock.wait_for(lambda: self._scanned > number or self._stopped)
+            if not self._lock.wait_for(lambda: self._scanned > number or self._stopped, WAIT):
+                self._stop()
             if self._stopped or number not in self._done:
                 return None
             return self._drop(number)
