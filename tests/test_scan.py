@@ -532,8 +532,9 @@ def test_scans_ahead_that_wait_on_a_slow_share_linked_below_the_logdir_let_the_a
     and the asker is told to send its bytes, not held for the listing."""
     import time
 
-    from mxboard._reading import scan_ahead
     from slow_fs import SlowFilesystem, why_unavailable
+
+    from mxboard._reading import scan_ahead
 
     reason = why_unavailable()
     if reason is not None:
