@@ -49,15 +49,16 @@ def resource_apps(plugin: Any, assets: Optional[Callable[[], IO[bytes]]]) -> Dic
     apps: Dict[str, Any] = {}
     if not assets:
         return apps
+    serve_index = upstream.private(core_plugin, "CorePlugin._serve_index")
+    serve_asset = upstream.private(core_plugin, "CorePlugin._serve_asset")
     with assets() as fp, zipfile.ZipFile(fp) as found:
         for info in found.infolist():
             if info.filename == "index.html":
                 # Not gzipped, as upstream serves it.
-                apps["/index.html"] = functools.partial(upstream.private(core_plugin, "CorePlugin._serve_index"),
-                                                        plugin, found.read(info))
+                apps["/index.html"] = functools.partial(serve_index, plugin, found.read(info))
             else:
-                apps["/" + info.filename] = functools.partial(upstream.private(core_plugin, "CorePlugin._serve_asset"),
-                                                              plugin, info.filename, gzipped(found, fp, info))
+                apps["/" + info.filename] = functools.partial(serve_asset, plugin, info.filename,
+                                                              gzipped(found, fp, info))
     apps["/"] = apps["/index.html"]
     return apps
 

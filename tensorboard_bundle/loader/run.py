@@ -172,18 +172,17 @@ def _take_at_once(index: RunIndex, scanned: Scanned) -> None:
     for rows in _groups(ids):
         first, rest = _first(rows)
         tag = names[int(ids[first])]
-        if index.scalar_tag(tag, file):
-            rest = rows
-        else:
+        if not index.scalar_tag(tag, file):
             number = int(numbers[first])
             _take_first(index, file, scanned.offset(number), scanned.payload(number), len(ids[rows]))
-        if not len(ids[rest]):
+            rows = rest
+        if not len(ids[rows]):
             continue
         if index.scalar_tag(tag, file):
             with index.lock:
-                index.series[tag].columns.extend(steps[rest], walls[rest], values[rest])
+                index.series[tag].columns.extend(steps[rows], walls[rows], values[rows])
         else:
-            for number in numbers[rest].tolist():
+            for number in numbers[rows].tolist():
                 _take(index, file, scanned.offset(number), scanned.payload(number))
     with index.lock:
         index.took_up_to(int(steps[-1]))
