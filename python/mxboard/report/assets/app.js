@@ -733,7 +733,13 @@
   var opened = performance.now();  // since the navigation began: parsing the page included
   if (location.hash === "#selftest") setTimeout(selftest, 100);  // once uPlot has laid its charts out
   function selftest() {
+    // what the observer has not drawn yet is drawn now; uPlot sets a new chart's scales in a
+    // microtask, so what was drawn is read a task later (read at once, a busy page had none)
     charts.forEach(function (c) { if (!c.plot) draw(c); });
+    customCharts.forEach(function (c) { if (!c.plot) c.draw(c); });
+    setTimeout(measured, 0);
+  }
+  function measured() {
     var result = {opened_ms: opened, resources: performance.getEntriesByType("resource").length,
                   charts: {}, cursor: null, smoothed: {}};
     charts.forEach(function (c) { result.charts[c.tag] = c.runs; });
@@ -752,7 +758,6 @@
         });
       });
     }
-    customCharts.forEach(function (c) { if (!c.plot) c.draw(c); });
     Array.prototype.forEach.call(document.querySelectorAll("#pr_curves .chart"), function (box) { box.drawPr(); });
     result.xranges = {};
     charts.forEach(function (c) { if (c.plot) result.xranges[c.tag] = [c.plot.scales.x.min, c.plot.scales.x.max]; });
