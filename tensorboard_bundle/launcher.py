@@ -6,7 +6,9 @@ in it), the data loader in use and the logdir. The data loader is the bundle's o
 unless --load_fast names one of upstream's. A logdir in an object store is served from a local
 mirror (logdirs.py). The command line is parsed once (arguments.py). A
 Ctrl-C, while TensorBoard starts or serves, ends it with one line that says what was kept, and
-status 130."""
+status 130. Its end is bounded: EXIT_SECS after TensorBoard stopped, every thread's stack is
+written and the process ends with status 1."""
+import faulthandler
 import importlib
 import logging
 import os
@@ -19,6 +21,10 @@ if TYPE_CHECKING:
     from tensorboard_bundle.arguments import Launch
 
 __all__ = ["main", "plugins"]
+
+# How long the process may take to end once TensorBoard stopped (a signal, a Ctrl-C, an error):
+# its threads' joins and exit hooks (a mirror's removal, TensorBoard's info file) run within it.
+EXIT_SECS = 30
 
 
 # tensorboard ships no types: its modules and classes are Any here
@@ -267,6 +273,10 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
         signal.signal(signal.SIGINT, signal.SIG_IGN)
         _say_stopped()
         sys.exit(130)
+    finally:
+        # A thread or a hook that never returns would hold a closed terminal's server, or a
+        # service's stop, for ever: after EXIT_SECS the stacks say where, and the process ends.
+        faulthandler.dump_traceback_later(EXIT_SECS, exit=True)
 
 
 def _launch(argv: Optional[Sequence[str]]) -> None:

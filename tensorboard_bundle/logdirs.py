@@ -27,6 +27,8 @@ __all__ = ["serve_remote"]
 
 # The server starts once the mirrors' first passes ended, or after this long.
 FIRST_PASS_SECS = 10
+# At exit, the mirrors' passes are waited for this long (their manifests saved).
+STOP_SECS = 5
 
 
 def _mirrored(path: str) -> bool:
@@ -167,7 +169,11 @@ def _exit_on_hangup(signum: int, frame: Any) -> None:
 
 
 def _stop(mirrors: List[Any], temporary: Optional[str]) -> None:
+    # Each mirror asked to stop, then all waited for STOP_SECS in all, however many there are.
     for m in mirrors:
-        m.stop(5)
+        m.stop(0)
+    deadline = time.monotonic() + STOP_SECS
+    for m in mirrors:
+        m.stop(max(0.0, deadline - time.monotonic()))
     if temporary:
         shutil.rmtree(temporary, ignore_errors=True)

@@ -231,11 +231,19 @@ class Server:
                     found.set()
             found.set()  # the process ended
 
-        threading.Thread(target=pump, daemon=True).start()
+        self._pump = threading.Thread(target=pump, daemon=True)
+        self._pump.start()
         found.wait(60)
         if self.url is None:
             self.close()
             raise ServerDidNotStartError("".join(self.output))
+
+    def ended(self, timeout):
+        """The exit status, once the process ended (within `timeout` seconds) and all it printed
+        is in `output`."""
+        status = self.proc.wait(timeout)
+        self._pump.join(10)
+        return status
 
     @property
     def banner(self):

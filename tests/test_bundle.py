@@ -821,6 +821,47 @@ def test_two_servers_each_pid_1_of_a_pid_namespace_keep_two_info_files(logdir, s
     assert {info.port for info in manager.get_all()} == {_port(second)}
 
 
+# A thread that never ends, started as the interpreter starts (sitecustomize); the launcher's bound
+# set to 2 s.
+NEVER_ENDING = """
+import threading, time
+
+def a_plugins_thread_that_never_ends():
+    time.sleep(3600)
+
+threading.Thread(target=a_plugins_thread_that_never_ends, name="never ending").start()
+import tensorboard_bundle.launcher
+tensorboard_bundle.launcher.EXIT_SECS = 2
+"""
+
+
+@pytest.mark.slow
+def test_an_end_that_hangs_is_cut_after_the_launchers_bound_with_every_threads_stack(logdir, serve, tmp_path):
+    """CI saw a server ended by SIGHUP still running 30 s later, and nothing said where it hung:
+    the interpreter joins every thread that is not a daemon's before it exits, and waits on each
+    exit hook. The launcher now bounds its end: EXIT_SECS after TensorBoard stopped, every thread's
+    stack is written and the process ends with status 1. Here a thread that never ends holds the
+    server's end after SIGTERM."""
+    import signal
+
+    hook = tmp_path / "hook"
+    hook.mkdir()
+    (hook / "sitecustomize.py").write_text(NEVER_ENDING)
+    server = serve(logdir, env=dict(os.environ, PYTHONPATH=str(hook)))
+    assert server.status("/data/environment") == 200
+    started = time.monotonic()
+    server.proc.send_signal(signal.SIGTERM)
+    status = server.ended(60)
+    output = "".join(server.output)
+    assert status == 1 and "a_plugins_thread_that_never_ends" in output, output
+    assert time.monotonic() - started < 30, output
+    # Without the thread, the same end takes no bound's time and exits 0.
+    server = serve(logdir)
+    started = time.monotonic()
+    server.proc.send_signal(signal.SIGTERM)
+    assert server.ended(60) == 0 and time.monotonic() - started < 20, "".join(server.output)
+
+
 @pytest.mark.slow
 def test_an_info_file_whose_pid_names_another_process_now_is_forgotten_and_a_live_ones_kept(tmp_path, monkeypatch):
     """A server killed by SIGKILL leaves its file, and its pid is given to another process (pids
