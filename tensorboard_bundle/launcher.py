@@ -274,9 +274,17 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
         _say_stopped()
         sys.exit(130)
     finally:
-        # A thread or a hook that never returns would hold a closed terminal's server, or a
-        # service's stop, for ever: after EXIT_SECS the stacks say where, and the process ends.
+        _bound_the_end()
+
+
+def _bound_the_end() -> None:
+    """A thread or a hook that never returns would hold a closed terminal's server, or a
+    service's stop, for ever: after EXIT_SECS the stacks say where, and the process ends. Where
+    stderr cannot be written (None, closed, no descriptor), the end is bounded all the same."""
+    try:
         faulthandler.dump_traceback_later(EXIT_SECS, exit=True)
+    except (RuntimeError, ValueError, OSError):
+        faulthandler.dump_traceback_later(EXIT_SECS, exit=True, file=open(os.devnull, "w"))
 
 
 def _launch(argv: Optional[Sequence[str]]) -> None:
