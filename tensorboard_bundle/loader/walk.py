@@ -16,7 +16,7 @@ import logging
 import os
 from typing import Callable, Dict, List, NamedTuple, Optional, Set, Tuple, TypeVar
 
-from mxboard._reading.listing import _sorted_out, walk
+from mxboard._reading.listing import _sorted_out, is_event_file, walk
 
 __all__ = ["Listing", "Walker", "is_event_file"]
 
@@ -28,11 +28,6 @@ Signature = Tuple[int, int, int]
 T = TypeVar("T")
 # A directory listed by its descriptor, and a file opened by its name in it (not on Windows).
 _BY_DESCRIPTOR = os.scandir in os.supports_fd and os.open in os.supports_dir_fd
-
-
-def is_event_file(name: str) -> bool:
-    """Whether a regular file's `name` names an event file (as upstream finds them)."""
-    return "tfevents" in name
 
 
 class Listing(NamedTuple):

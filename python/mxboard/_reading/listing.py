@@ -24,7 +24,7 @@ from typing import Callable, Dict, Iterator, List, Optional, Tuple
 
 from ..errors import MXBoardWarning
 
-__all__ = ["event_files", "is_regular", "walk"]
+__all__ = ["event_files", "is_event_file", "is_regular", "walk"]
 
 # What is done with a line about a loop or an unreadable directory.
 Say = Callable[[str], None]
@@ -33,6 +33,12 @@ Say = Callable[[str], None]
 def _warn(line: str) -> None:
     """Say `line` as an MXBoardWarning. The commands print it as one line (mxboard.__main__)."""
     warnings.warn(MXBoardWarning(line), stacklevel=2)
+
+
+def is_event_file(name: str) -> bool:
+    """Whether a regular file's `name` names an event file (as upstream finds them). The server's
+    loader (walk.py) and the scans ahead of it (scan_ahead.py) must agree on it."""
+    return "tfevents" in name
 
 
 def is_regular(path: str) -> bool:
@@ -56,7 +62,7 @@ def event_files(logdir: str, say: Say = _warn) -> List[str]:
     if os.path.exists(logdir) and not os.path.isdir(logdir):
         raise ValueError("%s is neither a regular file nor a directory" % logdir)
     return [os.path.join(directory, name) for directory, names in walk(logdir, say) for name in names
-            if "tfevents" in name]
+            if is_event_file(name)]
 
 
 def walk(logdir: str, say: Say = _warn) -> Iterator[Tuple[str, List[str]]]:

@@ -17,7 +17,7 @@ import stat
 import threading
 from typing import Any, Dict, Iterator, List, NamedTuple, Optional, Tuple
 
-from .listing import _sorted_out
+from .listing import _sorted_out, is_event_file
 from .scan import scan_together
 from .small_files import read_whole
 
@@ -204,6 +204,6 @@ def _runs(directory: str, path_here: Tuple[str, ...]) -> Iterator[Tuple[str, Lis
     names, below = _sorted_out(directory, entries, path_here, {}, lambda line: None)
     for sub, sub_path_here in below:
         yield from _runs(sub, sub_path_here)
-    files = [name for name in names if "tfevents" in name]
+    files = [name for name in names if is_event_file(name)]
     if files:
         yield directory, files
